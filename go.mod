@@ -1,0 +1,3 @@
+module github.com/llmgw/llmgw
+
+go 1.26

@@ -1,0 +1,71 @@
+package layering
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/llmgw/llmgw"
+
+// deps returns the transitive imports of the packages matching pattern,
+// keyed by importing package.
+func deps(t *testing.T, pattern string) map[string][]string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps=false", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, pattern).CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "matched no packages") {
+			return nil
+		}
+		t.Fatalf("go list %s: %v\n%s", pattern, err, out)
+	}
+	m := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		m[f[0]] = f[1:]
+	}
+	return m
+}
+
+func TestLayering(t *testing.T) {
+	rules := []struct {
+		from      string // go list pattern
+		forbidden string // import path prefix
+		why       string
+	}{
+		{module + "/router/...", module + "/driver", "routers learn block state only over the wire"},
+		{module + "/driver/...", module + "/router", "drivers talk to routers only over the wire"},
+		{module + "/driver/...", "github.com/gin-gonic/gin", "the driver serves no HTTP API"},
+		{module + "/plugin/...", module + "/driver", "the plugin protocol knows nothing about vLLM"},
+		{module + "/consul/...", module + "/router", "consul/ is below router/"},
+		{module + "/consul/...", module + "/driver", "consul/ is below driver/"},
+		{module + "/internal/...", module + "/cmd", "nothing imports a command"},
+		{module + "/router/...", module + "/cmd", "nothing imports a command"},
+		{module + "/driver/...", module + "/cmd", "nothing imports a command"},
+	}
+	for _, r := range rules {
+		for pkg, imports := range deps(t, r.from) {
+			for _, imp := range imports {
+				if imp == r.forbidden || strings.HasPrefix(imp, r.forbidden+"/") {
+					t.Errorf("%s imports %s: %s", pkg, imp, r.why)
+				}
+			}
+		}
+	}
+}
+
+// TestLayeringCatchesViolation makes sure the rule check is not vacuous: the
+// command packages really do depend on the module's own packages, so an
+// empty dependency list would mean go list is being misread.
+func TestLayeringSeesDependencies(t *testing.T) {
+	all := deps(t, module+"/...")
+	if len(all) == 0 {
+		t.Fatal("go list returned no packages for the module")
+	}
+	if _, ok := all[module+"/internal/layering"]; !ok {
+		t.Errorf("go list output lacks this package; got %d packages", len(all))
+	}
+}
