@@ -28,6 +28,11 @@ FUZZ_TARGETS := $(shell grep -rl --include='*_test.go' '^func Fuzz' . 2>/dev/nul
 
 all: build
 
+# Each part of the project may add its own targets in mk/<part>.mk, and
+# prerequisites of `make test` (e.g. test data) to TEST_PREREQS.
+TEST_PREREQS :=
+include $(wildcard mk/*.mk)
+
 deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -56,7 +61,7 @@ fmt-check:
 vet: deps
 	$(GO) vet ./...
 
-unit: deps bin/consul
+unit: deps bin/consul $(TEST_PREREQS)
 	$(GO) test -race -count=1 ./...
 
 fuzz: deps
