@@ -1,0 +1,140 @@
+package blockkey
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Key is a canonical block key. The zero Key is never produced by Chain for
+// real input in practice, but callers must not rely on that: use a separate
+// flag for "no key".
+type Key uint64
+
+// rootPrefix versions the layout: changing the layout changes every root and
+// so every key, which keeps old and new keys from ever matching.
+const rootPrefix = "llmgw/blockkey/v1\x00"
+
+// Root returns the key a chain of blocks for the given LoRA name ("" for the
+// base model) starts from. It is the parent of the first block.
+func Root(loraName string) Key {
+	var d xxhash.Digest
+	d.Reset()
+	_, _ = d.WriteString(rootPrefix)
+	_, _ = d.WriteString(loraName)
+	return Key(d.Sum64())
+}
+
+// maxStackTokens bounds the on-stack buffer; larger blocks hash in pieces.
+const maxStackTokens = 64
+
+// Chain returns the key of one full block of tokens following parent, with
+// the block's cache-affecting extra keys (nil for none).
+func Chain(parent Key, tokens []uint32, extra Extra) Key {
+	var buf [12 + 4*maxStackTokens + 4]byte
+	binary.LittleEndian.PutUint64(buf[0:8], uint64(parent))
+	binary.LittleEndian.PutUint32(buf[8:12], uint32(len(tokens)))
+	if len(tokens) <= maxStackTokens {
+		n := 12
+		for _, t := range tokens {
+			binary.LittleEndian.PutUint32(buf[n:], t)
+			n += 4
+		}
+		binary.LittleEndian.PutUint32(buf[n:], uint32(len(extra)))
+		n += 4
+		if len(extra) == 0 {
+			return Key(xxhash.Sum64(buf[:n]))
+		}
+		var d xxhash.Digest
+		d.Reset()
+		_, _ = d.Write(buf[:n])
+		_, _ = d.Write(extra)
+		return Key(d.Sum64())
+	}
+	var d xxhash.Digest
+	d.Reset()
+	_, _ = d.Write(buf[:12])
+	for len(tokens) > 0 {
+		n := 0
+		for n < 4*maxStackTokens && len(tokens) > 0 {
+			binary.LittleEndian.PutUint32(buf[n:], tokens[0])
+			tokens = tokens[1:]
+			n += 4
+		}
+		_, _ = d.Write(buf[:n])
+	}
+	binary.LittleEndian.PutUint32(buf[0:4], uint32(len(extra)))
+	_, _ = d.Write(buf[:4])
+	_, _ = d.Write(extra)
+	return Key(d.Sum64())
+}
+
+// Keys appends to dst the keys of every full block of tokens, chaining from
+// parent, with no extra keys, and returns the extended slice. Tokens of a
+// trailing partial block are not keyed. blockSize must be positive; a
+// non-positive size keys nothing.
+func Keys(dst []Key, parent Key, tokens []uint32, blockSize int) []Key {
+	if blockSize <= 0 {
+		return dst
+	}
+	for len(tokens) >= blockSize {
+		parent = Chain(parent, tokens[:blockSize], nil)
+		dst = append(dst, parent)
+		tokens = tokens[blockSize:]
+	}
+	return dst
+}
+
+// Extra is the canonical encoding of one block's cache-affecting extra keys:
+// a sequence of typed items, each a kind byte followed by its value. Build it
+// with the Append methods; the zero value means "no extra keys". Two blocks
+// with the same tokens and parent get the same key only if their Extra bytes
+// are equal.
+type Extra []byte
+
+// Item kinds in Extra's encoding.
+const (
+	kindString byte = 's' // u32le length, bytes
+	kindBytes  byte = 'b' // u32le length, bytes
+	kindInt    byte = 'i' // i64le
+	kindFloat  byte = 'f' // IEEE-754 bits, u64le
+	kindList   byte = 'l' // u32le item count, then the items
+	kindNil    byte = 'n' // no value
+)
+
+// AppendString adds a text item (e.g. a cache_salt or a multimodal hash).
+func (e Extra) AppendString(s string) Extra {
+	e = append(e, kindString)
+	e = binary.LittleEndian.AppendUint32(e, uint32(len(s)))
+	return append(e, s...)
+}
+
+// AppendBytes adds a binary item (e.g. a prompt-embeddings digest).
+func (e Extra) AppendBytes(b []byte) Extra {
+	e = append(e, kindBytes)
+	e = binary.LittleEndian.AppendUint32(e, uint32(len(b)))
+	return append(e, b...)
+}
+
+// AppendInt adds an integer item (e.g. a multimodal item's offset).
+func (e Extra) AppendInt(v int64) Extra {
+	e = append(e, kindInt)
+	return binary.LittleEndian.AppendUint64(e, uint64(v))
+}
+
+// AppendFloat adds a floating-point item.
+func (e Extra) AppendFloat(v float64) Extra {
+	e = append(e, kindFloat)
+	return binary.LittleEndian.AppendUint64(e, math.Float64bits(v))
+}
+
+// AppendList starts a nested list of n items (e.g. vLLM's older
+// (identifier, offset) multimodal tuples); the next n items belong to it.
+func (e Extra) AppendList(n int) Extra {
+	e = append(e, kindList)
+	return binary.LittleEndian.AppendUint32(e, uint32(n))
+}
+
+// AppendNil adds an empty item.
+func (e Extra) AppendNil() Extra { return append(e, kindNil) }
