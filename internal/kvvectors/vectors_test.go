@@ -48,3 +48,16 @@ func TestNamesUnique(t *testing.T) {
 		t.Errorf("%d vectors; want 14", len(seen))
 	}
 }
+
+func TestExtendedNamesUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, v := range append(All(), Extended()...) {
+		if seen[v.Name] {
+			t.Errorf("duplicate vector name %q", v.Name)
+		}
+		seen[v.Name] = true
+		if len(v.Payload) == 0 || len(v.Want.Events) == 0 {
+			t.Errorf("%s: empty vector", v.Name)
+		}
+	}
+}
