@@ -112,9 +112,9 @@ func LoRAStored() Vector {
 // future 13-field array schema (the 13th field to be ignored) and an
 // AllBlocksCleared map with an unknown key. Want lists the two known events.
 func UnknownEventAndFields() Vector {
-	unknown := "92 aa 42 6c 6f 63 6b 4d 6f 76 65 64 2a" // ["BlockMoved", 42]
+	unknown := "92 aa 42 6c 6f 63 6b 4d 6f 76 65 64 2a"                                              // ["BlockMoved", 42]
 	stored13 := arrayHdr(13) + " " + strBlockStore + " " + joinFields(storedFields) + " a3 6e 65 77" // + "new"
-	cleared := "82 " + keyType + " " + strAllCleared + " a3 6e 65 77 c3" // "new": true
+	cleared := "82 " + keyType + " " + strAllCleared + " a3 6e 65 77 c3"                             // "new": true
 	want := capturedStored(12)
 	return Vector{
 		Name:    "batch/unknown event and fields",
