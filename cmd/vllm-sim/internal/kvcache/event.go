@@ -1,0 +1,28 @@
+package kvcache
+
+// Kind names a KV event type; the values are vLLM's tag strings.
+type Kind string
+
+// The three event types vLLM publishes.
+const (
+	BlockStored      Kind = "BlockStored"
+	BlockRemoved     Kind = "BlockRemoved"
+	AllBlocksCleared Kind = "AllBlocksCleared"
+)
+
+// Media, as vLLM names them.
+const (
+	MediumGPU = "GPU"
+	MediumCPU = "CPU"
+)
+
+// Event is one KV event in engine terms; the publisher encodes it.
+type Event struct {
+	Kind      Kind
+	Hashes    []Hash
+	Parent    *Hash    // BlockStored: the block before the first one; nil for a root
+	Tokens    []uint32 // BlockStored on GPU: len(Hashes)*BlockSize tokens; empty on CPU
+	BlockSize int
+	LoRAName  string // "" sends None
+	Medium    string
+}
