@@ -1,5 +1,37 @@
 // Package consul wraps github.com/hashicorp/consul/api for llmgw: service
-// registration, health checks and blocking-query watches. The nested module
+// registration with an HTTP health check, deregistration on shutdown, and
+// blocking-query watches of passing service instances. The nested module
 // consul/agent pins the MPL-2.0 Consul v1.14.11 build that tests and the demo
-// run as a real agent (bin/consul).
+// run as a real agent (bin/consul); consul/consultest starts it.
+//
+// It owns the Consul conventions below and the conversion of catalog entries
+// into plain values (Replica, Router). It must not import router/...,
+// driver/..., jobs/... or cmd/...: both the router and the driver use it.
+//
+// # Conventions
+//
+// Model replicas carry the tag "llmgw" and this service meta:
+//
+//	llmgw-model       served model name (required)
+//	llmgw-replica     replica id, "<nomad alloc id>/<task name>" (required)
+//	llmgw-block-size  engine KV block size in tokens (default 16, vLLM's)
+//	llmgw-kv-events   "true" when the driver forwards the replica's KV events
+//	                  (default "false")
+//	llmgw-role        "", "agg", "prefill" or "decode" (reserved)
+//
+// Routers register as service "llmgw-router" (so clients reach them as
+// llmgw-router.service.consul) with an HTTP check on their /health path and
+// service meta:
+//
+//	llmgw-kv-ingest-port  the TCP port, on the service address, where the
+//	                      router accepts KV updates from drivers (required)
+//
+// # Watching
+//
+// The shape follows traefik's Consul catalog provider: fetch.go talks to
+// Consul and returns plain Instances; convert.go turns them into Replicas or
+// Routers (pure; one bad entry is skipped and reported, never fatal); watch.go
+// runs blocking queries (WaitIndex, unchanged results skipped, capped backoff
+// on errors, the last known set kept while Consul is unreachable). A change is
+// a wake-up on a channel of capacity 1; the consumer then reads the whole set.
 package consul

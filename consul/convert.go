@@ -1,0 +1,163 @@
+package consul
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// Tags, service names and meta keys shared by jobspecs, drivers and routers.
+const (
+	// ReplicaTag marks a Consul service instance as an llmgw model replica.
+	ReplicaTag = "llmgw"
+	// RouterService is the service name every router registers under.
+	RouterService = "llmgw-router"
+
+	MetaModel      = "llmgw-model"
+	MetaReplica    = "llmgw-replica"
+	MetaBlockSize  = "llmgw-block-size"
+	MetaKVEvents   = "llmgw-kv-events"
+	MetaRole       = "llmgw-role"
+	MetaIngestPort = "llmgw-kv-ingest-port"
+
+	// DefaultBlockSize is vLLM's default KV block size, assumed when a
+	// replica does not advertise one.
+	DefaultBlockSize = 16
+	// maxBlockSize bounds llmgw-block-size to catch typos (vLLM's largest is 256).
+	maxBlockSize = 4096
+)
+
+// Replica is a passing model replica, ready for the router's replica set.
+type Replica struct {
+	// ID is the llmgw replica id ("<alloc id>/<task>"), which joins Consul
+	// instances with the KV state drivers send.
+	ID        string
+	Model     string
+	Address   string
+	Port      int
+	BlockSize int
+	// KVEvents says the replica's driver forwards KV events, so the router
+	// may route it in exact mode once updates arrive.
+	KVEvents bool
+	Role     string
+	// Node and ServiceID locate the Consul registration, for logs.
+	Node      string
+	ServiceID string
+}
+
+// Router is a passing llmgw-router instance, as drivers see it.
+type Router struct {
+	// ID is node/service-id, unique across the catalog, so a driver keeps one
+	// session per router instance.
+	ID      string
+	Address string
+	// Port is the router's HTTP port; IngestPort its KV-ingest port.
+	Port       int
+	IngestPort int
+}
+
+// ConvertReplicas turns instances into replicas sorted by ID. An instance
+// with missing or malformed meta, or repeating an earlier replica id, is
+// skipped and reported in skipped; the rest are still returned.
+func ConvertReplicas(in []Instance) (out []Replica, skipped []error) {
+	seen := make(map[string]bool, len(in))
+	for _, inst := range in {
+		r, err := toReplica(inst)
+		if err == nil && seen[r.ID] {
+			err = fmt.Errorf("replica id %q already used by another instance", r.ID)
+		}
+		if err != nil {
+			skipped = append(skipped, fmt.Errorf("skip instance %s on node %s: %w", inst.ServiceID, inst.Node, err))
+			continue
+		}
+		seen[r.ID] = true
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, skipped
+}
+
+func toReplica(in Instance) (Replica, error) {
+	r := Replica{
+		ID:        in.Meta[MetaReplica],
+		Model:     in.Meta[MetaModel],
+		Address:   in.Address,
+		Port:      in.Port,
+		BlockSize: DefaultBlockSize,
+		Role:      in.Meta[MetaRole],
+		Node:      in.Node,
+		ServiceID: in.ServiceID,
+	}
+	if r.ID == "" {
+		return Replica{}, fmt.Errorf("meta %s is missing", MetaReplica)
+	}
+	if r.Model == "" {
+		return Replica{}, fmt.Errorf("meta %s is missing", MetaModel)
+	}
+	if err := checkEndpoint(in); err != nil {
+		return Replica{}, err
+	}
+	if s, ok := in.Meta[MetaBlockSize]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 || n > maxBlockSize {
+			return Replica{}, fmt.Errorf("meta %s=%q: want an integer in 1..%d", MetaBlockSize, s, maxBlockSize)
+		}
+		r.BlockSize = n
+	}
+	switch s := in.Meta[MetaKVEvents]; s {
+	case "", "false":
+	case "true":
+		r.KVEvents = true
+	default:
+		return Replica{}, fmt.Errorf("meta %s=%q: want true or false", MetaKVEvents, s)
+	}
+	switch r.Role {
+	case "", "agg", "prefill", "decode":
+	default:
+		return Replica{}, fmt.Errorf("meta %s=%q: want agg, prefill or decode", MetaRole, r.Role)
+	}
+	return r, nil
+}
+
+// ConvertRouters turns instances of the llmgw-router service into routers
+// sorted by ID, skipping (and reporting) any without a valid ingest port.
+func ConvertRouters(in []Instance) (out []Router, skipped []error) {
+	for _, inst := range in {
+		r, err := toRouter(inst)
+		if err != nil {
+			skipped = append(skipped, fmt.Errorf("skip instance %s on node %s: %w", inst.ServiceID, inst.Node, err))
+			continue
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, skipped
+}
+
+func toRouter(in Instance) (Router, error) {
+	if in.ServiceID == "" {
+		return Router{}, fmt.Errorf("service id is empty")
+	}
+	if err := checkEndpoint(in); err != nil {
+		return Router{}, err
+	}
+	s, ok := in.Meta[MetaIngestPort]
+	if !ok {
+		return Router{}, fmt.Errorf("meta %s is missing", MetaIngestPort)
+	}
+	p, err := strconv.Atoi(s)
+	if err != nil || p <= 0 || p > 65535 {
+		return Router{}, fmt.Errorf("meta %s=%q: want a port in 1..65535", MetaIngestPort, s)
+	}
+	return Router{ID: in.Node + "/" + in.ServiceID, Address: in.Address, Port: in.Port, IngestPort: p}, nil
+}
+
+func checkEndpoint(in Instance) error {
+	if in.Address == "" {
+		return fmt.Errorf("no service or node address")
+	}
+	if in.Port <= 0 || in.Port > 65535 {
+		return fmt.Errorf("port %d out of range", in.Port)
+	}
+	return nil
+}
