@@ -186,10 +186,16 @@ func RemovedArray(n int) Vector {
 	if n >= 4 {
 		e.GroupIdx = intp(0)
 	}
+	// The 2-field BlockRemoved is the v0.9 schema, whose batch had no rank.
+	hdr, tail := batch3Hdr, rank0
+	b := Batch{TS: TS, Events: []Event{e}, DataParallelRank: intp(0)}
+	if n == 2 {
+		hdr, tail, b.DataParallelRank = batch2Hdr, "", nil
+	}
 	return Vector{
 		Name:    "BlockRemoved/array" + itoa(n),
-		Payload: mustHex(batch3Hdr + " " + events1 + " " + arrayHdr(n) + " " + strBlockRem + " " + strings.Join(fields, " ") + " " + rank0),
-		Want:    Batch{TS: TS, Events: []Event{e}, DataParallelRank: intp(0)},
+		Payload: mustHex(hdr + " " + events1 + " " + arrayHdr(n) + " " + strBlockRem + " " + strings.Join(fields, " ") + " " + tail),
+		Want:    b,
 	}
 }
 
@@ -223,7 +229,8 @@ func ClearedMap() Vector {
 }
 
 // CPUStoredArray is a BlockStored as vLLM's offloading connector sends it:
-// medium "CPU", no token ids, a parent, in the 12-field array schema.
+// medium "CPU", no token ids (so no per-block extra keys either), a parent,
+// in the 12-field array schema.
 func CPUStoredArray() Vector {
 	ev := arrayHdr(12) + " " + strBlockStore + " " + hashes1 + " " +
 		"2a" + " " + // parent_block_hash = 42
