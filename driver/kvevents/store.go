@@ -1,0 +1,242 @@
+package kvevents
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/kvwire"
+)
+
+// Store holds the block state of every replica this driver runs and the
+// change log its sessions drain. Intake (Apply, ClearRank, Remove) only
+// appends to the log; each Session reads the log at its own pace, and a
+// session that falls more than the log limit behind is cut loose and given
+// a snapshot on its next drain, so no session can slow intake or another
+// session down. Store is safe for concurrent use.
+type Store struct {
+	mu       sync.Mutex
+	replicas map[string]*replicaState
+	log      changeLog
+	sessions map[*Session]struct{}
+	maxLag   int // changes a session may fall behind before resync
+	stats    ApplyStats
+}
+
+// replicaState is one replica: its ranks' states and engine block size.
+type replicaState struct {
+	id        string
+	blockSize int
+	ranks     map[int]*rankState
+}
+
+// op is what a change did.
+type op uint8
+
+const (
+	opAdd op = iota + 1
+	opDel
+	opReset // the replica was removed: it holds nothing
+)
+
+// change is one effective transition in the block state.
+type change struct {
+	rep  *replicaState
+	key  blockkey.Key
+	rank uint16
+	tier kvwire.Tier
+	op   op
+}
+
+// DefaultMaxLag is how many changes a session may fall behind before it is
+// resynchronised by snapshot: about 24 MiB of log.
+const DefaultMaxLag = 1 << 20
+
+// StoreOption configures a Store.
+type StoreOption func(*Store)
+
+// WithMaxLag sets how many changes a session may fall behind before its log
+// position is dropped and its next drain becomes a snapshot.
+func WithMaxLag(n int) StoreOption {
+	return func(s *Store) {
+		if n > 0 {
+			s.maxLag = n
+		}
+	}
+}
+
+// NewStore returns an empty store.
+func NewStore(opts ...StoreOption) *Store {
+	s := &Store{
+		replicas: make(map[string]*replicaState),
+		sessions: make(map[*Session]struct{}),
+		maxLag:   DefaultMaxLag,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// replica returns the state of id, creating it. Callers hold s.mu.
+func (s *Store) replica(id string) *replicaState {
+	r, ok := s.replicas[id]
+	if !ok {
+		r = &replicaState{id: id, ranks: make(map[int]*rankState)}
+		s.replicas[id] = r
+	}
+	return r
+}
+
+func (s *Store) rankOf(r *replicaState, rank int) *rankState {
+	rs, ok := r.ranks[rank]
+	if !ok {
+		rs = newRankState(rank, func(rank int, t kvwire.Tier, k blockkey.Key, add bool) {
+			o := opDel
+			if add {
+				o = opAdd
+			}
+			s.log.append(change{rep: r, key: k, rank: uint16(rank), tier: t, op: o})
+		})
+		r.ranks[rank] = rs
+	}
+	return rs
+}
+
+// Apply applies one decoded batch from data-parallel rank rank of replica.
+func (s *Store) Apply(replica string, rank int, b *Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.replica(replica)
+	for i := range b.Events {
+		if ev := &b.Events[i]; ev.Type == BlockStored && len(ev.Tokens) > 0 {
+			r.blockSize = ev.BlockSize
+		}
+	}
+	var st ApplyStats
+	s.rankOf(r, rank).apply(b, &st)
+	s.stats.add(st)
+	s.trimLocked()
+}
+
+// ClearRank drops every block of one rank of replica: the engine behind it
+// restarted, or its history was lost.
+func (s *Store) ClearRank(replica string, rank int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.replicas[replica]; ok {
+		if rs, ok := r.ranks[rank]; ok {
+			rs.clear()
+		}
+	}
+}
+
+// Remove forgets replica: every session is told it holds nothing.
+func (s *Store) Remove(replica string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.replicas[replica]
+	if !ok {
+		r = &replicaState{id: replica}
+	}
+	delete(s.replicas, replica)
+	s.log.append(change{rep: r, op: opReset})
+}
+
+// Stats returns what intake has applied so far.
+func (s *Store) Stats() ApplyStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
+// Block is one cached block of a replica, as the store holds it.
+type Block struct {
+	Rank int
+	Tier kvwire.Tier
+	Key  blockkey.Key
+}
+
+// Blocks returns the blocks replica holds, sorted by rank, tier and key.
+func (s *Store) Blocks(replica string) []Block {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Block
+	if r, ok := s.replicas[replica]; ok {
+		for rank, rs := range r.ranks {
+			for k, h := range rs.held {
+				for ti := range h {
+					if h[ti] > 0 {
+						out = append(out, Block{Rank: rank, Tier: kvwire.Tier(ti + 1), Key: k})
+					}
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Rank != b.Rank {
+			return a.Rank < b.Rank
+		}
+		if a.Tier != b.Tier {
+			return a.Tier < b.Tier
+		}
+		return a.Key < b.Key
+	})
+	return out
+}
+
+// Replicas returns the IDs of the replicas the store holds state for.
+func (s *Store) Replicas() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.replicas))
+	for id := range s.replicas {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// trimLocked drops log chunks every session has read, and cuts loose the
+// sessions that lag more than maxLag changes behind.
+func (s *Store) trimLocked() {
+	end := s.log.end()
+	low := end
+	for ss := range s.sessions {
+		if ss.resync {
+			continue
+		}
+		if end-ss.cursor > uint64(s.maxLag) {
+			ss.resync = true
+			continue
+		}
+		low = min(low, ss.cursor)
+	}
+	s.log.trim(low)
+}
+
+// snapshotLocked builds the full state as replicas for a snapshot.
+func (s *Store) snapshotLocked() []kvwire.Replica {
+	out := make([]kvwire.Replica, 0, len(s.replicas))
+	for _, r := range s.replicas {
+		rep := kvwire.Replica{ID: r.id, BlockSize: r.blockSize}
+		for rank, rs := range r.ranks {
+			var add [2][]uint64
+			for k, h := range rs.held {
+				for ti := range h {
+					if h[ti] > 0 {
+						add[ti] = append(add[ti], uint64(k))
+					}
+				}
+			}
+			for ti := range add {
+				if len(add[ti]) > 0 {
+					rep.Groups = append(rep.Groups, kvwire.Group{Rank: rank, Tier: kvwire.Tier(ti + 1), Add: add[ti]})
+				}
+			}
+		}
+		out = append(out, rep)
+	}
+	return out
+}

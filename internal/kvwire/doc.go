@@ -1,0 +1,32 @@
+// Package kvwire defines the messages a driver sends to a router about the
+// KV-cache blocks its replicas hold, and the receiving half that the
+// router's ingest endpoint wraps: decoding, authentication with the shared
+// token, and per-driver session sequencing.
+//
+// # Protocol (version 1)
+//
+// A driver keeps one session per router instance. Every flush it sends one
+// Update as the body of an HTTP POST to Path, msgpack-encoded (Content-Type
+// ContentType), with "Authorization: Bearer <token>".
+//
+//   - A session starts with a snapshot (Snapshot true): the full block state
+//     of every replica the driver knows. The receiver replaces everything it
+//     held from that Driver with it; replicas not listed hold nothing.
+//   - Later updates carry the net effect since the previous one: per
+//     replica, optionally Reset (drop everything held for the replica), then
+//     Del, then Add, per (data-parallel rank, tier) group. A block stored and
+//     evicted between two flushes never appears.
+//   - Seq increases by one per update within an Epoch (a random number the
+//     driver picks per session). A delta whose Epoch differs from the
+//     receiver's, or whose Seq is not the last one plus one, is answered
+//     409 with "snapshot required"; the driver then sends a snapshot. A
+//     repeat of the last Seq (a retry after a lost answer) is acknowledged
+//     without being applied again.
+//   - 401 means a missing or wrong token; 400 a body that is not a valid
+//     Update, or an unsupported Version. Neither is retried as-is.
+//
+// Structs encode as msgpack arrays; fields are only ever appended, and a
+// change in meaning bumps Version. The package is a leaf: it imports nothing
+// of llmgw's; block keys travel as the
+// uint64 values of internal/blockkey's Key.
+package kvwire
