@@ -1,0 +1,242 @@
+package ctymsgpack
+
+import (
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/zclconf/go-cty/cty"
+	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
+)
+
+// bytesOf builds msgpack from hex tokens and "quoted" raw strings, so the
+// fact sheet's annotated dumps can be transcribed as they are printed.
+func bytesOf(t *testing.T, s string) []byte {
+	t.Helper()
+	var out []byte
+	for _, tok := range strings.Fields(s) {
+		if strings.HasPrefix(tok, `"`) {
+			out = append(out, strings.Trim(tok, `"`)...)
+			continue
+		}
+		b, err := hex.DecodeString(tok)
+		if err != nil {
+			t.Fatalf("bad token %q", tok)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+type mount struct {
+	Source   string `codec:"source"`
+	Target   string `codec:"target"`
+	Readonly bool   `codec:"readonly"`
+}
+
+type auth struct {
+	Username string `codec:"username"`
+	Password string `codec:"password"`
+}
+
+type sheetConfig struct {
+	Args        []string          `codec:"args"`
+	Auth        *auth             `codec:"auth"`
+	Count       int               `codec:"count"`
+	Dflt        string            `codec:"dflt"`
+	Enabled     bool              `codec:"enabled"`
+	Image       string            `codec:"image"`
+	Interp      string            `codec:"interp"`
+	Labels      map[string]string `codec:"labels"`
+	MissingList []string          `codec:"missing_list"`
+	MissingStr  string            `codec:"missing_str"`
+	Mount       []mount           `codec:"mount"`
+	Neg         int8              `codec:"neg"`
+	PortMap     map[string]int    `codec:"port_map"`
+	Ratio       float64           `codec:"ratio"`
+	Tenth       float64           `codec:"tenth"`
+}
+
+// TestFactSheetExample decodes the byte-for-byte example of section 8.2,
+// which was captured from Nomad's own config pipeline.
+func TestFactSheetExample(t *testing.T) {
+	data := bytesOf(t, `8f
+		a4 "args" 92 a2 "-c" a7 "echo_hi"
+		a4 "auth" 82 a8 "password" a1 "p" a8 "username" a1 "u"
+		a5 "count" 03
+		a4 "dflt" a8 "fallback"
+		a7 "enabled" c3
+		a5 "image" be "docker.io/library/busybox:1.36"
+		a6 "interp" ac "23456:/local"
+		a6 "labels" 81 a1 "a" a1 "b"
+		ac "missing_list" c0
+		ab "missing_str" c0
+		a5 "mount" 92 83 a8 "readonly" c0 a6 "source" a4 "/src" a6 "target" a4 "/dst"
+		              83 a8 "readonly" c3 a6 "source" a3 "/s2" a6 "target" a3 "/d2"
+		a3 "neg" f9
+		a8 "port_map" 81 a4 "http" cd 1f90
+		a5 "ratio" cb 3ff8000000000000
+		a5 "tenth" a3 "0.1"`)
+	var got sheetConfig
+	if err := Decode(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := sheetConfig{
+		Args: []string{"-c", "echo_hi"}, Auth: &auth{"u", "p"}, Count: 3, Dflt: "fallback", Enabled: true,
+		Image: "docker.io/library/busybox:1.36", Interp: "23456:/local", Labels: map[string]string{"a": "b"},
+		Mount: []mount{{"/src", "/dst", false}, {"/s2", "/d2", true}}, Neg: -7,
+		PortMap: map[string]int{"http": 8080}, Ratio: 1.5, Tenth: 0.1,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("decoded config (-want +got):\n%s", d)
+	}
+}
+
+type numbers struct {
+	I   int64         `codec:"i"`
+	U   uint16        `codec:"u"`
+	F   float64       `codec:"f"`
+	D   time.Duration `codec:"d"`
+	Any any           `codec:"any"`
+}
+
+// TestCtyEncodings runs values through go-cty's own encoder, the one Nomad
+// uses, and checks each number form decodes as the Go value expected.
+func TestCtyEncodings(t *testing.T) {
+	ty := cty.Object(map[string]cty.Type{"i": cty.Number, "u": cty.Number, "f": cty.Number, "d": cty.String, "any": cty.String})
+	obj := func(i, u, f cty.Value, d string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"i": i, "u": u, "f": f, "d": cty.StringVal(d), "any": cty.NullVal(cty.String)})
+	}
+	tests := []struct {
+		name    string
+		val     cty.Value
+		want    numbers
+		wantErr string
+	}{
+		{"small ints", obj(cty.NumberIntVal(-200), cty.NumberIntVal(8080), cty.NumberIntVal(2), "30s"),
+			numbers{I: -200, U: 8080, F: 2, D: 30 * time.Second}, ""},
+		{"decimal strings", obj(cty.NumberIntVal(70000), cty.NumberIntVal(1), cty.MustParseNumberVal("0.1"), "1m"),
+			numbers{I: 70000, U: 1, F: 0.1, D: time.Minute}, ""},
+		{"exact float", obj(cty.NumberIntVal(1), cty.NumberIntVal(1), cty.NumberFloatVal(2.5), "0s"),
+			numbers{I: 1, U: 1, F: 2.5}, ""},
+		{"fraction into int", obj(cty.NumberFloatVal(1.5), cty.NumberIntVal(1), cty.NumberIntVal(1), "0s"),
+			numbers{}, "i: want a whole number, got 1.5"},
+		{"beyond int64", obj(cty.MustParseNumberVal("18446744073709551616"), cty.NumberIntVal(1), cty.NumberIntVal(1), "0s"),
+			numbers{}, `i: want a whole number, got "18446744073709551616"`},
+		{"uint overflow", obj(cty.NumberIntVal(1), cty.NumberIntVal(70000), cty.NumberIntVal(1), "0s"),
+			numbers{}, "u: 70000 is out of range"},
+		{"negative uint", obj(cty.NumberIntVal(1), cty.NumberIntVal(-1), cty.NumberIntVal(1), "0s"),
+			numbers{}, "u: -1 is out of range"},
+		{"bad duration", obj(cty.NumberIntVal(1), cty.NumberIntVal(1), cty.NumberIntVal(1), "soon"),
+			numbers{}, `d: invalid duration "soon"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := ctymsgpack.Marshal(tt.val, ty)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got numbers
+			err = Decode(b, &got)
+			if tt.wantErr != "" {
+				var fe *FieldError
+				if !errors.As(err, &fe) || err.Error() != tt.wantErr {
+					t.Fatalf("got error %v; want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+type strict struct {
+	Model string `codec:"model"`
+	Shard *struct {
+		Rank int `codec:"rank"`
+	} `codec:"shard"`
+	Args []string          `codec:"args"`
+	Env  map[string]string `codec:"env"`
+}
+
+func TestErrorsNameTheAttribute(t *testing.T) {
+	tests := []struct {
+		name, data, want string
+	}{
+		{"unknown attribute", `82 a5 "model" a1 "m" a5 "extra" c3`, "extra: unknown attribute"},
+		{"wrong type", `81 a5 "model" 05`, "model: want a string, got number 5"},
+		{"nested", `81 a5 "shard" 81 a4 "rank" a1 "x"`, `shard.rank: want a whole number, got "x"`},
+		{"nested unknown", `81 a5 "shard" 81 a4 "ronk" 01`, "shard.ronk: unknown attribute"},
+		{"list element", `81 a4 "args" 92 a1 "a" c3`, "args[1]: want a string, got bool"},
+		{"map value", `81 a3 "env" 81 a1 "K" 01`, `env["K"]: want a string, got number 1`},
+		{"object expected", `91 01`, "want an object, got a list"},
+		{"truncated", `82 a5 "model"`, "ctymsgpack: malformed msgpack"},
+		{"trailing", `80 c0`, "ctymsgpack: 1 trailing bytes after the config value"},
+		{"empty", ``, "ctymsgpack: empty config"},
+		{"unknown value ext", `81 a5 "model" d4 00 00`, "ctymsgpack: malformed msgpack"},
+		{"too deep", strings.Repeat("91 ", 40) + "c0", "ctymsgpack: malformed msgpack at byte 33: nested deeper than 32 levels"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s strict
+			err := Decode(bytesOf(t, tt.data), &s)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("got error %v; want prefix %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNullLeavesZero(t *testing.T) {
+	s := strict{Model: "old", Args: []string{"x"}}
+	if err := Decode(bytesOf(t, `83 a5 "model" c0 a5 "shard" c0 a4 "args" c0`), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Model != "" || s.Shard != nil || s.Args != nil {
+		t.Errorf("got %+v; want nulls to clear the fields", s)
+	}
+}
+
+func TestDecodeTarget(t *testing.T) {
+	var s strict
+	if err := Decode([]byte{0x80}, s); err == nil {
+		t.Error("decoding into a non-pointer succeeded")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte{0x80})
+	f.Add([]byte{0x81, 0xa5, 'm', 'o', 'd', 'e', 'l', 0xa1, 'm'})
+	f.Add([]byte{0x81, 0xa5, 's', 'h', 'a', 'r', 'd', 0x81, 0xa4, 'r', 'a', 'n', 'k', 0xcd, 0x1f, 0x90})
+	f.Add([]byte{0xdd, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s strict
+		_ = Decode(data, &s)
+		var m map[string]any
+		_ = Decode(data, &m)
+	})
+}
+
+func TestParseBoundsAllocation(t *testing.T) {
+	tests := []string{
+		`dd ff ff ff ff`,       // array32 claiming 4 billion elements
+		`df 7f ff ff ff 01`,    // map32 claiming 2 billion pairs
+		`db ff ff ff ff "abc"`, // str32 longer than the data
+		`c1`,                   // never-used code
+		`82 01 02 03 04`,       // integer keys
+		`82 a1 "a" 01 a1 "a" 02`,
+	}
+	for _, in := range tests {
+		if _, err := Parse(bytesOf(t, in)); err == nil {
+			t.Errorf("Parse(%s) succeeded", in)
+		}
+	}
+}
