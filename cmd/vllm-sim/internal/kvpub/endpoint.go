@@ -1,0 +1,34 @@
+package kvpub
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// binds reports whether vLLM binds (rather than connects) its PUB socket to
+// endpoint: a string rule, not a parse. "tcp://0.0.0.0:5557" connects.
+func binds(endpoint string) bool {
+	return strings.Contains(endpoint, "*") || strings.Contains(endpoint, "::") ||
+		strings.HasPrefix(endpoint, "ipc://") || strings.HasPrefix(endpoint, "inproc://")
+}
+
+// OffsetEndpointPort is vLLM's offset_endpoint_port: data-parallel rank r
+// publishes on the endpoint's port plus r; inproc endpoints get a _dp suffix.
+func OffsetEndpointPort(endpoint string, rank int) (string, error) {
+	if rank == 0 || endpoint == "" {
+		return endpoint, nil
+	}
+	if strings.HasPrefix(endpoint, "inproc://") {
+		return fmt.Sprintf("%s_dp%d", endpoint, rank), nil
+	}
+	if strings.HasPrefix(endpoint, "tcp://") {
+		i := strings.LastIndexByte(endpoint, ':')
+		port, err := strconv.Atoi(endpoint[i+1:])
+		if err != nil {
+			return "", fmt.Errorf("endpoint %q: port %q is not a number", endpoint, endpoint[i+1:])
+		}
+		return fmt.Sprintf("%s:%d", endpoint[:i], port+rank), nil
+	}
+	return "", fmt.Errorf("endpoint %q: cannot offset the port of this transport for data-parallel rank %d", endpoint, rank)
+}
