@@ -1,0 +1,345 @@
+package kvevents
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	zmq "github.com/pebbe/zmq4"
+)
+
+// Sink receives what a listener decodes. *Store implements it.
+type Sink interface {
+	Apply(replica string, rank int, b *Batch)
+	ClearRank(replica string, rank int)
+}
+
+var _ Sink = (*Store)(nil)
+
+// ListenerConfig configures one listener: one data-parallel rank of one
+// replica.
+type ListenerConfig struct {
+	Replica string
+	Rank    int
+	// Port is the loopback port to bind the SUB socket on; 0 picks a free
+	// one. After a plugin restart pass the port used before, so a running
+	// engine reconnects by itself.
+	Port int
+	// ReplayEndpoint is the engine's replay ROUTER socket for this rank,
+	// e.g. tcp://127.0.0.1:5600; empty when the engine has none.
+	ReplayEndpoint string
+	// Topic is the SUB prefix filter; empty accepts every topic.
+	Topic string
+	// ReplayIdle bounds the wait for each reply of a replay (default 2 s);
+	// ReplayTotal bounds a whole replay (default 30 s).
+	ReplayIdle, ReplayTotal time.Duration
+	Logger                  hclog.Logger
+}
+
+// ListenerStats counts a listener's traffic and repairs.
+type ListenerStats struct {
+	Batches     uint64 // batches applied (live and replayed)
+	Replayed    uint64 // of those, batches that came by replay
+	Duplicates  uint64 // live batches already applied by a replay
+	Gaps        uint64 // sequence gaps seen on the live stream
+	Lost        uint64 // batches neither received nor recovered by replay
+	Restarts    uint64 // sequence went backwards: the engine restarted
+	ReplayFails uint64 // replay attempts that failed or timed out
+	BadFrames   uint64 // messages without 3 frames or an 8-byte sequence
+	Malformed   uint64 // payloads the decoder rejected
+	LastSeq     int64  // last applied sequence number, -1 before the first
+	Decode      DecodeStats
+}
+
+// Listener receives one engine publisher's KV events on a SUB socket bound
+// on 127.0.0.1, tracks its sequence numbers, repairs gaps by replay, and
+// applies the batches to a Sink. Its goroutine owns the sockets; Close stops
+// it and waits.
+type Listener struct {
+	cfg    ListenerConfig
+	sink   Sink
+	log    hclog.Logger
+	zctx   *zmq.Context
+	sub    *zmq.Socket
+	port   int
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	dec      Decoder
+	liveLast int64 // last sequence seen live, -1 none
+	reset    chan struct{}
+	badLog   rateLimit
+
+	mu    sync.Mutex // guards stats
+	stats ListenerStats
+}
+
+// Listen binds the SUB socket and starts receiving. It returns at once: an
+// error means the socket could not be opened, and the caller should start
+// the engine without events (DESIGN behaviour 3).
+func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
+	if cfg.ReplayIdle <= 0 {
+		cfg.ReplayIdle = 2 * time.Second
+	}
+	if cfg.ReplayTotal <= 0 {
+		cfg.ReplayTotal = 30 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	log = log.With("replica", cfg.Replica, "rank", cfg.Rank)
+	zctx, err := zmq.NewContext()
+	if err != nil {
+		return nil, fmt.Errorf("kv events listener: zmq context: %w", err)
+	}
+	sub, port, err := bindSub(zctx, cfg.Port, cfg.Topic)
+	if err != nil {
+		_ = zctx.Term()
+		return nil, fmt.Errorf("kv events listener for %s rank %d: %w", cfg.Replica, cfg.Rank, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &Listener{
+		cfg: cfg, sink: sink, log: log, zctx: zctx, sub: sub, port: port,
+		cancel: cancel, done: make(chan struct{}), liveLast: -1,
+		reset:  make(chan struct{}, 1),
+		badLog: rateLimit{every: 10 * time.Second},
+	}
+	l.stats.LastSeq = -1
+	go l.run(ctx)
+	return l, nil
+}
+
+func bindSub(zctx *zmq.Context, port int, topic string) (*zmq.Socket, int, error) {
+	sub, err := zctx.NewSocket(zmq.SUB)
+	if err != nil {
+		return nil, 0, fmt.Errorf("SUB socket: %w", err)
+	}
+	fail := func(err error) (*zmq.Socket, int, error) {
+		_ = sub.Close()
+		return nil, 0, err
+	}
+	if err := sub.SetLinger(0); err != nil {
+		return fail(fmt.Errorf("set linger: %w", err))
+	}
+	if err := sub.SetRcvhwm(100_000); err != nil {
+		return fail(fmt.Errorf("set receive high-water mark: %w", err))
+	}
+	if err := sub.SetSubscribe(topic); err != nil {
+		return fail(fmt.Errorf("subscribe %q: %w", topic, err))
+	}
+	ep := "tcp://127.0.0.1:*"
+	if port > 0 {
+		ep = "tcp://127.0.0.1:" + strconv.Itoa(port)
+	}
+	if err := sub.Bind(ep); err != nil {
+		return fail(fmt.Errorf("bind %s: %w", ep, err))
+	}
+	last, err := sub.GetLastEndpoint()
+	if err != nil {
+		return fail(fmt.Errorf("bound endpoint: %w", err))
+	}
+	_, p, err := net.SplitHostPort(last[len("tcp://"):])
+	if err != nil {
+		return fail(fmt.Errorf("bound endpoint %q: %w", last, err))
+	}
+	got, err := strconv.Atoi(p)
+	if err != nil {
+		return fail(fmt.Errorf("bound endpoint %q: %w", last, err))
+	}
+	return sub, got, nil
+}
+
+// Port is the bound loopback port.
+func (l *Listener) Port() int { return l.port }
+
+// Endpoint is the address the engine's PUB socket must connect to.
+func (l *Listener) Endpoint() string { return "tcp://127.0.0.1:" + strconv.Itoa(l.port) }
+
+// Stats returns a copy of the listener's counters.
+func (l *Listener) Stats() ListenerStats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// EngineRestarted tells the listener that a new engine process now
+// publishes on its port (the driver started one): the rank's state is
+// cleared and sequence tracking starts afresh, even if the new engine's
+// first sequence numbers happen to look like a continuation.
+func (l *Listener) EngineRestarted() {
+	select {
+	case l.reset <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops the listener and waits for its goroutine, which closes the
+// sockets. It does not clear the replica's state: a stopped shard is
+// removed from the Store by the caller (Store.Remove).
+func (l *Listener) Close() error {
+	l.cancel()
+	<-l.done
+	return nil
+}
+
+// pollEvery bounds how long the loop waits before noticing cancellation.
+const pollEvery = 100 * time.Millisecond
+
+func (l *Listener) run(ctx context.Context) {
+	defer close(l.done)
+	defer func() {
+		_ = l.sub.Close()
+		_ = l.zctx.Term()
+	}()
+	poller := zmq.NewPoller()
+	poller.Add(l.sub, zmq.POLLIN)
+	for ctx.Err() == nil {
+		select {
+		case <-l.reset:
+			l.restart()
+		default:
+		}
+		polled, err := poller.Poll(pollEvery)
+		if err != nil {
+			if zmq.AsErrno(err) == zmq.Errno(syscall.EINTR) {
+				continue
+			}
+			l.log.Error("kv events poll failed; listener stops", "error", err)
+			return
+		}
+		if len(polled) == 0 {
+			continue
+		}
+		for ctx.Err() == nil {
+			msg, err := l.sub.RecvMessageBytes(zmq.DONTWAIT)
+			if err != nil {
+				if zmq.AsErrno(err) != zmq.Errno(syscall.EAGAIN) && zmq.AsErrno(err) != zmq.Errno(syscall.EINTR) {
+					l.log.Warn("kv events receive failed", "error", err)
+				}
+				break
+			}
+			l.live(ctx, msg)
+		}
+	}
+}
+
+// restart clears the rank and forgets the sequence.
+func (l *Listener) restart() {
+	l.sink.ClearRank(l.cfg.Replica, l.cfg.Rank)
+	l.liveLast = -1
+	l.mu.Lock()
+	l.stats.LastSeq = -1
+	l.stats.Restarts++
+	l.mu.Unlock()
+}
+
+// splitLive checks a live message's shape: [topic, seq(8), payload].
+func splitLive(msg [][]byte) (uint64, []byte, error) {
+	if len(msg) != 3 {
+		return 0, nil, fmt.Errorf("message of %d frames; want 3 (topic, seq, payload)", len(msg))
+	}
+	if len(msg[1]) != 8 {
+		return 0, nil, fmt.Errorf("sequence frame of %d bytes; want 8", len(msg[1]))
+	}
+	return binary.BigEndian.Uint64(msg[1]), msg[2], nil
+}
+
+// live handles one message from the PUB stream.
+func (l *Listener) live(ctx context.Context, msg [][]byte) {
+	useq, payload, err := splitLive(msg)
+	if err != nil {
+		l.count(func(s *ListenerStats) { s.BadFrames++ })
+		l.badLog.do(func(n int) { l.log.Warn("bad kv events message skipped", "error", err, "skipped", n) })
+		return
+	}
+	seq := int64(useq & (1<<63 - 1))
+	if l.liveLast >= 0 && seq <= l.liveLast {
+		l.log.Info("kv events sequence went backwards: engine restarted; clearing its blocks", "seq", seq, "last", l.liveLast)
+		l.restart()
+	}
+	l.liveLast = seq
+	applied := l.Stats().LastSeq
+	if seq <= applied {
+		l.count(func(s *ListenerStats) { s.Duplicates++ })
+		return
+	}
+	if seq > applied+1 {
+		if applied >= 0 {
+			l.count(func(s *ListenerStats) { s.Gaps++ })
+		}
+		if l.cfg.ReplayEndpoint != "" {
+			if err := l.replay(ctx, applied+1, seq); err != nil {
+				l.count(func(s *ListenerStats) { s.ReplayFails++ })
+				l.log.Warn("kv events replay failed", "from", applied+1, "error", err)
+			}
+			applied = l.Stats().LastSeq
+			if seq <= applied {
+				l.count(func(s *ListenerStats) { s.Duplicates++ })
+				return
+			}
+		}
+		if lost := seq - (applied + 1); lost > 0 {
+			l.count(func(s *ListenerStats) { s.Lost += uint64(lost) })
+			l.log.Warn("kv event batches lost", "from", applied+1, "to", seq-1)
+		}
+	}
+	l.applyPayload(seq, payload, false)
+}
+
+// applyPayload decodes and applies one batch and records seq as applied.
+// A malformed payload is counted and skipped, but its sequence number still
+// counts as seen so it does not trigger replays forever.
+func (l *Listener) applyPayload(seq int64, payload []byte, replayed bool) {
+	b, err := l.dec.Decode(payload)
+	if err != nil {
+		l.badLog.do(func(n int) { l.log.Warn("malformed kv events payload skipped", "seq", seq, "error", err, "skipped", n) })
+	} else {
+		l.sink.Apply(l.cfg.Replica, l.cfg.Rank, b)
+	}
+	l.count(func(s *ListenerStats) {
+		if err != nil {
+			s.Malformed++
+		} else {
+			s.Batches++
+			if replayed {
+				s.Replayed++
+			}
+		}
+		s.LastSeq = seq
+		s.Decode = l.dec.Stats
+	})
+}
+
+func (l *Listener) count(f func(*ListenerStats)) {
+	l.mu.Lock()
+	f(&l.stats)
+	l.mu.Unlock()
+}
+
+// rateLimit runs a log call at most once per interval, passing how many
+// calls were suppressed since the last one.
+type rateLimit struct {
+	every      time.Duration
+	last       time.Time
+	suppressed int
+}
+
+func (r *rateLimit) do(f func(suppressed int)) {
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < r.every {
+		r.suppressed++
+		return
+	}
+	f(r.suppressed)
+	r.last, r.suppressed = now, 0
+}
+
+var errReplayIdle = errors.New("replay: no reply in time")

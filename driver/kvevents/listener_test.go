@@ -1,0 +1,215 @@
+package kvevents
+
+import (
+	"net"
+	"slices"
+	"testing"
+
+	"github.com/llmgw/llmgw/internal/blockkey"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// chainPayloads returns n batches that store a chain of n blocks of size 4,
+// one block per batch, and the keys of that chain.
+func chainPayloads(t *testing.T, n int, firstHash uint64) ([][]byte, []blockkey.Key) {
+	t.Helper()
+	tk := toks(int(firstHash)*1000, 4*n)
+	keys := blockkey.Keys(nil, blockkey.Root(""), tk, 4)
+	var out [][]byte
+	for i := range n {
+		var parent *uint64
+		if i > 0 {
+			parent = u64(firstHash + uint64(i) - 1)
+		}
+		out = append(out, storedPayload(t, []uint64{firstHash + uint64(i)}, parent, tk[4*i:4*i+4], 4))
+	}
+	return out, keys
+}
+
+func listen(t *testing.T, cfg ListenerConfig, sink Sink) *Listener {
+	t.Helper()
+	if cfg.Replica == "" {
+		cfg.Replica = "r"
+	}
+	l, err := Listen(cfg, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func TestListenerAppliesLiveBatches(t *testing.T) {
+	s := NewStore()
+	l := listen(t, ListenerConfig{}, s)
+	e := startFakeEngine(t, l.Endpoint(), 0, true)
+	payloads, keys := chainPayloads(t, 3, 10)
+	for _, p := range payloads {
+		e.publish(p, false)
+	}
+	waitFor(t, "three batches", func() bool { return l.Stats().LastSeq == 2 })
+	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
+		t.Errorf("blocks %v; want %v", got, want)
+	}
+	if st := l.Stats(); st.Batches != 3 || st.Lost != 0 || st.Gaps != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestListenerRepairsGapsByReplay(t *testing.T) {
+	for _, newFormat := range []bool{false, true} {
+		name := "old replies"
+		if newFormat {
+			name = "new replies"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := NewStore()
+			replay := freePort(t)
+			l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}, s)
+			e := startFakeEngine(t, l.Endpoint(), replay, newFormat)
+			payloads, keys := chainPayloads(t, 5, 10)
+			e.publish(payloads[0], false)
+			e.publish(payloads[1], true) // lost on purpose
+			e.publish(payloads[2], true)
+			e.publish(payloads[3], false)
+			e.publish(removedPayload(t, 10), false)
+			e.publish(payloads[4], false)
+			waitFor(t, "all batches", func() bool { return l.Stats().LastSeq == 5 })
+			want := gpu(0, keys[1:]...)
+			if got := s.Blocks("r"); !slices.Equal(got, sortBlocks(want)) {
+				t.Errorf("blocks %v; want %v", got, want)
+			}
+			st := l.Stats()
+			if st.Gaps != 1 || st.Lost != 0 || st.Replayed < 2 || st.ReplayFails != 0 {
+				t.Errorf("stats %+v; want one gap repaired by replay", st)
+			}
+		})
+	}
+}
+
+func TestListenerCountsLossWithoutReplay(t *testing.T) {
+	s := NewStore()
+	l := listen(t, ListenerConfig{}, s)
+	e := startFakeEngine(t, l.Endpoint(), 0, true)
+	payloads, keys := chainPayloads(t, 3, 10)
+	e.publish(payloads[0], false)
+	e.publish(payloads[1], true)
+	e.publish(payloads[2], false)
+	waitFor(t, "last batch", func() bool { return l.Stats().LastSeq == 2 })
+	if st := l.Stats(); st.Lost != 1 || st.Gaps != 1 {
+		t.Errorf("stats %+v; want one lost batch", st)
+	}
+	// Block 2's parent was never seen: it must not be published under a
+	// wrong key.
+	if got, want := s.Blocks("r"), gpu(0, keys[0]); !slices.Equal(got, want) {
+		t.Errorf("blocks %v; want %v", got, want)
+	}
+}
+
+// TestListenerEngineRestart: the sequence going backwards means a new
+// engine; the old engine's blocks are cleared first.
+func TestListenerEngineRestart(t *testing.T) {
+	s := NewStore()
+	replay := freePort(t)
+	l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}, s)
+	e1 := startFakeEngine(t, l.Endpoint(), replay, true)
+	old, _ := chainPayloads(t, 3, 10)
+	for _, p := range old {
+		e1.publish(p, false)
+	}
+	waitFor(t, "first engine's batches", func() bool { return l.Stats().LastSeq == 2 })
+	e1.stop()
+
+	e2 := startFakeEngine(t, l.Endpoint(), replay, true)
+	fresh, keys := chainPayloads(t, 2, 50)
+	e2.publish(fresh[0], true) // lost live, recovered by replay from 0
+	e2.publish(fresh[1], false)
+	waitFor(t, "restart handled", func() bool { st := l.Stats(); return st.Restarts == 1 && st.LastSeq == 1 })
+	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
+		t.Errorf("blocks %v; want only the new engine's %v", got, want)
+	}
+}
+
+// TestListenerRestartOnSamePort closes the listener while the engine keeps
+// running and opens a new one (a fresh store, as after a plugin restart) on
+// the same port: the engine reconnects by itself and replay from 0 restores
+// the blocks published while no listener was there.
+func TestListenerRestartOnSamePort(t *testing.T) {
+	replay := freePort(t)
+	cfg := ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}
+	s1 := NewStore()
+	l1, err := Listen(cfg, s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startFakeEngine(t, l1.Endpoint(), replay, false)
+	payloads, keys := chainPayloads(t, 4, 10)
+	e.publish(payloads[0], false)
+	waitFor(t, "first batch", func() bool { return l1.Stats().LastSeq == 0 })
+	if err := l1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(payloads[1], false) // nobody listening
+	e.publish(payloads[2], false)
+
+	cfg.Port = l1.Port()
+	s2 := NewStore()
+	l2 := listen(t, cfg, s2)
+	e.awaitSubscriber()
+	e.publish(payloads[3], false)
+	waitFor(t, "catch-up", func() bool { return l2.Stats().LastSeq == 3 })
+	if got, want := s2.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
+		t.Errorf("blocks %v; want %v", got, want)
+	}
+}
+
+func TestListenerSkipsBadMessages(t *testing.T) {
+	s := NewStore()
+	l := listen(t, ListenerConfig{}, s)
+	e := startFakeEngine(t, l.Endpoint(), 0, true)
+	if _, err := e.pub.SendMessage("kv@test", "short"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pub.SendMessage("kv@test", "seq", "x"); err != nil {
+		t.Fatal(err)
+	}
+	e.publish([]byte{0xc1}, false)
+	payloads, keys := chainPayloads(t, 1, 10)
+	e.publish(payloads[0], false)
+	waitFor(t, "good batch", func() bool { return l.Stats().LastSeq == 1 })
+	st := l.Stats()
+	if st.BadFrames != 2 || st.Malformed != 1 || st.Batches != 1 || st.Lost != 0 {
+		t.Errorf("stats %+v; want 2 bad frames, 1 malformed, 1 batch", st)
+	}
+	if got := s.Blocks("r"); !slices.Equal(got, gpu(0, keys...)) {
+		t.Errorf("blocks %v", got)
+	}
+}
+
+func TestListenPortInUse(t *testing.T) {
+	l := listen(t, ListenerConfig{}, NewStore())
+	if _, err := Listen(ListenerConfig{Replica: "x", Port: l.Port()}, NewStore()); err == nil {
+		t.Fatal("second bind on the same port succeeded")
+	}
+}
+
+func itoa(n int) string { return string(appendInt(nil, n)) }
+
+func appendInt(b []byte, n int) []byte {
+	if n >= 10 {
+		b = appendInt(b, n/10)
+	}
+	return append(b, byte('0'+n%10))
+}
