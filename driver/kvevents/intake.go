@@ -1,0 +1,185 @@
+package kvevents
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// IntakeConfig configures the KV-event intake of one replica's leader
+// shard: one listener per data-parallel rank on consecutive ports, as vLLM
+// offsets its event and replay ports by the rank.
+type IntakeConfig struct {
+	Replica string
+	// DataParallelSize is the number of ranks publishing (0 means 1).
+	DataParallelSize int
+	// Port is rank 0's event port; rank r uses Port+r. 0 picks a free range.
+	Port int
+	// ReplayPort is rank 0's replay port, bound by the engine; rank r uses
+	// ReplayPort+r. 0 picks a free range; -1 asks the engine for no replay.
+	ReplayPort int
+	Topic      string
+	Logger     hclog.Logger
+}
+
+// Intake is the set of listeners of one replica.
+type Intake struct {
+	cfg       IntakeConfig
+	listeners []*Listener
+}
+
+// bindAttempts bounds the search for a free range of consecutive ports.
+const bindAttempts = 20
+
+// OpenIntake binds one listener per rank. It never blocks on the engine;
+// an error means no listener is open, and the shard should start without
+// KV events (DESIGN behaviour 3).
+func OpenIntake(cfg IntakeConfig, sink Sink) (*Intake, error) {
+	if cfg.DataParallelSize <= 0 {
+		cfg.DataParallelSize = 1
+	}
+	if cfg.Replica == "" {
+		return nil, errors.New("kv events intake: empty replica id")
+	}
+	var lastErr error
+	for range bindAttempts {
+		in, err := openIntakeOnce(cfg, sink)
+		if err == nil {
+			return in, nil
+		}
+		lastErr = err
+		if cfg.Port != 0 && cfg.ReplayPort != 0 {
+			break // fixed ports: retrying cannot help
+		}
+	}
+	return nil, fmt.Errorf("kv events intake for %s: %w", cfg.Replica, lastErr)
+}
+
+func openIntakeOnce(cfg IntakeConfig, sink Sink) (*Intake, error) {
+	if cfg.ReplayPort == 0 {
+		p, err := freeRange(cfg.DataParallelSize)
+		if err != nil {
+			return nil, fmt.Errorf("replay ports: %w", err)
+		}
+		cfg.ReplayPort = p
+	}
+	in := &Intake{cfg: cfg}
+	for rank := range cfg.DataParallelSize {
+		lc := ListenerConfig{Replica: cfg.Replica, Rank: rank, Topic: cfg.Topic, Logger: cfg.Logger}
+		if cfg.ReplayPort > 0 {
+			lc.ReplayEndpoint = "tcp://127.0.0.1:" + strconv.Itoa(cfg.ReplayPort+rank)
+		}
+		if rank > 0 {
+			lc.Port = in.listeners[0].Port() + rank
+		} else {
+			lc.Port = cfg.Port
+		}
+		l, err := Listen(lc, sink)
+		if err != nil {
+			_ = in.Close()
+			return nil, err
+		}
+		in.listeners = append(in.listeners, l)
+	}
+	in.cfg.Port = in.listeners[0].Port()
+	return in, nil
+}
+
+// freeRange finds n consecutive free loopback TCP ports and returns the
+// first. They are released again for the engine to bind, so another process
+// could take one in between; the engine then fails to bind its replay socket
+// and the intake works without replay.
+func freeRange(n int) (int, error) {
+	for range bindAttempts {
+		first, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		base := first.Addr().(*net.TCPAddr).Port
+		held := []net.Listener{first}
+		ok := true
+		for r := 1; r < n; r++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+r))
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, l)
+		}
+		for _, l := range held {
+			_ = l.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports", n)
+}
+
+// Port is rank 0's event port, to reuse after a plugin restart.
+func (in *Intake) Port() int { return in.cfg.Port }
+
+// ReplayPort is rank 0's replay port (-1 without replay).
+func (in *Intake) ReplayPort() int { return in.cfg.ReplayPort }
+
+// EngineKVConfig is vLLM's --kv-events-config JSON.
+type EngineKVConfig struct {
+	EnableKVCacheEvents bool   `json:"enable_kv_cache_events"`
+	Publisher           string `json:"publisher"`
+	Endpoint            string `json:"endpoint"`
+	ReplayEndpoint      string `json:"replay_endpoint,omitempty"`
+	Topic               string `json:"topic"`
+}
+
+// EngineConfig is what the engine needs to publish to this intake. The
+// endpoint names 127.0.0.1 (no "*"), so vLLM's PUB connects to the bound
+// SUB; its replay ROUTER always binds. vLLM adds the rank to both ports.
+func (in *Intake) EngineConfig() EngineKVConfig {
+	c := EngineKVConfig{
+		EnableKVCacheEvents: true,
+		Publisher:           "zmq",
+		Endpoint:            "tcp://127.0.0.1:" + strconv.Itoa(in.cfg.Port),
+		Topic:               in.cfg.Topic,
+	}
+	if in.cfg.ReplayPort > 0 {
+		c.ReplayEndpoint = "tcp://127.0.0.1:" + strconv.Itoa(in.cfg.ReplayPort)
+	}
+	return c
+}
+
+// EngineFlag returns the --kv-events-config value.
+func (in *Intake) EngineFlag() string {
+	b, _ := json.Marshal(in.EngineConfig()) // plain struct: cannot fail
+	return string(b)
+}
+
+// EngineRestarted tells every rank's listener that a new engine process
+// publishes now.
+func (in *Intake) EngineRestarted() {
+	for _, l := range in.listeners {
+		l.EngineRestarted()
+	}
+}
+
+// Stats returns each rank's listener counters, by rank.
+func (in *Intake) Stats() []ListenerStats {
+	out := make([]ListenerStats, len(in.listeners))
+	for i, l := range in.listeners {
+		out[i] = l.Stats()
+	}
+	return out
+}
+
+// Close closes every listener and waits for them. The replica's blocks stay
+// in the Store until the caller removes it.
+func (in *Intake) Close() error {
+	for _, l := range in.listeners {
+		_ = l.Close()
+	}
+	in.listeners = nil
+	return nil
+}

@@ -1,0 +1,70 @@
+package kvevents
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/llmgw/llmgw/internal/blockkey"
+)
+
+func TestIntakeDataParallelRanks(t *testing.T) {
+	s := NewStore()
+	in, err := OpenIntake(IntakeConfig{Replica: "r", DataParallelSize: 3}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var cfg map[string]any
+	if err := json.Unmarshal([]byte(in.EngineFlag()), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg["enable_kv_cache_events"] != true || cfg["publisher"] != "zmq" || cfg["endpoint"] != "tcp://127.0.0.1:"+itoa(in.Port()) ||
+		cfg["replay_endpoint"] != "tcp://127.0.0.1:"+itoa(in.ReplayPort()) {
+		t.Errorf("engine config %v", cfg)
+	}
+	tk := toks(0, 4)
+	key := blockkey.Keys(nil, blockkey.Root(""), tk, 4)[0]
+	var want []Block
+	for rank := range 3 {
+		// vLLM offsets the port by the rank.
+		e := startFakeEngine(t, "tcp://127.0.0.1:"+itoa(in.Port()+rank), 0, true)
+		e.publish(storedPayload(t, []uint64{uint64(rank)}, nil, tk, 4), false)
+		want = append(want, gpu(rank, key)...)
+	}
+	waitFor(t, "every rank", func() bool { return len(s.Blocks("r")) == 3 })
+	if got := s.Blocks("r"); !slices.Equal(got, want) {
+		t.Errorf("blocks %v; want %v", got, want)
+	}
+	for rank, st := range in.Stats() {
+		if st.LastSeq != 0 {
+			t.Errorf("rank %d last seq %d; want 0", rank, st.LastSeq)
+		}
+	}
+}
+
+func TestIntakeReusesPort(t *testing.T) {
+	in, err := OpenIntake(IntakeConfig{Replica: "r", ReplayPort: -1}, NewStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := in.Port()
+	if in.EngineConfig().ReplayEndpoint != "" {
+		t.Errorf("replay endpoint %q; want none", in.EngineConfig().ReplayEndpoint)
+	}
+	in.Close()
+	in2, err := OpenIntake(IntakeConfig{Replica: "r", Port: port, ReplayPort: -1}, NewStore())
+	if err != nil {
+		t.Fatalf("rebinding port %d: %v", port, err)
+	}
+	defer in2.Close()
+	if in2.Port() != port {
+		t.Errorf("port %d; want %d", in2.Port(), port)
+	}
+}
+
+func TestIntakeRejectsEmptyReplica(t *testing.T) {
+	if _, err := OpenIntake(IntakeConfig{}, NewStore()); err == nil {
+		t.Fatal("no error for an empty replica id")
+	}
+}
