@@ -1,0 +1,398 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// MaxHolders is the number of (replica, rank) holders one Index can track.
+const MaxHolders = 64
+
+const shardCount = 256
+
+// Tier is where a block is cached; a GPU hit is worth more than a CPU one.
+type Tier uint8
+
+// Tiers. vLLM's BlockStored medium "GPU" is GPU; "CPU" (offloaded) is CPU.
+const (
+	GPU Tier = iota
+	CPU
+)
+
+func (t Tier) String() string {
+	switch t {
+	case GPU:
+		return "gpu"
+	case CPU:
+		return "cpu"
+	}
+	return fmt.Sprintf("tier(%d)", uint8(t))
+}
+
+// ErrFull is returned when a new holder would exceed MaxHolders.
+var ErrFull = errors.New("index holds the maximum number of replica ranks")
+
+// Blocks is the set of keys one rank of a replica holds on one tier.
+type Blocks struct {
+	Rank int
+	Tier Tier
+	Keys []uint64
+}
+
+// Change is the net change to one rank and tier of a replica.
+type Change struct {
+	Rank     int
+	Tier     Tier
+	Add, Del []uint64
+}
+
+// Options bound an Index.
+type Options struct {
+	// MaxKeys caps the number of distinct keys (0: unbounded). Set it to the
+	// fleet's advertised KV capacity in blocks plus slack.
+	MaxKeys int
+	// OnOverflow is called (from the writer) when a store is first dropped
+	// for lack of room, and again only after the index has shrunk back
+	// below MaxKeys. It must not call back into the Index.
+	OnOverflow func(keys, max int)
+}
+
+// Stats are the Index's sizes, cheap to read for metrics.
+type Stats struct {
+	Keys     int    // distinct keys held
+	Holders  int    // live (replica, rank) holders
+	Rejected uint64 // stores dropped because MaxKeys was reached
+}
+
+// entry is the value per key: one holder bit set per tier.
+type entry struct {
+	gpu, cpu uint64
+}
+
+func (e *entry) set(t Tier) *uint64 {
+	if t == CPU {
+		return &e.cpu
+	}
+	return &e.gpu
+}
+
+type shard struct {
+	mu sync.RWMutex
+	m  map[uint64]entry
+	_  [32]byte // keep hot locks on separate cache lines
+}
+
+// holder names the owner of a slot.
+type holder struct {
+	replica string
+	rank    int
+}
+
+// table is the immutable slot table readers see: which slots are alive and
+// whom they belong to. readers counts Lookups using it, so a slot is reused
+// only when no reader can still see its old owner's bits as live.
+type table struct {
+	live    uint64
+	holders [MaxHolders]holder
+	readers atomic.Int64
+}
+
+// Index maps block keys to the replica ranks holding them. The zero value is
+// not usable; call New.
+type Index struct {
+	opts   Options
+	shards [shardCount]shard
+	tab    atomic.Pointer[table]
+
+	keys     atomic.Int64
+	rejected atomic.Uint64
+
+	// Writer state, under wmu.
+	wmu        sync.Mutex
+	retired    []*table       // replaced tables that may still have readers
+	used       uint64         // slots allocated (live, or being built or swept)
+	slots      map[holder]int // live holder -> slot
+	counts     [MaxHolders][2]int
+	overflowed bool
+}
+
+// New returns an empty Index.
+func New(opts Options) *Index {
+	ix := &Index{opts: opts, slots: map[holder]int{}}
+	for i := range ix.shards {
+		ix.shards[i].m = map[uint64]entry{}
+	}
+	ix.tab.Store(&table{})
+	return ix
+}
+
+func (ix *Index) shard(k uint64) *shard {
+	return &ix.shards[(k^k>>32)&(shardCount-1)]
+}
+
+// Update applies net changes for one replica: per change, deletions first,
+// then additions. It creates holders as needed.
+func (ix *Index) Update(replica string, changes []Change) error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	for _, c := range changes {
+		if err := checkTier(c.Tier); err != nil {
+			return fmt.Errorf("update %s rank %d: %w", replica, c.Rank, err)
+		}
+		h := holder{replica, c.Rank}
+		slot, ok := ix.slots[h]
+		if !ok {
+			if len(c.Add) == 0 {
+				continue // deleting from an unknown holder changes nothing
+			}
+			var err error
+			if slot, err = ix.alloc(); err != nil {
+				return fmt.Errorf("update %s rank %d: %w", replica, c.Rank, err)
+			}
+			ix.slots[h] = slot
+			ix.publish(func(t *table) { t.live |= 1 << slot; t.holders[slot] = h })
+		}
+		ix.del(slot, c.Tier, c.Del)
+		ix.add(slot, c.Tier, c.Add)
+	}
+	return nil
+}
+
+// Replace makes blocks the complete state of replica (a snapshot, or a reset
+// followed by additions). Readers see either the old state or the new one,
+// never a mixture: the new holders are filled while invisible, then swapped
+// in with the old ones retired in one step, then the old bits are swept.
+func (ix *Index) Replace(replica string, blocks []Blocks) error {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	for _, b := range blocks {
+		if err := checkTier(b.Tier); err != nil {
+			return fmt.Errorf("replace %s rank %d: %w", replica, b.Rank, err)
+		}
+	}
+	fresh := map[holder]int{}
+	for _, b := range blocks {
+		h := holder{replica, b.Rank}
+		slot, ok := fresh[h]
+		if !ok {
+			var err error
+			if slot, err = ix.alloc(); err != nil {
+				for _, s := range fresh {
+					ix.sweep(1 << s)
+				}
+				return fmt.Errorf("replace %s rank %d: %w", replica, b.Rank, err)
+			}
+			fresh[h] = slot
+		}
+		ix.add(slot, b.Tier, b.Keys)
+	}
+	old := ix.retire(replica)
+	for h, s := range fresh {
+		ix.slots[h] = s
+	}
+	ix.publish(func(t *table) {
+		t.live &^= old
+		for h, s := range fresh {
+			t.live |= 1 << s
+			t.holders[s] = h
+		}
+	})
+	ix.sweep(old)
+	return nil
+}
+
+// Remove drops every rank of replica. Readers stop seeing it before Remove
+// sweeps its bits out of the map.
+func (ix *Index) Remove(replica string) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	old := ix.retire(replica)
+	if old == 0 {
+		return
+	}
+	ix.publish(func(t *table) { t.live &^= old })
+	ix.sweep(old)
+}
+
+// Stats returns the current sizes.
+func (ix *Index) Stats() Stats {
+	return Stats{
+		Keys:     int(ix.keys.Load()),
+		Holders:  bits.OnesCount64(ix.tab.Load().live),
+		Rejected: ix.rejected.Load(),
+	}
+}
+
+// ReplicaBlocks returns how many keys replica holds per tier, summed over its
+// ranks, for the admin API.
+func (ix *Index) ReplicaBlocks(replica string) (gpu, cpu int) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	for h, s := range ix.slots {
+		if h.replica == replica {
+			gpu += ix.counts[s][GPU]
+			cpu += ix.counts[s][CPU]
+		}
+	}
+	return gpu, cpu
+}
+
+func checkTier(t Tier) error {
+	if t != GPU && t != CPU {
+		return fmt.Errorf("unknown tier %d", t)
+	}
+	return nil
+}
+
+// alloc reserves a free slot (not yet live).
+func (ix *Index) alloc() (int, error) {
+	if ix.used == ^uint64(0) {
+		return 0, ErrFull
+	}
+	s := bits.TrailingZeros64(^ix.used)
+	ix.used |= 1 << s
+	ix.counts[s] = [2]int{}
+	return s, nil
+}
+
+// retire unmaps replica's live slots and returns them as a mask; the caller
+// publishes and sweeps.
+func (ix *Index) retire(replica string) uint64 {
+	var mask uint64
+	for h, s := range ix.slots {
+		if h.replica == replica {
+			mask |= 1 << s
+			delete(ix.slots, h)
+		}
+	}
+	return mask
+}
+
+// publish installs a modified copy of the slot table.
+func (ix *Index) publish(edit func(*table)) {
+	old := ix.tab.Load()
+	t := &table{live: old.live, holders: old.holders}
+	edit(t)
+	ix.tab.Store(t)
+	ix.retired = append(ix.retired, old)
+}
+
+// acquire returns the current table, registered as read until release. The
+// re-check makes sure a writer that saw no readers on a replaced table
+// cannot be followed by a reader using it.
+func (ix *Index) acquire() *table {
+	for {
+		t := ix.tab.Load()
+		t.readers.Add(1)
+		if ix.tab.Load() == t {
+			return t
+		}
+		t.readers.Add(-1)
+	}
+}
+
+func release(t *table) { t.readers.Add(-1) }
+
+// quiesce waits until no reader uses a replaced table, so slots retired in
+// those tables may be reused. Lookups are short, so this is brief.
+func (ix *Index) quiesce() {
+	for _, t := range ix.retired {
+		for t.readers.Load() != 0 {
+			runtime.Gosched()
+		}
+	}
+	clear(ix.retired)
+	ix.retired = ix.retired[:0]
+}
+
+func (ix *Index) add(slot int, t Tier, keys []uint64) {
+	bit := uint64(1) << slot
+	max := int64(ix.opts.MaxKeys)
+	for _, k := range keys {
+		sh := ix.shard(k)
+		sh.mu.Lock()
+		e, ok := sh.m[k]
+		if !ok && max > 0 && ix.keys.Load() >= max {
+			sh.mu.Unlock()
+			ix.reject()
+			continue
+		}
+		p := e.set(t)
+		if *p&bit == 0 {
+			*p |= bit
+			sh.m[k] = e
+			ix.counts[slot][t]++
+			if !ok {
+				ix.keys.Add(1)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+func (ix *Index) del(slot int, t Tier, keys []uint64) {
+	bit := uint64(1) << slot
+	for _, k := range keys {
+		sh := ix.shard(k)
+		sh.mu.Lock()
+		if e, ok := sh.m[k]; ok {
+			if p := e.set(t); *p&bit != 0 {
+				*p &^= bit
+				ix.counts[slot][t]--
+				ix.store(sh, k, e)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// store writes e back, deleting the key when no holder is left.
+func (ix *Index) store(sh *shard, k uint64, e entry) {
+	if e.gpu|e.cpu != 0 {
+		sh.m[k] = e
+		return
+	}
+	delete(sh.m, k)
+	if ix.keys.Add(-1) < int64(ix.opts.MaxKeys) {
+		ix.overflowed = false
+	}
+}
+
+func (ix *Index) reject() {
+	ix.rejected.Add(1)
+	if !ix.overflowed {
+		ix.overflowed = true
+		if ix.opts.OnOverflow != nil {
+			ix.opts.OnOverflow(int(ix.keys.Load()), ix.opts.MaxKeys)
+		}
+	}
+}
+
+// sweep clears the given slots' bits from every key, one shard at a time,
+// then frees the slots. The slots must already be dead in the published
+// table; sweep first waits for readers of older tables, so no Lookup sees a
+// half-swept holder as live.
+func (ix *Index) sweep(mask uint64) {
+	if mask == 0 {
+		return
+	}
+	ix.quiesce()
+	for i := range ix.shards {
+		sh := &ix.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.m {
+			if (e.gpu|e.cpu)&mask == 0 {
+				continue
+			}
+			e.gpu &^= mask
+			e.cpu &^= mask
+			ix.store(sh, k, e)
+		}
+		sh.mu.Unlock()
+	}
+	ix.used &^= mask
+}

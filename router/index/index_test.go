@@ -1,0 +1,262 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func seq(from, to uint64) []uint64 {
+	var ks []uint64
+	for k := from; k <= to; k++ {
+		ks = append(ks, k*0x9E3779B97F4A7C15) // spread over shards
+	}
+	return ks
+}
+
+func TestLookup(t *testing.T) {
+	prompt := seq(1, 6)
+	type upd struct {
+		replica string
+		changes []Change
+	}
+	tests := []struct {
+		name    string
+		updates []upd
+		remove  []string
+		want    []Match
+	}{
+		{name: "empty index"},
+		{
+			name:    "full gpu match",
+			updates: []upd{{"r1", []Change{{Tier: GPU, Add: prompt[:6]}}}},
+			want:    []Match{{Replica: "r1", Blocks: 6, GPUBlocks: 6}},
+		},
+		{
+			name:    "partial match stops at the first missing block",
+			updates: []upd{{"r1", []Change{{Tier: GPU, Add: []uint64{prompt[0], prompt[1], prompt[3]}}}}},
+			want:    []Match{{Replica: "r1", Blocks: 2, GPUBlocks: 2}},
+		},
+		{
+			name:    "no first block, no match",
+			updates: []upd{{"r1", []Change{{Tier: GPU, Add: prompt[1:]}}}},
+		},
+		{
+			name: "cpu tier extends the prefix but counts apart",
+			updates: []upd{{"r1", []Change{
+				{Tier: GPU, Add: prompt[:2]},
+				{Tier: CPU, Add: prompt[:4]},
+			}}},
+			want: []Match{{Replica: "r1", Blocks: 4, GPUBlocks: 2}},
+		},
+		{
+			name: "best rank wins",
+			updates: []upd{{"r1", []Change{
+				{Rank: 0, Tier: GPU, Add: prompt[:2]},
+				{Rank: 1, Tier: GPU, Add: prompt[:5]},
+			}}},
+			want: []Match{{Replica: "r1", Rank: 1, Blocks: 5, GPUBlocks: 5}},
+		},
+		{
+			name: "several replicas",
+			updates: []upd{
+				{"r1", []Change{{Tier: GPU, Add: prompt[:1]}}},
+				{"r2", []Change{{Tier: GPU, Add: prompt}}},
+				{"r3", []Change{{Tier: CPU, Add: prompt[:3]}}},
+			},
+			want: []Match{
+				{Replica: "r1", Blocks: 1, GPUBlocks: 1},
+				{Replica: "r2", Blocks: 6, GPUBlocks: 6},
+				{Replica: "r3", Blocks: 3, GPUBlocks: 0},
+			},
+		},
+		{
+			name: "deletions apply before additions",
+			updates: []upd{
+				{"r1", []Change{{Tier: GPU, Add: prompt}}},
+				{"r1", []Change{{Tier: GPU, Del: prompt[2:], Add: prompt[5:]}}},
+			},
+			want: []Match{{Replica: "r1", Blocks: 2, GPUBlocks: 2}},
+		},
+		{
+			name: "removed replica disappears",
+			updates: []upd{
+				{"r1", []Change{{Tier: GPU, Add: prompt}}},
+				{"r2", []Change{{Tier: GPU, Add: prompt[:2]}}},
+			},
+			remove: []string{"r1"},
+			want:   []Match{{Replica: "r2", Blocks: 2, GPUBlocks: 2}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ix := New(Options{})
+			for _, u := range tc.updates {
+				if err := ix.Update(u.replica, u.changes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, r := range tc.remove {
+				ix.Remove(r)
+			}
+			got := ix.Lookup(prompt, nil)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("Lookup (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestReplaceAndRemoveFreeEverything(t *testing.T) {
+	ix := New(Options{})
+	a, b := seq(1, 100), seq(50, 120)
+	if err := ix.Update("r1", []Change{{Tier: GPU, Add: a}, {Rank: 1, Tier: CPU, Add: a}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Replace("r1", []Blocks{{Tier: GPU, Keys: b}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.Lookup(a, nil); len(got) != 0 {
+		t.Errorf("old state still visible after Replace: %+v", got)
+	}
+	if got := ix.Lookup(b, nil); len(got) != 1 || got[0].Blocks != len(b) {
+		t.Errorf("Lookup after Replace = %+v; want r1 with %d blocks", got, len(b))
+	}
+	if st := ix.Stats(); st.Keys != len(b) || st.Holders != 1 {
+		t.Errorf("Stats after Replace = %+v; want %d keys, 1 holder", st, len(b))
+	}
+	if gpu, cpu := ix.ReplicaBlocks("r1"); gpu != len(b) || cpu != 0 {
+		t.Errorf("ReplicaBlocks = %d gpu, %d cpu; want %d, 0", gpu, cpu, len(b))
+	}
+	ix.Remove("r1")
+	if st := ix.Stats(); st.Keys != 0 || st.Holders != 0 {
+		t.Errorf("Stats after Remove = %+v; want empty", st)
+	}
+	ix.Remove("never-seen") // no-op
+	// Every slot is free again: MaxHolders new holders fit.
+	for i := 0; i < MaxHolders; i++ {
+		if err := ix.Update(fmt.Sprintf("r%d", i), []Change{{Tier: GPU, Add: a[:1]}}); err != nil {
+			t.Fatalf("holder %d: %v", i, err)
+		}
+	}
+	err := ix.Update("one-too-many", []Change{{Tier: GPU, Add: a[:1]}})
+	if !errors.Is(err, ErrFull) {
+		t.Errorf("holder %d: got %v; want ErrFull", MaxHolders+1, err)
+	}
+	if err := ix.Replace("also-too-many", []Blocks{{Keys: a[:1]}}); !errors.Is(err, ErrFull) {
+		t.Errorf("Replace beyond capacity: got %v; want ErrFull", err)
+	}
+}
+
+func TestUnknownTier(t *testing.T) {
+	ix := New(Options{})
+	if err := ix.Update("r1", []Change{{Tier: 7, Add: seq(1, 2)}}); err == nil {
+		t.Error("Update with tier 7: got nil error")
+	}
+	if err := ix.Replace("r1", []Blocks{{Tier: 7, Keys: seq(1, 2)}}); err == nil {
+		t.Error("Replace with tier 7: got nil error")
+	}
+	if st := ix.Stats(); st.Keys != 0 {
+		t.Errorf("rejected updates left %d keys", st.Keys)
+	}
+}
+
+func TestMaxKeys(t *testing.T) {
+	var alarms []string
+	ix := New(Options{MaxKeys: 10, OnOverflow: func(keys, max int) {
+		alarms = append(alarms, fmt.Sprintf("%d/%d", keys, max))
+	}})
+	if err := ix.Update("r1", []Change{{Tier: GPU, Add: seq(1, 15)}}); err != nil {
+		t.Fatal(err)
+	}
+	st := ix.Stats()
+	if st.Keys != 10 || st.Rejected != 5 {
+		t.Errorf("Stats = %+v; want 10 keys, 5 rejected", st)
+	}
+	// A second holder of an existing key costs no new key.
+	if err := ix.Update("r2", []Change{{Tier: GPU, Add: seq(1, 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.Stats().Rejected; got != 5 {
+		t.Errorf("holding existing keys was rejected: %d rejected", got)
+	}
+	if d := cmp.Diff([]string{"10/10"}, alarms); d != "" {
+		t.Errorf("alarms (-want +got):\n%s", d)
+	}
+	// Shrinking re-arms the alarm.
+	ix.Remove("r1")
+	ix.Remove("r2")
+	if err := ix.Update("r1", []Change{{Tier: GPU, Add: seq(100, 111)}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(alarms) != 2 {
+		t.Errorf("alarms = %v; want a second alarm after shrinking and overflowing again", alarms)
+	}
+}
+
+// TestReadersSeeWholeStates runs readers against a writer that flips a
+// replica between two snapshots and removes it: a reader must only ever see
+// one of the states, never a mixture or a half-built one.
+func TestReadersSeeWholeStates(t *testing.T) {
+	ix := New(Options{})
+	prompt := seq(1, 64)
+	stateA := []Blocks{{Tier: GPU, Keys: prompt}}     // 64 blocks
+	stateB := []Blocks{{Tier: GPU, Keys: prompt[:20]}} // 20 blocks
+	if err := ix.Update("steady", []Change{{Tier: GPU, Add: prompt[:10]}}); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []Match
+			for !stop.Load() {
+				buf = ix.Lookup(prompt, buf[:0])
+				steady := false
+				for _, m := range buf {
+					switch {
+					case m.Replica == "steady" && m.Blocks == 10:
+						steady = true
+					case m.Replica == "flip" && (m.Blocks == 64 || m.Blocks == 20):
+					default:
+						select {
+						case errs <- fmt.Sprintf("reader saw %+v", m):
+						default:
+						}
+					}
+				}
+				if !steady {
+					select {
+					case errs <- "reader lost the steady replica":
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := 0; i < 100; i++ {
+		state := stateA
+		if i%2 == 1 {
+			state = stateB
+		}
+		if err := ix.Replace("flip", state); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 9 {
+			ix.Remove("flip")
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
