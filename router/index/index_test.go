@@ -204,7 +204,7 @@ func TestMaxKeys(t *testing.T) {
 func TestReadersSeeWholeStates(t *testing.T) {
 	ix := New(Options{})
 	prompt := seq(1, 64)
-	stateA := []Blocks{{Tier: GPU, Keys: prompt}}     // 64 blocks
+	stateA := []Blocks{{Tier: GPU, Keys: prompt}}      // 64 blocks
 	stateB := []Blocks{{Tier: GPU, Keys: prompt[:20]}} // 20 blocks
 	if err := ix.Update("steady", []Change{{Tier: GPU, Add: prompt[:10]}}); err != nil {
 		t.Fatal(err)
