@@ -1,0 +1,208 @@
+// Package engine is vllm-sim's engine core: vLLM's continuous-batching
+// scheduler over the paged KV cache, stepping in simulated GPU time.
+//
+// Each step it admits waiting requests first-come first-served while
+// max-num-seqs and the KV cache allow, gives running sequences one decode
+// token each and prefills prompts within a token budget (chunked prefill),
+// preempts the newest sequence by recomputation when decoding runs out of
+// blocks, and publishes the step's KV events as one batch. One goroutine owns
+// the cache; everything else talks to it through channels.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
+)
+
+// Publisher receives one batch of KV events per step that has any.
+type Publisher interface {
+	Publish(ctx context.Context, ts float64, events []kvcache.Event) error
+}
+
+// Config configures one engine core (one data-parallel rank).
+type Config struct {
+	MaxNumSeqs       int
+	MaxBatchedTokens int // prompt and decode tokens per step
+	Latency          Latency
+	DPRank           int
+}
+
+// Token is one streamed output of a request.
+type Token struct {
+	ID           uint32
+	Final        bool   // the request is complete; FinishReason says why
+	FinishReason string // "length", "stop" or "abort"
+	CachedTokens int    // prompt tokens served from the prefix cache (set on every token)
+	Step         uint64 // the engine step that produced it
+}
+
+// Request is one generation request. The server fills the exported fields;
+// Out must have room for len(Output) tokens so the engine never blocks.
+type Request struct {
+	ID     string
+	Ctx    context.Context // cancelling it aborts the request
+	Prompt []uint32
+	LoRA   string
+	// Output is the token ids the "model" will produce, decided up front so
+	// the engine stays tokenizer-agnostic; FinishReason applies after the last.
+	Output       []uint32
+	FinishReason string
+	Arrival      time.Time
+	Out          chan Token
+
+	seq         kvcache.Seq
+	admitted    bool
+	cached      int
+	generated   int
+	lastTokenAt time.Time
+	done        bool
+}
+
+// ErrOverloaded is returned when the engine's intake queue is full.
+var ErrOverloaded = errors.New("engine intake queue is full")
+
+// Engine is one engine core.
+type Engine struct {
+	cfg     Config
+	pool    *kvcache.Pool
+	pub     Publisher // nil: events off
+	metrics *Metrics
+	log     *slog.Logger
+
+	incoming chan *Request
+	control  chan func(*kvcache.Pool)
+
+	// Loop-owned.
+	waiting []*Request
+	running []*Request
+	steps   uint64
+
+	// Read by the server for load balancing and /metrics.
+	numRunning, numWaiting atomic.Int64
+}
+
+// New returns an engine over pool; Run drives it.
+func New(cfg Config, pool *kvcache.Pool, pub Publisher, m *Metrics, log *slog.Logger) (*Engine, error) {
+	if cfg.MaxNumSeqs < 1 {
+		return nil, fmt.Errorf("max-num-seqs must be positive, got %d", cfg.MaxNumSeqs)
+	}
+	if cfg.MaxBatchedTokens < 1 {
+		return nil, fmt.Errorf("max-num-batched-tokens must be positive, got %d", cfg.MaxBatchedTokens)
+	}
+	return &Engine{
+		cfg: cfg, pool: pool, pub: pub, metrics: m, log: log,
+		incoming: make(chan *Request, 4096),
+		control:  make(chan func(*kvcache.Pool)),
+	}, nil
+}
+
+// Submit hands a request to the engine without blocking.
+func (e *Engine) Submit(r *Request) error {
+	select {
+	case e.incoming <- r:
+		e.numWaiting.Add(1)
+		return nil
+	default:
+		return ErrOverloaded
+	}
+}
+
+// Load is the number of requests the engine holds, running or waiting.
+func (e *Engine) Load() int64 { return e.numRunning.Load() + e.numWaiting.Load() }
+
+// Do runs f on the engine's goroutine between steps, with the cache to itself.
+func (e *Engine) Do(ctx context.Context, f func(*kvcache.Pool)) error {
+	done := make(chan struct{})
+	select {
+	case e.control <- func(p *kvcache.Pool) { f(p); close(done) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run steps the engine until ctx ends, then aborts what it holds.
+func (e *Engine) Run(ctx context.Context) error {
+	defer e.abortAll()
+	for {
+		if len(e.running) == 0 && len(e.waiting) == 0 {
+			select {
+			case r := <-e.incoming:
+				e.enqueue(r)
+			case f := <-e.control:
+				f(e.pool)
+				e.flushEvents(ctx)
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		if err := e.intake(ctx); err != nil {
+			return nil
+		}
+		if err := e.step(ctx); err != nil {
+			return nil
+		}
+	}
+}
+
+// intake moves submitted requests into the waiting queue and runs control
+// functions, without blocking.
+func (e *Engine) intake(ctx context.Context) error {
+	for {
+		select {
+		case r := <-e.incoming:
+			e.enqueue(r)
+		case f := <-e.control:
+			f(e.pool)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+			return nil
+		}
+	}
+}
+
+func (e *Engine) enqueue(r *Request) {
+	r.seq.Tokens = append(make([]uint32, 0, len(r.Prompt)+len(r.Output)), r.Prompt...)
+	r.seq.LoRA = r.LoRA
+	e.waiting = append(e.waiting, r)
+}
+
+func (e *Engine) abortAll() {
+	for _, r := range append(e.running, e.waiting...) {
+		e.pool.Free(&r.seq)
+		r.Out <- Token{Final: true, FinishReason: "abort", CachedTokens: r.cached}
+	}
+	e.running, e.waiting = nil, nil
+	for {
+		select {
+		case r := <-e.incoming:
+			r.Out <- Token{Final: true, FinishReason: "abort"}
+		default:
+			return
+		}
+	}
+}
+
+func (e *Engine) flushEvents(ctx context.Context) {
+	events := e.pool.TakeEvents()
+	if len(events) == 0 || e.pub == nil {
+		return
+	}
+	ts := float64(time.Now().UnixNano()) / 1e9
+	if err := e.pub.Publish(ctx, ts, events); err != nil && ctx.Err() == nil {
+		e.log.Warn("publish kv events", "err", err)
+	}
+}
