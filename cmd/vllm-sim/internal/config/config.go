@@ -1,0 +1,119 @@
+// Package config parses vllm-sim's command line: `serve MODEL` and the vLLM
+// flags the driver passes, with vLLM's spellings and defaults, plus the
+// simulator's own --sim-* flags. Unknown vLLM flags are accepted and
+// reported, never fatal, so a jobspec written for vLLM runs on the simulator.
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/engine"
+)
+
+// Config is everything the simulator needs to start.
+type Config struct {
+	Model               string
+	ServedModelNames    []string
+	Host                string
+	Port                int
+	APIKey              string
+	BlockSize           int
+	NumGPUBlocks        int
+	MaxNumSeqs          int
+	MaxModelLen         int
+	MaxNumBatchedTokens int
+	TensorParallelSize  int
+	DataParallelSize    int
+	DataParallelRank    int // -1: not given, run every rank of DataParallelSize
+	Headless            bool
+	KVEvents            KVEvents
+	Tokenizer           string
+	Seed                int64
+
+	Latency          engine.Latency
+	EventFormat      string // "array" or "map"
+	EventSchema      int    // BlockStored array length
+	ReplayFormat     string // "new" or "old"
+	CPUOffloadBlocks int
+
+	// Unknown lists the flags accepted without meaning to the simulator.
+	Unknown []string
+}
+
+// Defaults are vLLM's where vLLM has one, sized for a simulated 8B model.
+func Defaults() Config {
+	return Config{
+		Host:                "0.0.0.0",
+		Port:                8000,
+		BlockSize:           16,
+		NumGPUBlocks:        8192,
+		MaxNumSeqs:          256,
+		MaxModelLen:         8192,
+		MaxNumBatchedTokens: 8192,
+		TensorParallelSize:  1,
+		DataParallelSize:    1,
+		DataParallelRank:    -1,
+		Latency:             engine.DefaultLatency(),
+		EventFormat:         "array",
+		EventSchema:         12,
+		ReplayFormat:        "new",
+	}
+}
+
+// ServedName is the model name clients use: the first --served-model-name,
+// else the model argument, as in vLLM.
+func (c Config) ServedName() string {
+	if len(c.ServedModelNames) > 0 {
+		return c.ServedModelNames[0]
+	}
+	return c.Model
+}
+
+// Ranks lists the data-parallel ranks this process runs.
+func (c Config) Ranks() []int {
+	if c.DataParallelRank >= 0 {
+		return []int{c.DataParallelRank}
+	}
+	r := make([]int, c.DataParallelSize)
+	for i := range r {
+		r[i] = i
+	}
+	return r
+}
+
+// Validate checks what a flag's type cannot.
+func (c Config) Validate() error {
+	checks := []struct {
+		ok  bool
+		msg string
+	}{
+		{c.Model != "", "missing MODEL: usage is vllm-sim serve MODEL [flags]"},
+		{c.Port >= 0 && c.Port <= 65535, fmt.Sprintf("--port %d is out of range", c.Port)},
+		{c.BlockSize > 0, fmt.Sprintf("--block-size must be positive, got %d", c.BlockSize)},
+		{c.NumGPUBlocks > 0, fmt.Sprintf("--num-gpu-blocks-override must be positive, got %d", c.NumGPUBlocks)},
+		{c.MaxNumSeqs > 0, fmt.Sprintf("--max-num-seqs must be positive, got %d", c.MaxNumSeqs)},
+		{c.MaxModelLen > 0, fmt.Sprintf("--max-model-len must be positive, got %d", c.MaxModelLen)},
+		{c.MaxNumBatchedTokens > 0, fmt.Sprintf("--max-num-batched-tokens must be positive, got %d", c.MaxNumBatchedTokens)},
+		{c.TensorParallelSize > 0, fmt.Sprintf("--tensor-parallel-size must be positive, got %d", c.TensorParallelSize)},
+		{c.DataParallelSize > 0, fmt.Sprintf("--data-parallel-size must be positive, got %d", c.DataParallelSize)},
+		{c.DataParallelRank < c.DataParallelSize, fmt.Sprintf("--data-parallel-rank %d is not below --data-parallel-size %d", c.DataParallelRank, c.DataParallelSize)},
+		{c.EventFormat == "array" || c.EventFormat == "map", fmt.Sprintf("--sim-event-format %q is not array or map", c.EventFormat)},
+		{c.ReplayFormat == "new" || c.ReplayFormat == "old", fmt.Sprintf("--sim-replay-format %q is not new or old", c.ReplayFormat)},
+		{c.CPUOffloadBlocks >= 0, fmt.Sprintf("--sim-cpu-offload-blocks must not be negative, got %d", c.CPUOffloadBlocks)},
+		{c.Latency.LoadFactor >= 1, fmt.Sprintf("--sim-load-factor must be at least 1, got %v", c.Latency.LoadFactor)},
+		// vLLM refuses to start when one sequence of max-model-len cannot fit.
+		{c.NumGPUBlocks*c.BlockSize >= c.MaxModelLen, fmt.Sprintf("the KV cache (%d blocks of %d tokens) cannot hold one sequence of --max-model-len %d", c.NumGPUBlocks, c.BlockSize, c.MaxModelLen)},
+	}
+	for _, ch := range checks {
+		if !ch.ok {
+			return fmt.Errorf("%s", ch.msg)
+		}
+	}
+	for _, d := range []time.Duration{c.Latency.Overhead, c.Latency.PrefillPerToken, c.Latency.CPULoadPerToken, c.Latency.InterToken} {
+		if d < 0 {
+			return fmt.Errorf("latency flags must not be negative, got %v", d)
+		}
+	}
+	return nil
+}
