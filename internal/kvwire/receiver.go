@@ -1,0 +1,132 @@
+package kvwire
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Sink applies accepted updates. The Receiver calls it in each driver's
+// sequence order, one update at a time.
+type Sink interface {
+	ApplyUpdate(u *Update)
+}
+
+// Receiver is the receiving half of the protocol: it authenticates,
+// decodes, sequences per driver session, and hands accepted updates to a
+// Sink. Safe for concurrent use; wrap it (it is an http.Handler) in the
+// router's ingest route.
+type Receiver struct {
+	token []byte
+	sink  Sink
+
+	mu      sync.Mutex
+	drivers map[string]*sessionPos
+}
+
+type sessionPos struct {
+	epoch uint64
+	seq   uint64
+}
+
+// NewReceiver returns a Receiver accepting updates that carry token.
+func NewReceiver(token string, sink Sink) (*Receiver, error) {
+	if token == "" {
+		return nil, errors.New("kv receiver: empty shared token")
+	}
+	if sink == nil {
+		return nil, errors.New("kv receiver: nil sink")
+	}
+	return &Receiver{token: []byte(token), sink: sink, drivers: map[string]*sessionPos{}}, nil
+}
+
+// Receive processes one request: the Authorization header value and the
+// body. It returns nil when the update was applied (or was a repeat of the
+// last one), or an error wrapping ErrUnauthorized, ErrMalformed or
+// ErrSnapshotRequired.
+func (r *Receiver) Receive(authorization string, body []byte) error {
+	tok, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), r.token) != 1 {
+		return ErrUnauthorized
+	}
+	u, err := Decode(body)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pos := r.drivers[u.Driver]
+	if !u.Snapshot {
+		switch {
+		case pos == nil:
+			return fmt.Errorf("%w: no session for driver %q", ErrSnapshotRequired, u.Driver)
+		case pos.epoch != u.Epoch:
+			return fmt.Errorf("%w: driver %q epoch %d, expected %d", ErrSnapshotRequired, u.Driver, u.Epoch, pos.epoch)
+		case u.Seq == pos.seq:
+			return nil // a retry of the update already applied
+		case u.Seq != pos.seq+1:
+			return fmt.Errorf("%w: driver %q seq %d after %d", ErrSnapshotRequired, u.Driver, u.Seq, pos.seq)
+		}
+	} else if pos != nil && pos.epoch == u.Epoch && pos.seq == u.Seq {
+		return nil // a retried snapshot
+	}
+	r.sink.ApplyUpdate(u)
+	r.drivers[u.Driver] = &sessionPos{epoch: u.Epoch, seq: u.Seq}
+	return nil
+}
+
+// Forget drops a driver's session, e.g. after it stopped sending; its next
+// delta will be asked for a snapshot. The Sink's state is the caller's.
+func (r *Receiver) Forget(driver string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.drivers, driver)
+}
+
+// ServeHTTP answers POST requests at Path: 204 when accepted, 401, 400, 409
+// ("snapshot required"), 405 or 413 otherwise, with a JSON error body.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, errors.New("use POST"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d bytes", MaxBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, fmt.Errorf("read body: %w", err))
+		return
+	}
+	err = r.Receive(req.Header.Get("Authorization"), body)
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, ErrUnauthorized):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="llmgw-kv"`)
+		writeError(w, http.StatusUnauthorized, err)
+	case errors.Is(err, ErrSnapshotRequired):
+		writeError(w, http.StatusConflict, err)
+	default:
+		writeError(w, http.StatusBadRequest, err)
+	}
+}
+
+// errorBody is the JSON body of every error answer.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(errorBody{Error: err.Error()})
+}
