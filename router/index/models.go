@@ -1,0 +1,57 @@
+package index
+
+import "sync"
+
+// Models keeps one Index per model, because an Index serves at most
+// MaxHolders replica ranks and prompts of different models never share
+// cached blocks. It satisfies the scheduler's prefix-index interface.
+type Models struct {
+	opts Options
+
+	mu sync.RWMutex
+	m  map[string]*Index
+}
+
+// NewModels returns an empty set; every Index it creates uses opts.
+func NewModels(opts Options) *Models { return &Models{opts: opts, m: map[string]*Index{}} }
+
+// For returns model's Index, creating it on first use.
+func (ms *Models) For(model string) *Index {
+	ms.mu.RLock()
+	ix := ms.m[model]
+	ms.mu.RUnlock()
+	if ix != nil {
+		return ix
+	}
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if ix = ms.m[model]; ix == nil {
+		ix = New(ms.opts)
+		ms.m[model] = ix
+	}
+	return ix
+}
+
+// Lookup is Index.Lookup on model's index; an unknown model matches nothing.
+func (ms *Models) Lookup(model string, keys []uint64, dst []Match) []Match {
+	ms.mu.RLock()
+	ix := ms.m[model]
+	ms.mu.RUnlock()
+	if ix == nil {
+		return dst
+	}
+	return ix.Lookup(keys, dst)
+}
+
+// Remove drops replica from every model's index.
+func (ms *Models) Remove(replica string) {
+	ms.mu.RLock()
+	all := make([]*Index, 0, len(ms.m))
+	for _, ix := range ms.m {
+		all = append(all, ix)
+	}
+	ms.mu.RUnlock()
+	for _, ix := range all {
+		ix.Remove(replica)
+	}
+}

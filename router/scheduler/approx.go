@@ -1,0 +1,80 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ApproxParams tune the approximate prefix scorer.
+type ApproxParams struct {
+	// TTL is how long a routed prompt is assumed to stay cached (Dynamo's
+	// approximate mode uses 120 s).
+	TTL Duration `json:"ttl"`
+	// MaxEntries caps the remembered (block, replica) pairs.
+	MaxEntries int `json:"max_entries"`
+}
+
+func defaultApproxParams() ApproxParams {
+	return ApproxParams{TTL: Duration(120 * time.Second), MaxEntries: 1 << 21}
+}
+
+func (p *ApproxParams) validate() error {
+	if p.TTL <= 0 {
+		return fmt.Errorf("ttl must be positive")
+	}
+	if p.MaxEntries <= 0 {
+		return fmt.Errorf("max_entries must be positive")
+	}
+	return nil
+}
+
+// ApproxScorer is tier 1 routing for replicas without KV events: it predicts
+// a replica's cache from what this router sent it within TTL, scoring the
+// share of the prompt's leading blocks sent there. It applies to approx-mode
+// candidates, and to every candidate while the request has no canonical keys
+// (the model's tokenizer is unavailable and blocks are text chunks).
+type ApproxScorer struct {
+	name TypedName
+	hist *history
+}
+
+func newApproxScorer(name TypedName, p ApproxParams, now func() time.Time) *ApproxScorer {
+	return &ApproxScorer{name: name, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now)}
+}
+
+func (s *ApproxScorer) TypedName() TypedName { return s.name }
+
+func (s *ApproxScorer) applies(req *Request, c *Candidate) bool {
+	return c.Mode == ModeApprox || c.Mode == ModeExact && req.Keys == nil
+}
+
+func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
+	keys := req.historyKeys()
+	if len(keys) == 0 {
+		return
+	}
+	depth := map[string]int{}
+	s.hist.match(keys, func(replica string, d int) { depth[replica] = d })
+	for i := range cands {
+		c := &cands[i]
+		if !s.applies(req, c) {
+			continue
+		}
+		d := depth[c.ID]
+		scores[i] = float64(d) / float64(len(keys))
+		req.noteCached(c.ID, d, ModeApprox)
+	}
+}
+
+// Routed remembers that the prompt's blocks went to chosen.
+func (s *ApproxScorer) Routed(req *Request, chosen *Candidate) {
+	if s.applies(req, chosen) {
+		s.hist.record(req.historyKeys(), chosen.ID)
+	}
+}
+
+var (
+	_ Scorer   = (*ApproxScorer)(nil)
+	_ Observer = (*ApproxScorer)(nil)
+)

@@ -1,0 +1,18 @@
+// Package scheduler chooses the replica for each request, as a pipeline of
+// plugins in the style of llm-d's scheduler: filters drop candidates that
+// must not serve, weighted scorers rate the rest in [0, 1], and a picker
+// chooses from the weighted totals. Plugins that keep history (approximate
+// prefix, speculative credit, session affinity) learn through Observer when
+// the router reports where a request went.
+//
+// plugin.go holds the interfaces; RegisterBuiltins in builtins.go is the one
+// place the built-in plugins are listed; a Registry value (never a global)
+// turns a Config into a Scheduler, decoding each plugin's parameters
+// strictly. README.md documents every plugin and its parameters.
+//
+// The package owns scheduling policy and the per-plugin state it needs. It
+// reads the precise index through the PrefixIndex interface (router/index
+// provides it) and must not import driver/..., HTTP frameworks, or other
+// router packages besides router/index. Randomness and time are injected
+// (Deps.Rand, Deps.Now) so every decision can be tested deterministically.
+package scheduler

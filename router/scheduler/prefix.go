@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/llmgw/llmgw/router/index"
+)
+
+// PrefixIndex is the precise index the prefix scorer reads: per model, which
+// replicas hold how much of a prompt (router/index, one Index per model).
+type PrefixIndex interface {
+	Lookup(model string, keys []uint64, dst []index.Match) []index.Match
+}
+
+// PrefixParams tune the precise prefix scorer.
+type PrefixParams struct {
+	// CPUWeight is the credit of a block cached only in CPU memory relative
+	// to a GPU block (Dynamo uses 0.75 for host memory).
+	CPUWeight float64 `json:"cpu_weight"`
+	// SpeculativeTTL credits a routed prompt's blocks to the chosen replica
+	// for this long, so sibling requests in a burst follow it before the
+	// engine's KV events arrive ("0s": off).
+	SpeculativeTTL Duration `json:"speculative_ttl"`
+	// SpeculativeMaxEntries caps the speculative (block, replica) pairs.
+	SpeculativeMaxEntries int `json:"speculative_max_entries"`
+}
+
+func defaultPrefixParams() PrefixParams {
+	return PrefixParams{CPUWeight: 0.75, SpeculativeTTL: Duration(2 * time.Second), SpeculativeMaxEntries: 1 << 20}
+}
+
+func (p *PrefixParams) validate() error {
+	if p.CPUWeight < 0 || p.CPUWeight > 1 {
+		return fmt.Errorf("cpu_weight %g is not in [0, 1]", p.CPUWeight)
+	}
+	if p.SpeculativeMaxEntries <= 0 {
+		return fmt.Errorf("speculative_max_entries must be positive")
+	}
+	return nil
+}
+
+// PrefixScorer scores exact-mode candidates by the share of the prompt's
+// blocks they already cache, from the KV-event index: a GPU block counts 1,
+// a CPU-only block CPUWeight. Candidates in other modes, or requests without
+// canonical keys, score 0 here (the approximate scorer covers them).
+type PrefixScorer struct {
+	name  TypedName
+	p     PrefixParams
+	index PrefixIndex
+	spec  *history
+
+	pool sync.Pool // *[]index.Match
+}
+
+func newPrefixScorer(name TypedName, p PrefixParams, ix PrefixIndex, now func() time.Time) *PrefixScorer {
+	return &PrefixScorer{
+		name:  name,
+		p:     p,
+		index: ix,
+		spec:  newHistory(time.Duration(p.SpeculativeTTL), p.SpeculativeMaxEntries, now),
+	}
+}
+
+func (s *PrefixScorer) TypedName() TypedName { return s.name }
+
+func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
+	n := len(req.Keys)
+	if n == 0 {
+		return
+	}
+	exact := false
+	for i := range cands {
+		exact = exact || cands[i].Mode == ModeExact
+	}
+	if !exact {
+		return
+	}
+	buf, _ := s.pool.Get().(*[]index.Match)
+	if buf == nil {
+		buf = new([]index.Match)
+	}
+	matches := s.index.Lookup(req.Model, req.Keys, (*buf)[:0])
+	spec := map[string]int{}
+	s.spec.match(req.Keys, func(replica string, depth int) { spec[replica] = depth })
+	for i := range cands {
+		c := &cands[i]
+		if c.Mode != ModeExact {
+			continue
+		}
+		var blocks int
+		var credit float64
+		for _, m := range matches {
+			if m.Replica == c.ID {
+				blocks = m.Blocks
+				credit = float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
+				break
+			}
+		}
+		if d := spec[c.ID]; float64(d) > credit {
+			credit, blocks = float64(d), max(blocks, d)
+		}
+		scores[i] = credit / float64(n)
+		req.noteCached(c.ID, blocks, ModeExact)
+	}
+	*buf = matches
+	s.pool.Put(buf)
+}
+
+// Routed credits the prompt's blocks to an exact-mode replica for the
+// speculative TTL.
+func (s *PrefixScorer) Routed(req *Request, chosen *Candidate) {
+	if chosen.Mode == ModeExact && len(req.Keys) > 0 {
+		s.spec.record(req.Keys, chosen.ID)
+	}
+}
+
+var (
+	_ Scorer   = (*PrefixScorer)(nil)
+	_ Observer = (*PrefixScorer)(nil)
+)

@@ -1,0 +1,166 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Errors Schedule returns; the router maps them to HTTP statuses.
+var (
+	// ErrNoReplica: no candidate serves the model or is healthy (503/404).
+	ErrNoReplica = errors.New("no healthy replica serves the model")
+	// ErrAllBusy: replicas exist but every one is over its busy threshold
+	// (queue, then 429).
+	ErrAllBusy = errors.New("every replica is over its busy threshold")
+)
+
+// WeightedScorer is a scorer with its weight in the total.
+type WeightedScorer struct {
+	Scorer
+	Weight float64
+}
+
+// Scheduler runs filters, then weighted scorers, then the picker.
+type Scheduler struct {
+	filters   []Filter
+	scorers   []WeightedScorer
+	picker    Picker
+	observers []Observer
+}
+
+// New assembles a scheduler. Plugins that also implement Observer are told
+// about each routed request.
+func New(filters []Filter, scorers []WeightedScorer, picker Picker) (*Scheduler, error) {
+	if picker == nil {
+		return nil, errors.New("scheduler needs a picker")
+	}
+	s := &Scheduler{filters: filters, scorers: scorers, picker: picker}
+	seen := map[Plugin]bool{}
+	add := func(p Plugin) {
+		if o, ok := p.(Observer); ok && !seen[p] {
+			seen[p] = true
+			s.observers = append(s.observers, o)
+		}
+	}
+	for _, f := range filters {
+		add(f)
+	}
+	for _, w := range scorers {
+		if w.Weight < 0 {
+			return nil, fmt.Errorf("scorer %s: negative weight %g", w.TypedName(), w.Weight)
+		}
+		add(w.Scorer)
+	}
+	add(picker)
+	return s, nil
+}
+
+// Ranked is one candidate's place in a decision.
+type Ranked struct {
+	Candidate Candidate
+	Total     float64
+	// Scores are the unweighted scores by scorer, for the explain API.
+	Scores map[string]float64
+	// CachedBlocks is the predicted number of prompt blocks already cached.
+	CachedBlocks int
+	Mode         Mode
+}
+
+// Decision is the outcome of scheduling one request.
+type Decision struct {
+	// Chosen is the picker's choice; Fallbacks the others, best first, for
+	// retries on connect failure or overload.
+	Chosen    Ranked
+	Fallbacks []Ranked
+	// Filtered counts candidates removed by each filter.
+	Filtered map[string]int
+}
+
+// CachedTokens is the predicted number of prompt tokens cached on the chosen
+// replica.
+func (d Decision) CachedTokens(req *Request) int {
+	return d.Chosen.CachedBlocks * req.BlockTokens
+}
+
+// Schedule chooses a replica for req among cands. cands is not modified.
+func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidate) (Decision, error) {
+	var d Decision
+	if len(cands) == 0 {
+		return d, ErrNoReplica
+	}
+	live := append([]Candidate(nil), cands...)
+	busyOnly := false
+	for _, f := range s.filters {
+		before := len(live)
+		live = f.Filter(ctx, req, live)
+		if n := before - len(live); n > 0 {
+			if d.Filtered == nil {
+				d.Filtered = map[string]int{}
+			}
+			d.Filtered[f.TypedName().String()] += n
+		}
+		if len(live) == 0 {
+			_, busyOnly = f.(busyFilter)
+			break
+		}
+	}
+	if len(live) == 0 {
+		if busyOnly {
+			return d, ErrAllBusy
+		}
+		return d, ErrNoReplica
+	}
+
+	totals := make([]float64, len(live))
+	per := make([][]float64, len(s.scorers))
+	for i, w := range s.scorers {
+		scores := make([]float64, len(live))
+		w.Score(ctx, req, live, scores)
+		for j, v := range scores {
+			v = clamp01(v)
+			scores[j] = v
+			totals[j] += w.Weight * v
+		}
+		per[i] = scores
+	}
+	pick := s.picker.Pick(ctx, req, live, totals)
+	if pick < 0 || pick >= len(live) {
+		return d, fmt.Errorf("picker %s chose %d of %d candidates", s.picker.TypedName(), pick, len(live))
+	}
+
+	ranked := make([]Ranked, len(live))
+	for j, c := range live {
+		r := Ranked{Candidate: c, Total: totals[j], Scores: make(map[string]float64, len(s.scorers))}
+		for i, w := range s.scorers {
+			r.Scores[w.TypedName().String()] = per[i][j]
+		}
+		r.CachedBlocks, r.Mode = req.predicted(c.ID)
+		ranked[j] = r
+	}
+	d.Chosen = ranked[pick]
+	d.Fallbacks = append(ranked[:pick:pick], ranked[pick+1:]...)
+	sort.SliceStable(d.Fallbacks, func(a, b int) bool { return d.Fallbacks[a].Total > d.Fallbacks[b].Total })
+	return d, nil
+}
+
+// Routed tells history-keeping plugins that req went to chosen.
+func (s *Scheduler) Routed(req *Request, chosen *Candidate) {
+	for _, o := range s.observers {
+		o.Routed(req, chosen)
+	}
+}
+
+// busyFilter marks filters whose rejection means overload, not absence.
+type busyFilter interface{ busy() }
+
+func clamp01(v float64) float64 {
+	switch {
+	case v != v || v < 0: // NaN or negative
+		return 0
+	case v > 1:
+		return 1
+	}
+	return v
+}

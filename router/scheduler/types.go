@@ -1,0 +1,99 @@
+package scheduler
+
+import "sync"
+
+// Mode is how a replica is routed: with exact prefix knowledge from KV
+// events, with the router's own routing history, or by load alone.
+type Mode string
+
+// Routing modes, as shown in metrics, logs and the response header.
+const (
+	ModeExact  Mode = "exact"
+	ModeApprox Mode = "approx"
+	ModeLoad   Mode = "load"
+)
+
+// Request is what the scheduler knows about one request.
+type Request struct {
+	Model string
+	// Keys are the prompt's canonical block keys (internal/blockkey), or nil
+	// while the model's tokenizer is unavailable.
+	Keys []uint64
+	// ApproxKeys identify prompt blocks for the routing-history scorers
+	// when Keys is nil (e.g. keys of fixed-size text chunks).
+	ApproxKeys []uint64
+	// BlockTokens is the number of tokens per key, to report predicted
+	// cached tokens (0: unknown).
+	BlockTokens int
+	// PromptTokens estimates the prompt's length, for load accounting.
+	PromptTokens int
+	// SessionID comes from the session header; empty when absent.
+	SessionID string
+
+	cycle cycleState
+}
+
+// historyKeys are the keys routing history uses: exact keys when known.
+func (r *Request) historyKeys() []uint64 {
+	if r.Keys != nil {
+		return r.Keys
+	}
+	return r.ApproxKeys
+}
+
+// Load is a replica's current load: router-side counts plus what the
+// replica's /metrics reported last.
+type Load struct {
+	InFlight       int     // requests this router has in flight to it
+	InFlightTokens int     // their prompt tokens
+	Waiting        float64 // vllm:num_requests_waiting
+	Running        float64 // vllm:num_requests_running
+	KVUsage        float64 // vllm:kv_cache_usage_perc, in [0, 1]
+}
+
+// Candidate is a replica the request may go to.
+type Candidate struct {
+	ID    string // replica id, "<alloc id>/<task>"
+	Model string
+	// Mode says what prefix knowledge exists for the replica: exact when its
+	// KV events flow and are in sync, approx otherwise.
+	Mode     Mode
+	Healthy  bool
+	Draining bool
+	Load     Load
+}
+
+// cycleState carries per-request facts from scorers to the decision.
+type cycleState struct {
+	mu     sync.Mutex
+	cached map[string]int  // predicted cached blocks per candidate
+	mode   map[string]Mode // mode a candidate was scored in
+}
+
+// noteCached records that a scorer predicts blocks cached on candidate id in
+// mode; the largest prediction, and the most exact mode, win.
+func (r *Request) noteCached(id string, blocks int, mode Mode) {
+	c := &r.cycle
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cached == nil {
+		c.cached, c.mode = map[string]int{}, map[string]Mode{}
+	}
+	if blocks > c.cached[id] {
+		c.cached[id] = blocks
+	}
+	if c.mode[id] != ModeExact {
+		c.mode[id] = mode
+	}
+}
+
+func (r *Request) predicted(id string) (int, Mode) {
+	c := &r.cycle
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.mode[id]
+	if m == "" {
+		m = ModeLoad
+	}
+	return c.cached[id], m
+}
