@@ -1,0 +1,144 @@
+package pluginhost_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/proto/hclspec"
+	"github.com/llmgw/llmgw/plugin/spec"
+)
+
+var token = regexp.MustCompile(`"[^"]*"|\S+`)
+
+// bytesOf builds bytes from hex tokens and "quoted" raw strings, so the fact
+// sheet's annotated dumps can be transcribed as printed.
+func bytesOf(t *testing.T, s string) []byte {
+	t.Helper()
+	var out []byte
+	for _, tok := range token.FindAllString(s, -1) {
+		if strings.HasPrefix(tok, `"`) {
+			out = append(out, strings.Trim(tok, `"`)...)
+			continue
+		}
+		b, err := hex.DecodeString(tok)
+		if err != nil {
+			t.Fatalf("bad token %q", tok)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// sheetSpec is the schema of the fact sheet's section 8.2 example.
+func sheetSpec() *hclspec.Spec {
+	return spec.Object(map[string]*hclspec.Spec{
+		"image":        spec.Attr("", "string", true),
+		"args":         spec.Attr("", "list(string)", false),
+		"count":        spec.Attr("", "number", false),
+		"ratio":        spec.Attr("", "number", false),
+		"tenth":        spec.Attr("", "number", false),
+		"neg":          spec.Attr("", "number", false),
+		"enabled":      spec.Optional("enabled", "bool", "true"),
+		"dflt":         spec.Optional("dflt", "string", `"fallback"`),
+		"labels":       spec.Attr("", "map(string)", false),
+		"missing_str":  spec.Attr("", "string", false),
+		"missing_list": spec.Attr("", "list(string)", false),
+		"mount": spec.BlockList("", 0, 0, spec.Object(map[string]*hclspec.Spec{
+			"source":   spec.Attr("", "string", false),
+			"target":   spec.Attr("", "string", false),
+			"readonly": spec.Attr("", "bool", false),
+		})),
+		"auth": spec.Block("", false, spec.Object(map[string]*hclspec.Spec{
+			"username": spec.Attr("", "string", false),
+			"password": spec.Attr("", "string", false),
+		})),
+		"port_map": spec.BlockAttrs("", "number", false),
+		"interp":   spec.Attr("", "string", false),
+	})
+}
+
+// TestEncodeLikeNomad reproduces the fact sheet's byte-for-byte capture of
+// Nomad's config pipeline (section 8.2).
+func TestEncodeLikeNomad(t *testing.T) {
+	config := map[string]any{
+		"image":    "docker.io/library/busybox:1.36",
+		"args":     []string{"-c", "echo hi"},
+		"count":    3,
+		"ratio":    1.5,
+		"tenth":    0.1,
+		"neg":      -7,
+		"labels":   map[string]string{"a": "b"},
+		"mount":    []map[string]any{{"source": "/src", "target": "/dst"}, {"source": "/s2", "target": "/d2", "readonly": true}},
+		"auth":     []map[string]any{{"username": "u", "password": "p"}},
+		"port_map": []map[string]any{{"http": 8080}},
+		"interp":   "${NOMAD_PORT_http}:${NOMAD_TASK_DIR}",
+	}
+	vars := map[string]string{"NOMAD_PORT_http": "23456", "NOMAD_TASK_DIR": "/local"}
+	got, err := pluginhost.EncodeConfig(sheetSpec(), config, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := bytesOf(t, `8f
+		a4 "args" 92 a2 "-c" a7 "echo hi"
+		a4 "auth" 82 a8 "password" a1 "p" a8 "username" a1 "u"
+		a5 "count" 03
+		a4 "dflt" a8 "fallback"
+		a7 "enabled" c3
+		a5 "image" be "docker.io/library/busybox:1.36"
+		a6 "interp" ac "23456:/local"
+		a6 "labels" 81 a1 "a" a1 "b"
+		ac "missing_list" c0
+		ab "missing_str" c0
+		a5 "mount" 92 83 a8 "readonly" c0 a6 "source" a4 "/src" a6 "target" a4 "/dst"
+		              83 a8 "readonly" c3 a6 "source" a3 "/s2" a6 "target" a3 "/d2"
+		a3 "neg" f9
+		a8 "port_map" 81 a4 "http" cd 1f90
+		a5 "ratio" cb 3ff8000000000000
+		a5 "tenth" a3 "0.1"`)
+	if !bytes.Equal(got, want) {
+		t.Errorf("encoded\n%x\nwant\n%x", got, want)
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		schema *hclspec.Spec
+		config map[string]any
+		want   string
+	}{
+		{"unknown key", sheetSpec(), map[string]any{"image": "x", "imgae": "y"}, "imgae"},
+		{"missing required", sheetSpec(), map[string]any{"args": []string{}}, `"image" is required`},
+		{"wrong type", sheetSpec(), map[string]any{"image": "x", "count": "many"}, "count"},
+		{"undefined variable", sheetSpec(), map[string]any{"image": "${NOMAD_NOPE}"}, "NOMAD_NOPE"},
+		{"config without schema", nil, map[string]any{"a": 1}, "configuration not allowed"},
+		{"empty type", spec.Object(map[string]*hclspec.Spec{"a": spec.Attr("", "", false)}), nil, "missing type expression"},
+		{"unnamed attr in default", spec.Object(map[string]*hclspec.Spec{"a": spec.Default(spec.Attr("", "string", false), spec.Literal(`"x"`))}), nil, "missing name"},
+		{"bad literal", spec.Object(map[string]*hclspec.Spec{"a": spec.Optional("a", "string", "runc")}), nil, "literal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := pluginhost.EncodeConfig(tt.schema, tt.config, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v; want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzDecoderSpec feeds arbitrary type expressions and literals to the
+// schema converter, which parses both as HCL.
+func FuzzDecoderSpec(f *testing.F) {
+	f.Add("list(string)", `"x"`)
+	f.Add("object({a=number})", "[1,2]")
+	f.Add("map(", "${")
+	f.Fuzz(func(t *testing.T, typ, lit string) {
+		s := spec.Object(map[string]*hclspec.Spec{"a": spec.Default(spec.Attr("a", typ, false), spec.Literal(lit))})
+		_, _ = pluginhost.DecoderSpec(s)
+		_, _ = pluginhost.EncodeConfig(s, map[string]any{"a": lit}, nil)
+	})
+}

@@ -1,0 +1,124 @@
+// Package pluginhost plays the Nomad client for tests: it launches a driver
+// plugin binary through go-plugin exactly as Nomad's client does (handshake,
+// gRPC only, the plugin's stderr re-logged), encodes configs the way Nomad's
+// pipeline does (HCL JSON, the plugin's hclspec schema, go-cty msgpack),
+// builds alloc and task directories with logmon-style stdout/stderr FIFOs, and
+// exposes the raw gRPC clients so a test can drive every RPC.
+//
+// It is test support: it never runs in production. It imports only plugin/
+// packages and libraries, never driver/.
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/llmgw/llmgw/plugin"
+	"github.com/llmgw/llmgw/plugin/proto/base"
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// Options adjust how a plugin is launched.
+type Options struct {
+	Args   []string  // extra argv, like the agent's plugin "x" { args = [...] }
+	Env    []string  // added to the host's environment
+	Logger hclog.Logger // receives the plugin's re-logged stderr; nil discards
+	Stderr io.Writer    // raw copy of the plugin's stderr; nil discards
+}
+
+// Host is one launched plugin process and its two gRPC clients.
+type Host struct {
+	Base   base.BasePluginClient
+	Driver drivers.DriverClient
+
+	client *goplugin.Client
+}
+
+// Launch starts the plugin binary at path and dispenses its base and driver
+// clients, the way Nomad's driver manager does for the long-lived instance.
+func Launch(path string, opts Options) (*Host, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	cmd := exec.Command(path, opts.Args...)
+	cmd.Env = append(cmd.Env, opts.Env...)
+	client := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  plugin.Handshake,
+		Plugins:          plugin.Set(nil),
+		Cmd:              cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		Logger:           logger,
+		Stderr:           opts.Stderr,
+	})
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("launch plugin %s: %w", path, err)
+	}
+	h := &Host{client: client}
+	b, err := rpc.Dispense(plugin.KeyBase)
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("dispense base plugin: %w", err)
+	}
+	d, err := rpc.Dispense(plugin.KeyDriver)
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("dispense driver plugin: %w", err)
+	}
+	var ok bool
+	if h.Base, ok = b.(base.BasePluginClient); !ok {
+		client.Kill()
+		return nil, fmt.Errorf("base plugin is a %T", b)
+	}
+	if h.Driver, ok = d.(drivers.DriverClient); !ok {
+		client.Kill()
+		return nil, fmt.Errorf("driver plugin is a %T", d)
+	}
+	return h, nil
+}
+
+// Pid is the plugin process id.
+func (h *Host) Pid() int {
+	if rc := h.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
+}
+
+// Exited reports whether the plugin process has exited.
+func (h *Host) Exited() bool { return h.client.Exited() }
+
+// Close shuts the plugin down the way an agent does on shutdown: the
+// optional Shutdown RPC, then go-plugin's graceful kill (SIGKILL after 2s).
+func (h *Host) Close() {
+	if !h.client.Exited() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+		_, _ = h.Driver.Shutdown(ctx, &drivers.ShutdownRequest{})
+		cancel()
+	}
+	h.client.Kill()
+}
+
+// Crash kills the plugin process with SIGKILL, as a crash or `kill -9`
+// would, and waits until go-plugin has seen it exit. Tasks the plugin started
+// must survive this.
+func (h *Host) Crash() error {
+	pid := h.Pid()
+	if pid == 0 {
+		return errors.New("crash plugin: no process")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("crash plugin %d: %w", pid, err)
+	}
+	h.client.Kill() // reaps the process and closes the connection
+	return nil
+}
