@@ -27,8 +27,8 @@ import (
 
 // Options adjust how a plugin is launched.
 type Options struct {
-	Args   []string  // extra argv, like the agent's plugin "x" { args = [...] }
-	Env    []string  // added to the host's environment
+	Args   []string     // extra argv, like the agent's plugin "x" { args = [...] }
+	Env    []string     // added to the host's environment
 	Logger hclog.Logger // receives the plugin's re-logged stderr; nil discards
 	Stderr io.Writer    // raw copy of the plugin's stderr; nil discards
 }
