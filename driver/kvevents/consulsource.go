@@ -1,0 +1,39 @@
+package kvevents
+
+import (
+	"net"
+	"strconv"
+
+	"github.com/llmgw/llmgw/consul"
+)
+
+// ConsulRouters adapts consul's watcher of passing llmgw-router instances
+// (consul.WatchRouters) to a RouterSource: each router's KV-ingest port
+// from its service meta becomes the endpoint URL.
+type ConsulRouters struct {
+	W *consul.Watcher[consul.Router]
+}
+
+var _ RouterSource = ConsulRouters{}
+
+// Changed forwards the watcher's wake-ups.
+func (c ConsulRouters) Changed() <-chan struct{} { return c.W.Changed() }
+
+// Current returns the routers known now (none before the first successful
+// query).
+func (c ConsulRouters) Current() []RouterEndpoint {
+	rs, _ := c.W.Current()
+	return RouterEndpoints(rs)
+}
+
+// RouterEndpoints converts consul's routers to endpoints.
+func RouterEndpoints(rs []consul.Router) []RouterEndpoint {
+	out := make([]RouterEndpoint, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, RouterEndpoint{
+			ID:  r.ID,
+			URL: "http://" + net.JoinHostPort(r.Address, strconv.Itoa(r.IngestPort)),
+		})
+	}
+	return out
+}
