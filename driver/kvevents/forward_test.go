@@ -94,7 +94,9 @@ func (r *testRouter) blocks(replica string) []Block {
 	return sortBlocks(out)
 }
 
-func (r *testRouter) endpoint(id string) RouterEndpoint { return RouterEndpoint{ID: id, URL: r.srv.URL} }
+func (r *testRouter) endpoint(id string) RouterEndpoint {
+	return RouterEndpoint{ID: id, URL: r.srv.URL}
+}
 
 func forwarder(t *testing.T, s *Store, src RouterSource, token string) *Forwarder {
 	t.Helper()
