@@ -9,6 +9,7 @@ import (
 
 // Metrics are vLLM's Prometheus series, with vLLM's names and labels
 // (model_name, engine), so that anything scraping vLLM scrapes the simulator.
+// Counters carry the _total suffix Python's client writes in the text format.
 type Metrics struct {
 	running, waiting, usage prometheus.Gauge
 	queries, hits           prometheus.Counter
@@ -60,12 +61,12 @@ func NewFamily(reg prometheus.Registerer) *Family {
 		running:      g("vllm:num_requests_running", "Number of requests in model execution batches."),
 		waiting:      g("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
 		usage:        g("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
-		queries:      c("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens."),
-		hits:         c("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens."),
-		promptTokens: c("vllm:prompt_tokens", "Number of prefill tokens processed."),
-		genTokens:    c("vllm:generation_tokens", "Number of generation tokens processed."),
-		preemptions:  c("vllm:num_preemptions", "Cumulative number of preemptions from the engine."),
-		success:      c("vllm:request_success", "Count of successfully processed requests.", "finished_reason"),
+		queries:      c("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens."),
+		hits:         c("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens."),
+		promptTokens: c("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
+		genTokens:    c("vllm:generation_tokens_total", "Number of generation tokens processed."),
+		preemptions:  c("vllm:num_preemptions_total", "Cumulative number of preemptions from the engine."),
+		success:      c("vllm:request_success_total", "Count of successfully processed requests.", "finished_reason"),
 		ttft:         h("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", ttftBuckets),
 		itl:          h("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", itlBuckets),
 		e2e:          h("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", e2eBuckets),

@@ -17,9 +17,7 @@ func (e *Engine) step(ctx context.Context) error {
 	start := time.Now()
 	e.dropAborted()
 	plan, prefill, cpu := e.schedule(start)
-	e.numRunning.Store(int64(len(e.running)))
-	e.numWaiting.Store(int64(len(e.waiting)) + int64(len(e.incoming)))
-	e.metrics.setLoad(len(e.running), len(e.waiting), e.pool.Usage())
+	e.publishLoad()
 
 	d := e.cfg.Latency.Step(prefill, cpu, len(e.running), e.cfg.MaxNumSeqs)
 	if err := sleepUntil(ctx, start.Add(d)); err != nil {
@@ -27,6 +25,7 @@ func (e *Engine) step(ctx context.Context) error {
 	}
 	e.steps++
 	e.apply(plan, time.Now())
+	e.publishLoad()
 	e.flushEvents(ctx)
 	return nil
 }
@@ -150,4 +149,11 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// publishLoad makes the engine's load visible to the server and /metrics.
+func (e *Engine) publishLoad() {
+	e.numRunning.Store(int64(len(e.running)))
+	e.numWaiting.Store(int64(len(e.waiting)) + int64(len(e.incoming)))
+	e.metrics.setLoad(len(e.running), len(e.waiting), e.pool.Usage())
 }

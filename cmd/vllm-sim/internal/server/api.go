@@ -1,0 +1,139 @@
+package server
+
+import "encoding/json"
+
+// OpenAI request and response shapes, as vLLM serves them. Only the fields
+// the simulator acts on are decoded; the rest are accepted and ignored, as
+// vLLM ignores sampling parameters it does not need.
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type completionRequest struct {
+	Model            string          `json:"model"`
+	Prompt           json.RawMessage `json:"prompt"`
+	MaxTokens        *int            `json:"max_tokens"`
+	Stream           bool            `json:"stream"`
+	StreamOptions    *streamOptions  `json:"stream_options"`
+	Seed             *int64          `json:"seed"`
+	IgnoreEOS        bool            `json:"ignore_eos"`
+	AddSpecialTokens *bool           `json:"add_special_tokens"`
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type chatRequest struct {
+	Model                string          `json:"model"`
+	Messages             []chatMessage   `json:"messages"`
+	MaxTokens            *int            `json:"max_tokens"`
+	MaxCompletionTokens  *int            `json:"max_completion_tokens"`
+	Stream               bool            `json:"stream"`
+	StreamOptions        *streamOptions  `json:"stream_options"`
+	Seed                 *int64          `json:"seed"`
+	IgnoreEOS            bool            `json:"ignore_eos"`
+	AddGenerationPrompt  *bool           `json:"add_generation_prompt"`
+	ContinueFinalMessage bool            `json:"continue_final_message"`
+	AddSpecialTokens     bool            `json:"add_special_tokens"`
+	Tools                json.RawMessage `json:"tools"`
+	ChatTemplateKwargs   map[string]any  `json:"chat_template_kwargs"`
+}
+
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+type usage struct {
+	PromptTokens        int            `json:"prompt_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details"`
+}
+
+type completionChoice struct {
+	Index        int     `json:"index"`
+	Text         string  `json:"text"`
+	Logprobs     any     `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+	StopReason   any     `json:"stop_reason"`
+}
+
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
+}
+
+type chatOutMessage struct {
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	ToolCalls []any  `json:"tool_calls"`
+}
+
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int             `json:"index"`
+	Message      *chatOutMessage `json:"message,omitempty"`
+	Delta        *chatDelta      `json:"delta,omitempty"`
+	Logprobs     any             `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+	StopReason   any             `json:"stop_reason"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage,omitempty"`
+}
+
+type tokenizeRequest struct {
+	Model                string          `json:"model"`
+	Prompt               *string         `json:"prompt"`
+	Messages             []chatMessage   `json:"messages"`
+	AddSpecialTokens     *bool           `json:"add_special_tokens"`
+	AddGenerationPrompt  *bool           `json:"add_generation_prompt"`
+	ContinueFinalMessage bool            `json:"continue_final_message"`
+	ReturnTokenStrs      bool            `json:"return_token_strs"`
+	Tools                json.RawMessage `json:"tools"`
+}
+
+type tokenizeResponse struct {
+	Count       int      `json:"count"`
+	MaxModelLen int      `json:"max_model_len"`
+	Tokens      []uint32 `json:"tokens"`
+	TokenStrs   []string `json:"token_strs"`
+}
+
+type detokenizeRequest struct {
+	Model  string   `json:"model"`
+	Tokens []uint32 `json:"tokens"`
+}
+
+type errorBody struct {
+	Error errorInfo `json:"error"`
+}
+
+type errorInfo struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Param   any    `json:"param"`
+	Code    int    `json:"code"`
+}

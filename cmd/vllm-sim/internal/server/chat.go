@@ -1,0 +1,150 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// normalize applies vLLM's message normalisation: list-style content parts
+// are joined with a newline; a message needs a role.
+func normalize(msgs []chatMessage) ([]Message, *apiError) {
+	if len(msgs) == 0 {
+		return nil, badRequest("messages must not be empty")
+	}
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		if m.Role == "" {
+			return nil, badRequest("messages[%d]: role is required", i)
+		}
+		out[i].Role = m.Role
+		if len(m.Content) == 0 || string(m.Content) == "null" {
+			continue
+		}
+		var text string
+		if json.Unmarshal(m.Content, &text) == nil {
+			out[i].Content = text
+			continue
+		}
+		var parts []contentPart
+		if err := json.Unmarshal(m.Content, &parts); err != nil {
+			return nil, badRequest("messages[%d].content must be a string or a list of content parts", i)
+		}
+		out[i].Content = joinParts(parts)
+	}
+	return out, nil
+}
+
+// renderChat renders and tokenizes a conversation as vLLM does: the template
+// output is tokenized without adding special tokens unless asked.
+func (s *Server) renderChat(msgs []chatMessage, addGen *bool, continueFinal, addSpecial bool) ([]uint32, *apiError) {
+	norm, err := normalize(msgs)
+	if err != nil {
+		return nil, err
+	}
+	gen := addGen == nil || *addGen
+	if gen && continueFinal {
+		return nil, badRequest("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
+	}
+	text, rerr := s.tok.RenderChat(norm, gen, continueFinal)
+	if rerr != nil {
+		return nil, badRequest("rendering the chat template: %v", rerr)
+	}
+	return s.tok.Encode(text, addSpecial), nil
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.checkModel(req.Model); err != nil {
+		writeError(w, err)
+		return
+	}
+	prompt, perr := s.renderChat(req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	// vLLM's default for chat is whatever context is left.
+	maxTokens := s.opts.MaxModelLen - len(prompt)
+	if req.MaxCompletionTokens != nil {
+		maxTokens = *req.MaxCompletionTokens
+	} else if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	}
+	if maxTokens < 1 {
+		writeError(w, badRequest("max_tokens must be at least 1, got %d", maxTokens))
+		return
+	}
+	if err := s.checkLength(len(prompt), maxTokens); err != nil {
+		writeError(w, err)
+		return
+	}
+	out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
+	g, err := s.submit(r.Context(), prompt, out, reason)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id := requestID("chatcmpl", s.counter.Add(1))
+	model := s.modelName(req.Model)
+	if req.Stream {
+		s.streamChat(w, id, model, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	res, err := g.wait()
+	if err != nil {
+		return // the client went away
+	}
+	text, err := s.tok.Decode(res.ids, true)
+	if err != nil {
+		writeError(w, fmt.Errorf("decode output: %w", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, chatResponse{
+		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
+		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: &res.reason}},
+		Usage:   usageOf(g.prompt, res),
+	})
+}
+
+func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generation, includeUsage bool) {
+	st := newSSE(w)
+	d := &detok{tok: s.tok}
+	created := time.Now().Unix()
+	chunk := func(c chatChoice) chatResponse {
+		return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []chatChoice{c}}
+	}
+	empty := ""
+	if st.send(chunk(chatChoice{Delta: &chatDelta{Role: "assistant", Content: &empty}})) != nil {
+		return
+	}
+	var res result
+	for t := range g.req.Out {
+		if t.FinishReason == "abort" {
+			return
+		}
+		res.ids = append(res.ids, t.ID)
+		res.cached = t.CachedTokens
+		text := d.next(t.ID)
+		c := chatChoice{Delta: &chatDelta{Content: &text}}
+		if t.Final {
+			reason := t.FinishReason
+			c.FinishReason = &reason
+		}
+		if st.send(chunk(c)) != nil {
+			return
+		}
+		if t.Final {
+			break
+		}
+	}
+	if includeUsage {
+		_ = st.send(chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []chatChoice{}, Usage: usageOf(g.prompt, res)})
+	}
+	st.done()
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// prompts decodes a completions prompt in any of its four forms: a string,
+// a list of strings, a list of token ids, or a list of such lists.
+func (s *Server) prompts(raw json.RawMessage, addSpecial bool) ([][]uint32, *apiError) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badRequest("prompt is required")
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return [][]uint32{s.tok.Encode(text, addSpecial)}, nil
+	}
+	var texts []string
+	if json.Unmarshal(raw, &texts) == nil && len(texts) > 0 {
+		out := make([][]uint32, len(texts))
+		for i, t := range texts {
+			out[i] = s.tok.Encode(t, addSpecial)
+		}
+		return out, nil
+	}
+	var ids []uint32
+	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
+		return [][]uint32{ids}, nil
+	}
+	var batch [][]uint32
+	if json.Unmarshal(raw, &batch) == nil && len(batch) > 0 {
+		for i, p := range batch {
+			if len(p) == 0 {
+				return nil, badRequest("prompt %d is empty", i)
+			}
+		}
+		return batch, nil
+	}
+	return nil, badRequest("prompt must be a string, a list of strings, a list of token ids or a list of token id lists")
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := s.checkModel(req.Model); err != nil {
+		writeError(w, err)
+		return
+	}
+	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
+	prompts, perr := s.prompts(req.Prompt, addSpecial)
+	if perr != nil {
+		writeError(w, perr)
+		return
+	}
+	maxTokens := 16 // OpenAI's legacy default, which vLLM keeps for completions
+	if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	}
+	if maxTokens < 1 {
+		writeError(w, badRequest("max_tokens must be at least 1, got %d", maxTokens))
+		return
+	}
+	for _, p := range prompts {
+		if err := s.checkLength(len(p), maxTokens); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if req.Stream && len(prompts) > 1 {
+		writeError(w, badRequest("the simulator streams one prompt per request; got %d", len(prompts)))
+		return
+	}
+	id := requestID("cmpl", s.counter.Add(1))
+	model := s.modelName(req.Model)
+	gens := make([]*generation, len(prompts))
+	for i, p := range prompts {
+		out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
+		g, err := s.submit(r.Context(), p, out, reason)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		gens[i] = g
+	}
+	if req.Stream {
+		s.streamCompletion(w, id, model, gens[0], req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	resp := completionResponse{ID: id, Object: "text_completion", Created: time.Now().Unix(), Model: model, Usage: &usage{PromptTokensDetails: &promptDetails{}}}
+	for i, g := range gens {
+		res, err := g.wait()
+		if err != nil {
+			return // the client went away
+		}
+		text, err := s.tok.Decode(res.ids, true)
+		if err != nil {
+			writeError(w, fmt.Errorf("decode output: %w", err))
+			return
+		}
+		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: text, FinishReason: &res.reason})
+		u := usageOf(g.prompt, res)
+		resp.Usage.PromptTokens += u.PromptTokens
+		resp.Usage.CompletionTokens += u.CompletionTokens
+		resp.Usage.TotalTokens += u.TotalTokens
+		resp.Usage.PromptTokensDetails.CachedTokens += res.cached
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *generation, includeUsage bool) {
+	st := newSSE(w)
+	d := &detok{tok: s.tok}
+	created := time.Now().Unix()
+	var res result
+	for t := range g.req.Out {
+		if t.FinishReason == "abort" {
+			return
+		}
+		res.ids = append(res.ids, t.ID)
+		res.cached = t.CachedTokens
+		choice := completionChoice{Text: d.next(t.ID)}
+		if t.Final {
+			reason := t.FinishReason
+			choice.FinishReason = &reason
+		}
+		if st.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, Choices: []completionChoice{choice}}) != nil {
+			return
+		}
+		if t.Final {
+			break
+		}
+	}
+	if includeUsage {
+		_ = st.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, Choices: []completionChoice{}, Usage: usageOf(g.prompt, res)})
+	}
+	st.done()
+}
+
+// sse writes server-sent events, flushing each so clients see every token
+// as it is produced.
+type sse struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	return &sse{w: w, f: f}
+}
+
+func (s *sse) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+		return err
+	}
+	if s.f != nil {
+		s.f.Flush()
+	}
+	return nil
+}
+
+func (s *sse) done() {
+	_, _ = fmt.Fprint(s.w, "data: [DONE]\n\n")
+	if s.f != nil {
+		s.f.Flush()
+	}
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/http"
+
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
+)
+
+// debugBlocks lists every block the caches hold: the ground truth a KV index
+// is compared against in tests.
+func (s *Server) debugBlocks(w http.ResponseWriter, r *http.Request) {
+	blocks := []blockJSON{}
+	for _, rank := range s.ranks {
+		var infos []kvcache.BlockInfo
+		if err := rank.Engine.Do(r.Context(), func(p *kvcache.Pool) { infos = p.Blocks() }); err != nil {
+			writeError(w, err)
+			return
+		}
+		for _, b := range infos {
+			j := blockJSON{Hash: b.Hash.Uint64(), HashHex: hex.EncodeToString(b.Hash[:]), TokenIDs: b.Tokens, Medium: b.Medium, DPRank: rank.ID, RefCnt: b.RefCnt}
+			if b.Parent != nil {
+				p := b.Parent.Uint64()
+				j.Parent = &p
+			}
+			blocks = append(blocks, j)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"block_size": s.opts.BlockSize, "blocks": blocks})
+}
+
+// debugDrop withholds the next N event batches of every rank (or of
+// dp_rank) from the PUB socket: message loss on purpose, repaired by replay.
+func (s *Server) debugDrop(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Batches int  `json:"batches"`
+		DPRank  *int `json:"dp_rank"`
+	}
+	if err := decodeBody(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.Batches < 1 {
+		writeError(w, badRequest("batches must be at least 1, got %d", req.Batches))
+		return
+	}
+	n := 0
+	for _, rank := range s.ranks {
+		if rank.Drop == nil || (req.DPRank != nil && *req.DPRank != rank.ID) {
+			continue
+		}
+		rank.Drop(req.Batches)
+		n++
+	}
+	if n == 0 {
+		writeError(w, badRequest("no KV event publisher matches (events off, or no such dp_rank)"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": fmt.Sprintf("withholding %d batches on %d publishers", req.Batches, n)})
+}

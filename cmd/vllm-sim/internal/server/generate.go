@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/engine"
+)
+
+// lexicon is what the simulated model says: plain words, so that outputs
+// tokenize to realistic lengths under any tokenizer.
+var lexicon = strings.Fields(`the of and to in a is that for it as was with be by on not he this are or
+his from at which but have an they you were her she there been one all we their has would when if
+so no what up out more will into some time could them other than then now only its over also new
+cache prefix token block router replica engine model request latency memory shard`)
+
+// output decides the tokens the "model" produces for a request: words drawn
+// from a seeded generator (the request's seed, else the server's seed and a
+// request counter), cut at maxTokens, or earlier at a simulated EOS unless
+// ignoreEOS. It returns the ids and the finish reason.
+func (s *Server) output(maxTokens int, seed *int64, ignoreEOS bool) ([]uint32, string) {
+	var rng *rand.Rand
+	if seed != nil {
+		rng = rand.New(rand.NewPCG(uint64(*seed), 0))
+	} else {
+		rng = rand.New(rand.NewPCG(uint64(s.opts.Seed), s.counter.Add(1)))
+	}
+	n, reason := maxTokens, "length"
+	if !ignoreEOS && s.opts.MeanOutputTokens > 0 {
+		if eos := 1 + rng.IntN(2*s.opts.MeanOutputTokens); eos < maxTokens {
+			n, reason = eos, "stop"
+		}
+	}
+	ids := make([]uint32, 0, n+8)
+	var sb strings.Builder
+	for len(ids) < n {
+		sb.Reset()
+		for range 8 {
+			sb.WriteByte(' ')
+			sb.WriteString(lexicon[rng.IntN(len(lexicon))])
+		}
+		ids = append(ids, s.tok.Encode(sb.String(), false)...)
+	}
+	return ids[:n], reason
+}
+
+// checkLength enforces max-model-len the way vLLM words it.
+func (s *Server) checkLength(promptTokens, maxTokens int) *apiError {
+	if promptTokens+maxTokens > s.opts.MaxModelLen {
+		return badRequest("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			s.opts.MaxModelLen, promptTokens+maxTokens, promptTokens, maxTokens)
+	}
+	return nil
+}
+
+// generation is one submitted request.
+type generation struct {
+	req    *engine.Request
+	prompt int
+}
+
+// submit spends the API overhead, then hands the request to the least loaded
+// engine.
+func (s *Server) submit(ctx context.Context, prompt []uint32, out []uint32, reason string) (*generation, error) {
+	arrival := time.Now()
+	if err := sleepCtx(ctx, s.opts.Overhead); err != nil {
+		return nil, err
+	}
+	r := &engine.Request{
+		ID: requestID("req", s.counter.Add(1)), Ctx: ctx, Prompt: prompt,
+		Output: out, FinishReason: reason, Arrival: arrival,
+		Out: make(chan engine.Token, len(out)+1),
+	}
+	if err := s.pick().Engine.Submit(r); err != nil {
+		return nil, &apiError{503, "ServiceUnavailableError", fmt.Sprintf("engine overloaded: %v", err)}
+	}
+	return &generation{req: r, prompt: len(prompt)}, nil
+}
+
+// result is a finished generation.
+type result struct {
+	ids    []uint32
+	reason string
+	cached int
+}
+
+// wait collects a generation's tokens; it fails when the request was aborted.
+func (g *generation) wait() (result, error) {
+	var res result
+	for t := range g.req.Out {
+		if t.FinishReason == "abort" {
+			return res, fmt.Errorf("request aborted")
+		}
+		res.ids = append(res.ids, t.ID)
+		res.cached = t.CachedTokens
+		if t.Final {
+			res.reason = t.FinishReason
+			return res, nil
+		}
+	}
+	return res, fmt.Errorf("engine closed the request")
+}
+
+// detok turns a growing id list into text deltas, holding back a delta that
+// ends inside a multi-byte character.
+type detok struct {
+	tok  Tokenizer
+	ids  []uint32
+	sent int // bytes of text already emitted
+}
+
+func (d *detok) next(id uint32) string {
+	d.ids = append(d.ids, id)
+	text, err := d.tok.Decode(d.ids, true)
+	if err != nil || len(text) < d.sent || strings.HasSuffix(text, "\uFFFD") {
+		return ""
+	}
+	delta := text[d.sent:]
+	d.sent = len(text)
+	return delta
+}
+
+func usageOf(prompt int, res result) *usage {
+	return &usage{
+		PromptTokens: prompt, CompletionTokens: len(res.ids), TotalTokens: prompt + len(res.ids),
+		PromptTokensDetails: &promptDetails{CachedTokens: res.cached},
+	}
+}

@@ -1,0 +1,252 @@
+// Package server is vllm-sim's HTTP surface: the OpenAI-compatible routes
+// vLLM serves (completions, chat completions with SSE streaming, models,
+// tokenize, detokenize, health, reset_prefix_cache, metrics), with vLLM's
+// response and error shapes, plus debug routes that expose the KV cache's
+// ground truth to tests.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/engine"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
+)
+
+// Tokenizer turns text into the model's token ids and back, and renders
+// chat conversations with the model's template.
+type Tokenizer interface {
+	Encode(text string, addSpecialTokens bool) []uint32
+	Decode(ids []uint32, skipSpecial bool) (string, error)
+	RenderChat(msgs []Message, addGenerationPrompt, continueFinal bool) (string, error)
+}
+
+// Message is a chat turn after vLLM's normalisation.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Rank is one data-parallel engine with its publisher (nil when events are
+// off).
+type Rank struct {
+	ID     int
+	Engine *engine.Engine
+	Drop   func(n int) // withholds the next n event batches; nil without events
+}
+
+// Options configure the server.
+type Options struct {
+	Model            string // the MODEL argument
+	ServedNames      []string
+	MaxModelLen      int
+	BlockSize        int
+	APIKey           string
+	Seed             int64
+	Overhead         time.Duration // per-request API time before scheduling
+	MeanOutputTokens int           // mean length before the "model" emits EOS
+	Version          string
+}
+
+// Server serves one simulated vLLM instance.
+type Server struct {
+	opts    Options
+	ranks   []Rank
+	tok     Tokenizer
+	reg     *prometheus.Registry
+	log     *slog.Logger
+	counter atomic.Uint64
+	mux     *http.ServeMux
+}
+
+// New builds the server's routes.
+func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, log *slog.Logger) *Server {
+	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": opts.Version})
+	})
+	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
+	s.mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
+	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	s.mux.HandleFunc("POST /tokenize", s.tokenize)
+	s.mux.HandleFunc("POST /detokenize", s.detokenize)
+	s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
+	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s.mux.HandleFunc("GET /debug/kv/blocks", s.debugBlocks)
+	s.mux.HandleFunc("POST /debug/kv/drop", s.debugDrop)
+	return s
+}
+
+// ServeHTTP echoes X-Request-Id, as vLLM does, and routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id := r.Header.Get("X-Request-Id"); id != "" {
+		w.Header().Set("X-Request-Id", id)
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	if s.opts.APIKey == "" {
+		return h
+	}
+	want := "Bearer " + s.opts.APIKey
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != want {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	type model struct {
+		ID          string `json:"id"`
+		Object      string `json:"object"`
+		Created     int64  `json:"created"`
+		OwnedBy     string `json:"owned_by"`
+		Root        string `json:"root"`
+		Parent      any    `json:"parent"`
+		MaxModelLen int    `json:"max_model_len"`
+	}
+	var data []model
+	for _, name := range s.servedNames() {
+		data = append(data, model{ID: name, Object: "model", Created: time.Now().Unix(), OwnedBy: "vllm", Root: s.opts.Model, MaxModelLen: s.opts.MaxModelLen})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func (s *Server) servedNames() []string {
+	if len(s.opts.ServedNames) > 0 {
+		return s.opts.ServedNames
+	}
+	return []string{s.opts.Model}
+}
+
+// checkModel reports a request for a model this server does not serve; an
+// empty name means the default, as vLLM allows.
+func (s *Server) checkModel(name string) *apiError {
+	if name == "" {
+		return nil
+	}
+	for _, n := range s.servedNames() {
+		if n == name {
+			return nil
+		}
+	}
+	return &apiError{http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name)}
+}
+
+func (s *Server) modelName(requested string) string {
+	if requested != "" {
+		return requested
+	}
+	return s.servedNames()[0]
+}
+
+// apiError is an error with the status and OpenAI type a client sees.
+type apiError struct {
+	status int
+	typ    string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) *apiError {
+	return &apiError{http.StatusBadRequest, "BadRequestError", fmt.Sprintf(format, args...)}
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = &apiError{http.StatusInternalServerError, "InternalServerError", err.Error()}
+	}
+	writeJSON(w, ae.status, errorBody{Error: errorInfo{Message: ae.msg, Type: ae.typ, Code: ae.status}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// maxBody bounds request bodies; vLLM has no fixed limit, but a simulator
+// has no business buffering gigabytes.
+const maxBody = 64 << 20
+
+func decodeBody(r *http.Request, v any) *apiError {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
+	if err != nil {
+		return badRequest("reading the request body: %v", err)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// pick chooses the data-parallel rank with the fewest requests, like vLLM's
+// internal load balancer.
+func (s *Server) pick() Rank {
+	best := s.ranks[0]
+	for _, r := range s.ranks[1:] {
+		if r.Engine.Load() < best.Engine.Load() {
+			best = r
+		}
+	}
+	return best
+}
+
+func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
+	for _, rank := range s.ranks {
+		var resetErr error
+		if err := rank.Engine.Do(r.Context(), func(p *kvcache.Pool) { resetErr = p.Reset() }); err != nil {
+			writeError(w, err)
+			return
+		}
+		if resetErr != nil {
+			writeError(w, &apiError{http.StatusConflict, "ConflictError", fmt.Sprintf("engine %d: %v", rank.ID, resetErr)})
+			return
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func requestID(prefix string, n uint64) string { return fmt.Sprintf("%s-%016x", prefix, n) }
+
+func joinParts(parts []contentPart) string {
+	texts := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}

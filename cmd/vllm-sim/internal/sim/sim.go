@@ -1,0 +1,195 @@
+// Package sim wires vllm-sim together: one KV cache, engine and event
+// publisher per data-parallel rank, and the HTTP server in front of them.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/config"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/engine"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvpub"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/server"
+)
+
+// Env is the part of the environment vLLM reads.
+type Env struct {
+	HashSeed  string // PYTHONHASHSEED
+	IntHashes bool   // VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES, default true
+}
+
+// EnvFromOS reads Env from the process environment.
+func EnvFromOS() Env {
+	return Env{
+		HashSeed:  os.Getenv("PYTHONHASHSEED"),
+		IntHashes: os.Getenv("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES") != "0",
+	}
+}
+
+// Run serves until ctx ends, calling ready with the listening address once
+// requests are accepted. It reports a start-up failure (a port in use, a
+// socket that cannot bind) as an error before serving anything.
+func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, ready func(net.Addr)) error {
+	for _, u := range cfg.Unknown {
+		log.Info("ignoring a vLLM flag the simulator does not model", "flag", u)
+	}
+	if cfg.Headless {
+		// A non-leader shard of a multi-node replica: vLLM runs its engine
+		// workers without an API server and publishes no events.
+		log.Info("running headless: no API server, no KV events", "dp_rank", cfg.DataParallelRank)
+		<-ctx.Done()
+		return nil
+	}
+	tok, err := loadTokenizer(cfg.Tokenizer)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	family := engine.NewFamily(reg)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var ranks []server.Rank
+	var pubs []*kvpub.Publisher
+	defer func() {
+		cancel()
+		wg.Wait()
+		for _, p := range pubs {
+			p.Close()
+		}
+	}()
+	for _, id := range cfg.Ranks() {
+		rank, pub, err := startRank(ctx, cfg, env, id, family, log, &wg)
+		if err != nil {
+			return err
+		}
+		ranks = append(ranks, rank)
+		if pub != nil {
+			pubs = append(pubs, pub)
+		}
+	}
+
+	srv := server.New(server.Options{
+		Model: cfg.Model, ServedNames: cfg.ServedModelNames, MaxModelLen: cfg.MaxModelLen,
+		BlockSize: cfg.BlockSize, APIKey: cfg.APIKey, Seed: cfg.Seed,
+		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
+	}, ranks, tok, reg, log)
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listen on %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	if ready != nil {
+		ready(ln.Addr())
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
+
+func overhead(l engine.Latency) time.Duration {
+	if !l.Enabled {
+		return 0
+	}
+	return l.Overhead
+}
+
+func startRank(ctx context.Context, cfg config.Config, env Env, id int, family *engine.Family, log *slog.Logger, wg *sync.WaitGroup) (server.Rank, *kvpub.Publisher, error) {
+	log = log.With("dp_rank", id)
+	pool, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumGPUBlocks, BlockSize: cfg.BlockSize, CPUBlocks: cfg.CPUOffloadBlocks, HashSeed: env.HashSeed})
+	if err != nil {
+		return server.Rank{}, nil, err
+	}
+	var pub *kvpub.Publisher
+	var publisher engine.Publisher
+	if cfg.KVEvents.Active() {
+		pub, err = openPublisher(cfg, env, id, log)
+		if err != nil {
+			return server.Rank{}, nil, err
+		}
+		publisher = pub
+	}
+	m := family.For(cfg.ServedName(), id, cfg.BlockSize, cfg.NumGPUBlocks, cfg.CPUOffloadBlocks)
+	eng, err := engine.New(engine.Config{
+		MaxNumSeqs: cfg.MaxNumSeqs, MaxBatchedTokens: cfg.MaxNumBatchedTokens, Latency: cfg.Latency, DPRank: id,
+	}, pool, publisher, m, log)
+	if err != nil {
+		if pub != nil {
+			pub.Close()
+		}
+		return server.Rank{}, nil, err
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = eng.Run(ctx)
+	}()
+	rank := server.Rank{ID: id, Engine: eng}
+	if pub != nil {
+		rank.Drop = pub.Drop
+	}
+	return rank, pub, nil
+}
+
+func openPublisher(cfg config.Config, env Env, rank int, log *slog.Logger) (*kvpub.Publisher, error) {
+	kv := cfg.KVEvents
+	endpoint, err := kvpub.OffsetEndpointPort(kv.Endpoint, rank)
+	if err != nil {
+		return nil, err
+	}
+	replay, err := kvpub.OffsetEndpointPort(kv.ReplayEndpoint, rank)
+	if err != nil {
+		return nil, err
+	}
+	schema := kvpub.Schema{Format: kvpub.Array, StoredLen: cfg.EventSchema, IntHashes: env.IntHashes}
+	if cfg.EventFormat == "map" {
+		schema.Format, schema.StoredLen = kvpub.Map, 12
+	}
+	shape := kvpub.ReplayNew
+	if cfg.ReplayFormat == "old" {
+		shape = kvpub.ReplayOld
+	}
+	pub, err := kvpub.New(kvpub.Config{
+		Endpoint: endpoint, ReplayEndpoint: replay, Topic: kv.Topic,
+		BufferSteps: kv.BufferSteps, HWM: kv.HWM, MaxQueueSize: kv.MaxQueueSize,
+		DPRank: rank, Schema: schema, ReplayShape: shape,
+	}, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("publishing KV events", "endpoint", endpoint, "replay", replay, "format", cfg.EventFormat, "schema", schema.StoredLen)
+	return pub, nil
+}
+
+// loadTokenizer returns the built-in tokenizer, or fails for a --tokenizer
+// directory until the project's tokenizer.json engine is wired in: a silently
+// different tokenizer would make routers' block keys wrong.
+func loadTokenizer(dir string) (server.Tokenizer, error) {
+	if dir == "" {
+		return builtin{}, nil
+	}
+	return nil, fmt.Errorf("--tokenizer %s: Hugging Face tokenizer files are not supported by this build yet; omit --tokenizer to use the built-in tokenizer", dir)
+}
