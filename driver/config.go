@@ -1,0 +1,170 @@
+package driver
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/plugin/proto/hclspec"
+	"github.com/llmgw/llmgw/plugin/spec"
+)
+
+// PluginName is the driver name jobs use (driver = "vllm").
+const PluginName = "vllm"
+
+// PluginVersion is this driver's semver, reported to Nomad.
+const PluginVersion = "0.1.0"
+
+// configSpec is the agent's plugin "nomad-driver-vllm" { config {...} } schema.
+var configSpec = spec.Object(map[string]*hclspec.Spec{
+	"engine":            spec.Optional("engine", "string", `"vllm"`),
+	"consul_address":    spec.Optional("consul_address", "string", `"127.0.0.1:8500"`),
+	"consul_token":      spec.Attr("", "string", false),
+	"router_service":    spec.Optional("router_service", "string", `"llmgw-router"`),
+	"kv_flush_interval": spec.Optional("kv_flush_interval", "string", `"250ms"`),
+	"ingest_token":      spec.Attr("", "string", false),
+})
+
+// Config is the decoded plugin config.
+type Config struct {
+	// Engine is the engine binary, by path or looked up in PATH. vllm-sim
+	// stands in for vllm with the same command line.
+	Engine string `codec:"engine"`
+	// ConsulAddress and ConsulToken reach the Consul agent where routers
+	// register; RouterService is their service name.
+	ConsulAddress string `codec:"consul_address"`
+	ConsulToken   string `codec:"consul_token"`
+	RouterService string `codec:"router_service"`
+	// KVFlushInterval is how often net KV deltas go to routers.
+	KVFlushInterval time.Duration `codec:"kv_flush_interval"`
+	// IngestToken authenticates the driver to routers' KV ingest.
+	IngestToken string `codec:"ingest_token"`
+}
+
+func (c *Config) validate() error {
+	if c.Engine == "" {
+		return fmt.Errorf("engine: must not be empty")
+	}
+	if c.KVFlushInterval <= 0 {
+		return fmt.Errorf("kv_flush_interval: must be positive, got %s", c.KVFlushInterval)
+	}
+	if c.RouterService == "" {
+		return fmt.Errorf("router_service: must not be empty")
+	}
+	return nil
+}
+
+// taskSpec is the job's task "x" { driver = "vllm" config {...} } schema.
+var taskSpec = spec.Object(map[string]*hclspec.Spec{
+	"model":                  spec.Attr("", "string", true),
+	"served_model_name":      spec.Attr("", "string", false),
+	"port":                   spec.Optional("port", "string", `"http"`),
+	"kv_events":              spec.Optional("kv_events", "bool", "false"),
+	"block_size":             spec.Optional("block_size", "number", "16"),
+	"tensor_parallel_size":   spec.Optional("tensor_parallel_size", "number", "1"),
+	"data_parallel_size":     spec.Optional("data_parallel_size", "number", "1"),
+	"max_model_len":          spec.Attr("", "number", false),
+	"gpu_memory_utilization": spec.Attr("", "number", false),
+	"shard": spec.Block("", false, spec.Object(map[string]*hclspec.Spec{
+		"rank":           spec.Attr("", "number", true),
+		"count":          spec.Attr("", "number", true),
+		"leader_address": spec.Attr("", "string", false),
+	})),
+	"args": spec.Attr("", "list(string)", false),
+	"env":  spec.Attr("", "map(string)", false),
+})
+
+// TaskConfig is the decoded task config. It is also persisted in the
+// handle's driver_state, because Nomad drops the raw config bytes across an
+// agent restart.
+type TaskConfig struct {
+	Model                string            `codec:"model" json:"model"`
+	ServedModelName      string            `codec:"served_model_name" json:"served_model_name,omitempty"`
+	Port                 string            `codec:"port" json:"port"`
+	KVEvents             bool              `codec:"kv_events" json:"kv_events"`
+	BlockSize            int               `codec:"block_size" json:"block_size"`
+	TensorParallelSize   int               `codec:"tensor_parallel_size" json:"tensor_parallel_size"`
+	DataParallelSize     int               `codec:"data_parallel_size" json:"data_parallel_size"`
+	MaxModelLen          int               `codec:"max_model_len" json:"max_model_len,omitempty"`
+	GPUMemoryUtilization float64           `codec:"gpu_memory_utilization" json:"gpu_memory_utilization,omitempty"`
+	Shard                *Shard            `codec:"shard" json:"shard,omitempty"`
+	Args                 []string          `codec:"args" json:"args,omitempty"`
+	Env                  map[string]string `codec:"env" json:"env,omitempty"`
+}
+
+// Shard places one process of a multi-node replica. Rank 0 is the leader:
+// it serves the API and alone publishes KV events; other ranks run headless
+// and join the leader at LeaderAddress (host:port).
+type Shard struct {
+	Rank          int    `codec:"rank" json:"rank"`
+	Count         int    `codec:"count" json:"count"`
+	LeaderAddress string `codec:"leader_address" json:"leader_address,omitempty"`
+}
+
+// rank is the shard rank, 0 for a single-node replica.
+func (t *TaskConfig) rank() int {
+	if t.Shard == nil {
+		return 0
+	}
+	return t.Shard.Rank
+}
+
+// validate checks what the schema cannot say. ports are the labels Nomad
+// allocated to the task's group.
+func (t *TaskConfig) validate(ports map[string]bool) error {
+	if t.Model == "" {
+		return fmt.Errorf("model: must not be empty")
+	}
+	if t.Port == "" {
+		return fmt.Errorf("port: must name a port label of the group's network block")
+	}
+	if !ports[t.Port] && t.rank() == 0 {
+		return fmt.Errorf("port: no port labelled %q is allocated to this task", t.Port)
+	}
+	if !validBlockSize(t.BlockSize) {
+		return fmt.Errorf("block_size: %d is not a power of two between 1 and 256", t.BlockSize)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"tensor_parallel_size", t.TensorParallelSize}, {"data_parallel_size", t.DataParallelSize}} {
+		if f.v < 1 || f.v > 1024 {
+			return fmt.Errorf("%s: %d is out of range 1..1024", f.name, f.v)
+		}
+	}
+	if t.MaxModelLen < 0 {
+		return fmt.Errorf("max_model_len: must not be negative, got %d", t.MaxModelLen)
+	}
+	if g := t.GPUMemoryUtilization; g < 0 || g > 1 {
+		return fmt.Errorf("gpu_memory_utilization: %v is not within 0..1", g)
+	}
+	if s := t.Shard; s != nil {
+		if s.Count < 1 {
+			return fmt.Errorf("shard.count: must be at least 1, got %d", s.Count)
+		}
+		if s.Rank < 0 || s.Rank >= s.Count {
+			return fmt.Errorf("shard.rank: %d is not within 0..%d", s.Rank, s.Count-1)
+		}
+		if s.Count > 1 {
+			host, port, err := net.SplitHostPort(s.LeaderAddress)
+			if err != nil || host == "" {
+				return fmt.Errorf("shard.leader_address: want host:port, got %q", s.LeaderAddress)
+			}
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("shard.leader_address: bad port in %q", s.LeaderAddress)
+			}
+		}
+	}
+	for k := range t.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("env: invalid variable name %q", k)
+		}
+	}
+	return nil
+}
+
+func validBlockSize(n int) bool {
+	return n >= 1 && n <= 256 && n&(n-1) == 0
+}
