@@ -2,6 +2,7 @@ package consul_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -193,6 +194,22 @@ func TestRouterRegistration(t *testing.T) {
 	waitFor(t, "router to pass its check", func() bool { return len(routers()) == 1 })
 	if r := routers()[0]; r.IngestPort != 9123 || r.Port != port || r.Address != "127.0.0.1" {
 		t.Errorf("router = %+v; want 127.0.0.1:%d with ingest port 9123", r, port)
+	}
+
+	// Clients find routers through the agent's DNS interface.
+	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, agent.DNSAddr)
+	}}
+	_, srvs, err := res.LookupSRV(ctx, "", "", consul.RouterService+".service.consul")
+	if err != nil {
+		t.Fatalf("DNS SRV lookup of %s.service.consul: %v", consul.RouterService, err)
+	}
+	if len(srvs) != 1 || int(srvs[0].Port) != port {
+		t.Errorf("SRV records %+v; want one with port %d", srvs, port)
+	}
+	addrs, err := res.LookupHost(ctx, consul.RouterService+".service.consul")
+	if err != nil || len(addrs) != 1 || addrs[0] != "127.0.0.1" {
+		t.Errorf("DNS A lookup = %v, %v; want [127.0.0.1]", addrs, err)
 	}
 
 	healthy.Store(false)

@@ -54,8 +54,13 @@ func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	if len(keys) == 0 {
 		return
 	}
-	depth := map[string]int{}
-	s.hist.match(keys, func(replica string, d int) { depth[replica] = d })
+	var depth map[string]int
+	s.hist.match(keys, func(replica string, d int) {
+		if depth == nil {
+			depth = map[string]int{}
+		}
+		depth[replica] = d
+	})
 	for i := range cands {
 		c := &cands[i]
 		if !s.applies(req, c) {
@@ -63,7 +68,7 @@ func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		}
 		d := depth[c.ID]
 		scores[i] = float64(d) / float64(len(keys))
-		req.noteCached(c.ID, d, ModeApprox)
+		req.noteCached(i, d, ModeApprox)
 	}
 }
 

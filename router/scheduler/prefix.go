@@ -83,8 +83,17 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		buf = new([]index.Match)
 	}
 	matches := s.index.Lookup(req.Model, req.Keys, (*buf)[:0])
-	spec := map[string]int{}
-	s.spec.match(req.Keys, func(replica string, depth int) { spec[replica] = depth })
+	found := make(map[string]int, len(matches))
+	for j, m := range matches {
+		found[m.Replica] = j
+	}
+	var spec map[string]int
+	s.spec.match(req.Keys, func(replica string, depth int) {
+		if spec == nil {
+			spec = map[string]int{}
+		}
+		spec[replica] = depth
+	})
 	for i := range cands {
 		c := &cands[i]
 		if c.Mode != ModeExact {
@@ -92,18 +101,16 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		}
 		var blocks int
 		var credit float64
-		for _, m := range matches {
-			if m.Replica == c.ID {
-				blocks = m.Blocks
-				credit = float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
-				break
-			}
+		if j, ok := found[c.ID]; ok {
+			m := matches[j]
+			blocks = m.Blocks
+			credit = float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
 		}
 		if d := spec[c.ID]; float64(d) > credit {
 			credit, blocks = float64(d), max(blocks, d)
 		}
 		scores[i] = credit / float64(n)
-		req.noteCached(c.ID, blocks, ModeExact)
+		req.noteCached(i, blocks, ModeExact)
 	}
 	*buf = matches
 	s.pool.Put(buf)

@@ -28,6 +28,7 @@ type Scheduler struct {
 	scorers   []WeightedScorer
 	picker    Picker
 	observers []Observer
+	names     []string // scorer names, for Decision.Scorers
 }
 
 // New assembles a scheduler. Plugins that also implement Observer are told
@@ -52,6 +53,7 @@ func New(filters []Filter, scorers []WeightedScorer, picker Picker) (*Scheduler,
 			return nil, fmt.Errorf("scorer %s: negative weight %g", w.TypedName(), w.Weight)
 		}
 		add(w.Scorer)
+		s.names = append(s.names, w.TypedName().String())
 	}
 	add(picker)
 	return s, nil
@@ -61,8 +63,8 @@ func New(filters []Filter, scorers []WeightedScorer, picker Picker) (*Scheduler,
 type Ranked struct {
 	Candidate Candidate
 	Total     float64
-	// Scores are the unweighted scores by scorer, for the explain API.
-	Scores map[string]float64
+	// Scores are the unweighted scores, in the order of Decision.Scorers.
+	Scores []float64
 	// CachedBlocks is the predicted number of prompt blocks already cached.
 	CachedBlocks int
 	Mode         Mode
@@ -74,8 +76,20 @@ type Decision struct {
 	// retries on connect failure or overload.
 	Chosen    Ranked
 	Fallbacks []Ranked
+	// Scorers names the scorers, in the order of Ranked.Scores.
+	Scorers []string
 	// Filtered counts candidates removed by each filter.
 	Filtered map[string]int
+}
+
+// Score returns r's unweighted score from the named scorer (0 if absent).
+func (d Decision) Score(r Ranked, scorer string) float64 {
+	for i, n := range d.Scorers {
+		if n == scorer && i < len(r.Scores) {
+			return r.Scores[i]
+		}
+	}
+	return 0
 }
 
 // CachedTokens is the predicted number of prompt tokens cached on the chosen
@@ -113,30 +127,30 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 		return d, ErrNoReplica
 	}
 
+	req.resetCycle(len(live))
 	totals := make([]float64, len(live))
-	per := make([][]float64, len(s.scorers))
+	ns := len(s.scorers)
+	per := make([]float64, ns*len(live)) // per[j*ns+i]: scorer i, candidate j
+	scores := make([]float64, len(live))
 	for i, w := range s.scorers {
-		scores := make([]float64, len(live))
+		clear(scores)
 		w.Score(ctx, req, live, scores)
 		for j, v := range scores {
 			v = clamp01(v)
-			scores[j] = v
+			per[j*ns+i] = v
 			totals[j] += w.Weight * v
 		}
-		per[i] = scores
 	}
 	pick := s.picker.Pick(ctx, req, live, totals)
 	if pick < 0 || pick >= len(live) {
 		return d, fmt.Errorf("picker %s chose %d of %d candidates", s.picker.TypedName(), pick, len(live))
 	}
 
+	d.Scorers = s.names
 	ranked := make([]Ranked, len(live))
 	for j, c := range live {
-		r := Ranked{Candidate: c, Total: totals[j], Scores: make(map[string]float64, len(s.scorers))}
-		for i, w := range s.scorers {
-			r.Scores[w.TypedName().String()] = per[i][j]
-		}
-		r.CachedBlocks, r.Mode = req.predicted(c.ID)
+		r := Ranked{Candidate: c, Total: totals[j], Scores: per[j*ns : (j+1)*ns : (j+1)*ns]}
+		r.CachedBlocks, r.Mode = req.predicted(j)
 		ranked[j] = r
 	}
 	d.Chosen = ranked[pick]

@@ -123,7 +123,7 @@ func TestExactPrefixRouting(t *testing.T) {
 	}
 	got := map[string]float64{}
 	for _, r := range append([]Ranked{d.Chosen}, d.Fallbacks...) {
-		got[r.Candidate.ID] = r.Scores["prefix"]
+		got[r.Candidate.ID] = d.Score(r, "prefix")
 	}
 	want := map[string]float64{"gpu-full": 1, "cpu-full": 0.75, "gpu-half": 0.5, "cold": 0}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -152,7 +152,7 @@ func TestSpeculativeCredit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Chosen.Scores["prefix"] != 0 {
+	if d.Score(d.Chosen, "prefix") != 0 {
 		t.Errorf("after the TTL the credit remains: %+v", d.Chosen)
 	}
 }

@@ -1,7 +1,5 @@
 package scheduler
 
-import "sync"
-
 // Mode is how a replica is routed: with exact prefix knowledge from KV
 // events, with the router's own routing history, or by load alone.
 type Mode string
@@ -63,37 +61,37 @@ type Candidate struct {
 	Load     Load
 }
 
-// cycleState carries per-request facts from scorers to the decision.
+// cycleState carries per-request facts from scorers to the decision,
+// indexed like the candidates being scored. One Schedule call uses it at a
+// time, from one goroutine.
 type cycleState struct {
-	mu     sync.Mutex
-	cached map[string]int  // predicted cached blocks per candidate
-	mode   map[string]Mode // mode a candidate was scored in
+	cached []int  // predicted cached blocks per candidate
+	mode   []Mode // mode a candidate was scored in
 }
 
-// noteCached records that a scorer predicts blocks cached on candidate id in
+func (r *Request) resetCycle(n int) {
+	c := &r.cycle
+	c.cached = append(c.cached[:0], make([]int, n)...)
+	c.mode = append(c.mode[:0], make([]Mode, n)...)
+}
+
+// noteCached records that a scorer predicts blocks cached on candidate i in
 // mode; the largest prediction, and the most exact mode, win.
-func (r *Request) noteCached(id string, blocks int, mode Mode) {
+func (r *Request) noteCached(i, blocks int, mode Mode) {
 	c := &r.cycle
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cached == nil {
-		c.cached, c.mode = map[string]int{}, map[string]Mode{}
+	if i < 0 || i >= len(c.cached) {
+		return // scored outside Schedule (tests of a single scorer)
 	}
-	if blocks > c.cached[id] {
-		c.cached[id] = blocks
-	}
-	if c.mode[id] != ModeExact {
-		c.mode[id] = mode
+	c.cached[i] = max(c.cached[i], blocks)
+	if c.mode[i] != ModeExact {
+		c.mode[i] = mode
 	}
 }
 
-func (r *Request) predicted(id string) (int, Mode) {
+func (r *Request) predicted(i int) (int, Mode) {
 	c := &r.cycle
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.mode[id]
-	if m == "" {
-		m = ModeLoad
+	if i >= len(c.cached) || c.mode[i] == "" {
+		return 0, ModeLoad
 	}
-	return c.cached[id], m
+	return c.cached[i], c.mode[i]
 }
