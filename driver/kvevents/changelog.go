@@ -32,11 +32,6 @@ func (l *changeLog) trim(low uint64) {
 		l.base += chunkSize
 		drop++
 	}
-	if low == l.n {
-		// Everything has been read: drop the partial tail chunk too.
-		l.base = l.n
-		drop = len(l.chunks)
-	}
 	if drop > 0 {
 		clear(l.chunks[:drop])
 		l.chunks = l.chunks[drop:]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 )
@@ -421,7 +422,29 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 			return err
 		}
 		base := len(d.tokens)
+		d.tokens = slices.Grow(d.tokens, n)
 		for range n {
+			// Fast path for the widths msgspec uses for token ids.
+			if p := r.b[r.off:]; len(p) >= 5 {
+				switch c := p[0]; {
+				case c <= 0x7f:
+					d.tokens = append(d.tokens, uint32(c))
+					r.off++
+					continue
+				case c == 0xcc:
+					d.tokens = append(d.tokens, uint32(p[1]))
+					r.off += 2
+					continue
+				case c == 0xcd:
+					d.tokens = append(d.tokens, uint32(p[1])<<8|uint32(p[2]))
+					r.off += 3
+					continue
+				case c == 0xce:
+					d.tokens = append(d.tokens, uint32(p[1])<<24|uint32(p[2])<<16|uint32(p[3])<<8|uint32(p[4]))
+					r.off += 5
+					continue
+				}
+			}
 			v, err := r.intIn("token id", 0, math.MaxUint32)
 			if err != nil {
 				return err

@@ -92,6 +92,9 @@ func (s *Store) rankOf(r *replicaState, rank int) *rankState {
 	rs, ok := r.ranks[rank]
 	if !ok {
 		rs = newRankState(rank, func(rank int, t kvwire.Tier, k blockkey.Key, add bool) {
+			if len(s.sessions) == 0 {
+				return // nobody to tell; a new session starts with a snapshot
+			}
 			o := opDel
 			if add {
 				o = opAdd
@@ -140,7 +143,9 @@ func (s *Store) Remove(replica string) {
 		r = &replicaState{id: replica}
 	}
 	delete(s.replicas, replica)
-	s.log.append(change{rep: r, op: opReset})
+	if len(s.sessions) > 0 {
+		s.log.append(change{rep: r, op: opReset})
+	}
 }
 
 // Stats returns what intake has applied so far.
