@@ -1,0 +1,202 @@
+package enginemetrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Target is one replica's metrics endpoint.
+type Target struct {
+	ID  string // replica id
+	URL string // e.g. http://10.0.0.5:8000/metrics
+}
+
+// Sink receives each successful scrape (scheduler.Tracker's SetScraped plus
+// whatever the router records about capacity).
+type Sink interface {
+	Scraped(replica string, s Sample)
+}
+
+// Options tune a Scraper; zero values take the defaults.
+type Options struct {
+	// Interval between scrape rounds (default 1 s).
+	Interval time.Duration
+	// Timeout of one scrape (default Interval).
+	Timeout time.Duration
+	// MaxBytes caps a response body (default 4 MiB).
+	MaxBytes int64
+	Client   *http.Client
+	Logger   hclog.Logger
+}
+
+// Scraper scrapes every target each interval, all targets in parallel. A
+// failed scrape is logged and the target's last sample stays in the sink.
+type Scraper struct {
+	targets func() []Target
+	sink    Sink
+	opts    Options
+
+	cancel  context.CancelFunc
+	stopped chan struct{}
+
+	mu       sync.Mutex
+	failures map[string]int // consecutive failures per target, for logging
+}
+
+// Start begins scraping the targets returned by targets (asked each round,
+// so replicas joining or leaving are followed) into sink. Close stops it.
+func Start(ctx context.Context, targets func() []Target, sink Sink, opts Options) (*Scraper, error) {
+	if targets == nil || sink == nil {
+		return nil, errors.New("start scraper: nil targets or sink")
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = opts.Interval
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 4 << 20
+	}
+	if opts.Client == nil {
+		opts.Client = http.DefaultClient
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Scraper{targets: targets, sink: sink, opts: opts, cancel: cancel, stopped: make(chan struct{}), failures: map[string]int{}}
+	go s.run(ctx)
+	return s, nil
+}
+
+// Close stops scraping and waits for in-flight scrapes to end.
+func (s *Scraper) Close() {
+	s.cancel()
+	<-s.stopped
+}
+
+func (s *Scraper) run(ctx context.Context) {
+	defer close(s.stopped)
+	t := time.NewTicker(s.opts.Interval)
+	defer t.Stop()
+	for {
+		s.round(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// round scrapes every target once, in parallel, and waits for all.
+func (s *Scraper) round(ctx context.Context) {
+	targets := s.targets()
+	s.forgetGone(targets)
+	var wg sync.WaitGroup
+	for _, tg := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sample, err := s.scrape(ctx, tg)
+			if ctx.Err() != nil {
+				return
+			}
+			s.record(tg, sample, err)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Scraper) scrape(ctx context.Context, tg Target) (Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tg.URL, nil)
+	if err != nil {
+		return Sample{}, fmt.Errorf("scrape %s: %w", tg.URL, err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.opts.Client.Do(req)
+	if err != nil {
+		return Sample{}, fmt.Errorf("scrape %s: %w", tg.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Sample{}, fmt.Errorf("scrape %s: status %s", tg.URL, resp.Status)
+	}
+	body := io.LimitReader(resp.Body, s.opts.MaxBytes+1)
+	lr := &countingReader{r: body}
+	sample, err := Parse(lr)
+	if lr.n > s.opts.MaxBytes {
+		return Sample{}, fmt.Errorf("scrape %s: body exceeds %d bytes", tg.URL, s.opts.MaxBytes)
+	}
+	if err != nil {
+		return Sample{}, fmt.Errorf("scrape %s: %w", tg.URL, err)
+	}
+	return sample, nil
+}
+
+func (s *Scraper) record(tg Target, sample Sample, err error) {
+	s.mu.Lock()
+	n := s.failures[tg.ID]
+	if err != nil {
+		s.failures[tg.ID] = n + 1
+	} else {
+		delete(s.failures, tg.ID)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		if n == 0 || (n+1)%60 == 0 { // first failure, then about once a minute
+			s.opts.Logger.Warn("metrics scrape failed; keeping the last sample", "replica", tg.ID, "error", err, "consecutive", n+1)
+		}
+		return
+	}
+	s.sink.Scraped(tg.ID, sample)
+}
+
+// forgetGone drops failure counts of targets no longer listed.
+func (s *Scraper) forgetGone(targets []Target) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.failures) == 0 {
+		return
+	}
+	live := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		live[t.ID] = true
+	}
+	for id := range s.failures {
+		if !live[id] {
+			delete(s.failures, id)
+		}
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// SinkFunc adapts a function to Sink, e.g. to feed scheduler.Tracker:
+//
+//	enginemetrics.SinkFunc(func(id string, s enginemetrics.Sample) {
+//		tracker.SetScraped(id, s.Waiting, s.Running, s.KVUsage)
+//	})
+type SinkFunc func(replica string, s Sample)
+
+// Scraped calls f.
+func (f SinkFunc) Scraped(replica string, s Sample) { f(replica, s) }
