@@ -12,16 +12,25 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// waitFor polls cond until it holds or the deadline passes.
+// waitFor polls cond until it holds, failing the test after a deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	if !poll(cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// poll reports whether cond came to hold within the deadline (10 s),
+// checking every few milliseconds.
+func poll(cond func() bool) bool {
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return true
 }
 
 // storedPayload encodes a batch with one BlockStored event in vLLM's 9-field

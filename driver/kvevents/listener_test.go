@@ -1,7 +1,9 @@
 package kvevents
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"slices"
 	"testing"
 
@@ -9,7 +11,21 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain removes a vllm-sim built for this run and checks that no test
+// left a goroutine behind.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if simDir != "" {
+		_ = os.RemoveAll(simDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 func freePort(t *testing.T) int {
 	t.Helper()

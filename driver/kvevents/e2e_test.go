@@ -1,0 +1,235 @@
+package kvevents
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/kvwire"
+)
+
+// groundTruth turns vllm-sim's dump into canonical blocks. Keys chain over
+// each block's parent; known remembers engine hash -> key across dumps, so a
+// block whose parent was evicted before it (and so is missing from the dump)
+// still resolves if an earlier dump saw its chain. ok is false when a block
+// cannot be resolved yet.
+func groundTruth(p *simProcess, known map[uint64]blockkey.Key) (blocks []Block, ok bool) {
+	_, dump := p.dump()
+	byHash := map[uint64]simBlock{}
+	for _, b := range dump {
+		if len(b.TokenIDs) > 0 {
+			byHash[b.Hash] = b
+		}
+	}
+	var resolve func(h uint64, depth int) (blockkey.Key, bool)
+	resolve = func(h uint64, depth int) (blockkey.Key, bool) {
+		if k, ok := known[h]; ok {
+			return k, true
+		}
+		b, ok := byHash[h]
+		if !ok || depth > 10_000 {
+			return 0, false
+		}
+		parent := blockkey.Root("")
+		if b.Parent != nil {
+			if parent, ok = resolve(*b.Parent, depth+1); !ok {
+				return 0, false
+			}
+		}
+		k := blockkey.Chain(parent, b.TokenIDs, nil)
+		known[h] = k
+		return k, true
+	}
+	ok = true
+	seen := map[Block]bool{}
+	for _, b := range dump {
+		k, found := resolve(b.Hash, 0)
+		if !found {
+			ok = false
+			continue
+		}
+		tier := kvwire.TierGPU
+		if b.Medium == "CPU" {
+			tier = kvwire.TierCPU
+		}
+		blk := Block{Rank: b.DPRank, Tier: tier, Key: k}
+		if !seen[blk] {
+			seen[blk] = true
+			blocks = append(blocks, blk)
+		}
+	}
+	return sortBlocks(blocks), ok
+}
+
+// workload runs prompts, learning each block's key from a dump after every
+// request so that later evictions cannot orphan it.
+func workload(p *simProcess, known map[uint64]blockkey.Key, ps []string) {
+	for _, pr := range ps {
+		p.complete(pr)
+		groundTruth(p, known)
+	}
+}
+
+// assertMatches waits until the store's blocks for replica equal the
+// simulator's ground truth.
+func assertMatches(t *testing.T, what string, p *simProcess, s *Store, replica string, known map[uint64]blockkey.Key) {
+	t.Helper()
+	var got, want []Block
+	var resolved bool
+	defer func() {
+		t.Logf("%s: %d blocks match; apply stats %+v", what, len(got), s.Stats())
+	}()
+	if poll(func() bool {
+		want, resolved = groundTruth(p, known)
+		got = s.Blocks(replica)
+		return resolved && slices.Equal(got, want)
+	}) {
+		return
+	}
+	t.Fatalf("%s: store holds %d blocks, simulator %d (all resolved: %v); differences: %s",
+		what, len(got), len(want), resolved, diffBlocks(got, want))
+}
+
+func diffBlocks(got, want []Block) string {
+	g, w := map[Block]bool{}, map[Block]bool{}
+	for _, b := range got {
+		g[b] = true
+	}
+	for _, b := range want {
+		w[b] = true
+	}
+	var out []string
+	for b := range g {
+		if !w[b] && len(out) < 5 {
+			out = append(out, fmt.Sprintf("extra %+v", b))
+		}
+	}
+	for b := range w {
+		if !g[b] && len(out) < 10 {
+			out = append(out, fmt.Sprintf("missing %+v", b))
+		}
+	}
+	return fmt.Sprint(out)
+}
+
+// TestEndToEndWithSim runs vllm-sim publishing to an Intake and checks the
+// replica state against the simulator's ground truth after a workload, after
+// batches dropped on purpose (repaired by replay), after the listener
+// restarts on the same port while the simulator runs, and after the
+// simulator restarts. A Forwarder carries the state to a router over HTTP
+// throughout.
+func TestEndToEndWithSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vllm-sim processes")
+	}
+	const replica = "alloc-1/main"
+	s := NewStore()
+	in, err := OpenIntake(IntakeConfig{Replica: replica}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = in.Close() }()
+	simArgs := []string{"--block-size", "16", "--num-gpu-blocks-override", "48", "--max-model-len", "512",
+		"--sim-cpu-offload-blocks", "32", "--kv-events-config", in.EngineFlag()}
+	p := startSim(t, simArgs...)
+	known := map[uint64]blockkey.Key{}
+
+	router := startRouter(t, "secret")
+	f := forwarder(t, s, newStaticRouters(router.endpoint("r1")), "secret")
+
+	workload(p, known, prompts(30, 0))
+	assertMatches(t, "after the workload", p, s, replica, known)
+	if st := s.Stats(); st.Stored == 0 || st.Removed == 0 {
+		t.Errorf("apply stats %+v; want stores and evictions", st)
+	}
+	waitMirror(t, router, s, replica)
+
+	// (a) Batches lost on purpose, repaired by replay.
+	p.post("/debug/kv/drop", map[string]int{"batches": 3}, nil)
+	workload(p, known, prompts(10, 1))
+	assertMatches(t, "after dropped batches", p, s, replica, known)
+	if st := in.Stats()[0]; st.Gaps == 0 || st.Replayed == 0 || st.Lost != 0 {
+		t.Errorf("listener stats %+v; want a gap repaired by replay", st)
+	}
+	waitMirror(t, router, s, replica)
+
+	// (c) The listener restarts on the same port (a fresh store, as after a
+	// plugin restart) while the simulator keeps running.
+	port, replayPort := in.Port(), in.ReplayPort()
+	_ = in.Close()
+	f.Close()
+	workload(p, known, prompts(5, 2))
+	s = NewStore()
+	in, err = OpenIntake(IntakeConfig{Replica: replica, Port: port, ReplayPort: replayPort}, s)
+	if err != nil {
+		t.Fatalf("reopen on port %d: %v", port, err)
+	}
+	workload(p, known, prompts(5, 3))
+	assertMatches(t, "after the listener restarted", p, s, replica, known)
+
+	// (b) The simulator restarts: its sequence starts again at 0, and the
+	// old engine's blocks must go.
+	p.stop()
+	p = startSim(t, simArgs...)
+	workload(p, known, prompts(12, 4))
+	assertMatches(t, "after the simulator restarted", p, s, replica, known)
+	if st := in.Stats()[0]; st.Restarts == 0 {
+		t.Errorf("listener stats %+v; want a restart detected", st)
+	}
+}
+
+// TestEndToEndFormatsAndRanks runs shorter workloads against vllm-sim in
+// other wire variants: map-encoded events with old-style replay replies,
+// the oldest array schema, and two data-parallel ranks, each with a drop
+// repaired by replay.
+func TestEndToEndFormatsAndRanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts vllm-sim processes")
+	}
+	tests := []struct {
+		name  string
+		ranks int
+		args  []string
+	}{
+		{"map events, old replay replies", 1, []string{"--sim-event-format=map", "--sim-replay-format=old"}},
+		{"array schema 6", 1, []string{"--sim-event-format=array", "--sim-event-schema=6"}},
+		{"array schema 9, two ranks", 2, []string{"--sim-event-schema=9", "--data-parallel-size", "2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const replica = "alloc-2/main"
+			s := NewStore()
+			in, err := OpenIntake(IntakeConfig{Replica: replica, DataParallelSize: tt.ranks}, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = in.Close() }()
+			args := append([]string{"--block-size", "16", "--num-gpu-blocks-override", "40", "--max-model-len", "512",
+				"--kv-events-config", in.EngineFlag()}, tt.args...)
+			p := startSim(t, args...)
+			known := map[uint64]blockkey.Key{}
+			workload(p, known, prompts(12, 0))
+			p.post("/debug/kv/drop", map[string]int{"batches": 2}, nil)
+			workload(p, known, prompts(12, 5))
+			assertMatches(t, tt.name, p, s, replica, known)
+			ranks := map[int]bool{}
+			for _, b := range s.Blocks(replica) {
+				ranks[b.Rank] = true
+			}
+			if len(ranks) != tt.ranks {
+				t.Errorf("blocks on ranks %v; want %d ranks", ranks, tt.ranks)
+			}
+			var replayed uint64
+			for _, st := range in.Stats() {
+				replayed += st.Replayed
+				if st.Lost != 0 {
+					t.Errorf("lost batches: %+v", st)
+				}
+			}
+			if replayed == 0 {
+				t.Error("no batch came by replay after the drop")
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package kvevents
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// simBinary returns the vllm-sim binary: $LLMGW_VLLM_SIM_BIN, else
+// bin/vllm-sim under the module root (make build puts it there), else one
+// built once into a temporary directory for this test process.
+func simBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("LLMGW_VLLM_SIM_BIN"); p != "" {
+		return p
+	}
+	root := moduleRoot(t)
+	if p := filepath.Join(root, "bin", "vllm-sim"); fileExists(p) {
+		return p
+	}
+	simBuild.Do(func() {
+		dir, err := os.MkdirTemp("", "kvevents-sim-")
+		if err != nil {
+			simBuildErr = err
+			return
+		}
+		simDir = dir
+		simPath = filepath.Join(dir, "vllm-sim")
+		cmd := exec.Command("go", "build", "-o", simPath, "./cmd/vllm-sim")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			simBuildErr = fmt.Errorf("go build vllm-sim: %v\n%s", err, out)
+		}
+	})
+	if simBuildErr != nil {
+		t.Fatal(simBuildErr)
+	}
+	return simPath
+}
+
+var (
+	simBuild    sync.Once
+	simBuildErr error
+	simDir      string // removed by TestMain
+	simPath     string
+)
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !fileExists(filepath.Join(dir, "go.mod")) {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+	return dir
+}
+
+// simProcess is one running vllm-sim.
+type simProcess struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	URL  string
+	done chan struct{}
+	logs *bytes.Buffer
+}
+
+var uvicornLine = regexp.MustCompile(`Uvicorn running on http://(\S+)`)
+
+// startSim starts vllm-sim with args after "serve MODEL", waits until it
+// serves and answers /health, and stops it (SIGTERM, then reaped) in
+// cleanup.
+func startSim(t *testing.T, args ...string) *simProcess {
+	t.Helper()
+	full := append([]string{"serve", "sim-model", "--host", "127.0.0.1", "--port", "0", "--sim-latency=false", "--seed", "1"}, args...)
+	cmd := exec.Command(simBinary(t), full...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &simProcess{t: t, cmd: cmd, done: make(chan struct{}), logs: &bytes.Buffer{}}
+	addr := make(chan string, 1)
+	var logMu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			logMu.Lock()
+			p.logs.WriteString(line + "\n")
+			logMu.Unlock()
+			if m := uvicornLine.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		_ = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.stop)
+	select {
+	case a := <-addr:
+		p.URL = "http://" + a
+	case <-p.done:
+		t.Fatalf("vllm-sim exited before serving:\n%s", p.logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("vllm-sim did not start:\n%s", p.logs)
+	}
+	waitFor(t, "vllm-sim /health", func() bool {
+		resp, err := http.Get(p.URL + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+// stop ends the process and reaps it; safe to call twice.
+func (p *simProcess) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *simProcess) post(path string, body any, out any) {
+	p.t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	resp, err := http.Post(p.URL+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		p.t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		p.t.Fatalf("POST %s: %s: %s", path, resp.Status, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			p.t.Fatalf("POST %s: %v", path, err)
+		}
+	}
+}
+
+// complete sends one completion request.
+func (p *simProcess) complete(prompt string) {
+	p.t.Helper()
+	p.post("/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 20, "temperature": 0}, nil)
+}
+
+// simBlock is one entry of vllm-sim's ground-truth dump.
+type simBlock struct {
+	Hash     uint64   `json:"hash"`
+	Parent   *uint64  `json:"parent"`
+	TokenIDs []uint32 `json:"token_ids"`
+	Medium   string   `json:"medium"`
+	DPRank   int      `json:"dp_rank"`
+}
+
+func (p *simProcess) dump() (blockSize int, blocks []simBlock) {
+	p.t.Helper()
+	resp, err := http.Get(p.URL + "/debug/kv/blocks")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d struct {
+		BlockSize int        `json:"block_size"`
+		Blocks    []simBlock `json:"blocks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		p.t.Fatal(err)
+	}
+	return d.BlockSize, d.Blocks
+}
+
+// prompts returns a workload: n prompts over a few shared prefixes, long
+// enough to fill several blocks each.
+func prompts(n, seed int) []string {
+	words := strings.Fields("the quick brown fox jumps over a lazy dog while seven wizards quietly hex " +
+		"every jovial boxer and the market for cached prefixes grows with each request that shares a system prompt")
+	out := make([]string, n)
+	for i := range out {
+		var sb strings.Builder
+		prefix := (i + seed) % 3
+		for j := range 40 {
+			sb.WriteString(words[(prefix*7+j)%len(words)])
+			sb.WriteByte(' ')
+		}
+		for j := range 30 + i%20 {
+			sb.WriteString(words[(i*13+seed*5+j*j)%len(words)])
+			sb.WriteByte(' ')
+		}
+		out[i] = sb.String()
+	}
+	return out
+}
