@@ -58,6 +58,10 @@ func startRouter(t *testing.T, token string) *testRouter {
 	r := &testRouter{}
 	r.swap(t, token)
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.Path == "/health" { // for Consul's HTTP check
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		if r.down.Load() {
 			http.Error(w, "starting", http.StatusServiceUnavailable)
 			return
