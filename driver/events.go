@@ -1,0 +1,53 @@
+package driver
+
+import (
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// eventBus fans driver task events out to the TaskEvents streams. Nomad
+// keeps one stream open for the plugin's life and re-opens it at once if it
+// ends; a slow stream loses events rather than stalling a task.
+type eventBus struct {
+	mu   sync.Mutex // guards subs
+	subs map[chan *drivers.DriverTaskEvent]struct{}
+}
+
+func newEventBus() *eventBus {
+	return &eventBus{subs: map[chan *drivers.DriverTaskEvent]struct{}{}}
+}
+
+// subscribeBuffer is how many events a stream may fall behind.
+const subscribeBuffer = 256
+
+func (b *eventBus) subscribe() (chan *drivers.DriverTaskEvent, func()) {
+	ch := make(chan *drivers.DriverTaskEvent, subscribeBuffer)
+	b.mu.Lock()
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		delete(b.subs, ch)
+		b.mu.Unlock()
+	}
+}
+
+// emit sends an event for cfg's task to every stream, never blocking.
+func (b *eventBus) emit(cfg *drivers.TaskConfig, msg string, annotations map[string]string) {
+	ev := &drivers.DriverTaskEvent{
+		TaskId: cfg.GetId(), AllocId: cfg.GetAllocId(), TaskName: cfg.GetName(),
+		Timestamp: timestamppb.New(time.Now()), Message: msg, Annotations: annotations,
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select {
+		case ch <- ev:
+		default: // a stream this far behind is being torn down
+		}
+	}
+}

@@ -1,0 +1,133 @@
+package driver
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/driver/supervisor"
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// taskHandle is one running (or exited) shard. Its goroutines, the exit
+// waiter and the health watcher, stop with the driver's context or detach.
+type taskHandle struct {
+	id     string
+	cfg    *drivers.TaskConfig // as Nomad sent it (echoed in the handle)
+	state  TaskState
+	proc   *supervisor.Process
+	log    hclog.Logger
+	done   chan struct{} // closed once the exit is recorded
+	cancel context.CancelFunc
+
+	mu          sync.Mutex // guards exit, exitErr, completedAt, ready
+	exit        supervisor.Exit
+	exitErr     error
+	completedAt time.Time
+	ready       bool
+}
+
+// run starts the handle's goroutines under the driver's context.
+func (d *Driver) run(h *taskHandle) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	h.cancel = cancel
+	d.wg.Add(2)
+	go func() {
+		defer d.wg.Done()
+		h.waitExit(ctx, d)
+	}()
+	go func() {
+		defer d.wg.Done()
+		h.watchHealth(ctx, d)
+	}()
+}
+
+// waitExit records the engine's exit, closes done, and reports it.
+func (h *taskHandle) waitExit(ctx context.Context, d *Driver) {
+	select {
+	case <-h.proc.Done():
+	case <-ctx.Done():
+		return // detached: the shard runs on
+	}
+	ex, err := h.proc.Exit()
+	h.mu.Lock()
+	h.exit, h.exitErr, h.completedAt = ex, err, time.Now()
+	h.mu.Unlock()
+	close(h.done)
+	h.log.Info("engine exited", "exit_code", ex.Code, "signal", ex.Signal, "error", err)
+	d.events.emit(h.cfg, "engine exited with code "+strconv.Itoa(ex.Code), map[string]string{
+		"exit_code": strconv.Itoa(ex.Code), "signal": strconv.Itoa(ex.Signal)})
+}
+
+// watchHealth polls the engine's /health until it answers 200 once, then
+// emits "model ready", which the Nomad UI shows as a Driver event.
+func (h *taskHandle) watchHealth(ctx context.Context, d *Driver) {
+	if h.state.HTTPPort == 0 {
+		return // headless shard: no API
+	}
+	host := h.state.HTTPHost
+	if host == "0.0.0.0" || host == "" {
+		host = "127.0.0.1"
+	}
+	url := "http://" + net.JoinHostPort(host, strconv.Itoa(h.state.HTTPPort)) + "/health"
+	client := &http.Client{Timeout: 5 * time.Second}
+	tick := time.NewTicker(d.opts.HealthPoll)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				h.mu.Lock()
+				h.ready = true
+				h.mu.Unlock()
+				d.events.emit(h.cfg, "model ready", map[string]string{"url": url})
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// detach stops the handle's goroutines and leaves the shard running.
+func (h *taskHandle) detach() {
+	if h.cancel != nil {
+		h.cancel()
+	}
+	h.proc.Close()
+}
+
+// exited reports whether the engine has exited.
+func (h *taskHandle) exited() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (h *taskHandle) result() (*drivers.ExitResult, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	res := &drivers.ExitResult{ExitCode: int32(h.exit.Code), Signal: int32(h.exit.Signal)}
+	msg := h.exit.Err
+	if h.exitErr != nil {
+		msg = h.exitErr.Error()
+		if res.ExitCode == 0 {
+			res.ExitCode = 1 // unknown end: never report success
+		}
+	}
+	return res, msg
+}

@@ -1,0 +1,335 @@
+package driver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/proto/base"
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// Binaries built once by TestMain: the real plugin and the engine stand-in.
+var pluginBin, simBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "driver-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pluginBin, simBin = filepath.Join(dir, "nomad-driver-vllm"), filepath.Join(dir, "vllm-sim")
+	for bin, pkg := range map[string]string{pluginBin: "./cmd/nomad-driver-vllm", simBin: "./cmd/vllm-sim"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.RemoveAll(dir)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// launch starts the real plugin binary and configures it as the agent's
+// long-lived instance would, with engine as the engine binary.
+func launch(t *testing.T, engine string) *pluginhost.Host {
+	t.Helper()
+	h, err := pluginhost.Launch(pluginBin, pluginhost.Options{
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: testWriter{t}, Level: hclog.Debug}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	nomad := &base.NomadConfig{Driver: &base.NomadDriverConfig{ClientMinPort: 14000, ClientMaxPort: 14512}}
+	if err := h.SetConfig(ctx(t), map[string]any{"engine": engine}, nomad); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) int32 {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return int32(l.Addr().(*net.TCPAddr).Port)
+}
+
+// newTask allocates a task with an "http" port and encodes config.
+func newTask(t *testing.T, h *pluginhost.Host, config map[string]any) *pluginhost.Task {
+	t.Helper()
+	task, err := pluginhost.NewTask(t.TempDir(), pluginhost.TaskSpec{
+		Name:  "shard",
+		Ports: []*drivers.PortMapping{{Label: "http", Value: freePort(t), HostIp: "127.0.0.1"}},
+		Env:   map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-test-0"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(task.Close)
+	if err := h.EncodeTaskConfig(ctx(t), task, config); err != nil {
+		t.Fatal(err)
+	}
+	return task
+}
+
+// events collects the TaskEvents stream in the background.
+type events struct {
+	ch chan *drivers.DriverTaskEvent
+}
+
+func watchEvents(t *testing.T, h *pluginhost.Host) *events {
+	t.Helper()
+	c, cancel := context.WithCancel(context.Background())
+	stream, err := h.Driver.TaskEvents(c, &drivers.TaskEventsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &events{ch: make(chan *drivers.DriverTaskEvent, 100)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			ev, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			e.ch <- ev
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return e
+}
+
+// next waits for an event whose message starts with prefix, skipping others.
+func (e *events) next(t *testing.T, prefix string) *drivers.DriverTaskEvent {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-e.ch:
+			if strings.HasPrefix(ev.GetMessage(), prefix) {
+				return ev
+			}
+		case <-timeout:
+			t.Fatalf("no event %q", prefix)
+		}
+	}
+}
+
+func engineURL(task *pluginhost.Task) string {
+	p := task.Config.GetResources().GetPorts()[0]
+	return "http://127.0.0.1:" + strconv.Itoa(int(p.GetValue()))
+}
+
+func complete(t *testing.T, url, prompt string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"model": "sim", "prompt": prompt, "max_tokens": 2})
+	resp, err := http.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("completion: %s", resp.Status)
+	}
+}
+
+func inspect(t *testing.T, h *pluginhost.Host, id string) *drivers.InspectTaskResponse {
+	t.Helper()
+	r, err := h.Driver.InspectTask(ctx(t), &drivers.InspectTaskRequest{TaskId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func enginePid(t *testing.T, h *pluginhost.Host, id string) int {
+	t.Helper()
+	pid, err := strconv.Atoi(inspect(t, h, id).GetDriver().GetAttributes()["engine_pid"])
+	if err != nil || pid <= 0 {
+		t.Fatalf("engine_pid attribute: %v", err)
+	}
+	return pid
+}
+
+func procState(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return f[0]
+}
+
+func groupGone(pgid int) bool { return syscall.Kill(-pgid, 0) == syscall.ESRCH }
+
+// TestLifecycle drives one vllm-sim shard through the whole task
+// lifecycle: start, KV and health events, logs in the FIFOs, stats, exec,
+// signals, a stop that must escalate to SIGKILL, and destroy.
+func TestLifecycle(t *testing.T) {
+	h := launch(t, simBin)
+	ev := watchEvents(t, h)
+	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
+	id := task.Config.GetId()
+	resp, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hd := resp.GetHandle(); hd.GetConfig().GetId() != id || len(hd.GetDriverState()) == 0 || hd.GetVersion() != 1 {
+		t.Fatalf("handle %v", hd)
+	}
+	kv := ev.next(t, "KV events")
+	if kv.GetAnnotations()["kv_events"] != "on" || kv.GetAllocId() != task.Config.GetAllocId() || kv.GetTaskName() != "shard" {
+		t.Errorf("kv event %v; want events on", kv)
+	}
+	ev.next(t, "engine started")
+	ev.next(t, "model ready")
+	waitFor(t, "uvicorn's line in the stderr FIFO", func() bool { return strings.Contains(task.Stderr.String(), "Uvicorn running on") })
+
+	pid := enginePid(t, h, id)
+	environ, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if !bytes.Contains(environ, []byte("CUDA_VISIBLE_DEVICES=GPU-test-0\x00")) {
+		t.Error("engine environment lacks CUDA_VISIBLE_DEVICES from NVIDIA_VISIBLE_DEVICES")
+	}
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if !bytes.Contains(cmdline, []byte(`"endpoint":"tcp://127.0.0.1:`)) {
+		t.Errorf("engine command line lacks a loopback kv endpoint: %q", cmdline)
+	}
+	complete(t, engineURL(task), strings.Repeat("the quick brown fox jumps over the lazy dog ", 8))
+
+	stats, err := h.Driver.TaskStats(ctx(t), &drivers.TaskStatsRequest{TaskId: id, CollectionInterval: durationpb.New(50 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		s, err := stats.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := s.GetStats()
+		if !st.GetTimestamp().IsValid() || st.GetAggResourceUsage() == nil || st.GetAggResourceUsage().GetMemory().GetRss() == 0 {
+			t.Fatalf("stats %v: want a timestamp and the group's RSS", st)
+		}
+	}
+
+	ex, err := h.Driver.ExecTask(ctx(t), &drivers.ExecTaskRequest{TaskId: id,
+		Command: []string{"/bin/sh", "-c", "echo $NOMAD_TASK_NAME; exit 4"}, Timeout: durationpb.New(10 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(ex.GetStdout()) != "shard\n" || ex.GetResult().GetExitCode() != 4 {
+		t.Errorf("exec: %q, %v", ex.GetStdout(), ex.GetResult())
+	}
+
+	// Stop the engine with SIGSTOP: it cannot act on SIGTERM then, so the
+	// stop below must escalate to SIGKILL after its timeout.
+	if _, err := h.Driver.SignalTask(ctx(t), &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGSTOP"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the engine to be stopped", func() bool { return procState(pid) == "T" })
+	if _, err := h.Driver.SignalTask(ctx(t), &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGNOPE"}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("unknown signal: %v", err)
+	}
+
+	waited := make(chan *drivers.WaitTaskResponse, 1)
+	go func() {
+		r, err := h.Driver.WaitTask(context.Background(), &drivers.WaitTaskRequest{TaskId: id})
+		if err != nil {
+			t.Errorf("wait: %v", err)
+		}
+		waited <- r
+	}()
+	if _, err := h.Driver.StopTask(ctx(t), &drivers.StopTaskRequest{TaskId: id, Timeout: durationpb.New(300 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	ev.next(t, "engine did not stop within")
+	r := <-waited
+	if r.GetResult().GetSignal() != int32(syscall.SIGKILL) {
+		t.Errorf("wait %v; want SIGKILL after the timeout", r)
+	}
+	waitFor(t, "no process of the shard's group", func() bool { return groupGone(pid) })
+	if st := inspect(t, h, id).GetTask(); st.GetState() != drivers.TaskState_EXITED || !st.GetCompletedAt().IsValid() {
+		t.Errorf("inspect after stop: %v", st)
+	}
+	for range 2 {
+		if _, err := h.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.Driver.InspectTask(ctx(t), &drivers.InspectTaskRequest{TaskId: id}); status.Code(err) != codes.NotFound {
+		t.Errorf("inspect after destroy: %v", err)
+	}
+}
+
+// TestGracefulStop: SIGTERM (the default) lets vllm-sim exit cleanly.
+func TestGracefulStop(t *testing.T) {
+	h := launch(t, simBin)
+	ev := watchEvents(t, h)
+	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
+	id := task.Config.GetId()
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		t.Fatal(err)
+	}
+	if e := ev.next(t, "KV events"); !strings.Contains(e.GetMessage(), "kv_events is not set") {
+		t.Errorf("event %q; want events off because not asked", e.GetMessage())
+	}
+	ev.next(t, "model ready")
+	if _, err := h.Driver.StopTask(ctx(t), &drivers.StopTaskRequest{TaskId: id, Timeout: durationpb.New(20 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Driver.WaitTask(ctx(t), &drivers.WaitTaskRequest{TaskId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GetResult().GetExitCode() != 0 || r.GetResult().GetSignal() != 0 || r.GetErr() != "" {
+		t.Errorf("wait %v; want a clean exit", r)
+	}
+}

@@ -1,0 +1,183 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/llmgw/llmgw/driver/supervisor"
+	"github.com/llmgw/llmgw/plugin/ctymsgpack"
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// StartTask decodes and validates the task config, opens the replica's KV
+// listener when the shard should publish events (never failing the start
+// for it), and starts the engine under a supervisor writing to Nomad's log
+// FIFOs.
+func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*drivers.StartTaskResponse, error) {
+	cfg := req.GetTask()
+	id := cfg.GetId()
+	if id == "" {
+		return nil, taskIDErr(id)
+	}
+	if _, ok := d.tasks.get(id); ok {
+		return nil, status.Errorf(codes.AlreadyExists, "task %s is already started", id)
+	}
+	var task TaskConfig
+	if err := ctymsgpack.Decode(cfg.GetMsgpackDriverConfig(), &task); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "invalid task config: %v", err)
+	}
+	ports := map[string]*drivers.PortMapping{}
+	labels := map[string]bool{}
+	for _, p := range cfg.GetResources().GetPorts() {
+		ports[p.GetLabel()], labels[p.GetLabel()] = p, true
+	}
+	if err := task.validate(labels); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "invalid task config: %v", err)
+	}
+	pc := d.pluginConfig()
+	replica := cfg.GetAllocId() + "/" + cfg.GetName()
+	log := d.log.With("task_id", id, "replica", replica)
+
+	st := TaskState{Version: taskStateVersion, Replica: replica, Task: task, Engine: pc.Engine,
+		Dir: filepath.Join(cfg.GetAllocDir(), cfg.GetName())}
+	if task.rank() == 0 {
+		p := ports[task.Port]
+		st.HTTPHost, st.HTTPPort = hostFor(p.GetHostIp()), int(p.GetValue())
+		if p.GetTo() > 0 {
+			st.HTTPPort = int(p.GetTo())
+		}
+	}
+
+	var kv KVListener
+	var cleanup []func()
+	defer func() {
+		for _, f := range cleanup {
+			f()
+		}
+	}()
+	if ok, why := kvDecision(task, pc.Engine); !ok {
+		d.events.emit(cfg, "KV events off: "+why, map[string]string{"kv_events": "off"})
+	} else {
+		l, reused, err := d.kv.get(replica, task.DataParallelSize, 0, 0)
+		if err != nil {
+			// Never fail a start for an optimisation (DESIGN behaviour 3).
+			log.Warn("kv listener unavailable; starting without kv events", "error", err)
+			d.events.emit(cfg, "KV events off: listener failed: "+err.Error(), map[string]string{"kv_events": "off"})
+		} else {
+			kv = l
+			if !reused {
+				cleanup = append(cleanup, func() { d.kv.release(replica) })
+			}
+			st.KVPort, st.ReplayPort = l.Port(), max(l.ReplayPort(), 0)
+		}
+	}
+
+	st.Env = buildEnv(cfg.GetEnv(), cfg.GetDeviceEnv(), task.Env)
+	argv := append([]string{pc.Engine}, buildArgs(launch{Task: task, Engine: pc.Engine,
+		Host: st.HTTPHost, Port: st.HTTPPort, KVPort: st.KVPort, ReplayPort: st.ReplayPort})...)
+	proc, err := supervisor.Start(supervisor.Spec{
+		Supervisor: d.opts.Supervisor, Argv: argv, Env: st.Env, Dir: st.Dir,
+		Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(),
+		ExitFile: filepath.Join(st.Dir, "private", "vllm-"+sanitize(id)+".exit.json"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start engine %s: %w", pc.Engine, err)
+	}
+	cleanup = nil // the shard runs: keep the listener
+	if kv != nil {
+		kv.EngineRestarted()
+		d.events.emit(cfg, "KV events on: listening on port "+strconv.Itoa(st.KVPort),
+			map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
+	}
+	st.Supervisor, st.StartedAt = proc.State(), time.Now()
+	h := d.newHandle(cfg, st, proc)
+	d.tasks.add(h)
+	log.Info("engine started", "pid", proc.EnginePid(), "argv", strings.Join(argv, " "))
+	d.events.emit(cfg, "engine started", map[string]string{"pid": strconv.Itoa(proc.EnginePid())})
+
+	state, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encode driver state: %w", err)
+	}
+	return &drivers.StartTaskResponse{Handle: &drivers.TaskHandle{
+		Version: taskStateVersion, Config: cfg, State: drivers.TaskState_RUNNING, DriverState: state,
+	}}, nil
+}
+
+func (d *Driver) newHandle(cfg *drivers.TaskConfig, st TaskState, proc *supervisor.Process) *taskHandle {
+	h := &taskHandle{id: cfg.GetId(), cfg: cfg, state: st, proc: proc, done: make(chan struct{}),
+		log: d.log.With("task_id", cfg.GetId(), "replica", st.Replica)}
+	d.run(h)
+	return h
+}
+
+// RecoverTask re-attaches to a shard from driver_state alone (after an
+// agent restart the raw task config is gone): the supervisor by pid, the
+// KV listener on the same port, so a running engine reconnects and the
+// listener replays what it missed.
+func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest) (*drivers.RecoverTaskResponse, error) {
+	hd := req.GetHandle()
+	id := hd.GetConfig().GetId()
+	if id == "" {
+		id = req.GetTaskId()
+	}
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "recover: handle without a task id")
+	}
+	if _, ok := d.tasks.get(id); ok {
+		return &drivers.RecoverTaskResponse{}, nil // reattached plugin: already ours
+	}
+	var st TaskState
+	if err := json.Unmarshal(hd.GetDriverState(), &st); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "recover %s: driver state: %v", id, err)
+	}
+	if st.Version != taskStateVersion || hd.GetVersion() != taskStateVersion {
+		return nil, status.Errorf(codes.FailedPrecondition, "recover %s: driver state version %d (handle %d); want %d",
+			id, st.Version, hd.GetVersion(), taskStateVersion)
+	}
+	proc, err := supervisor.Attach(st.Supervisor)
+	if err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "recover %s: %v", id, err)
+	}
+	cfg := hd.GetConfig()
+	if st.KVPort > 0 {
+		replay := st.ReplayPort
+		if replay == 0 {
+			replay = -1
+		}
+		if _, _, err := d.kv.get(st.Replica, st.Task.DataParallelSize, st.KVPort, replay); err != nil {
+			d.log.Warn("kv listener not re-bound after recovery", "task_id", id, "port", st.KVPort, "error", err)
+			d.events.emit(cfg, "KV events off after recovery: "+err.Error(), map[string]string{"kv_events": "off"})
+		} else {
+			d.events.emit(cfg, "KV events resumed on port "+strconv.Itoa(st.KVPort),
+				map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
+		}
+	}
+	h := d.newHandle(cfg, st, proc)
+	if !d.tasks.add(h) {
+		h.detach()
+		return &drivers.RecoverTaskResponse{}, nil // a concurrent recover won
+	}
+	d.log.Info("task recovered", "task_id", id, "engine_pid", proc.EnginePid())
+	d.events.emit(cfg, "recovered after plugin restart", nil)
+	return &drivers.RecoverTaskResponse{}, nil
+}
+
+// sanitize makes a task id (alloc/task/random) usable in a file name.
+func sanitize(id string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == os.PathSeparator || r == 0 {
+			return '_'
+		}
+		return r
+	}, id)
+}

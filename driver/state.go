@@ -1,0 +1,114 @@
+package driver
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// taskStore is the in-memory map of task handles by task id.
+type taskStore struct {
+	mu    sync.RWMutex // guards tasks
+	tasks map[string]*taskHandle
+}
+
+func newTaskStore() *taskStore { return &taskStore{tasks: map[string]*taskHandle{}} }
+
+func (s *taskStore) get(id string) (*taskHandle, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, ok := s.tasks[id]
+	return h, ok
+}
+
+// add stores h unless its id is taken; it reports whether it stored it.
+func (s *taskStore) add(h *taskHandle) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tasks[h.id]; ok {
+		return false
+	}
+	s.tasks[h.id] = h
+	return true
+}
+
+func (s *taskStore) remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tasks, id)
+}
+
+func (s *taskStore) all() []*taskHandle {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*taskHandle, 0, len(s.tasks))
+	for _, h := range s.tasks {
+		out = append(out, h)
+	}
+	return out
+}
+
+// kvSet holds the open KV listener of each replica, so that starting a
+// shard whose replica already has a listener reuses it and its port
+// (DESIGN behaviour 2).
+type kvSet struct {
+	intake KVIntake
+	log    hclog.Logger
+
+	mu   sync.Mutex // guards open
+	open map[string]KVListener
+}
+
+func newKVSet(intake KVIntake, log hclog.Logger) *kvSet {
+	return &kvSet{intake: intake, log: log, open: map[string]KVListener{}}
+}
+
+var errNoIntake = errors.New("this plugin has no KV-event intake configured")
+
+// get returns replica's listener, opening it on port/replayPort if there is
+// none; reused says it already existed.
+func (s *kvSet) get(replica string, dataParallel, port, replayPort int) (l KVListener, reused bool, err error) {
+	if s.intake == nil {
+		return nil, false, errNoIntake
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.open[replica]; ok {
+		return l, true, nil
+	}
+	l, err = s.intake.Open(replica, dataParallel, port, replayPort)
+	if err != nil {
+		return nil, false, err
+	}
+	s.open[replica] = l
+	return l, false, nil
+}
+
+// release closes replica's listener and tells routers it holds nothing
+// (DESIGN behaviour 5). It is a no-op for a replica without one.
+func (s *kvSet) release(replica string) {
+	s.mu.Lock()
+	l, ok := s.open[replica]
+	delete(s.open, replica)
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if err := l.Close(); err != nil {
+		s.log.Warn("close kv listener", "replica", replica, "error", err)
+	}
+	s.intake.Forget(replica)
+}
+
+// closeAll closes every listener at plugin shutdown, without forgetting:
+// the shards run on and the next plugin process binds the same ports.
+func (s *kvSet) closeAll() {
+	s.mu.Lock()
+	open := s.open
+	s.open = map[string]KVListener{}
+	s.mu.Unlock()
+	for _, l := range open {
+		_ = l.Close()
+	}
+}
