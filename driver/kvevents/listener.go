@@ -38,9 +38,10 @@ type ListenerConfig struct {
 	// Topic is the SUB prefix filter; empty accepts every topic.
 	Topic string
 	// ReplayIdle bounds the wait for each reply of a replay (default 2 s);
-	// ReplayTotal bounds a whole replay (default 30 s).
-	ReplayIdle, ReplayTotal time.Duration
-	Logger                  hclog.Logger
+	// ReplayTotal bounds a whole replay (default 30 s); after a failed
+	// replay none is tried for ReplayCooldown (default 30 s).
+	ReplayIdle, ReplayTotal, ReplayCooldown time.Duration
+	Logger                                  hclog.Logger
 }
 
 // ListenerStats counts a listener's traffic and repairs.
@@ -74,8 +75,10 @@ type Listener struct {
 
 	dec      Decoder
 	liveLast int64 // last sequence seen live, -1 none
-	reset    chan struct{}
-	badLog   rateLimit
+	// replayPause is when replays may be tried again after one failed.
+	replayPause time.Time
+	reset       chan struct{}
+	badLog      rateLimit
 
 	mu    sync.Mutex // guards stats
 	stats ListenerStats
@@ -90,6 +93,9 @@ func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
 	}
 	if cfg.ReplayTotal <= 0 {
 		cfg.ReplayTotal = 30 * time.Second
+	}
+	if cfg.ReplayCooldown <= 0 {
+		cfg.ReplayCooldown = 30 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -275,10 +281,13 @@ func (l *Listener) live(ctx context.Context, msg [][]byte) {
 		if applied >= 0 {
 			l.count(func(s *ListenerStats) { s.Gaps++ })
 		}
-		if l.cfg.ReplayEndpoint != "" {
+		if l.cfg.ReplayEndpoint != "" && time.Now().After(l.replayPause) {
 			if err := l.replay(ctx, applied+1, seq); err != nil {
+				// An engine without a working replay socket would
+				// otherwise stall intake for the idle timeout at every gap.
+				l.replayPause = time.Now().Add(l.cfg.ReplayCooldown)
 				l.count(func(s *ListenerStats) { s.ReplayFails++ })
-				l.log.Warn("kv events replay failed", "from", applied+1, "error", err)
+				l.log.Warn("kv events replay failed; pausing replays", "from", applied+1, "error", err, "pause", l.cfg.ReplayCooldown)
 			}
 			applied = l.Stats().LastSeq
 			if seq <= applied {

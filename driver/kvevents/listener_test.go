@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"go.uber.org/goleak"
@@ -228,4 +229,26 @@ func appendInt(b []byte, n int) []byte {
 		b = appendInt(b, n/10)
 	}
 	return append(b, byte('0'+n%10))
+}
+
+// TestListenerReplayCooldown: with a replay endpoint nobody serves, the
+// first gap costs one idle timeout, and the next gap inside the cooldown is
+// counted as lost without another wait.
+func TestListenerReplayCooldown(t *testing.T) {
+	s := NewStore()
+	l := listen(t, ListenerConfig{
+		ReplayEndpoint: "tcp://127.0.0.1:" + itoa(freePort(t)),
+		ReplayIdle:     50 * time.Millisecond, ReplayCooldown: time.Hour,
+	}, s)
+	e := startFakeEngine(t, l.Endpoint(), 0, true)
+	payloads, _ := chainPayloads(t, 5, 10)
+	e.publish(payloads[0], false)
+	e.publish(payloads[1], true)
+	e.publish(payloads[2], false)
+	e.publish(payloads[3], true)
+	e.publish(payloads[4], false)
+	waitFor(t, "last batch", func() bool { return l.Stats().LastSeq == 4 })
+	if st := l.Stats(); st.ReplayFails != 1 || st.Lost != 2 || st.Gaps != 2 {
+		t.Errorf("stats %+v; want 1 failed replay, then 2 lost batches without retrying", st)
+	}
 }
