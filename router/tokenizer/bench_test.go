@@ -39,3 +39,35 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTurn20 compares turn 20 of a growing chat (each turn about 200
+// new tokens of user text and 200 of reply) encoded fresh and through a
+// PrefixCache that has seen turn 19, as a router would have.
+func BenchmarkTurn20(b *testing.B) {
+	all := benchText(b, 128<<10)
+	var chunks []string
+	for i := 0; i+800 <= len(all) && len(chunks) < 40; i += 800 {
+		chunks = append(chunks, all[i:i+800])
+	}
+	for _, model := range []string{"llama3_1", "qwen3", "gemma3"} {
+		f := chatFormats[model]
+		tok := loadModel(b, model)
+		turns := chatTurns(f[0], f[1], f[2], f[3], f[4], 20, chunks)
+		t19, t20 := turns[18], turns[19]
+		n := len(tok.Encode(t20, false))
+		b.Run(fmt.Sprintf("%s/fresh-%dtokens", model, n), func(b *testing.B) {
+			for b.Loop() {
+				tok.Encode(t20, false)
+			}
+		})
+		b.Run(fmt.Sprintf("%s/cached-%dtokens", model, n), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				c := NewPrefixCache(tok, 8)
+				c.Encode(t19, false)
+				b.StartTimer()
+				c.Encode(t20, false)
+			}
+		})
+	}
+}

@@ -142,9 +142,23 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) []uint32 {
 }
 
 func (t *Tokenizer) appendEncoded(ids []uint32, text string) []uint32 {
+	return t.appendEncodedFrom(ids, text, 0, nil)
+}
+
+// appendEncodedFrom encodes text that starts at byte offset base of the
+// caller's input. If cut is not nil it is called at the start of every added
+// token found on the raw text, with the byte offset (relative to text) and
+// the number of ids appended before it: text splits there without changing
+// any id (see PrefixCache). Without a normalizer, tokens marked normalized
+// are found on the raw text too, and are cut points as well.
+func (t *Tokenizer) appendEncodedFrom(ids []uint32, text string, base int, cut func(off, n int)) []uint32 {
+	start := len(ids)
 	var segBuf [16]segment
 	for _, seg := range t.rawAdded.split(segBuf[:0], text, t.added, t.rawIdx) {
 		if seg.tok >= 0 {
+			if cut != nil {
+				cut(seg.start, len(ids)-start)
+			}
 			ids = append(ids, t.added[seg.tok].id)
 			continue
 		}
@@ -155,10 +169,13 @@ func (t *Tokenizer) appendEncoded(ids []uint32, text string) []uint32 {
 		var nsegBuf [8]segment
 		for _, ns := range t.normAdd.split(nsegBuf[:0], s, t.added, t.normIdx) {
 			if ns.tok >= 0 {
+				if cut != nil && t.normalizer == nil {
+					cut(seg.start+ns.start, len(ids)-start)
+				}
 				ids = append(ids, t.added[ns.tok].id)
 				continue
 			}
-			p := piece{s: s[ns.start:ns.end], first: seg.start == 0 && ns.start == 0}
+			p := piece{s: s[ns.start:ns.end], first: base+seg.start == 0 && ns.start == 0}
 			if t.pre == nil {
 				ids = t.model.encodeWord(ids, p.s)
 				continue
