@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvvectors"
+	"github.com/llmgw/llmgw/internal/kvwire"
 )
 
 // wantExtra turns a vector's extra_keys meaning into blockkey bytes as the
@@ -216,6 +217,19 @@ func FuzzDecode(f *testing.F) {
 			if err := ev.check(); err != nil {
 				t.Fatalf("delivered an event that fails its own check: %v", err)
 			}
+		}
+		// Whatever the decoder accepts, the block state must take without
+		// panicking, and a session must mirror it.
+		s := NewStore()
+		ss := s.Open()
+		defer ss.Close()
+		m := kvwire.NewMirror()
+		feed(m, ss.Drain())
+		s.Apply("r", 0, b)
+		s.Apply("r", 0, b)
+		feed(m, ss.Drain())
+		if got, want := mirrorBlocks(m, "r"), s.Blocks("r"); !slices.Equal(got, want) {
+			t.Fatalf("mirror %v; store %v", got, want)
 		}
 	})
 }
