@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -26,9 +27,11 @@ type IntakeConfig struct {
 	Logger     hclog.Logger
 }
 
-// Intake is the set of listeners of one replica.
+// Intake is the set of listeners of one replica. Safe for concurrent use.
 type Intake struct {
-	cfg       IntakeConfig
+	cfg IntakeConfig
+
+	mu        sync.Mutex // guards listeners
 	listeners []*Listener
 }
 
@@ -160,15 +163,16 @@ func (in *Intake) EngineFlag() string {
 // EngineRestarted tells every rank's listener that a new engine process
 // publishes now.
 func (in *Intake) EngineRestarted() {
-	for _, l := range in.listeners {
+	for _, l := range in.current() {
 		l.EngineRestarted()
 	}
 }
 
 // Stats returns each rank's listener counters, by rank.
 func (in *Intake) Stats() []ListenerStats {
-	out := make([]ListenerStats, len(in.listeners))
-	for i, l := range in.listeners {
+	ls := in.current()
+	out := make([]ListenerStats, len(ls))
+	for i, l := range ls {
 		out[i] = l.Stats()
 	}
 	return out
@@ -177,9 +181,18 @@ func (in *Intake) Stats() []ListenerStats {
 // Close closes every listener and waits for them. The replica's blocks stay
 // in the Store until the caller removes it.
 func (in *Intake) Close() error {
-	for _, l := range in.listeners {
+	in.mu.Lock()
+	ls := in.listeners
+	in.listeners = nil
+	in.mu.Unlock()
+	for _, l := range ls {
 		_ = l.Close()
 	}
-	in.listeners = nil
 	return nil
+}
+
+func (in *Intake) current() []*Listener {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.listeners
 }
