@@ -138,3 +138,21 @@ func (e Extra) AppendList(n int) Extra {
 
 // AppendNil adds an empty item.
 func (e Extra) AppendNil() Extra { return append(e, kindNil) }
+
+// PromptKeys appends the keys of a request's full blocks as vLLM caches
+// them, for the router to look up: the chain starts at Root(loraName), and
+// block 0 carries the request's cache_salt ("" for none) as its only extra
+// key, as vLLM mixes the salt into the first block only. Multimodal and
+// prompt-embedding requests need Chain with their own Extra per block.
+func PromptKeys(dst []Key, loraName, cacheSalt string, tokens []uint32, blockSize int) []Key {
+	if blockSize <= 0 || len(tokens) < blockSize {
+		return dst
+	}
+	parent := Root(loraName)
+	if cacheSalt != "" {
+		parent = Chain(parent, tokens[:blockSize], Extra(nil).AppendString(cacheSalt))
+		dst = append(dst, parent)
+		tokens = tokens[blockSize:]
+	}
+	return Keys(dst, parent, tokens, blockSize)
+}

@@ -154,3 +154,21 @@ func BenchmarkKeys4096Tokens(b *testing.B) {
 		dst = Keys(dst[:0], Root(""), toks, 16)
 	}
 }
+
+func TestPromptKeys(t *testing.T) {
+	toks := seqTokens(40, 3)
+	salt := Extra(nil).AppendString("s1")
+	first := Chain(Root("sql"), toks[:16], salt)
+	want := []Key{first, Chain(first, toks[16:32], nil)}
+	got := PromptKeys(nil, "sql", "s1", toks, 16)
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("salted keys %v; want %v", got, want)
+	}
+	plain := PromptKeys(nil, "", "", toks, 16)
+	if want := Keys(nil, Root(""), toks, 16); len(plain) != 2 || plain[0] != want[0] || plain[1] != want[1] {
+		t.Errorf("plain keys %v; want %v", plain, want)
+	}
+	if got := PromptKeys(nil, "", "s", toks[:15], 16); len(got) != 0 {
+		t.Errorf("keys for a partial block: %v", got)
+	}
+}
