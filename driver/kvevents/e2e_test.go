@@ -145,6 +145,33 @@ func TestEndToEndWithSim(t *testing.T) {
 	}
 	waitMirror(t, router, s, replica)
 
+	// A router keys a prompt from its tokens alone; right after the request
+	// the replica must hold every full block of it under those keys.
+	last := prompts(30, 0)[29]
+	var tok struct {
+		Tokens []uint32 `json:"tokens"`
+	}
+	p.post("/tokenize", map[string]any{"model": "sim-model", "prompt": last}, &tok)
+	p.complete(last)
+	keys := blockkey.PromptKeys(nil, "", "", tok.Tokens, 16)
+	if len(keys) < 2 {
+		t.Fatalf("prompt of %d tokens gives %d blocks; want a longer prompt", len(tok.Tokens), len(keys))
+	}
+	waitFor(t, "the prompt's blocks", func() bool {
+		held := map[blockkey.Key]bool{}
+		for _, b := range s.Blocks(replica) {
+			if b.Tier == kvwire.TierGPU {
+				held[b.Key] = true
+			}
+		}
+		for _, k := range keys {
+			if !held[k] {
+				return false
+			}
+		}
+		return true
+	})
+
 	// (a) Batches lost on purpose, repaired by replay.
 	p.post("/debug/kv/drop", map[string]int{"batches": 3}, nil)
 	workload(p, known, prompts(10, 1))
