@@ -181,6 +181,15 @@ func TestEndToEndWithSim(t *testing.T) {
 	}
 	waitMirror(t, router, s, replica)
 
+	// AllBlocksCleared from /reset_prefix_cache.
+	p.post("/reset_prefix_cache", map[string]any{}, nil)
+	assertMatches(t, "after reset_prefix_cache", p, s, replica, known)
+	if st := s.Stats(); st.Cleared == 0 {
+		t.Errorf("apply stats %+v; want AllBlocksCleared applied", st)
+	}
+	workload(p, known, prompts(6, 6))
+	assertMatches(t, "after reset and more work", p, s, replica, known)
+
 	// (c) The listener restarts on the same port (a fresh store, as after a
 	// plugin restart) while the simulator keeps running.
 	port, replayPort := in.Port(), in.ReplayPort()
