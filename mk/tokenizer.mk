@@ -23,9 +23,11 @@ $(TOKENIZER_ORACLE)/node_modules/tokenizers/package.json:
 
 golden: golden-tokenizer golden-chattemplate
 
-golden-tokenizer: testdata $(TOKENIZER_ORACLE)/node_modules/tokenizers/package.json
+# The tokenizer goldens include the Jinja2 renders of each model's own chat
+# template, so they are made after the chat-template goldens.
+golden-tokenizer: testdata golden-chattemplate $(TOKENIZER_ORACLE)/node_modules/tokenizers/package.json
 	NODE_PATH="$(TOKENIZER_ORACLE)/node_modules" node router/tokenizer/golden/encode.js \
-		"$(TOKENIZER_TESTDATA)/models" router/tokenizer/testdata
+		"$(TOKENIZER_TESTDATA)/models" router/tokenizer/testdata router/chattemplate/testdata/renders.json.gz
 
 golden-chattemplate: testdata
 	@dpkg -s python3-jinja2 >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \

@@ -12,15 +12,30 @@ const { stressStrings } = require('./stress.js');
 
 const MODELS = ['gpt2', 'llama3', 'llama3_1', 'qwen3', 'deepseek_v3', 'gptoss', 'llama2', 'gemma3'];
 
+// chatRenders returns the Jinja2 renders of each model's own chat template
+// (written by render.py), so the whole chat path is checked too.
+function chatRenders(rendersFile) {
+  const byModel = {};
+  if (!fs.existsSync(rendersFile)) return byModel;
+  const g = JSON.parse(zlib.gunzipSync(fs.readFileSync(rendersFile)).toString('utf8'));
+  for (const c of g.cases) {
+    if (!c.template.startsWith('model/') || typeof c.text !== 'string') continue;
+    const m = c.template.slice('model/'.length);
+    (byModel[m] = byModel[m] || []).push(c.text);
+  }
+  return byModel;
+}
+
 async function main() {
-  const [modelsDir, outDir] = process.argv.slice(2);
+  const [modelsDir, outDir, rendersFile] = process.argv.slice(2);
+  const chats = chatRenders(rendersFile || '');
   fs.mkdirSync(outDir, { recursive: true });
   for (const model of MODELS) {
     const file = path.join(modelsDir, model, 'tokenizer.json');
     const tok = Tokenizer.fromFile(file);
     const added = JSON.parse(fs.readFileSync(file, 'utf8')).added_tokens.map((t) => t.content);
     const cases = [];
-    for (const text of stressStrings(added, 3000)) {
+    for (const text of stressStrings(added, 3000).concat(chats[model] || [])) {
       const ids = (await tok.encode(text, null, { addSpecialTokens: false })).getIds();
       const idsSpecial = (await tok.encode(text, null, { addSpecialTokens: true })).getIds();
       const c = { text, ids: Array.from(ids) };

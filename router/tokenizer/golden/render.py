@@ -157,7 +157,9 @@ def main():
             cases.append(case)
     body = json.dumps({"oracle": "Jinja2 " + jinja2.__version__, "fixed_now": FIXED_NOW.isoformat(),
                        "default_specials": DEFAULT_SPECIALS, "cases": cases}, ensure_ascii=False)
-    with gzip.open(os.path.join(out_dir, "renders.json.gz"), "wb", compresslevel=9) as f:
+    # mtime=0 keeps the file byte-identical when nothing changed.
+    with open(os.path.join(out_dir, "renders.json.gz"), "wb") as raw, \
+            gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
         f.write(body.encode("utf-8"))
     print("render.py: %d templates x %d conversations: %d rendered, %d raised" %
           (len(templates), len(convs), ok, len(cases) - ok))
