@@ -260,9 +260,12 @@ func (s *routerSession) run(ctx context.Context) {
 		case errors.Is(err, kvwire.ErrSnapshotRequired):
 			// The router restarted or lost our session: start over.
 			s.log.Info("router asked for a snapshot", "reason", err)
+			next = 0
+			if pending.Snapshot { // a router refusing snapshots: do not spin
+				next, backoff = backoff, min(2*backoff, s.cfg.MaxBackoff)
+			}
 			pending = nil
 			s.sess.Resync()
-			next = 0
 		case errors.Is(err, kvwire.ErrMalformed):
 			// Retrying the same bytes cannot help; a snapshot might.
 			s.log.Error("router rejected an update", "error", err)
