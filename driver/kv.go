@@ -16,6 +16,20 @@ type KVIntake interface {
 	Open(replica string, dataParallel, port, replayPort int) (KVListener, error)
 	// Forget tells every router that replica holds nothing.
 	Forget(replica string)
+	// Summary describes what the driver holds for replica, for operators
+	// (InspectTask) and for comparing with an engine's ground truth.
+	Summary(replica string) KVSummary
+}
+
+// KVSummary is a replica's block state in brief.
+type KVSummary struct {
+	Blocks int    // blocks held, over ranks and tiers
+	KeySum uint64 // wrapping sum of their canonical block keys
+}
+
+// KVCounters are a replica's intake counters, summed over ranks.
+type KVCounters struct {
+	Batches, Replayed, Lost uint64
 }
 
 // KVListener is one replica's open intake.
@@ -24,6 +38,7 @@ type KVListener interface {
 	ReplayPort() int // rank 0's replay port, -1 for none
 	// EngineRestarted says a new engine process publishes now.
 	EngineRestarted()
+	Counters() KVCounters
 	Close() error
 }
 
@@ -36,15 +51,41 @@ type StoreIntake struct {
 
 // Open binds the replica's listeners into the store.
 func (s StoreIntake) Open(replica string, dataParallel, port, replayPort int) (KVListener, error) {
-	return kvevents.OpenIntake(kvevents.IntakeConfig{
+	in, err := kvevents.OpenIntake(kvevents.IntakeConfig{
 		Replica: replica, DataParallelSize: dataParallel, Port: port, ReplayPort: replayPort, Logger: s.Logger,
 	}, s.Store)
+	if err != nil {
+		return nil, err
+	}
+	return storeListener{in}, nil
 }
 
 // Forget removes the replica's blocks; sessions send routers the removal.
 func (s StoreIntake) Forget(replica string) { s.Store.Remove(replica) }
 
+// Summary counts and sums the replica's block keys in the store.
+func (s StoreIntake) Summary(replica string) KVSummary {
+	var sum KVSummary
+	for _, b := range s.Store.Blocks(replica) {
+		sum.Blocks++
+		sum.KeySum += uint64(b.Key)
+	}
+	return sum
+}
+
+type storeListener struct{ *kvevents.Intake }
+
+func (l storeListener) Counters() KVCounters {
+	var c KVCounters
+	for _, st := range l.Stats() {
+		c.Batches += st.Batches
+		c.Replayed += st.Replayed
+		c.Lost += st.Lost
+	}
+	return c
+}
+
 var (
 	_ KVIntake   = StoreIntake{}
-	_ KVListener = (*kvevents.Intake)(nil)
+	_ KVListener = storeListener{}
 )

@@ -143,6 +143,15 @@ func (d *Driver) InspectTask(_ context.Context, req *drivers.InspectTaskRequest)
 	if h.state.KVPort > 0 {
 		attrs["kv_port"] = strconv.Itoa(h.state.KVPort)
 	}
+	if l, ok := d.kv.lookup(h.state.Replica); ok {
+		sum, c := d.kv.summary(h.state.Replica), l.Counters()
+		attrs["kv_listening"] = "true"
+		attrs["kv_blocks"] = strconv.Itoa(sum.Blocks)
+		attrs["kv_key_sum"] = strconv.FormatUint(sum.KeySum, 16)
+		attrs["kv_batches"] = strconv.FormatUint(c.Batches, 10)
+		attrs["kv_replayed"] = strconv.FormatUint(c.Replayed, 10)
+		attrs["kv_lost"] = strconv.FormatUint(c.Lost, 10)
+	}
 	return &drivers.InspectTaskResponse{Task: ts, Driver: &drivers.TaskDriverStatus{Attributes: attrs}}, nil
 }
 

@@ -67,7 +67,8 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	if ok, why := kvDecision(task, pc.Engine); !ok {
 		d.events.emit(cfg, "KV events off: "+why, map[string]string{"kv_events": "off"})
 	} else {
-		l, reused, err := d.kv.get(replica, task.DataParallelSize, 0, 0)
+		lo, hi := d.kvPortRange()
+		l, reused, err := d.kv.getInRange(replica, task.DataParallelSize, lo, hi)
 		if err != nil {
 			// Never fail a start for an optimisation (DESIGN behaviour 3).
 			log.Warn("kv listener unavailable; starting without kv events", "error", err)
@@ -170,6 +171,15 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 	d.log.Info("task recovered", "task_id", id, "engine_pid", proc.EnginePid())
 	d.events.emit(cfg, "recovered after plugin restart", nil)
 	return &drivers.RecoverTaskResponse{}, nil
+}
+
+// kvPortRange is the loopback range Nomad's client sets aside for plugin
+// subprocesses (client_min_port, client_max_port); 0, 0 when unset.
+func (d *Driver) kvPortRange() (int, int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.nomad.GetDriver()
+	return int(dc.GetClientMinPort()), int(dc.GetClientMaxPort())
 }
 
 // sanitize makes a task id (alloc/task/random) usable in a file name.

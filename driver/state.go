@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -83,6 +84,44 @@ func (s *kvSet) get(replica string, dataParallel, port, replayPort int) (l KVLis
 	}
 	s.open[replica] = l
 	return l, false, nil
+}
+
+// getInRange is get for a new shard: with a port range [lo, hi] (from
+// Nomad's client_min_port/client_max_port) the listener binds inside it,
+// else anywhere.
+func (s *kvSet) getInRange(replica string, dataParallel, lo, hi int) (KVListener, bool, error) {
+	if lo <= 0 || hi < lo {
+		return s.get(replica, dataParallel, 0, 0)
+	}
+	n := max(dataParallel, 1)
+	err := fmt.Errorf("port range %d-%d is smaller than %d ranks", lo, hi, n)
+	for p := lo; p+n-1 <= hi; p++ {
+		l, reused, e := s.get(replica, dataParallel, p, 0)
+		if e == nil {
+			return l, reused, nil
+		}
+		if errors.Is(e, errNoIntake) {
+			return nil, false, e
+		}
+		err = fmt.Errorf("no free port in %d-%d: %w", lo, hi, e)
+	}
+	return nil, false, err
+}
+
+// lookup returns replica's open listener, if any.
+func (s *kvSet) lookup(replica string) (KVListener, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.open[replica]
+	return l, ok
+}
+
+// summary is the intake's summary of replica (zero without an intake).
+func (s *kvSet) summary(replica string) KVSummary {
+	if s.intake == nil {
+		return KVSummary{}
+	}
+	return s.intake.Summary(replica)
 }
 
 // release closes replica's listener and tells routers it holds nothing

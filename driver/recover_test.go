@@ -1,0 +1,274 @@
+package driver_test
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/proto/base"
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// truth is the engine's own view of its cache, as canonical block keys:
+// what the driver's block state must equal.
+func truth(t *testing.T, url string) (n int, sum uint64) {
+	t.Helper()
+	resp, err := http.Get(url + "/debug/kv/blocks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var gt struct {
+		Blocks []struct {
+			Hash     uint64   `json:"hash"`
+			Parent   *uint64  `json:"parent"`
+			TokenIDs []uint32 `json:"token_ids"`
+			Medium   string   `json:"medium"`
+		} `json:"blocks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&gt); err != nil {
+		t.Fatal(err)
+	}
+	byHash := map[uint64]int{}
+	for i, b := range gt.Blocks {
+		byHash[b.Hash] = i
+	}
+	keys := map[uint64]blockkey.Key{}
+	var key func(h uint64) blockkey.Key
+	key = func(h uint64) blockkey.Key {
+		if k, ok := keys[h]; ok {
+			return k
+		}
+		b := gt.Blocks[byHash[h]]
+		parent := blockkey.Root("")
+		if b.Parent != nil {
+			parent = key(*b.Parent)
+		}
+		k := blockkey.Chain(parent, b.TokenIDs, nil)
+		keys[h] = k
+		return k
+	}
+	for _, b := range gt.Blocks {
+		n++
+		sum += uint64(key(b.Hash))
+	}
+	return n, sum
+}
+
+// kvState reads the driver's view of the replica from InspectTask.
+func kvState(t *testing.T, attrs map[string]string) (n int, sum uint64) {
+	t.Helper()
+	n, _ = strconv.Atoi(attrs["kv_blocks"])
+	sum, _ = strconv.ParseUint(attrs["kv_key_sum"], 16, 64)
+	return n, sum
+}
+
+func waitInSync(t *testing.T, get func() map[string]string, url string) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		attrs := get()
+		gn, gs := truth(t, url)
+		dn, ds := kvState(t, attrs)
+		if gn > 0 && gn == dn && gs == ds {
+			return
+		}
+		last = "engine " + strconv.Itoa(gn) + " blocks, driver " + strconv.Itoa(dn) + "; attrs " + strings.TrimSpace(strings.Join([]string{
+			"batches=" + attrs["kv_batches"], "replayed=" + attrs["kv_replayed"], "lost=" + attrs["kv_lost"]}, " "))
+		if time.Now().After(deadline) {
+			t.Fatalf("driver's block state never matched the engine's: %s", last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRecoverAfterPluginCrash: kill -9 the plugin while a shard runs; a new
+// plugin process recovers it from driver_state alone, KV events resume on
+// the same port with no block lost, and WaitTask reports the true exit.
+func TestRecoverAfterPluginCrash(t *testing.T) {
+	h1 := launch(t, simBin)
+	ev := watchEvents(t, h1)
+	task := newTask(t, h1, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
+	id := task.Config.GetId()
+	resp, err := h1.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.next(t, "model ready")
+	url := engineURL(task)
+	pid := enginePid(t, h1, id)
+	port1 := inspect(t, h1, id).GetDriver().GetAttributes()["kv_port"]
+	complete(t, url, strings.Repeat("alpha beta gamma delta ", 12))
+	waitInSync(t, func() map[string]string { return inspect(t, h1, id).GetDriver().GetAttributes() }, url)
+
+	if err := h1.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if groupGone(pid) {
+		t.Fatal("the shard died with the plugin")
+	}
+	// Blocks stored while no plugin listens: only replay can deliver them.
+	complete(t, url, strings.Repeat("epsilon zeta eta theta ", 12))
+
+	h2 := launch(t, simBin)
+	ev2 := watchEvents(t, h2)
+	// After an agent restart Nomad has lost the raw task config.
+	handle := proto.Clone(resp.GetHandle()).(*drivers.TaskHandle)
+	handle.Config.MsgpackDriverConfig = nil
+	if _, err := h2.Driver.RecoverTask(ctx(t), &drivers.RecoverTaskRequest{Handle: handle}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h2.Driver.RecoverTask(ctx(t), &drivers.RecoverTaskRequest{Handle: handle}); err != nil {
+		t.Errorf("second recover of a known task: %v", err)
+	}
+	if e := ev2.next(t, "KV events resumed"); !strings.HasSuffix(e.GetMessage(), port1) {
+		t.Errorf("event %q; want the same port %s", e.GetMessage(), port1)
+	}
+	attrs := inspect(t, h2, id).GetDriver().GetAttributes()
+	if attrs["kv_port"] != port1 || attrs["engine_pid"] != strconv.Itoa(pid) {
+		t.Errorf("recovered attrs %v; want port %s and pid %d", attrs, port1, pid)
+	}
+	// New traffic makes the engine publish; the listener sees the sequence
+	// gap and replays everything it missed.
+	complete(t, url, strings.Repeat("iota kappa lambda mu ", 12))
+	waitInSync(t, func() map[string]string { return inspect(t, h2, id).GetDriver().GetAttributes() }, url)
+	after := inspect(t, h2, id).GetDriver().GetAttributes()
+	if after["kv_lost"] != "0" || after["kv_replayed"] == "0" {
+		t.Errorf("kv_lost = %s, kv_replayed = %s; want the missed batches replayed, none lost", after["kv_lost"], after["kv_replayed"])
+	}
+	t.Logf("after recovery: %s blocks, %s batches, %s replayed", after["kv_blocks"], after["kv_batches"], after["kv_replayed"])
+
+	// The engine dies on its own; the recovered plugin still learns how.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h2.Driver.WaitTask(ctx(t), &drivers.WaitTaskRequest{TaskId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GetResult().GetSignal() != int32(syscall.SIGKILL) || r.GetResult().GetExitCode() != 128+int32(syscall.SIGKILL) {
+		t.Errorf("wait after recovery: %v; want killed by SIGKILL", r)
+	}
+	if _, err := h2.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecoverRejectsBadState: garbage driver_state fails recovery with a
+// clear error, and the plugin lives on.
+func TestRecoverRejectsBadState(t *testing.T) {
+	h := launch(t, simBin)
+	tests := []struct {
+		name   string
+		handle *drivers.TaskHandle
+		code   codes.Code
+	}{
+		{"no id", &drivers.TaskHandle{}, codes.InvalidArgument},
+		{"not json", &drivers.TaskHandle{Version: 1, Config: &drivers.TaskConfig{Id: "a/b/c"}, DriverState: []byte("\x00\xff")}, codes.InvalidArgument},
+		{"old version", &drivers.TaskHandle{Version: 0, Config: &drivers.TaskConfig{Id: "a/b/c"}, DriverState: []byte(`{"version":0}`)}, codes.FailedPrecondition},
+		{"dead supervisor", &drivers.TaskHandle{Version: 1, Config: &drivers.TaskConfig{Id: "a/b/c"},
+			DriverState: []byte(`{"version":1,"supervisor":{"supervisor_pid":999999,"supervisor_start":1,"engine_pid":999999,"exit_file":"/nonexistent"}}`)},
+			codes.FailedPrecondition},
+	}
+	for _, tt := range tests {
+		_, err := h.Driver.RecoverTask(ctx(t), &drivers.RecoverTaskRequest{Handle: tt.handle})
+		if status.Code(err) != tt.code {
+			t.Errorf("%s: got %v; want %v", tt.name, err, tt.code)
+		}
+	}
+	if _, err := h.Driver.Capabilities(ctx(t), &drivers.CapabilitiesRequest{}); err != nil {
+		t.Errorf("plugin unwell after bad recoveries: %v", err)
+	}
+}
+
+// TestListenerBindFailure: with Nomad's plugin port range taken, the
+// listener cannot bind; the shard starts anyway, with a Driver event.
+func TestListenerBindFailure(t *testing.T) {
+	h := launch(t, simBin)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	p := uint32(busy.Addr().(*net.TCPAddr).Port)
+	if err := h.SetConfig(ctx(t), map[string]any{"engine": simBin}, nomadRange(p, p)); err != nil {
+		t.Fatal(err)
+	}
+	ev := watchEvents(t, h)
+	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		t.Fatalf("start failed for an optimisation: %v", err)
+	}
+	if e := ev.next(t, "KV events off"); !strings.Contains(e.GetMessage(), "listener failed") {
+		t.Errorf("event %q; want the listener failure", e.GetMessage())
+	}
+	ev.next(t, "model ready")
+	id := task.Config.GetId()
+	if a := inspect(t, h, id).GetDriver().GetAttributes(); a["kv_events"] != "false" {
+		t.Errorf("attrs %v; want no kv events", a)
+	}
+	cmdline := engineCmdline(t, h, id)
+	if strings.Contains(cmdline, "--kv-events-config") {
+		t.Errorf("engine got a kv events config without a listener: %q", cmdline)
+	}
+	stop(t, h, id)
+}
+
+// TestNonLeaderGetsNoEvents: rank 1 of a two-node replica runs headless
+// and publishes nothing, even with kv_events set.
+func TestNonLeaderGetsNoEvents(t *testing.T) {
+	h := launch(t, simBin)
+	ev := watchEvents(t, h)
+	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true,
+		"shard": []map[string]any{{"rank": 1, "count": 2, "leader_address": "127.0.0.1:29500"}},
+		"args":  []string{"--sim-latency=false", "--port", strconv.Itoa(int(freePort(t)))}})
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		t.Fatal(err)
+	}
+	if e := ev.next(t, "KV events off"); !strings.Contains(e.GetMessage(), "rank 1 is not the leader") {
+		t.Errorf("event %q", e.GetMessage())
+	}
+	id := task.Config.GetId()
+	cmdline := engineCmdline(t, h, id)
+	if strings.Contains(cmdline, "--kv-events-config") || !strings.Contains(cmdline, "--headless") {
+		t.Errorf("rank 1 command line %q; want --headless and no kv events config", cmdline)
+	}
+	stop(t, h, id)
+}
+
+func nomadRange(lo, hi uint32) *base.NomadConfig {
+	return &base.NomadConfig{Driver: &base.NomadDriverConfig{ClientMinPort: lo, ClientMaxPort: hi}}
+}
+
+func engineCmdline(t *testing.T, h *pluginhost.Host, id string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(enginePid(t, h, id)) + "/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), "\x00", " ")
+}
+
+func stop(t *testing.T, h *pluginhost.Host, id string) {
+	t.Helper()
+	if _, err := h.Driver.StopTask(ctx(t), &drivers.StopTaskRequest{TaskId: id, Timeout: durationpb.New(10 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+}
