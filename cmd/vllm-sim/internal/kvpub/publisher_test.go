@@ -15,7 +15,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
 )
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -27,7 +27,7 @@ func freePort(t *testing.T) int {
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func socket(t *testing.T, typ zmq.Type) *zmq.Socket {
+func socket(t testing.TB, typ zmq.Type) *zmq.Socket {
 	t.Helper()
 	s, err := zmq.NewSocket(typ)
 	if err != nil {
@@ -42,7 +42,7 @@ func socket(t *testing.T, typ zmq.Type) *zmq.Socket {
 
 // subscriber binds a SUB on a free loopback port, as the driver does, and
 // returns it with the connect endpoint to give the publisher.
-func subscriber(t *testing.T) (*zmq.Socket, string) {
+func subscriber(t testing.TB) (*zmq.Socket, string) {
 	t.Helper()
 	sub := socket(t, zmq.SUB)
 	sub.SetSubscribe("")
