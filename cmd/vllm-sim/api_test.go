@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -274,3 +276,33 @@ func TestStartupErrors(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestHuggingFaceTokenizer runs the simulator on a real Qwen3 tokenizer.json
+// and chat template (from `make testdata`) and checks ids that Qwen's
+// tokenizer is known to give.
+func TestHuggingFaceTokenizer(t *testing.T) {
+	dir := os.Getenv("LLMGW_TESTDATA") + "/models/qwen3"
+	if _, err := os.Stat(dir + "/tokenizer.json"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Qwen3 tokenizer files missing in CI (make testdata): %v", err)
+		}
+		t.Skipf("Qwen3 tokenizer files not present (run make testdata): %v", err)
+	}
+	p := startSim(t, nil, "--tokenizer", dir)
+	var prompt, chat struct {
+		Tokens []uint32 `json:"tokens"`
+	}
+	post(t, p.url+"/tokenize", map[string]any{"prompt": "Hello world"}, &prompt)
+	if !slices.Equal(prompt.Tokens, []uint32{9707, 1879}) {
+		t.Errorf("Hello world tokenized to %v; want Qwen's [9707 1879]", prompt.Tokens)
+	}
+	post(t, p.url+"/tokenize", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hello world"}}}, &chat)
+	want := []uint32{151644, 872, 198, 9707, 1879, 151645, 198, 151644, 77091, 198}
+	if !slices.Equal(chat.Tokens, want) {
+		t.Errorf("chat tokenized to %v; want %v (<|im_start|>user\\nHello world<|im_end|>\\n<|im_start|>assistant\\n)", chat.Tokens, want)
+	}
+	c := complete(t, p, "Hello world", 8)
+	if c.Usage.CompletionTokens != 8 || c.Choices[0].Text == "" {
+		t.Errorf("completion with the Qwen tokenizer: %+v", c)
+	}
+}

@@ -38,7 +38,7 @@ func normalize(msgs []chatMessage) ([]Message, *apiError) {
 
 // renderChat renders and tokenizes a conversation as vLLM does: the template
 // output is tokenized without adding special tokens unless asked.
-func (s *Server) renderChat(msgs []chatMessage, addGen *bool, continueFinal, addSpecial bool) ([]uint32, *apiError) {
+func (s *Server) renderChat(body []byte, msgs []chatMessage, addGen *bool, continueFinal, addSpecial bool) ([]uint32, *apiError) {
 	norm, err := normalize(msgs)
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func (s *Server) renderChat(msgs []chatMessage, addGen *bool, continueFinal, add
 	if gen && continueFinal {
 		return nil, badRequest("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
 	}
-	text, rerr := s.tok.RenderChat(norm, gen, continueFinal)
+	text, rerr := s.tok.RenderChat(Chat{Body: body, Messages: norm, AddGenerationPrompt: gen, ContinueFinal: continueFinal})
 	if rerr != nil {
 		return nil, badRequest("rendering the chat template: %v", rerr)
 	}
@@ -56,15 +56,16 @@ func (s *Server) renderChat(msgs []chatMessage, addGen *bool, continueFinal, add
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+	body, derr := decodeBody(r, &req)
+	if derr != nil {
+		writeError(w, derr)
 		return
 	}
 	if err := s.checkModel(req.Model); err != nil {
 		writeError(w, err)
 		return
 	}
-	prompt, perr := s.renderChat(req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
+	prompt, perr := s.renderChat(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
 	if perr != nil {
 		writeError(w, perr)
 		return

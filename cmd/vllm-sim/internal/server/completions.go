@@ -43,7 +43,7 @@ func (s *Server) prompts(raw json.RawMessage, addSpecial bool) ([][]uint32, *api
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if err := decodeBody(r, &req); err != nil {
+	if _, err := decodeBody(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -37,7 +37,7 @@ func (s *Server) debugDrop(w http.ResponseWriter, r *http.Request) {
 		Batches int  `json:"batches"`
 		DPRank  *int `json:"dp_rank"`
 	}
-	if err := decodeBody(r, &req); err != nil {
+	if _, err := decodeBody(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

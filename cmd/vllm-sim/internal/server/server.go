@@ -29,7 +29,17 @@ import (
 type Tokenizer interface {
 	Encode(text string, addSpecialTokens bool) []uint32
 	Decode(ids []uint32, skipSpecial bool) (string, error)
-	RenderChat(msgs []Message, addGenerationPrompt, continueFinal bool) (string, error)
+	RenderChat(chat Chat) (string, error)
+}
+
+// Chat is a conversation to render: the request body as the client sent it
+// (templates print tools and arguments in the client's key order) and the
+// messages after vLLM's normalisation.
+type Chat struct {
+	Body                []byte
+	Messages            []Message
+	AddGenerationPrompt bool
+	ContinueFinal       bool
 }
 
 // Message is a chat turn after vLLM's normalisation.
@@ -187,15 +197,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // has no business buffering gigabytes.
 const maxBody = 64 << 20
 
-func decodeBody(r *http.Request, v any) *apiError {
+func decodeBody(r *http.Request, v any) ([]byte, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
 	if err != nil {
-		return badRequest("reading the request body: %v", err)
+		return nil, badRequest("reading the request body: %v", err)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return badRequest("invalid JSON body: %v", err)
+		return nil, badRequest("invalid JSON body: %v", err)
 	}
-	return nil
+	return body, nil
 }
 
 // pick chooses the data-parallel rank with the fewest requests, like vLLM's

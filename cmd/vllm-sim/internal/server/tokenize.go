@@ -7,8 +7,9 @@ import "net/http"
 // tokens not added by default).
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	var req tokenizeRequest
-	if err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
+	body, derr := decodeBody(r, &req)
+	if derr != nil {
+		writeError(w, derr)
 		return
 	}
 	if err := s.checkModel(req.Model); err != nil {
@@ -24,7 +25,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		ids = s.tok.Encode(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
 	case req.Messages != nil:
 		var err *apiError
-		ids, err = s.renderChat(req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens != nil && *req.AddSpecialTokens)
+		ids, err = s.renderChat(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens != nil && *req.AddSpecialTokens)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -52,7 +53,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	var req detokenizeRequest
-	if err := decodeBody(r, &req); err != nil {
+	if _, err := decodeBody(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}

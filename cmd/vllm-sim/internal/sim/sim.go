@@ -183,13 +183,3 @@ func openPublisher(cfg config.Config, env Env, rank int, log *slog.Logger) (*kvp
 	log.Info("publishing KV events", "endpoint", endpoint, "replay", replay, "format", cfg.EventFormat, "schema", schema.StoredLen)
 	return pub, nil
 }
-
-// loadTokenizer returns the built-in tokenizer, or fails for a --tokenizer
-// directory until the project's tokenizer.json engine is wired in: a silently
-// different tokenizer would make routers' block keys wrong.
-func loadTokenizer(dir string) (server.Tokenizer, error) {
-	if dir == "" {
-		return builtin{}, nil
-	}
-	return nil, fmt.Errorf("--tokenizer %s: Hugging Face tokenizer files are not supported by this build yet; omit --tokenizer to use the built-in tokenizer", dir)
-}

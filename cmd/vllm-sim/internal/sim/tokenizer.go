@@ -1,20 +1,75 @@
 package sim
 
 import (
+	"fmt"
+
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/server"
 	"github.com/llmgw/llmgw/internal/simtokenizer"
+	"github.com/llmgw/llmgw/router/chattemplate"
+	"github.com/llmgw/llmgw/router/tokenizer"
 )
+
+// loadTokenizer returns the built-in tokenizer, or the model's own from a
+// Hugging Face directory (tokenizer.json, tokenizer_config.json, and the
+// chat template) through the same packages the router uses, so both sides
+// produce the same ids.
+func loadTokenizer(dir string) (server.Tokenizer, error) {
+	if dir == "" {
+		return builtin{}, nil
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--tokenizer %s: %w", dir, err)
+	}
+	// Like vLLM, a model without a usable chat template still serves
+	// completions; chat requests then fail with the template's error.
+	h := &hf{tok: tok}
+	h.tmpl, h.tmplErr = chattemplate.Load(dir)
+	return h, nil
+}
 
 // builtin adapts the shared deterministic tokenizer, which routers use too
 // for simulated fleets, to the server.
 type builtin struct{ simtokenizer.Tokenizer }
 
-func (builtin) RenderChat(msgs []server.Message, addGen, continueFinal bool) (string, error) {
-	m := make([]simtokenizer.Message, len(msgs))
-	for i, msg := range msgs {
+func (builtin) RenderChat(c server.Chat) (string, error) {
+	m := make([]simtokenizer.Message, len(c.Messages))
+	for i, msg := range c.Messages {
 		m[i] = simtokenizer.Message{Role: msg.Role, Content: msg.Content}
 	}
-	return simtokenizer.RenderChat(m, addGen, continueFinal), nil
+	return simtokenizer.RenderChat(m, c.AddGenerationPrompt, c.ContinueFinal), nil
 }
 
-var _ server.Tokenizer = builtin{}
+// hf is a model's own tokenizer and chat template.
+type hf struct {
+	tok     *tokenizer.Tokenizer
+	tmpl    *chattemplate.Template
+	tmplErr error // why there is no template
+}
+
+func (h *hf) Encode(text string, addSpecial bool) []uint32 { return h.tok.Encode(text, addSpecial) }
+
+func (h *hf) Decode(ids []uint32, skipSpecial bool) (string, error) {
+	for _, id := range ids {
+		if _, ok := h.tok.Token(id); !ok {
+			return "", fmt.Errorf("token id %d is not in the vocabulary", id)
+		}
+	}
+	return h.tok.Decode(ids, skipSpecial), nil
+}
+
+func (h *hf) RenderChat(c server.Chat) (string, error) {
+	if h.tmpl == nil {
+		return "", h.tmplErr
+	}
+	req, err := chattemplate.ParseRequest(c.Body)
+	if err != nil {
+		return "", err
+	}
+	return h.tmpl.Render(req)
+}
+
+var (
+	_ server.Tokenizer = builtin{}
+	_ server.Tokenizer = (*hf)(nil)
+)
