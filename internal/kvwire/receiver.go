@@ -130,3 +130,9 @@ func writeError(w http.ResponseWriter, status int, err error) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(errorBody{Error: err.Error()})
 }
+
+// Interface guards.
+var (
+	_ http.Handler = (*Receiver)(nil)
+	_ Sink         = (*Mirror)(nil)
+)
