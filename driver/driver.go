@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/driver/supervisor"
 	"github.com/llmgw/llmgw/plugin"
 	"github.com/llmgw/llmgw/plugin/ctymsgpack"
@@ -54,6 +55,12 @@ type Options struct {
 	// HealthPoll is how often a starting engine's /health is polled
 	// (default 1s).
 	HealthPoll time.Duration
+	// Store is the block state KV listeners feed (the KV intake's store);
+	// with it, the long-lived instance forwards block state to the routers
+	// it finds in Consul.
+	Store *kvevents.Store
+	// DriverID names this driver to routers (default: the host name).
+	DriverID string
 }
 
 // Driver is the vllm task driver. It owns a context: every goroutine it
@@ -74,6 +81,9 @@ type Driver struct {
 	mu     sync.Mutex // guards config and nomad
 	config *Config
 	nomad  *base.NomadConfig
+
+	fwdMu sync.Mutex // guards fwd
+	fwd   *forwarding
 }
 
 // New returns a driver that is ready to serve; it starts no goroutine
@@ -104,6 +114,7 @@ func (d *Driver) Close() {
 		h.detach()
 	}
 	d.wg.Wait()
+	d.stopForwarding()
 	d.kv.closeAll()
 }
 
@@ -138,6 +149,14 @@ func (d *Driver) SetConfig(_ context.Context, req *base.SetConfigRequest) (*base
 	}
 	d.mu.Unlock()
 	d.log.Info("plugin configured", "engine", c.Engine, "router_service", c.RouterService)
+	// Only the long-lived instance gets nomad_config; the validation
+	// processes must stay cheap.
+	if req.GetNomadConfig() != nil {
+		if err := d.startForwarding(c); err != nil {
+			// Routers fall back to approximate routing; tasks still run.
+			d.log.Error("kv forwarding not started", "error", err)
+		}
+	}
 	return &base.SetConfigResponse{}, nil
 }
 

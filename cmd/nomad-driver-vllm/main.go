@@ -21,6 +21,7 @@ func main() {
 	d := driver.New(driver.Options{
 		Logger: logger,
 		KV:     driver.StoreIntake{Store: store, Logger: logger.Named("kv")},
+		Store:  store,
 	})
 	defer d.Close()
 	plugin.Serve(d, logger)

@@ -1,0 +1,79 @@
+package driver_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/consul"
+	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// TestForwardToRouters runs the whole KV path with a real Consul agent: a
+// router stand-in (kvwire's Receiver into a Mirror) registers in Consul,
+// the plugin finds it there and forwards the shard's block state, which
+// must equal the engine's ground truth; stopping the shard empties it
+// (DESIGN behaviour 5).
+func TestForwardToRouters(t *testing.T) {
+	agent := consultest.Start(t)
+	const token = "test-ingest-token"
+	mirror := kvwire.NewMirror()
+	recv, err := kvwire.NewReceiver(token, mirror)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(kvwire.Path, recv)
+	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	router := httptest.NewServer(mux)
+	defer router.Close()
+	port := router.Listener.Addr().(*net.TCPAddr).Port
+	reg, err := consul.Register(context.Background(), agent.Client, consul.RouterRegistration("router-1", "127.0.0.1", port, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Deregister(context.Background())
+
+	h := launch(t, simBin)
+	if err := h.SetConfig(ctx(t), map[string]any{"engine": simBin, "consul_address": agent.Addr,
+		"ingest_token": token, "kv_flush_interval": "50ms"}, nomadRange(0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	ev := watchEvents(t, h)
+	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
+	id := task.Config.GetId()
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		t.Fatal(err)
+	}
+	ev.next(t, "model ready")
+	url := engineURL(task)
+	complete(t, url, strings.Repeat("one two three four five six ", 10))
+
+	host, _ := os.Hostname()
+	replica := task.Config.GetAllocId() + "/" + task.Config.GetName()
+	routerView := func() (int, uint64) {
+		var sum uint64
+		blocks := mirror.Blocks(host, replica)
+		for _, b := range blocks {
+			sum += b.Key
+		}
+		return len(blocks), sum
+	}
+	waitFor(t, "the router to hold the engine's blocks", func() bool {
+		gn, gs := truth(t, url)
+		rn, rs := routerView()
+		return gn > 0 && gn == rn && gs == rs
+	})
+
+	stop(t, h, id)
+	waitFor(t, "the router to hold nothing for the stopped replica", func() bool {
+		n, _ := routerView()
+		return n == 0
+	})
+}
