@@ -252,3 +252,29 @@ func TestListenerReplayCooldown(t *testing.T) {
 		t.Errorf("stats %+v; want 1 failed replay, then 2 lost batches without retrying", st)
 	}
 }
+
+// TestListenerEngineRestartedByDriver: the driver knows it replaced the
+// engine, even when the new engine's sequence numbers look like a
+// continuation of the old one's.
+func TestListenerEngineRestartedByDriver(t *testing.T) {
+	s := NewStore()
+	l := listen(t, ListenerConfig{}, s)
+	e := startFakeEngine(t, l.Endpoint(), 0, true)
+	old, _ := chainPayloads(t, 2, 10)
+	for _, p := range old {
+		e.publish(p, false)
+	}
+	waitFor(t, "old engine's batches", func() bool { return l.Stats().LastSeq == 1 })
+	l.EngineRestarted()
+	waitFor(t, "restart handled", func() bool { return l.Stats().Restarts == 1 })
+	if got := s.Blocks("r"); len(got) != 0 {
+		t.Fatalf("blocks after restart %v; want none", got)
+	}
+	fresh, keys := chainPayloads(t, 1, 50)
+	e.seq = 0 // the new engine counts from 0 again
+	e.publish(fresh[0], false)
+	waitFor(t, "new engine's batch", func() bool { return l.Stats().LastSeq == 0 && len(s.Blocks("r")) == 1 })
+	if got := s.Blocks("r"); !slices.Equal(got, gpu(0, keys...)) {
+		t.Errorf("blocks %v; want %v", got, keys)
+	}
+}
