@@ -3,7 +3,6 @@ package kvevents
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -350,5 +349,3 @@ func (r *rateLimit) do(f func(suppressed int)) {
 	f(r.suppressed)
 	r.last, r.suppressed = now, 0
 }
-
-var errReplayIdle = errors.New("replay: no reply in time")

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	zmq "github.com/pebbe/zmq4"
 )
+
+// errReplayIdle reports a replay socket that stopped answering.
+var errReplayIdle = errors.New("replay: no reply in time")
 
 // endSeq is vLLM's replay end marker, (-1).to_bytes(8, "big", signed=True).
 var endSeq = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
