@@ -82,8 +82,8 @@ func (e *entry) set(t Tier) *uint64 {
 
 type shard struct {
 	mu sync.RWMutex
-	m  map[uint64]entry
-	_  [32]byte // keep hot locks on separate cache lines
+	t  hashTable
+	_  [16]byte // keep hot locks on separate cache lines
 }
 
 // holder names the owner of a slot.
@@ -124,7 +124,7 @@ type Index struct {
 func New(opts Options) *Index {
 	ix := &Index{opts: opts, slots: map[holder]int{}}
 	for i := range ix.shards {
-		ix.shards[i].m = map[uint64]entry{}
+		ix.shards[i].t = newHashTable()
 	}
 	ix.tab.Store(&table{})
 	return ix
@@ -216,6 +216,18 @@ func (ix *Index) Remove(replica string) {
 	}
 	ix.publish(func(t *table) { t.live &^= old })
 	ix.sweep(old)
+}
+
+// SetMaxKeys changes the key cap, e.g. when the fleet's advertised KV
+// capacity (vllm:cache_config_info) becomes known or changes; 0 removes it.
+// Keys already held are kept; new ones are refused until the index shrinks.
+func (ix *Index) SetMaxKeys(n int) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	ix.opts.MaxKeys = max(n, 0)
+	if n == 0 || ix.keys.Load() < int64(n) {
+		ix.overflowed = false
+	}
 }
 
 // Stats returns the current sizes.
@@ -315,20 +327,19 @@ func (ix *Index) add(slot int, t Tier, keys []uint64) {
 	for _, k := range keys {
 		sh := ix.shard(k)
 		sh.mu.Lock()
-		e, ok := sh.m[k]
-		if !ok && max > 0 && ix.keys.Load() >= max {
-			sh.mu.Unlock()
-			ix.reject()
-			continue
-		}
-		p := e.set(t)
-		if *p&bit == 0 {
-			*p |= bit
-			sh.m[k] = e
-			ix.counts[slot][t]++
-			if !ok {
-				ix.keys.Add(1)
+		e, _ := sh.t.ref(k, false)
+		if e == nil {
+			if max > 0 && ix.keys.Load() >= max {
+				sh.mu.Unlock()
+				ix.reject()
+				continue
 			}
+			e, _ = sh.t.ref(k, true)
+			ix.keys.Add(1)
+		}
+		if p := e.set(t); *p&bit == 0 {
+			*p |= bit
+			ix.counts[slot][t]++
 		}
 		sh.mu.Unlock()
 	}
@@ -339,25 +350,23 @@ func (ix *Index) del(slot int, t Tier, keys []uint64) {
 	for _, k := range keys {
 		sh := ix.shard(k)
 		sh.mu.Lock()
-		if e, ok := sh.m[k]; ok {
+		if e, _ := sh.t.ref(k, false); e != nil {
 			if p := e.set(t); *p&bit != 0 {
 				*p &^= bit
 				ix.counts[slot][t]--
-				ix.store(sh, k, e)
+				if e.gpu|e.cpu == 0 {
+					sh.t.remove(k)
+					ix.dropped(1)
+				}
 			}
 		}
 		sh.mu.Unlock()
 	}
 }
 
-// store writes e back, deleting the key when no holder is left.
-func (ix *Index) store(sh *shard, k uint64, e entry) {
-	if e.gpu|e.cpu != 0 {
-		sh.m[k] = e
-		return
-	}
-	delete(sh.m, k)
-	if ix.keys.Add(-1) < int64(ix.opts.MaxKeys) {
+// dropped accounts for n keys that lost their last holder.
+func (ix *Index) dropped(n int) {
+	if n > 0 && ix.keys.Add(-int64(n)) < int64(ix.opts.MaxKeys) {
 		ix.overflowed = false
 	}
 }
@@ -384,15 +393,9 @@ func (ix *Index) sweep(mask uint64) {
 	for i := range ix.shards {
 		sh := &ix.shards[i]
 		sh.mu.Lock()
-		for k, e := range sh.m {
-			if (e.gpu|e.cpu)&mask == 0 {
-				continue
-			}
-			e.gpu &^= mask
-			e.cpu &^= mask
-			ix.store(sh, k, e)
-		}
+		n := sh.t.sweep(mask)
 		sh.mu.Unlock()
+		ix.dropped(n)
 	}
 	ix.used &^= mask
 }

@@ -196,6 +196,14 @@ func TestMaxKeys(t *testing.T) {
 	if len(alarms) != 2 {
 		t.Errorf("alarms = %v; want a second alarm after shrinking and overflowing again", alarms)
 	}
+	// Lifting the cap admits new keys again.
+	ix.SetMaxKeys(0)
+	if err := ix.Update("r1", []Change{{Tier: GPU, Add: seq(200, 219)}}); err != nil {
+		t.Fatal(err)
+	}
+	if st := ix.Stats(); st.Keys != 30 {
+		t.Errorf("after SetMaxKeys(0): %d keys; want 30", st.Keys)
+	}
 }
 
 // TestReadersSeeWholeStates runs readers against a writer that flips a

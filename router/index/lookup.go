@@ -28,7 +28,7 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 	for i, k := range keys {
 		sh := ix.shard(k)
 		sh.mu.RLock()
-		e := sh.m[k]
+		e, _ := sh.t.get(k)
 		sh.mu.RUnlock()
 		held := (e.gpu | e.cpu) & active
 		for gone := active &^ held; gone != 0; gone &= gone - 1 {
