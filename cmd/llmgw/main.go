@@ -1,0 +1,43 @@
+// Command llmgw is the operator's CLI. For now it has one subcommand:
+//
+//	llmgw demo   start simulated engines and show what prefix-aware routing buys
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/demo"
+)
+
+const usage = `usage: llmgw demo [-engines N] [-users N] [-rounds N]`
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "demo" {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cfg, err := demo.ParseFlags(os.Args[2:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "llmgw demo: %v\n%s\n", err, usage)
+		os.Exit(2)
+	}
+	if cfg.SimBinary == "" {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "llmgw demo: %v\n", err)
+			os.Exit(1)
+		}
+		cfg.SimBinary = filepath.Join(filepath.Dir(self), "vllm-sim")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := demo.Run(ctx, cfg, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "llmgw demo: %v\n", err)
+		os.Exit(1)
+	}
+}
