@@ -31,17 +31,15 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	if _, ok := d.tasks.get(id); ok {
 		return nil, status.Errorf(codes.AlreadyExists, "task %s is already started", id)
 	}
-	var task TaskConfig
-	if err := ctymsgpack.Decode(cfg.GetMsgpackDriverConfig(), &task); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "invalid task config: %v", err)
-	}
 	ports := map[string]*drivers.PortMapping{}
-	labels := map[string]bool{}
+	var labels []string
 	for _, p := range cfg.GetResources().GetPorts() {
-		ports[p.GetLabel()], labels[p.GetLabel()] = p, true
+		ports[p.GetLabel()] = p
+		labels = append(labels, p.GetLabel())
 	}
-	if err := task.validate(labels); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "invalid task config: %v", err)
+	task, err := ParseTaskConfig(cfg.GetMsgpackDriverConfig(), labels)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	pc := d.pluginConfig()
 	replica := cfg.GetAllocId() + "/" + cfg.GetName()
@@ -171,6 +169,24 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 	d.log.Info("task recovered", "task_id", id, "engine_pid", proc.EnginePid())
 	d.events.emit(cfg, "recovered after plugin restart", nil)
 	return &drivers.RecoverTaskResponse{}, nil
+}
+
+// ParseTaskConfig decodes a task config as Nomad sends it (go-cty msgpack
+// of the task schema) and validates it against the group's port labels.
+// Errors name the attribute at fault.
+func ParseTaskConfig(msgpack []byte, portLabels []string) (TaskConfig, error) {
+	var task TaskConfig
+	if err := ctymsgpack.Decode(msgpack, &task); err != nil {
+		return TaskConfig{}, fmt.Errorf("invalid task config: %w", err)
+	}
+	labels := map[string]bool{}
+	for _, l := range portLabels {
+		labels[l] = true
+	}
+	if err := task.validate(labels); err != nil {
+		return TaskConfig{}, fmt.Errorf("invalid task config: %w", err)
+	}
+	return task, nil
 }
 
 // kvPortRange is the loopback range Nomad's client sets aside for plugin
