@@ -98,6 +98,9 @@ type holder struct {
 type table struct {
 	live    uint64
 	holders [MaxHolders]holder
+	// group[s] is the lowest live slot of the same replica as slot s, so
+	// Lookup merges a replica's ranks without comparing names.
+	group   [MaxHolders]uint8
 	readers atomic.Int64
 }
 
@@ -289,6 +292,16 @@ func (ix *Index) publish(edit func(*table)) {
 	old := ix.tab.Load()
 	t := &table{live: old.live, holders: old.holders}
 	edit(t)
+	first := map[string]uint8{}
+	for live := t.live; live != 0; live &= live - 1 {
+		s := uint8(bits.TrailingZeros64(live))
+		g, ok := first[t.holders[s].replica]
+		if !ok {
+			g = s
+			first[t.holders[s].replica] = s
+		}
+		t.group[s] = g
+	}
 	ix.tab.Store(t)
 	ix.retired = append(ix.retired, old)
 }

@@ -16,7 +16,8 @@ type Match struct {
 // Lookup walks keys (a prompt's block keys, in order) and appends to dst one
 // Match per replica that holds at least the first block, with its best rank
 // (longest match, then most GPU blocks). The walk stops at the first key no
-// remaining holder has. Replicas are appended in slot order.
+// remaining holder has. Replicas are appended in the order of their lowest
+// slot.
 func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 	tab := ix.acquire()
 	defer release(tab)
@@ -46,40 +47,42 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 		depth[bits.TrailingZeros64(active)] = int32(len(keys))
 	}
 
-	start := len(dst)
+	// Best rank per replica (group), then one Match per replica in slot order.
+	var best [MaxHolders]int8
+	for i := range best {
+		best[i] = -1
+	}
 	for live := tab.live; live != 0; live &= live - 1 {
 		s := bits.TrailingZeros64(live)
 		if depth[s] == 0 {
 			continue
 		}
-		h := tab.holders[s]
-		m := Match{Replica: h.replica, Rank: h.rank, Blocks: int(depth[s]), GPUBlocks: int(depth[s] - cpuOnly[s])}
-		if j := find(dst[start:], h.replica); j >= 0 {
-			if better(m, dst[start+j]) {
-				dst[start+j] = m
-			}
+		g := tab.group[s]
+		if b := best[g]; b < 0 || better(depth[s], depth[s]-cpuOnly[s], tab.holders[s].rank,
+			depth[b], depth[b]-cpuOnly[b], tab.holders[b].rank) {
+			best[g] = int8(s)
+		}
+	}
+	for live := tab.live; live != 0; live &= live - 1 {
+		s := bits.TrailingZeros64(live)
+		if tab.group[s] != uint8(s) || best[s] < 0 {
 			continue
 		}
-		dst = append(dst, m)
+		b := best[s]
+		h := tab.holders[b]
+		dst = append(dst, Match{Replica: h.replica, Rank: h.rank, Blocks: int(depth[b]), GPUBlocks: int(depth[b] - cpuOnly[b])})
 	}
 	return dst
 }
 
-func find(ms []Match, replica string) int {
-	for i := range ms {
-		if ms[i].Replica == replica {
-			return i
-		}
+// better orders a replica's ranks: longest match, then most GPU blocks,
+// then lowest rank.
+func better(blocks, gpu int32, rank int, bBlocks, bGPU int32, bRank int) bool {
+	if blocks != bBlocks {
+		return blocks > bBlocks
 	}
-	return -1
-}
-
-func better(a, b Match) bool {
-	if a.Blocks != b.Blocks {
-		return a.Blocks > b.Blocks
+	if gpu != bGPU {
+		return gpu > bGPU
 	}
-	if a.GPUBlocks != b.GPUBlocks {
-		return a.GPUBlocks > b.GPUBlocks
-	}
-	return a.Rank < b.Rank
+	return rank < bRank
 }

@@ -1,10 +1,11 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // Errors Schedule returns; the router maps them to HTTP statuses.
@@ -154,8 +155,17 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 		ranked[j] = r
 	}
 	d.Chosen = ranked[pick]
-	d.Fallbacks = append(ranked[:pick:pick], ranked[pick+1:]...)
-	sort.SliceStable(d.Fallbacks, func(a, b int) bool { return d.Fallbacks[a].Total > d.Fallbacks[b].Total })
+	order := make([]int, 0, len(live)-1)
+	for j := range live {
+		if j != pick {
+			order = append(order, j)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(totals[b], totals[a]) })
+	d.Fallbacks = make([]Ranked, len(order))
+	for k, j := range order {
+		d.Fallbacks[k] = ranked[j]
+	}
 	return d, nil
 }
 
