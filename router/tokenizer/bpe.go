@@ -1,7 +1,6 @@
 package tokenizer
 
 import (
-	"container/heap"
 	"fmt"
 	"sync"
 	"unicode/utf8"
@@ -220,9 +219,9 @@ func mergeAll(syms []symbol, merges map[uint64]merge) []symbol {
 			q = append(q, queued{pos: int32(i), rank: m.rank, newID: m.newID})
 		}
 	}
-	heap.Init(&q)
+	q.init()
 	for len(q) > 0 {
-		top := heap.Pop(&q).(queued)
+		top := q.pop()
 		cur := &syms[top.pos]
 		if cur.len == 0 || cur.next < 0 {
 			continue
@@ -240,12 +239,12 @@ func mergeAll(syms []symbol, merges map[uint64]merge) []symbol {
 		}
 		if cur.prev >= 0 {
 			if m, ok := merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
-				heap.Push(&q, queued{pos: cur.prev, rank: m.rank, newID: m.newID})
+				q.push(queued{pos: cur.prev, rank: m.rank, newID: m.newID})
 			}
 		}
 		if cur.next >= 0 {
 			if m, ok := merges[pairKey(cur.id, syms[cur.next].id)]; ok {
-				heap.Push(&q, queued{pos: top.pos, rank: m.rank, newID: m.newID})
+				q.push(queued{pos: top.pos, rank: m.rank, newID: m.newID})
 			}
 		}
 	}
@@ -258,23 +257,63 @@ type queued struct {
 	newID uint32
 }
 
-// mergeQueue is a min-heap on (rank, pos).
+// mergeQueue is a binary min-heap on (rank, pos), written out rather than
+// through container/heap to avoid boxing every entry.
 type mergeQueue []queued
 
-func (q mergeQueue) Len() int { return len(q) }
-func (q mergeQueue) Less(i, j int) bool {
+func (q mergeQueue) less(i, j int) bool {
 	if q[i].rank != q[j].rank {
 		return q[i].rank < q[j].rank
 	}
 	return q[i].pos < q[j].pos
 }
-func (q mergeQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *mergeQueue) Push(x any)   { *q = append(*q, x.(queued)) }
-func (q *mergeQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
+
+func (q mergeQueue) init() {
+	for i := len(q)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
+}
+
+func (q *mergeQueue) push(x queued) {
+	*q = append(*q, x)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *mergeQueue) pop() queued {
+	h := *q
+	top := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	*q = h[:n]
+	q.down(0)
+	return top
+}
+
+func (q mergeQueue) down(i int) {
+	n := len(q)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && q.less(r, l) {
+			m = r
+		}
+		if !q.less(m, i) {
+			return
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
 }
 
 // wordCache remembers the ids of short words. Like the Rust crate's cache it

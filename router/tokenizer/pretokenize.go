@@ -290,6 +290,9 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, bool, error) {
 				return nil, false, fmt.Errorf("pre_tokenizer Split: %w", err)
 			}
 			m = regexMatcher{re}
+			if fast, ok := fastPatterns[*c.Pattern.Regex]; ok {
+				m = fastMatcher{fast}
+			}
 		default:
 			return nil, false, fmt.Errorf("pre_tokenizer Split: pattern has neither String nor Regex")
 		}
@@ -300,11 +303,7 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, bool, error) {
 			seq = append(seq, prefixSpace{})
 		}
 		if c.UseRegex == nil || *c.UseRegex {
-			re, err := compileRegex(gpt2Pattern)
-			if err != nil {
-				return nil, false, err
-			}
-			seq = append(seq, splitter{m: regexMatcher{re}, behavior: isolated})
+			seq = append(seq, splitter{m: fastMatcher{matchGPT2}, behavior: isolated})
 		}
 		if len(seq) == 0 {
 			return nil, true, nil
