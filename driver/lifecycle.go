@@ -59,7 +59,7 @@ func (d *Driver) StopTask(ctx context.Context, req *drivers.StopTaskRequest) (*d
 	if err := d.stop(ctx, h, sig, req.GetTimeout().AsDuration()); err != nil {
 		return nil, err
 	}
-	d.kv.release(h.state.Replica)
+	d.kv.release(h.state.Replica, h.id)
 	return &drivers.StopTaskResponse{}, nil
 }
 
@@ -110,7 +110,7 @@ func (d *Driver) DestroyTask(ctx context.Context, req *drivers.DestroyTaskReques
 			return nil, err
 		}
 	}
-	d.kv.release(h.state.Replica)
+	d.kv.release(h.state.Replica, h.id)
 	h.detach()
 	d.tasks.remove(h.id)
 	return &drivers.DestroyTaskResponse{}, nil

@@ -272,3 +272,44 @@ func stop(t *testing.T, h *pluginhost.Host, id string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRestartReusesListener: a shard started again for the same replica
+// while its listener is open reuses the listener and its port (DESIGN
+// behaviour 2); destroying the old task does not take it away.
+func TestRestartReusesListener(t *testing.T) {
+	h := launch(t, simBin)
+	ev := watchEvents(t, h)
+	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
+	first := task.Config.GetId()
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		t.Fatal(err)
+	}
+	ev.next(t, "model ready")
+	port := inspect(t, h, first).GetDriver().GetAttributes()["kv_port"]
+	if err := syscall.Kill(enginePid(t, h, first), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Driver.WaitTask(ctx(t), &drivers.WaitTaskRequest{TaskId: first}); err != nil {
+		t.Fatal(err)
+	}
+
+	again := proto.Clone(task.Config).(*drivers.TaskConfig)
+	again.Id = again.GetAllocId() + "/" + again.GetName() + "/restart1"
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: again}); err != nil {
+		t.Fatal(err)
+	}
+	if e := ev.next(t, "KV events on"); !strings.HasSuffix(e.GetMessage(), port) {
+		t.Errorf("event %q; want the replica's port %s again", e.GetMessage(), port)
+	}
+	if _, err := h.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: first, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	attrs := inspect(t, h, again.GetId()).GetDriver().GetAttributes()
+	if attrs["kv_port"] != port || attrs["kv_listening"] != "true" {
+		t.Fatalf("after destroying the old task: %v", attrs)
+	}
+	ev.next(t, "model ready")
+	complete(t, engineURL(task), strings.Repeat("nu xi omicron pi rho ", 12))
+	waitInSync(t, func() map[string]string { return inspect(t, h, again.GetId()).GetDriver().GetAttributes() }, engineURL(task))
+	stop(t, h, again.GetId())
+}

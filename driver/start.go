@@ -66,15 +66,18 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		d.events.emit(cfg, "KV events off: "+why, map[string]string{"kv_events": "off"})
 	} else {
 		lo, hi := d.kvPortRange()
-		l, reused, err := d.kv.getInRange(replica, task.DataParallelSize, lo, hi)
+		l, prev, err := d.kv.getInRange(replica, id, task.DataParallelSize, lo, hi)
 		if err != nil {
 			// Never fail a start for an optimisation (DESIGN behaviour 3).
 			log.Warn("kv listener unavailable; starting without kv events", "error", err)
 			d.events.emit(cfg, "KV events off: listener failed: "+err.Error(), map[string]string{"kv_events": "off"})
 		} else {
 			kv = l
-			if !reused {
-				cleanup = append(cleanup, func() { d.kv.release(replica) })
+			if prev == "" {
+				cleanup = append(cleanup, func() { d.kv.release(replica, id) })
+			} else {
+				log.Info("reusing the replica's kv listener", "port", l.Port(), "previous_task", prev)
+				cleanup = append(cleanup, func() { d.kv.giveBack(replica, id, prev) })
 			}
 			st.KVPort, st.ReplayPort = l.Port(), max(l.ReplayPort(), 0)
 		}
@@ -153,7 +156,7 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 		if replay == 0 {
 			replay = -1
 		}
-		if _, _, err := d.kv.get(st.Replica, st.Task.DataParallelSize, st.KVPort, replay); err != nil {
+		if _, _, err := d.kv.get(st.Replica, id, st.Task.DataParallelSize, st.KVPort, replay); err != nil {
 			d.log.Warn("kv listener not re-bound after recovery", "task_id", id, "port", st.KVPort, "error", err)
 			d.events.emit(cfg, "KV events off after recovery: "+err.Error(), map[string]string{"kv_events": "off"})
 		} else {

@@ -52,68 +52,89 @@ func (s *taskStore) all() []*taskHandle {
 
 // kvSet holds the open KV listener of each replica, so that starting a
 // shard whose replica already has a listener reuses it and its port
-// (DESIGN behaviour 2).
+// (DESIGN behaviour 2). Each listener has one owner, the task that started
+// last on it; only the owner's stop or destroy releases it.
 type kvSet struct {
 	intake KVIntake
 	log    hclog.Logger
 
 	mu   sync.Mutex // guards open
-	open map[string]KVListener
+	open map[string]*kvEntry
+}
+
+type kvEntry struct {
+	l     KVListener
+	owner string // task id
 }
 
 func newKVSet(intake KVIntake, log hclog.Logger) *kvSet {
-	return &kvSet{intake: intake, log: log, open: map[string]KVListener{}}
+	return &kvSet{intake: intake, log: log, open: map[string]*kvEntry{}}
 }
 
 var errNoIntake = errors.New("this plugin has no KV-event intake configured")
 
-// get returns replica's listener, opening it on port/replayPort if there is
-// none; reused says it already existed.
-func (s *kvSet) get(replica string, dataParallel, port, replayPort int) (l KVListener, reused bool, err error) {
+// get returns replica's listener for task owner, opening it on
+// port/replayPort if there is none. prev is the owner before (empty when
+// the listener is new), for restore if the start fails.
+func (s *kvSet) get(replica, owner string, dataParallel, port, replayPort int) (l KVListener, prev string, err error) {
 	if s.intake == nil {
-		return nil, false, errNoIntake
+		return nil, "", errNoIntake
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l, ok := s.open[replica]; ok {
-		return l, true, nil
+	if e, ok := s.open[replica]; ok {
+		prev, e.owner = e.owner, owner
+		return e.l, prev, nil
 	}
 	l, err = s.intake.Open(replica, dataParallel, port, replayPort)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
-	s.open[replica] = l
-	return l, false, nil
+	s.open[replica] = &kvEntry{l: l, owner: owner}
+	return l, "", nil
 }
 
 // getInRange is get for a new shard: with a port range [lo, hi] (from
 // Nomad's client_min_port/client_max_port) the listener binds inside it,
 // else anywhere.
-func (s *kvSet) getInRange(replica string, dataParallel, lo, hi int) (KVListener, bool, error) {
+func (s *kvSet) getInRange(replica, owner string, dataParallel, lo, hi int) (KVListener, string, error) {
 	if lo <= 0 || hi < lo {
-		return s.get(replica, dataParallel, 0, 0)
+		return s.get(replica, owner, dataParallel, 0, 0)
 	}
 	n := max(dataParallel, 1)
 	err := fmt.Errorf("port range %d-%d is smaller than %d ranks", lo, hi, n)
 	for p := lo; p+n-1 <= hi; p++ {
-		l, reused, e := s.get(replica, dataParallel, p, 0)
+		l, prev, e := s.get(replica, owner, dataParallel, p, 0)
 		if e == nil {
-			return l, reused, nil
+			return l, prev, nil
 		}
 		if errors.Is(e, errNoIntake) {
-			return nil, false, e
+			return nil, "", e
 		}
 		err = fmt.Errorf("no free port in %d-%d: %w", lo, hi, e)
 	}
-	return nil, false, err
+	return nil, "", err
+}
+
+// giveBack returns ownership to prev after a failed start that reused the
+// listener.
+func (s *kvSet) giveBack(replica, owner, prev string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.open[replica]; ok && e.owner == owner {
+		e.owner = prev
+	}
 }
 
 // lookup returns replica's open listener, if any.
 func (s *kvSet) lookup(replica string) (KVListener, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, ok := s.open[replica]
-	return l, ok
+	e, ok := s.open[replica]
+	if !ok {
+		return nil, false
+	}
+	return e.l, true
 }
 
 // summary is the intake's summary of replica (zero without an intake).
@@ -124,17 +145,19 @@ func (s *kvSet) summary(replica string) KVSummary {
 	return s.intake.Summary(replica)
 }
 
-// release closes replica's listener and tells routers it holds nothing
-// (DESIGN behaviour 5). It is a no-op for a replica without one.
-func (s *kvSet) release(replica string) {
+// release closes replica's listener if owner owns it, and tells routers
+// the replica holds nothing (DESIGN behaviour 5).
+func (s *kvSet) release(replica, owner string) {
 	s.mu.Lock()
-	l, ok := s.open[replica]
-	delete(s.open, replica)
+	e, ok := s.open[replica]
+	if ok && e.owner == owner {
+		delete(s.open, replica)
+	}
 	s.mu.Unlock()
-	if !ok {
+	if !ok || e.owner != owner {
 		return
 	}
-	if err := l.Close(); err != nil {
+	if err := e.l.Close(); err != nil {
 		s.log.Warn("close kv listener", "replica", replica, "error", err)
 	}
 	s.intake.Forget(replica)
@@ -145,9 +168,9 @@ func (s *kvSet) release(replica string) {
 func (s *kvSet) closeAll() {
 	s.mu.Lock()
 	open := s.open
-	s.open = map[string]KVListener{}
+	s.open = map[string]*kvEntry{}
 	s.mu.Unlock()
-	for _, l := range open {
-		_ = l.Close()
+	for _, e := range open {
+		_ = e.l.Close()
 	}
 }
