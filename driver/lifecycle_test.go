@@ -333,3 +333,61 @@ func TestGracefulStop(t *testing.T) {
 		t.Errorf("wait %v; want a clean exit", r)
 	}
 }
+
+// TestExecStreaming is `nomad alloc exec -t=false` against a running shard.
+func TestExecStreaming(t *testing.T) {
+	h := launch(t, simBin)
+	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
+	id := task.Config.GetId()
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, h, id)
+	s, err := h.Driver.ExecTaskStreaming(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []*drivers.ExecTaskStreamingRequest{
+		{Setup: &drivers.ExecTaskStreamingRequest_Setup{TaskId: id, Command: []string{"/bin/sh", "-c", "tr a-z A-Z; echo done >&2; exit 5"}}},
+		{}, // heartbeat
+		{Stdin: &drivers.ExecTaskStreamingIOOperation{Data: []byte("hello ")}},
+		{Stdin: &drivers.ExecTaskStreamingIOOperation{Data: []byte("nomad\n")}},
+		{Stdin: &drivers.ExecTaskStreamingIOOperation{Close: true}},
+	}
+	for _, m := range msgs {
+		if err := s.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr strings.Builder
+	var closed int
+	for {
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatalf("stream ended before the exit: %v", err)
+		}
+		stdout.Write(r.GetStdout().GetData())
+		stderr.Write(r.GetStderr().GetData())
+		if r.GetStdout().GetClose() || r.GetStderr().GetClose() {
+			closed++
+		}
+		if r.GetExited() {
+			if r.GetResult().GetExitCode() != 5 {
+				t.Errorf("exit %v; want 5", r.GetResult())
+			}
+			break
+		}
+	}
+	if stdout.String() != "HELLO NOMAD\n" || stderr.String() != "done\n" || closed != 2 {
+		t.Errorf("stdout %q, stderr %q, %d closes", stdout.String(), stderr.String(), closed)
+	}
+
+	tty, err := h.Driver.ExecTaskStreaming(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = tty.Send(&drivers.ExecTaskStreamingRequest{Setup: &drivers.ExecTaskStreamingRequest_Setup{TaskId: id, Command: []string{"sh"}, Tty: true}})
+	if _, err := tty.Recv(); status.Code(err) != codes.Unimplemented {
+		t.Errorf("tty exec: %v; want Unimplemented", err)
+	}
+}
