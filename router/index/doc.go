@@ -9,13 +9,17 @@
 //
 // # Concurrency
 //
-// One writer at a time (calls are serialised inside); any number of readers.
-// The map is split into 256 shards, each behind its own RWMutex, and writers
-// hold a shard for one key at a time (or one shard's sweep), so a Lookup
-// never waits for an update to finish, only at most for one small critical
-// section. Which holders are alive is an immutable table swapped atomically:
-// Remove and Replace take effect for readers at once, before the stale bits
-// are swept out.
+// One writer at a time (calls are serialised inside); any number of readers,
+// which take no lock. The keys are split into 256 shards, each an
+// open-addressing table guarded by a sequence counter (a seqlock): the writer
+// makes it odd while it changes one key of the shard (or sweeps the shard)
+// and even again after; a reader probes without locking and repeats the
+// probe if the counter moved. A Lookup thus never waits for an update to
+// finish and never slows the writer. Which holders are alive is an
+// immutable slot table swapped atomically: Remove and Replace take effect
+// for readers at once, before the stale bits are swept out, and a slot is
+// reused only after every Lookup that could still see its old owner has
+// finished.
 //
 // # Representation
 //

@@ -73,19 +73,6 @@ type entry struct {
 	gpu, cpu uint64
 }
 
-func (e *entry) set(t Tier) *uint64 {
-	if t == CPU {
-		return &e.cpu
-	}
-	return &e.gpu
-}
-
-type shard struct {
-	mu sync.RWMutex
-	t  hashTable
-	_  [16]byte // keep hot locks on separate cache lines
-}
-
 // holder names the owner of a slot.
 type holder struct {
 	replica string
@@ -127,7 +114,7 @@ type Index struct {
 func New(opts Options) *Index {
 	ix := &Index{opts: opts, slots: map[holder]int{}}
 	for i := range ix.shards {
-		ix.shards[i].t = newHashTable()
+		ix.shards[i].t.init()
 	}
 	ix.tab.Store(&table{})
 	return ix
@@ -339,22 +326,22 @@ func (ix *Index) add(slot int, t Tier, keys []uint64) {
 	max := int64(ix.opts.MaxKeys)
 	for _, k := range keys {
 		sh := ix.shard(k)
-		sh.mu.Lock()
-		e, _ := sh.t.ref(k, false)
-		if e == nil {
+		sh.begin()
+		s := sh.t.ref(k, false)
+		if s == nil {
 			if max > 0 && ix.keys.Load() >= max {
-				sh.mu.Unlock()
+				sh.end()
 				ix.reject()
 				continue
 			}
-			e, _ = sh.t.ref(k, true)
+			s = sh.t.ref(k, true)
 			ix.keys.Add(1)
 		}
-		if p := e.set(t); *p&bit == 0 {
-			*p |= bit
+		if p := s.tier(t); p.Load()&bit == 0 {
+			p.Or(bit)
 			ix.counts[slot][t]++
 		}
-		sh.mu.Unlock()
+		sh.end()
 	}
 }
 
@@ -362,18 +349,18 @@ func (ix *Index) del(slot int, t Tier, keys []uint64) {
 	bit := uint64(1) << slot
 	for _, k := range keys {
 		sh := ix.shard(k)
-		sh.mu.Lock()
-		if e, _ := sh.t.ref(k, false); e != nil {
-			if p := e.set(t); *p&bit != 0 {
-				*p &^= bit
+		sh.begin()
+		if s := sh.t.ref(k, false); s != nil {
+			if p := s.tier(t); p.Load()&bit != 0 {
+				p.And(^bit)
 				ix.counts[slot][t]--
-				if e.gpu|e.cpu == 0 {
+				if s.empty() {
 					sh.t.remove(k)
 					ix.dropped(1)
 				}
 			}
 		}
-		sh.mu.Unlock()
+		sh.end()
 	}
 }
 
@@ -405,9 +392,9 @@ func (ix *Index) sweep(mask uint64) {
 	ix.quiesce()
 	for i := range ix.shards {
 		sh := &ix.shards[i]
-		sh.mu.Lock()
+		sh.begin()
 		n := sh.t.sweep(mask)
-		sh.mu.Unlock()
+		sh.end()
 		ix.dropped(n)
 	}
 	ix.used &^= mask

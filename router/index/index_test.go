@@ -268,3 +268,50 @@ func TestReadersSeeWholeStates(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestReadsDuringChurn reads a steady replica's prompt while the writer
+// grows and shrinks the same shards' tables (resizes and backward shifts):
+// every read must see the steady prompt whole.
+func TestReadsDuringChurn(t *testing.T) {
+	ix := New(Options{})
+	prompt := seq(1, 32)
+	if err := ix.Update("steady", []Change{{Tier: GPU, Add: prompt}}); err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	bad := make(chan []Match, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var buf []Match
+		for !stop.Load() {
+			buf = ix.Lookup(prompt, buf[:0])
+			if len(buf) != 1 || buf[0].Blocks != len(prompt) {
+				select {
+				case bad <- append([]Match(nil), buf...):
+				default:
+				}
+			}
+		}
+	}()
+	churn := seq(1000, 9000)
+	for round := 0; round < 6; round++ {
+		if err := ix.Update("churn", []Change{{Tier: GPU, Add: churn}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Update("churn", []Change{{Tier: GPU, Del: churn}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	select {
+	case m := <-bad:
+		t.Errorf("a read during churn saw %+v; want steady with %d blocks", m, len(prompt))
+	default:
+	}
+	if st := ix.Stats(); st.Keys != len(prompt) {
+		t.Errorf("after churn %d keys; want %d", st.Keys, len(prompt))
+	}
+}

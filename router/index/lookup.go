@@ -27,10 +27,7 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 	}
 	var depth, cpuOnly [MaxHolders]int32
 	for i, k := range keys {
-		sh := ix.shard(k)
-		sh.mu.RLock()
-		e, _ := sh.t.get(k)
-		sh.mu.RUnlock()
+		e := ix.shard(k).get(k)
 		held := (e.gpu | e.cpu) & active
 		for gone := active &^ held; gone != 0; gone &= gone - 1 {
 			depth[bits.TrailingZeros64(gone)] = int32(i)

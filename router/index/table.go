@@ -1,144 +1,237 @@
 package index
 
-// table of one shard: open addressing with linear probing over slots of
-// {key, gpu, cpu}, so a lookup touches one slot (usually one cache line)
-// where a Go map touches a control word and a slot. Deletion shifts later
-// entries back instead of leaving tombstones, so heavy churn (a KV cache
-// evicting and storing all day) never lengthens probes. Key 0 is the empty
-// marker; a real key 0 lives in zero/hasZero.
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// shard is one part of the index: an open-addressing table guarded by a
+// sequence counter (a seqlock). The single writer (the Index holds wmu)
+// makes the counter odd while it changes the shard and even again after;
+// a reader reads without locking and retries if the counter moved. Readers
+// therefore never block a writer and never take a lock; they only repeat a
+// probe that overlapped a write to the same shard.
 //
-// Callers hold the shard's lock: RLock for get, Lock for the rest.
+// Every shared field is read and written atomically, so the scheme is
+// race-free under Go's memory model (an atomic load is a plain load on
+// amd64 and arm64).
+type shard struct {
+	seq atomic.Uint64
+	t   hashTable
+	_   [24]byte // keep neighbouring shards' counters on separate cache lines
+}
+
+// get returns k's entry, consistent as of one moment.
+func (sh *shard) get(k uint64) entry {
+	for spins := 0; ; spins++ {
+		s1 := sh.seq.Load()
+		if s1&1 == 0 {
+			e := sh.t.get(k)
+			if sh.seq.Load() == s1 {
+				return e
+			}
+		}
+		if spins > 16 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// begin and end bracket a writer's change to the shard.
+func (sh *shard) begin() { sh.seq.Add(1) }
+func (sh *shard) end()   { sh.seq.Add(1) }
+
+// hashTable: linear probing over slots of {key, gpu, cpu}, so a lookup
+// touches one slot (usually one cache line) where a Go map touches a
+// control word and a slot. Deletion shifts later entries back instead of
+// leaving tombstones, so heavy churn (a KV cache evicting and storing all
+// day) never lengthens probes. Key 0 is the empty marker; a real key 0
+// lives in zero, flagged by hasZero.
 type hashTable struct {
-	slots   []slot
-	shift   uint // 64 - log2(len(slots))
-	n       int  // entries in slots (excluding key 0)
-	zero    entry
-	hasZero bool
+	arr     atomic.Pointer[slotArray]
+	n       int // entries in arr (excluding key 0); writer only
+	zero    slot
+	hasZero atomic.Bool
+}
+
+type slotArray struct {
+	s     []slot
+	shift uint // 64 - log2(len(s))
 }
 
 type slot struct {
-	key uint64
-	e   entry
+	key, gpu, cpu atomic.Uint64
+}
+
+func (s *slot) load() entry { return entry{gpu: s.gpu.Load(), cpu: s.cpu.Load()} }
+
+// tier returns the holder set of tier t.
+func (s *slot) tier(t Tier) *atomic.Uint64 {
+	if t == CPU {
+		return &s.cpu
+	}
+	return &s.gpu
+}
+
+func (s *slot) empty() bool { return s.gpu.Load()|s.cpu.Load() == 0 }
+
+func (s *slot) copyFrom(o *slot) {
+	s.key.Store(o.key.Load())
+	s.gpu.Store(o.gpu.Load())
+	s.cpu.Store(o.cpu.Load())
+}
+
+func (s *slot) clear() {
+	s.key.Store(0)
+	s.gpu.Store(0)
+	s.cpu.Store(0)
 }
 
 const minSlots = 16
 
-func newHashTable() hashTable {
-	return hashTable{slots: make([]slot, minSlots), shift: 64 - 4}
+func newSlotArray(size int) *slotArray {
+	return &slotArray{s: make([]slot, size), shift: uint(64 - log2(size))}
 }
+
+func (t *hashTable) init() { t.arr.Store(newSlotArray(minSlots)) }
 
 // home is the slot a key probes first (Fibonacci hashing of the key, so
 // keys that are not uniformly spread still scatter).
-func (t *hashTable) home(k uint64) uint64 {
-	return (k * 0x9E3779B97F4A7C15) >> t.shift
+func (a *slotArray) home(k uint64) uint64 {
+	return (k * 0x9E3779B97F4A7C15) >> a.shift
 }
 
 func (t *hashTable) len() int {
-	if t.hasZero {
+	if t.hasZero.Load() {
 		return t.n + 1
 	}
 	return t.n
 }
 
-// get returns k's entry and whether it is present.
-func (t *hashTable) get(k uint64) (entry, bool) {
+// get returns k's entry (zero when absent). Under concurrent writes it may
+// return garbage; shard.get detects that and retries. The probe is bounded
+// so an inconsistent view cannot loop forever.
+func (t *hashTable) get(k uint64) entry {
 	if k == 0 {
-		return t.zero, t.hasZero
-	}
-	mask := uint64(len(t.slots) - 1)
-	for i := t.home(k); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.key == k {
-			return s.e, true
+		if t.hasZero.Load() {
+			return t.zero.load()
 		}
-		if s.key == 0 {
-			return entry{}, false
-		}
+		return entry{}
 	}
+	a := t.arr.Load()
+	mask := uint64(len(a.s) - 1)
+	i := a.home(k)
+	for range a.s {
+		s := &a.s[i]
+		switch s.key.Load() {
+		case k:
+			return s.load()
+		case 0:
+			return entry{}
+		}
+		i = (i + 1) & mask
+	}
+	return entry{}
 }
 
-// ref returns a pointer to k's entry, inserting an empty one when absent
-// and insert is true (the caller must then set a bit or call remove).
-// It returns nil when k is absent and insert is false.
-func (t *hashTable) ref(k uint64, insert bool) (e *entry, added bool) {
+// ref returns k's slot, inserting an empty one when absent and insert is
+// true (the caller must then set a holder bit, or remove k again). It
+// returns nil when k is absent and insert is false. Writer only, inside
+// begin/end.
+func (t *hashTable) ref(k uint64, insert bool) *slot {
 	if k == 0 {
-		if !t.hasZero {
+		if !t.hasZero.Load() {
 			if !insert {
-				return nil, false
+				return nil
 			}
-			t.hasZero, t.zero = true, entry{}
-			return &t.zero, true
+			t.zero.clear()
+			t.hasZero.Store(true)
 		}
-		return &t.zero, false
+		return &t.zero
 	}
-	if insert && (t.n+1)*4 > len(t.slots)*3 {
-		t.resize(len(t.slots) * 2)
+	a := t.arr.Load()
+	if insert && (t.n+1)*4 > len(a.s)*3 {
+		a = t.resize(len(a.s) * 2)
 	}
-	mask := uint64(len(t.slots) - 1)
-	for i := t.home(k); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.key == k {
-			return &s.e, false
-		}
-		if s.key == 0 {
+	mask := uint64(len(a.s) - 1)
+	for i := a.home(k); ; i = (i + 1) & mask {
+		s := &a.s[i]
+		switch s.key.Load() {
+		case k:
+			return s
+		case 0:
 			if !insert {
-				return nil, false
+				return nil
 			}
-			s.key, s.e = k, entry{}
+			s.gpu.Store(0)
+			s.cpu.Store(0)
+			s.key.Store(k)
 			t.n++
-			return &s.e, true
+			return s
 		}
 	}
 }
 
-// remove deletes k, shifting back the entries that probed past it.
+// remove deletes k, shifting back the entries that probed past it. Writer
+// only, inside begin/end.
 func (t *hashTable) remove(k uint64) {
 	if k == 0 {
-		t.hasZero, t.zero = false, entry{}
+		t.hasZero.Store(false)
+		t.zero.clear()
 		return
 	}
-	mask := uint64(len(t.slots) - 1)
-	i := t.home(k)
+	a := t.arr.Load()
+	mask := uint64(len(a.s) - 1)
+	i := a.home(k)
 	for {
-		if t.slots[i].key == k {
+		key := a.s[i].key.Load()
+		if key == k {
 			break
 		}
-		if t.slots[i].key == 0 {
+		if key == 0 {
 			return
 		}
 		i = (i + 1) & mask
 	}
 	// Backward-shift deletion: move each later entry of the cluster into
 	// the hole when its home does not lie cyclically in (hole, its slot].
-	for j := (i + 1) & mask; t.slots[j].key != 0; j = (j + 1) & mask {
-		h := t.home(t.slots[j].key)
-		if (j-h)&mask >= (j-i)&mask {
-			t.slots[i] = t.slots[j]
+	for j := (i + 1) & mask; ; j = (j + 1) & mask {
+		key := a.s[j].key.Load()
+		if key == 0 {
+			break
+		}
+		if h := a.home(key); (j-h)&mask >= (j-i)&mask {
+			a.s[i].copyFrom(&a.s[j])
 			i = j
 		}
 	}
-	t.slots[i] = slot{}
+	a.s[i].clear()
 	t.n--
-	if len(t.slots) > minSlots && t.n*8 < len(t.slots) {
-		t.resize(len(t.slots) / 2)
+	if len(a.s) > minSlots && t.n*8 < len(a.s) {
+		t.resize(len(a.s) / 2)
 	}
 }
 
-func (t *hashTable) resize(size int) {
-	old := t.slots
-	t.slots = make([]slot, size)
-	t.shift = uint(64 - log2(size))
+// resize rehashes into a new array and publishes it. Readers of the old
+// array see it unchanged; the shard's counter makes them retry anyway.
+func (t *hashTable) resize(size int) *slotArray {
+	old := t.arr.Load()
+	a := newSlotArray(size)
 	mask := uint64(size - 1)
-	for _, s := range old {
-		if s.key == 0 {
+	for j := range old.s {
+		o := &old.s[j]
+		key := o.key.Load()
+		if key == 0 {
 			continue
 		}
-		i := t.home(s.key)
-		for t.slots[i].key != 0 {
+		i := a.home(key)
+		for a.s[i].key.Load() != 0 {
 			i = (i + 1) & mask
 		}
-		t.slots[i] = s
+		a.s[i].copyFrom(o)
 	}
+	t.arr.Store(a)
+	return a
 }
 
 func log2(n int) int {
@@ -150,25 +243,27 @@ func log2(n int) int {
 }
 
 // sweep clears mask from every entry and removes the entries it empties,
-// returning how many it removed.
+// returning how many it removed. Writer only, inside begin/end.
 func (t *hashTable) sweep(mask uint64) int {
 	var empty []uint64
-	if t.hasZero {
-		t.zero.gpu &^= mask
-		t.zero.cpu &^= mask
-		if t.zero.gpu|t.zero.cpu == 0 {
-			empty = append(empty, 0)
+	clearSlot := func(s *slot, key uint64) {
+		g, c := s.gpu.Load(), s.cpu.Load()
+		if (g|c)&mask == 0 {
+			return
+		}
+		s.gpu.Store(g &^ mask)
+		s.cpu.Store(c &^ mask)
+		if (g|c)&^mask == 0 {
+			empty = append(empty, key)
 		}
 	}
-	for i := range t.slots {
-		s := &t.slots[i]
-		if s.key == 0 || (s.e.gpu|s.e.cpu)&mask == 0 {
-			continue
-		}
-		s.e.gpu &^= mask
-		s.e.cpu &^= mask
-		if s.e.gpu|s.e.cpu == 0 {
-			empty = append(empty, s.key)
+	if t.hasZero.Load() {
+		clearSlot(&t.zero, 0)
+	}
+	a := t.arr.Load()
+	for i := range a.s {
+		if key := a.s[i].key.Load(); key != 0 {
+			clearSlot(&a.s[i], key)
 		}
 	}
 	for _, k := range empty {
