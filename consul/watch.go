@@ -47,6 +47,8 @@ type Status struct {
 	Synced bool
 	// Index is the Consul index of the current set.
 	Index uint64
+	// Queries counts successful queries, changed or not.
+	Queries uint64
 	// Errors counts failed queries since the start.
 	Errors uint64
 	// ConsecutiveErrors counts failures since the last success; while it is
@@ -205,6 +207,7 @@ func (w *Watcher[T]) update(instances []Instance, index uint64) {
 	}
 	w.status.Synced = true
 	w.status.Index = index
+	w.status.Queries++
 	w.status.ConsecutiveErrors = 0
 	w.status.LastError = nil
 	w.mu.Unlock()

@@ -119,6 +119,31 @@ func TestWatchReplicas(t *testing.T) {
 	}
 }
 
+// TestWatchSkipsUnchanged: blocking queries that time out, or return for an
+// unrelated change, wake nobody.
+func TestWatchSkipsUnchanged(t *testing.T) {
+	agent := consultest.Start(t)
+	registerReplica(t, agent.Client, "a", []string{consul.ReplicaTag}, nil)
+	w, err := consul.WatchReplicas(context.Background(), agent.Client, "vllm", consul.WatchOptions{WaitTime: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	waitFor(t, "replica a", func() bool { return equal(replicaIDs(w), "alloc-a/vllm") })
+	<-w.Changed() // the first sync
+	// An unrelated service bumps Consul's index but not this set.
+	if err := agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{ID: "other", Name: "other", Port: 1}); err != nil {
+		t.Fatal(err)
+	}
+	q := w.Status().Queries
+	waitFor(t, "three more queries", func() bool { return w.Status().Queries >= q+3 })
+	select {
+	case <-w.Changed():
+		t.Error("woken although the set did not change")
+	default:
+	}
+}
+
 func drain(ch <-chan struct{}) {
 	for {
 		select {
