@@ -192,6 +192,14 @@ func Start(s Spec) (*Process, error) {
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	pw.Close()
+	// Read the start time before anything reaps the child: until then it
+	// exists, at worst as a zombie, even if the engine was quick.
+	start, err := startTime(cmd.Process.Pid)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("supervisor start time: %w", err)
+	}
 	reaped := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(reaped) }()
 
@@ -203,13 +211,6 @@ func Start(s Spec) (*Process, error) {
 			return nil, fmt.Errorf("start engine: %s", ex.Err)
 		}
 		return nil, fmt.Errorf("supervisor did not report the engine pid (got %q)", line)
-	}
-	start, err := startTime(cmd.Process.Pid)
-	if err != nil {
-		// Only possible if the supervisor died already; Attach would fail
-		// too, so report it now.
-		<-reaped
-		return nil, fmt.Errorf("supervisor exited at once: %w", err)
 	}
 	st := State{SupervisorPid: cmd.Process.Pid, SupervisorStart: start, EnginePid: pid, ExitFile: s.ExitFile}
 	return newProcess(st, reaped), nil

@@ -188,3 +188,52 @@ func TestStartErrors(t *testing.T) {
 		t.Errorf("missing stdout: got %v", err)
 	}
 }
+
+// BenchmarkStartExit measures the supervisor's overhead per task: start the
+// supervisor and a trivial engine, report the pid, wait, record the exit.
+func BenchmarkStartExit(b *testing.B) {
+	dir := b.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.WriteFile(out, nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	spec := supervisor.Spec{Argv: []string{"true"}, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: dir,
+		Stdout: out, Stderr: out, ExitFile: filepath.Join(dir, "exit.json")}
+	for b.Loop() {
+		p, err := supervisor.Start(spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-p.Done()
+		if ex, err := p.Exit(); err != nil || ex.Code != 0 {
+			b.Fatalf("exit %+v, %v", ex, err)
+		}
+		p.Close()
+	}
+}
+
+// BenchmarkGroupUsage measures one TaskStats sample: a scan of /proc for
+// the engine's process group.
+func BenchmarkGroupUsage(b *testing.B) {
+	for b.Loop() {
+		if _, err := supervisor.GroupUsage(syscall.Getpgrp()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestQuickEngine: an engine that exits before Start returns is still a
+// normal start whose exit is known.
+func TestQuickEngine(t *testing.T) {
+	e := newEnv(t)
+	for range 3 {
+		p, err := supervisor.Start(e.spec("exit 3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex := wait(t, p); ex.Code != 3 {
+			t.Errorf("exit %+v; want 3", ex)
+		}
+		p.Close()
+	}
+}

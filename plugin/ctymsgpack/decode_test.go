@@ -240,3 +240,57 @@ func TestParseBoundsAllocation(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeTaskConfig decodes a realistic task config (a dozen
+// attributes, a nested block, a list and a map), as StartTask does once per
+// task start.
+func BenchmarkDecodeTaskConfig(b *testing.B) {
+	type shard struct {
+		Rank          int    `codec:"rank"`
+		Count         int    `codec:"count"`
+		LeaderAddress string `codec:"leader_address"`
+	}
+	type task struct {
+		Model   string            `codec:"model"`
+		Name    string            `codec:"served_model_name"`
+		Port    string            `codec:"port"`
+		KV      bool              `codec:"kv_events"`
+		Block   int               `codec:"block_size"`
+		TP      int               `codec:"tensor_parallel_size"`
+		DP      int               `codec:"data_parallel_size"`
+		MaxLen  int               `codec:"max_model_len"`
+		GPUUtil float64           `codec:"gpu_memory_utilization"`
+		Shard   *shard            `codec:"shard"`
+		Args    []string          `codec:"args"`
+		Env     map[string]string `codec:"env"`
+	}
+	ty := cty.Object(map[string]cty.Type{
+		"model": cty.String, "served_model_name": cty.String, "port": cty.String, "kv_events": cty.Bool,
+		"block_size": cty.Number, "tensor_parallel_size": cty.Number, "data_parallel_size": cty.Number,
+		"max_model_len": cty.Number, "gpu_memory_utilization": cty.Number,
+		"shard": cty.Object(map[string]cty.Type{"rank": cty.Number, "count": cty.Number, "leader_address": cty.String}),
+		"args":  cty.List(cty.String), "env": cty.Map(cty.String),
+	})
+	val := cty.ObjectVal(map[string]cty.Value{
+		"model": cty.StringVal("Qwen/Qwen3-0.6B"), "served_model_name": cty.StringVal("qwen3"), "port": cty.StringVal("http"),
+		"kv_events": cty.True, "block_size": cty.NumberIntVal(16), "tensor_parallel_size": cty.NumberIntVal(2),
+		"data_parallel_size": cty.NumberIntVal(1), "max_model_len": cty.NumberIntVal(8192),
+		"gpu_memory_utilization": cty.MustParseNumberVal("0.9"),
+		"shard": cty.ObjectVal(map[string]cty.Value{"rank": cty.NumberIntVal(0), "count": cty.NumberIntVal(2),
+			"leader_address": cty.StringVal("10.0.0.1:29500")}),
+		"args": cty.ListVal([]cty.Value{cty.StringVal("--enforce-eager"), cty.StringVal("--seed"), cty.StringVal("7")}),
+		"env":  cty.MapVal(map[string]cty.Value{"HF_HOME": cty.StringVal("/opt/hf")}),
+	})
+	data, err := ctymsgpack.Marshal(val, ty)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var t task
+		if err := Decode(data, &t); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
