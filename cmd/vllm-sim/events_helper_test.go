@@ -26,6 +26,7 @@ type evt struct {
 }
 
 type batch struct {
+	Raw    []byte // the payload frame
 	Topic  string
 	Seq    uint64
 	Len    int // outer array length
@@ -192,7 +193,7 @@ func decodeBatch(t *testing.T, topic, seq, payload []byte) batch {
 	if err := msgpack.Unmarshal(payload, &raw); err != nil {
 		t.Fatalf("payload is not a msgpack array: %v", err)
 	}
-	b := batch{Topic: string(topic), Seq: binary.BigEndian.Uint64(seq), Len: len(raw)}
+	b := batch{Raw: payload, Topic: string(topic), Seq: binary.BigEndian.Uint64(seq), Len: len(raw)}
 	if _, ok := raw[0].(float64); !ok {
 		t.Fatalf("ts is %T; want float64", raw[0])
 	}

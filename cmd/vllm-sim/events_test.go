@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/llmgw/llmgw/internal/kvvectors"
 	"time"
 )
 
@@ -191,6 +194,11 @@ func TestResetPrefixCacheClearsAll(t *testing.T) {
 	}
 	if !ok || !reflect.DeepEqual(b.Events, []evt{{Type: "AllBlocksCleared", Len: 1}}) {
 		t.Fatalf("after reset got %+v; want a batch with just AllBlocksCleared", b.Events)
+	}
+	// Byte for byte the reference's vector, but for the 8 timestamp bytes.
+	want := kvvectors.ClearedArray().Payload
+	if len(b.Raw) != len(want) || !bytes.Equal(b.Raw[:2], want[:2]) || !bytes.Equal(b.Raw[10:], want[10:]) {
+		t.Errorf("AllBlocksCleared payload % x; want % x with any timestamp", b.Raw, want)
 	}
 	if n := len(dump(t, p)); n != 0 {
 		t.Errorf("%d blocks cached after reset; want 0", n)
