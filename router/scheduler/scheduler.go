@@ -148,24 +148,22 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 	}
 
 	d.Scorers = s.names
-	ranked := make([]Ranked, len(live))
-	for j, c := range live {
-		r := Ranked{Candidate: c, Total: totals[j], Scores: per[j*ns : (j+1)*ns : (j+1)*ns]}
-		r.CachedBlocks, r.Mode = req.predicted(j)
-		ranked[j] = r
-	}
-	d.Chosen = ranked[pick]
-	order := make([]int, 0, len(live)-1)
+	// The chosen candidate first, then the rest by total, best first.
+	order := make([]int, 0, len(live))
 	for j := range live {
 		if j != pick {
 			order = append(order, j)
 		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(totals[b], totals[a]) })
-	d.Fallbacks = make([]Ranked, len(order))
+	order = append(order, pick)
+	ranked := make([]Ranked, len(live))
 	for k, j := range order {
-		d.Fallbacks[k] = ranked[j]
+		r := &ranked[(k+1)%len(ranked)]
+		*r = Ranked{Candidate: live[j], Total: totals[j], Scores: per[j*ns : (j+1)*ns : (j+1)*ns]}
+		r.CachedBlocks, r.Mode = req.predicted(j)
 	}
+	d.Chosen, d.Fallbacks = ranked[0], ranked[1:]
 	return d, nil
 }
 
