@@ -3,8 +3,8 @@
 #   make bench-kv   runs the KV-intake benchmarks on one core, the figures
 #                   docs/BENCHMARKS.md reports under "KV intake".
 #
-# The end-to-end tests in driver/kvevents run bin/vllm-sim (built by `build`;
-# they build a private copy when it is absent) and bin/consul.
+# The end-to-end tests in driver/kvevents build their own vllm-sim from this
+# tree (or run $LLMGW_VLLM_SIM_BIN) and run bin/consul.
 
 .PHONY: bench-kv
 

@@ -71,6 +71,25 @@ func workload(p *simProcess, known map[uint64]blockkey.Key, ps []string) {
 	}
 }
 
+// concurrentWorkload runs prompts four at a time, learning keys after each
+// group.
+func concurrentWorkload(p *simProcess, known map[uint64]blockkey.Key, ps []string) {
+	for len(ps) > 0 {
+		n := min(4, len(ps))
+		errs := make(chan error, n)
+		for _, pr := range ps[:n] {
+			go func() { errs <- p.tryComplete(pr) }()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				p.t.Fatal(err)
+			}
+		}
+		groundTruth(p, known)
+		ps = ps[n:]
+	}
+}
+
 // assertMatches waits until the store's blocks for replica equal the
 // simulator's ground truth.
 func assertMatches(t *testing.T, what string, p *simProcess, s *Store, replica string, known map[uint64]blockkey.Key) {
@@ -230,7 +249,10 @@ func TestEndToEndFormatsAndRanks(t *testing.T) {
 	}{
 		{"map events, old replay replies", 1, []string{"--sim-event-format=map", "--sim-replay-format=old"}},
 		{"array schema 6", 1, []string{"--sim-event-format=array", "--sim-event-schema=6"}},
-		{"array schema 9, two ranks", 2, []string{"--sim-event-schema=9", "--data-parallel-size", "2"}},
+		// The simulator sends each request to the least-loaded rank, so this
+		// case runs with latency on and requests four at a time.
+		{"array schema 9, two ranks", 2, []string{"--sim-event-schema=9", "--data-parallel-size", "2",
+			"--sim-latency=true", "--sim-overhead", "20ms", "--sim-inter-token-latency", "2ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,9 +267,13 @@ func TestEndToEndFormatsAndRanks(t *testing.T) {
 				"--kv-events-config", in.EngineFlag()}, tt.args...)
 			p := startSim(t, args...)
 			known := map[uint64]blockkey.Key{}
-			workload(p, known, prompts(12, 0))
+			run := workload
+			if tt.ranks > 1 {
+				run = concurrentWorkload
+			}
+			run(p, known, prompts(12, 0))
 			p.post("/debug/kv/drop", map[string]int{"batches": 2}, nil)
-			workload(p, known, prompts(12, 5))
+			run(p, known, prompts(12, 5))
 			assertMatches(t, tt.name, p, s, replica, known)
 			ranks := map[int]bool{}
 			for _, b := range s.Blocks(replica) {

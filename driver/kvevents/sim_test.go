@@ -18,18 +18,16 @@ import (
 	"time"
 )
 
-// simBinary returns the vllm-sim binary: $LLMGW_VLLM_SIM_BIN, else
-// bin/vllm-sim under the module root (make build puts it there), else one
-// built once into a temporary directory for this test process.
+// simBinary returns the vllm-sim binary: $LLMGW_VLLM_SIM_BIN, else one
+// built from this tree once per test process into a temporary directory (a
+// bin/vllm-sim left by an earlier build could be stale; the build cache
+// makes this cheap).
 func simBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("LLMGW_VLLM_SIM_BIN"); p != "" {
 		return p
 	}
 	root := moduleRoot(t)
-	if p := filepath.Join(root, "bin", "vllm-sim"); fileExists(p) {
-		return p
-	}
 	simBuild.Do(func() {
 		dir, err := os.MkdirTemp("", "kvevents-sim-")
 		if err != nil {
@@ -185,7 +183,27 @@ func (p *simProcess) post(path string, body any, out any) {
 // complete sends one completion request.
 func (p *simProcess) complete(prompt string) {
 	p.t.Helper()
-	p.post("/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 20, "temperature": 0}, nil)
+	if err := p.tryComplete(prompt); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// tryComplete sends one completion request; safe from any goroutine.
+func (p *simProcess) tryComplete(prompt string) error {
+	b, err := json.Marshal(map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 20, "temperature": 0})
+	if err != nil {
+		return err
+	}
+	resp, err := http.Post(p.URL+"/v1/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("completion: %w", err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("completion: %s: %s", resp.Status, data)
+	}
+	return nil
 }
 
 // simBlock is one entry of vllm-sim's ground-truth dump.
