@@ -22,6 +22,9 @@
 //     409 with "snapshot required"; the driver then sends a snapshot. A
 //     repeat of the last Seq (a retry after a lost answer) is acknowledged
 //     without being applied again.
+//   - A driver sends at least every keep-alive interval (an empty delta if
+//     nothing changed). Receiver.Expire drops drivers not heard from since a
+//     cutoff, handing the Sink an empty snapshot from each (Epoch 0).
 //   - 401 means a missing or wrong token; 400 a body that is not a valid
 //     Update, or an unsupported Version. Neither is retried as-is.
 //

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 func update(seq uint64, snapshot bool, reps ...Replica) *Update {
@@ -189,4 +190,27 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 	})
+}
+
+func TestReceiverExpire(t *testing.T) {
+	m := NewMirror()
+	r, err := NewReceiver("secret", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Receive("Bearer secret", mustEncode(t, update(0, true, rep("a", 1)))); err != nil {
+		t.Fatal(err)
+	}
+	if gone := r.Expire(time.Now().Add(-time.Hour)); len(gone) != 0 {
+		t.Fatalf("expired %v; the driver was just heard from", gone)
+	}
+	if gone := r.Expire(time.Now().Add(time.Second)); !slices.Equal(gone, []string{"node-1"}) {
+		t.Fatalf("expired %v; want [node-1]", gone)
+	}
+	if got := m.Replicas("node-1"); len(got) != 0 {
+		t.Errorf("mirror still holds %v for an expired driver", got)
+	}
+	if err := r.Receive("Bearer secret", mustEncode(t, update(1, false, rep("a", 2)))); !errors.Is(err, ErrSnapshotRequired) {
+		t.Errorf("delta after expiry: %v; want ErrSnapshotRequired", err)
+	}
 }

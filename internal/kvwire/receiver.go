@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Sink applies accepted updates. The Receiver calls it in each driver's
@@ -30,8 +32,9 @@ type Receiver struct {
 }
 
 type sessionPos struct {
-	epoch uint64
-	seq   uint64
+	epoch    uint64
+	seq      uint64
+	lastSeen time.Time
 }
 
 // NewReceiver returns a Receiver accepting updates that carry token.
@@ -68,16 +71,40 @@ func (r *Receiver) Receive(authorization string, body []byte) error {
 		case pos.epoch != u.Epoch:
 			return fmt.Errorf("%w: driver %q epoch %d, expected %d", ErrSnapshotRequired, u.Driver, u.Epoch, pos.epoch)
 		case u.Seq == pos.seq:
+			pos.lastSeen = time.Now()
 			return nil // a retry of the update already applied
 		case u.Seq != pos.seq+1:
 			return fmt.Errorf("%w: driver %q seq %d after %d", ErrSnapshotRequired, u.Driver, u.Seq, pos.seq)
 		}
 	} else if pos != nil && pos.epoch == u.Epoch && pos.seq == u.Seq {
+		pos.lastSeen = time.Now()
 		return nil // a retried snapshot
 	}
 	r.sink.ApplyUpdate(u)
-	r.drivers[u.Driver] = &sessionPos{epoch: u.Epoch, seq: u.Seq}
+	r.drivers[u.Driver] = &sessionPos{epoch: u.Epoch, seq: u.Seq, lastSeen: time.Now()}
 	return nil
+}
+
+// Expire forgets every driver last heard from before cutoff and tells the
+// Sink it holds nothing, as an empty snapshot from that driver. Drivers send
+// at least every keep-alive interval (10 s by default), so a router calling
+// Expire(time.Now().Add(-30*time.Second)) now and then drops the blocks of
+// drivers that died without a word. It returns the expired driver ids.
+func (r *Receiver) Expire(cutoff time.Time) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var gone []string
+	for id, pos := range r.drivers {
+		if pos.lastSeen.Before(cutoff) {
+			gone = append(gone, id)
+		}
+	}
+	sort.Strings(gone)
+	for _, id := range gone {
+		delete(r.drivers, id)
+		r.sink.ApplyUpdate(&Update{Version: Version, Driver: id, Snapshot: true})
+	}
+	return gone
 }
 
 // Forget drops a driver's session, e.g. after it stopped sending; its next
