@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -55,6 +56,13 @@ func (h *taskHandle) waitExit(ctx context.Context, d *Driver) {
 		return // detached: the shard runs on
 	}
 	ex, err := h.proc.Exit()
+	if err != nil {
+		// The supervisor died without recording the exit (killed itself):
+		// the engine's group may live on unsupervised. End it, so nothing
+		// of the shard outlives its task.
+		h.log.Error("supervisor lost; killing the engine's process group", "error", err)
+		_ = syscall.Kill(-h.proc.EnginePid(), syscall.SIGKILL)
+	}
 	h.mu.Lock()
 	h.exit, h.exitErr, h.completedAt = ex, err, time.Now()
 	h.mu.Unlock()

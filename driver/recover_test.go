@@ -313,3 +313,35 @@ func TestRestartReusesListener(t *testing.T) {
 	waitInSync(t, func() map[string]string { return inspect(t, h, again.GetId()).GetDriver().GetAttributes() }, engineURL(task))
 	stop(t, h, again.GetId())
 }
+
+// TestSupervisorLost: if the supervisor itself is killed, the task ends
+// with an error instead of success, and the engine does not outlive it.
+func TestSupervisorLost(t *testing.T) {
+	h := launch(t, simBin)
+	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
+	id := task.Config.GetId()
+	resp, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Supervisor struct {
+			Pid int `json:"supervisor_pid"`
+		} `json:"supervisor"`
+	}
+	if err := json.Unmarshal(resp.GetHandle().GetDriverState(), &st); err != nil || st.Supervisor.Pid == 0 {
+		t.Fatalf("driver state: %v", err)
+	}
+	pid := enginePid(t, h, id)
+	if err := syscall.Kill(st.Supervisor.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r, err := h.Driver.WaitTask(ctx(t), &drivers.WaitTaskRequest{TaskId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.GetResult().GetExitCode() == 0 || !strings.Contains(r.GetErr(), "without recording") {
+		t.Errorf("wait %v; want a failure naming the lost supervisor", r)
+	}
+	waitFor(t, "the orphaned engine's group to be killed", func() bool { return groupGone(pid) })
+}

@@ -2,13 +2,17 @@ package plugin
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"runtime/debug"
 	"os/signal"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -54,9 +58,34 @@ func Serve(d Driver, logger hclog.Logger) {
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         Set(d),
-		GRPCServer:      goplugin.DefaultGRPCServer,
+		GRPCServer:      func(opts []grpc.ServerOption) *grpc.Server { return NewGRPCServer(logger, opts...) },
 		Logger:          logger,
 	})
+}
+
+// NewGRPCServer is go-plugin's default server plus interceptors that turn
+// a handler's panic into an Internal error (logged with its stack), so one
+// bad request never takes the plugin, and Nomad's view of every task,
+// down with it.
+func NewGRPCServer(logger hclog.Logger, opts ...grpc.ServerOption) *grpc.Server {
+	opts = append(opts,
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+			defer recoverTo(logger, info.FullMethod, &err)
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+			defer recoverTo(logger, info.FullMethod, &err)
+			return h(srv, ss)
+		}),
+	)
+	return goplugin.DefaultGRPCServer(opts)
+}
+
+func recoverTo(logger hclog.Logger, method string, err *error) {
+	if r := recover(); r != nil {
+		logger.Error("panic in plugin RPC", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		*err = status.Errorf(codes.Internal, "%s: internal error: %v", method, r)
+	}
 }
 
 // NewLogger returns the JSON stderr logger Nomad expects from plugins.

@@ -335,6 +335,17 @@ func TestStartErrors(t *testing.T) {
 	if !plugin.IsRecoverable(err) {
 		t.Errorf("got %v; want a recoverable error", err)
 	}
+	// A handler's panic becomes an error; the plugin lives on.
+	if err := h.EncodeTaskConfig(c, task, map[string]any{"command": "panic"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Driver.StartTask(c, &drivers.StartTaskRequest{Task: task.Config})
+	if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "asked to panic") {
+		t.Errorf("panic: got %v; want an Internal error", err)
+	}
+	if _, err := h.Base.PluginInfo(c, &base.PluginInfoRequest{}); err != nil || h.Exited() {
+		t.Errorf("plugin did not survive a panicking handler: %v", err)
+	}
 }
 
 // TestCrash: a SIGKILLed plugin is seen as exited and its calls fail, as

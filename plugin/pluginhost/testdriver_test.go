@@ -140,6 +140,9 @@ func (d *testDriver) StartTask(_ context.Context, req *drivers.StartTaskRequest)
 	if err := ctymsgpack.Decode(cfg.GetMsgpackDriverConfig(), &tc); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "task config: %v", err)
 	}
+	if tc.Command == "panic" {
+		panic("asked to panic")
+	}
 	if tc.Command == "fail-recoverably" {
 		return nil, plugin.Recoverable(errors.New("asked to fail"))
 	}
