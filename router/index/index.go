@@ -108,7 +108,12 @@ type Index struct {
 	slots      map[holder]int // live holder -> slot
 	counts     [MaxHolders][2]int
 	overflowed bool
+	sink       uint64 // results of touch, kept so the loads stay
 }
+
+// touchAhead is how many keys ahead add, del and Lookup touch their slots,
+// so that several cache misses are in flight at once.
+const touchAhead = 8
 
 // New returns an empty Index.
 func New(opts Options) *Index {
@@ -324,7 +329,10 @@ func (ix *Index) quiesce() {
 func (ix *Index) add(slot int, t Tier, keys []uint64) {
 	bit := uint64(1) << slot
 	max := int64(ix.opts.MaxKeys)
-	for _, k := range keys {
+	for i, k := range keys {
+		if i+touchAhead < len(keys) {
+			ix.sink += ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
+		}
 		sh := ix.shard(k)
 		sh.begin()
 		s := sh.t.ref(k, false)
@@ -347,7 +355,10 @@ func (ix *Index) add(slot int, t Tier, keys []uint64) {
 
 func (ix *Index) del(slot int, t Tier, keys []uint64) {
 	bit := uint64(1) << slot
-	for _, k := range keys {
+	for i, k := range keys {
+		if i+touchAhead < len(keys) {
+			ix.sink += ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
+		}
 		sh := ix.shard(k)
 		sh.begin()
 		if s := sh.t.ref(k, false); s != nil {

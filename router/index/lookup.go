@@ -26,7 +26,11 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 		return dst
 	}
 	var depth, cpuOnly [MaxHolders]int32
+	var sink uint64
 	for i, k := range keys {
+		if i > 0 && i+touchAhead < len(keys) {
+			sink += ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
+		}
 		e := ix.shard(k).get(k)
 		held := (e.gpu | e.cpu) & active
 		for gone := active &^ held; gone != 0; gone &= gone - 1 {
@@ -43,6 +47,7 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 	for ; active != 0; active &= active - 1 {
 		depth[bits.TrailingZeros64(active)] = int32(len(keys))
 	}
+	_ = sink
 
 	// Best rank per replica (group), then one Match per replica in slot order.
 	var best [MaxHolders]int8
