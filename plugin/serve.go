@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
