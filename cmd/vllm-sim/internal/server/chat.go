@@ -56,13 +56,8 @@ func (s *Server) renderChat(body []byte, msgs []chatMessage, addGen *bool, conti
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	body, derr := decodeBody(r, &req)
-	if derr != nil {
-		writeError(w, derr)
-		return
-	}
-	if err := s.checkModel(req.Model); err != nil {
-		writeError(w, err)
+	body, ok := s.readRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	prompt, perr := s.renderChat(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
@@ -114,38 +109,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generation, includeUsage bool) {
-	st := newSSE(w)
-	d := &detok{tok: s.tok}
 	created := time.Now().Unix()
-	chunk := func(c chatChoice) chatResponse {
-		return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []chatChoice{c}}
+	resp := func(choices []chatChoice, u *usage) chatResponse {
+		return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: choices, Usage: u}
 	}
+	st := newSSE(w)
 	empty := ""
-	if st.send(chunk(chatChoice{Delta: &chatDelta{Role: "assistant", Content: &empty}})) != nil {
+	if st.send(resp([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}, nil)) != nil {
 		return
 	}
-	var res result
-	for t := range g.req.Out {
-		if t.FinishReason == "abort" {
-			return
-		}
-		res.ids = append(res.ids, t.ID)
-		res.cached = t.CachedTokens
-		text := d.next(t.ID)
-		c := chatChoice{Delta: &chatDelta{Content: &text}}
-		if t.Final {
-			reason := t.FinishReason
-			c.FinishReason = &reason
-		}
-		if st.send(chunk(c)) != nil {
-			return
-		}
-		if t.Final {
-			break
-		}
-	}
-	if includeUsage {
-		_ = st.send(chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []chatChoice{}, Usage: usageOf(g.prompt, res)})
-	}
-	st.done()
+	s.stream(st, g, includeUsage,
+		func(text string, finish *string) any {
+			return resp([]chatChoice{{Delta: &chatDelta{Content: &text}, FinishReason: finish}}, nil)
+		},
+		func(u *usage) any { return resp([]chatChoice{}, u) })
 }

@@ -43,12 +43,7 @@ func (s *Server) prompts(raw json.RawMessage, addSpecial bool) ([][]uint32, *api
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if _, err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := s.checkModel(req.Model); err != nil {
-		writeError(w, err)
+	if _, ok := s.readRequest(w, r, &req); !ok {
 		return
 	}
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
@@ -113,9 +108,22 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *generation, includeUsage bool) {
-	st := newSSE(w)
-	d := &detok{tok: s.tok}
 	created := time.Now().Unix()
+	resp := func(choices []completionChoice, u *usage) completionResponse {
+		return completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, Choices: choices, Usage: u}
+	}
+	s.stream(newSSE(w), g, includeUsage,
+		func(text string, finish *string) any {
+			return resp([]completionChoice{{Text: text, FinishReason: finish}}, nil)
+		},
+		func(u *usage) any { return resp([]completionChoice{}, u) })
+}
+
+// stream sends a generation's tokens as SSE chunks made by chunk, the finish
+// reason on the last one, then a usage chunk when asked, then [DONE]. It stops
+// quietly when the client goes away.
+func (s *Server) stream(st *sse, g *generation, includeUsage bool, chunk func(text string, finish *string) any, usageChunk func(*usage) any) {
+	d := &detok{tok: s.tok}
 	var res result
 	for t := range g.req.Out {
 		if t.FinishReason == "abort" {
@@ -123,12 +131,12 @@ func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *ge
 		}
 		res.ids = append(res.ids, t.ID)
 		res.cached = t.CachedTokens
-		choice := completionChoice{Text: d.next(t.ID)}
+		var finish *string
 		if t.Final {
 			reason := t.FinishReason
-			choice.FinishReason = &reason
+			finish = &reason
 		}
-		if st.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, Choices: []completionChoice{choice}}) != nil {
+		if st.send(chunk(d.next(t.ID), finish)) != nil {
 			return
 		}
 		if t.Final {
@@ -136,7 +144,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *ge
 		}
 	}
 	if includeUsage {
-		_ = st.send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, Choices: []completionChoice{}, Usage: usageOf(g.prompt, res)})
+		_ = st.send(usageChunk(usageOf(g.prompt, res)))
 	}
 	st.done()
 }

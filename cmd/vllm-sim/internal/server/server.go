@@ -197,6 +197,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // has no business buffering gigabytes.
 const maxBody = 64 << 20
 
+// modelRequest is a request body naming the model it is for.
+type modelRequest interface{ model() string }
+
+func (r *completionRequest) model() string { return r.Model }
+func (r *chatRequest) model() string       { return r.Model }
+func (r *tokenizeRequest) model() string   { return r.Model }
+func (r *detokenizeRequest) model() string { return r.Model }
+
+// readRequest decodes a JSON body into req and checks its model, answering
+// the client itself on failure. It returns the raw body and whether to go on.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, req modelRequest) ([]byte, bool) {
+	body, err := decodeBody(r, req)
+	if err == nil {
+		err = s.checkModel(req.model())
+	}
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	return body, true
+}
+
 func decodeBody(r *http.Request, v any) ([]byte, *apiError) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBody))
 	if err != nil {

@@ -7,13 +7,8 @@ import "net/http"
 // tokens not added by default).
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	var req tokenizeRequest
-	body, derr := decodeBody(r, &req)
-	if derr != nil {
-		writeError(w, derr)
-		return
-	}
-	if err := s.checkModel(req.Model); err != nil {
-		writeError(w, err)
+	body, ok := s.readRequest(w, r, &req)
+	if !ok {
 		return
 	}
 	var ids []uint32
@@ -53,12 +48,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	var req detokenizeRequest
-	if _, err := decodeBody(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := s.checkModel(req.Model); err != nil {
-		writeError(w, err)
+	if _, ok := s.readRequest(w, r, &req); !ok {
 		return
 	}
 	text, err := s.tok.Decode(req.Tokens, false)
