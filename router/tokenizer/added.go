@@ -14,15 +14,30 @@ type addedToken struct {
 }
 
 // addedMatcher finds added tokens in text, leftmost-longest, as the Rust
-// crate's Aho-Corasick matcher does. It is a byte trie.
+// crate's Aho-Corasick matcher does. It is a byte trie: the root's children
+// in a table, the others in short lists (most nodes have one child).
 type addedMatcher struct {
 	nodes []trieNode
-	first [256]bool
+	root  [256]int32 // child of the root per first byte; 0 if none
 }
 
 type trieNode struct {
-	next  map[byte]int32
+	keys  []byte
+	next  []int32
 	token int32 // index into tokens, -1 if none ends here
+}
+
+func (m *addedMatcher) child(n int32, c byte) int32 {
+	if n == 0 {
+		return m.root[c]
+	}
+	nd := &m.nodes[n]
+	for k, key := range nd.keys {
+		if key == c {
+			return nd.next[k]
+		}
+	}
+	return 0
 }
 
 func newAddedMatcher(patterns []string) *addedMatcher {
@@ -31,18 +46,19 @@ func newAddedMatcher(patterns []string) *addedMatcher {
 		if p == "" {
 			continue
 		}
-		m.first[p[0]] = true
 		n := int32(0)
 		for j := 0; j < len(p); j++ {
 			c := p[j]
-			nx, ok := m.nodes[n].next[c]
-			if !ok {
-				if m.nodes[n].next == nil {
-					m.nodes[n].next = make(map[byte]int32)
-				}
+			nx := m.child(n, c)
+			if nx == 0 {
 				nx = int32(len(m.nodes))
 				m.nodes = append(m.nodes, trieNode{token: -1})
-				m.nodes[n].next[c] = nx
+				if n == 0 {
+					m.root[c] = nx
+				} else {
+					m.nodes[n].keys = append(m.nodes[n].keys, c)
+					m.nodes[n].next = append(m.nodes[n].next, nx)
+				}
 			}
 			n = nx
 		}
@@ -59,11 +75,10 @@ func (m *addedMatcher) longestAt(s string, i int) (int, int) {
 	best, bestLen := -1, 0
 	n := int32(0)
 	for j := i; j < len(s); j++ {
-		nx, ok := m.nodes[n].next[s[j]]
-		if !ok {
+		n = m.child(n, s[j])
+		if n == 0 {
 			break
 		}
-		n = nx
 		if t := m.nodes[n].token; t >= 0 {
 			best, bestLen = int(t), j+1-i
 		}
@@ -85,7 +100,7 @@ func (m *addedMatcher) split(dst []segment, s string, tokens []addedToken, idx [
 	}
 	textStart := 0 // start of the pending text segment
 	for i := 0; i < len(s); {
-		if !m.first[s[i]] {
+		if m.root[s[i]] == 0 {
 			i++
 			continue
 		}

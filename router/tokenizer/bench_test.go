@@ -4,8 +4,44 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// cpuTime is the process's user+system CPU time. Benchmarks report it per
+// op next to wall time, because the build machine is shared and wall time
+// there mostly measures the neighbours; golden/bench.js reports the same
+// figure for the Rust tokenizers.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// threadCPU is the calling thread's CPU time (Linux RUSAGE_THREAD); the
+// caller locks its OS thread.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loopCPU runs f in a b.Loop and reports CPU ns per op.
+func loopCPU(b *testing.B, f func()) {
+	start := cpuTime()
+	n := 0
+	for b.Loop() {
+		f()
+		n++
+	}
+	b.ReportMetric(float64(cpuTime()-start)/float64(n), "cpu-ns/op")
+}
 
 // benchText returns the first size bytes of the benchmark text (golden/
 // bench.js encodes the same bytes with the Rust tokenizers).
@@ -32,9 +68,15 @@ func BenchmarkEncode(b *testing.B) {
 			n := len(tok.Encode(text, false))
 			b.Run(fmt.Sprintf("%s/%dKiB-%dtokens", model, size>>10, n), func(b *testing.B) {
 				b.SetBytes(int64(size))
-				for b.Loop() {
+				loopCPU(b, func() { tok.Encode(text, false) })
+			})
+			// Cold: the word cache emptied before every encode.
+			b.Run(fmt.Sprintf("%s/%dKiB-%dtokens-cold", model, size>>10, n), func(b *testing.B) {
+				b.SetBytes(int64(size))
+				loopCPU(b, func() {
+					tok.model.cache.init()
 					tok.Encode(text, false)
-				}
+				})
 			})
 		}
 	}
@@ -55,19 +97,33 @@ func BenchmarkTurn20(b *testing.B) {
 		turns := chatTurns(f[0], f[1], f[2], f[3], f[4], 20, chunks)
 		t19, t20 := turns[18], turns[19]
 		n := len(tok.Encode(t20, false))
+		// Both report the encoding thread's CPU time per op (thread-cpu-ns/op),
+		// which a busy machine disturbs far less than wall time.
 		b.Run(fmt.Sprintf("%s/fresh-%dtokens", model, n), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var cpu time.Duration
 			for b.Loop() {
+				t0 := threadCPU()
 				tok.Encode(t20, false)
+				cpu += threadCPU() - t0
 			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "thread-cpu-ns/op")
 		})
 		b.Run(fmt.Sprintf("%s/cached-%dtokens", model, n), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				c := NewPrefixCache(tok, 8)
 				c.Encode(t19, false)
 				b.StartTimer()
+				t0 := threadCPU()
 				c.Encode(t20, false)
+				cpu += threadCPU() - t0
 			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "thread-cpu-ns/op")
 		})
 	}
 }

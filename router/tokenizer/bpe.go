@@ -216,7 +216,7 @@ func mergeAll(syms []symbol, merges map[uint64]merge) []symbol {
 	q := make(mergeQueue, 0, len(syms))
 	for i := 0; i+1 < len(syms); i++ {
 		if m, ok := merges[pairKey(syms[i].id, syms[i+1].id)]; ok {
-			q = append(q, queued{pos: int32(i), rank: m.rank, newID: m.newID})
+			q = append(q, queued{pos: int32(i), rank: m.rank, newID: m.newID, left: syms[i].id, right: syms[i+1].id})
 		}
 	}
 	q.init()
@@ -227,7 +227,9 @@ func mergeAll(syms []symbol, merges map[uint64]merge) []symbol {
 			continue
 		}
 		right := syms[cur.next]
-		if m, ok := merges[pairKey(cur.id, right.id)]; !ok || m.newID != top.newID {
+		// A queued pair is stale once either side has merged; symbols only
+		// grow, so unchanged ids mean the pair (and its merge) still holds.
+		if cur.id != top.left || right.id != top.right {
 			continue
 		}
 		cur.id = top.newID
@@ -239,12 +241,12 @@ func mergeAll(syms []symbol, merges map[uint64]merge) []symbol {
 		}
 		if cur.prev >= 0 {
 			if m, ok := merges[pairKey(syms[cur.prev].id, cur.id)]; ok {
-				q.push(queued{pos: cur.prev, rank: m.rank, newID: m.newID})
+				q.push(queued{pos: cur.prev, rank: m.rank, newID: m.newID, left: syms[cur.prev].id, right: cur.id})
 			}
 		}
 		if cur.next >= 0 {
 			if m, ok := merges[pairKey(cur.id, syms[cur.next].id)]; ok {
-				q.push(queued{pos: top.pos, rank: m.rank, newID: m.newID})
+				q.push(queued{pos: top.pos, rank: m.rank, newID: m.newID, left: cur.id, right: syms[cur.next].id})
 			}
 		}
 	}
@@ -252,9 +254,10 @@ func mergeAll(syms []symbol, merges map[uint64]merge) []symbol {
 }
 
 type queued struct {
-	pos   int32
-	rank  uint32
-	newID uint32
+	pos         int32
+	rank        uint32
+	newID       uint32
+	left, right uint32 // the pair's ids when queued
 }
 
 // mergeQueue is a binary min-heap on (rank, pos), written out rather than

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/dlclark/regexp2"
@@ -126,9 +127,13 @@ type splitter struct {
 	invert   bool
 }
 
+var spanPool = sync.Pool{New: func() any { s := make([]span, 0, 64); return &s }}
+
 func (sp splitter) split(dst []piece, p piece) []piece {
-	var buf [64]span
-	spans := sp.m.spans(buf[:0], p.s)
+	bp := spanPool.Get().(*[]span)
+	defer spanPool.Put(bp)
+	spans := sp.m.spans((*bp)[:0], p.s)
+	*bp = spans[:0]
 	if sp.invert {
 		for i := range spans {
 			spans[i].match = !spans[i].match
@@ -268,8 +273,11 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, bool, error) {
 				seq = append(seq, pt)
 			}
 		}
-		if len(seq) == 0 {
+		switch len(seq) {
+		case 0:
 			return nil, byteLevel, nil
+		case 1:
+			return seq[0], byteLevel, nil
 		}
 		return seq, byteLevel, nil
 	case "Split":

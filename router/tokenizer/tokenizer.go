@@ -154,6 +154,7 @@ func (t *Tokenizer) appendEncoded(ids []uint32, text string) []uint32 {
 func (t *Tokenizer) appendEncodedFrom(ids []uint32, text string, base int, cut func(off, n int)) []uint32 {
 	start := len(ids)
 	var segBuf [16]segment
+	var pieces []piece // reused for every segment
 	for _, seg := range t.rawAdded.split(segBuf[:0], text, t.added, t.rawIdx) {
 		if seg.tok >= 0 {
 			if cut != nil {
@@ -180,8 +181,8 @@ func (t *Tokenizer) appendEncodedFrom(ids []uint32, text string, base int, cut f
 				ids = t.model.encodeWord(ids, p.s)
 				continue
 			}
-			var pbuf [32]piece
-			for _, w := range t.pre.split(pbuf[:0], p) {
+			pieces = t.pre.split(pieces[:0], p)
+			for _, w := range pieces {
 				ids = t.model.encodeWord(ids, w.s)
 			}
 		}
