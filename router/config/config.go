@@ -1,0 +1,164 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// Config is the router's whole configuration after every source is applied.
+type Config struct {
+	// Listen is the OpenAI API address (host:port; port 0 picks one).
+	Listen string
+	// IngestListen is the separate listener for drivers' KV updates.
+	IngestListen string
+	// AdvertiseAddress is the address registered in Consul (default: the
+	// host of Listen, or 127.0.0.1 when that is unspecified).
+	AdvertiseAddress string
+	// KVToken is the shared secret drivers present; empty disables ingest.
+	KVToken string
+	// MaxBodyBytes caps a client request body.
+	MaxBodyBytes int64
+	// Attempts bounds how many replicas one request may try before its
+	// first byte reaches the client (1: no retries).
+	Attempts int
+	// UpstreamTimeout bounds the wait for a replica's response headers.
+	UpstreamTimeout time.Duration
+	// DriverExpiry drops the KV state of a driver silent for this long.
+	DriverExpiry time.Duration
+	// ScrapeInterval is how often each replica's /metrics is read.
+	ScrapeInterval time.Duration
+	LogLevel       string
+
+	Consul    Consul
+	Models    map[string]Model
+	Replicas  []StaticReplica
+	Scheduler scheduler.Config
+}
+
+// Consul says where the agent is and what to watch and register.
+type Consul struct {
+	// Address of the agent's HTTP API; empty: run on the static replicas only.
+	Address string
+	// Services are the Consul service names whose instances tagged "llmgw"
+	// are model replicas.
+	Services []string
+	// Register makes the router register itself as llmgw-router.
+	Register bool
+	// ServiceID of the registration (default llmgw-router-<host:port>).
+	ServiceID string
+}
+
+// Model holds per-model settings.
+type Model struct {
+	// TokenizerDir holds tokenizer.json (and the chat template); empty: the
+	// simulator's tokenizer when Sim is set, otherwise approx routing on text.
+	TokenizerDir string
+	// Sim says the model's replicas are vllm-sim without a tokenizer
+	// directory, so the router tokenizes with internal/simtokenizer.
+	Sim bool
+}
+
+// StaticReplica is a replica named in the config, for runs without Consul.
+type StaticReplica struct {
+	ID        string
+	Model     string
+	Address   string // host:port of the replica's HTTP API
+	BlockSize int
+	KVEvents  bool
+}
+
+// Default returns the configuration used for anything no source sets.
+func Default() Config {
+	return Config{
+		Listen:          "127.0.0.1:8080",
+		IngestListen:    "127.0.0.1:8081",
+		MaxBodyBytes:    8 << 20,
+		Attempts:        3,
+		UpstreamTimeout: 5 * time.Minute,
+		DriverExpiry:    30 * time.Second,
+		ScrapeInterval:  time.Second,
+		LogLevel:        "info",
+		Models:          map[string]Model{},
+		Scheduler:       scheduler.DefaultConfig(),
+	}
+}
+
+// Validate checks what the decoders cannot: addresses, ranges, duplicates.
+func (c *Config) Validate() error {
+	var errs []error
+	checkAddr := func(name, v string) {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want host:port: %w", name, v, err))
+		}
+	}
+	checkAddr("listen", c.Listen)
+	checkAddr("ingest_listen", c.IngestListen)
+	if c.MaxBodyBytes <= 0 {
+		errs = append(errs, fmt.Errorf("max_body_bytes %d: must be positive", c.MaxBodyBytes))
+	}
+	if c.Attempts < 1 || c.Attempts > 16 {
+		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))
+	}
+	for name, d := range map[string]time.Duration{"upstream_timeout": c.UpstreamTimeout, "driver_expiry": c.DriverExpiry, "scrape_interval": c.ScrapeInterval} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s %s: must be positive", name, d))
+		}
+	}
+	switch c.LogLevel {
+	case "trace", "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log_level %q: want trace, debug, info, warn or error", c.LogLevel))
+	}
+	if c.Consul.Address != "" {
+		checkAddr("consul address", c.Consul.Address)
+		if len(c.Consul.Services) == 0 && len(c.Replicas) == 0 {
+			errs = append(errs, errors.New("consul: services is empty, so no replica would ever be found"))
+		}
+	}
+	if c.Consul.Register && c.Consul.Address == "" {
+		errs = append(errs, errors.New("consul: register needs an address"))
+	}
+	seen := map[string]bool{}
+	for i, r := range c.Replicas {
+		where := fmt.Sprintf("replica %q", r.ID)
+		switch {
+		case r.ID == "":
+			errs = append(errs, fmt.Errorf("replica #%d: id is empty", i))
+		case seen[r.ID]:
+			errs = append(errs, fmt.Errorf("%s: declared twice", where))
+		}
+		seen[r.ID] = true
+		if r.Model == "" {
+			errs = append(errs, fmt.Errorf("%s: model is empty", where))
+		}
+		checkAddr(where+" address", r.Address)
+		if r.BlockSize <= 0 || r.BlockSize > 4096 {
+			errs = append(errs, fmt.Errorf("%s: block_size %d: want 1..4096", where, r.BlockSize))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ModelNames lists the configured models, sorted.
+func (c *Config) ModelNames() []string {
+	out := make([]string, 0, len(c.Models))
+	for m := range c.Models {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func parseBool(name, v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q: want true or false", name, v)
+	}
+	return b, nil
+}

@@ -1,0 +1,210 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// fileConfig mirrors the HCL file. Optional attributes are pointers so an
+// absent one keeps the default.
+type fileConfig struct {
+	Listen           *string `hcl:"listen,optional"`
+	IngestListen     *string `hcl:"ingest_listen,optional"`
+	AdvertiseAddress *string `hcl:"advertise_address,optional"`
+	KVToken          *string `hcl:"kv_token,optional"`
+	MaxBodyBytes     *int64  `hcl:"max_body_bytes,optional"`
+	Attempts         *int    `hcl:"attempts,optional"`
+	UpstreamTimeout  *string `hcl:"upstream_timeout,optional"`
+	DriverExpiry     *string `hcl:"driver_expiry,optional"`
+	ScrapeInterval   *string `hcl:"scrape_interval,optional"`
+	LogLevel         *string `hcl:"log_level,optional"`
+
+	Consul    *fileConsul    `hcl:"consul,block"`
+	Models    []fileModel    `hcl:"model,block"`
+	Replicas  []fileReplica  `hcl:"replica,block"`
+	Scheduler *fileScheduler `hcl:"scheduler,block"`
+}
+
+type fileConsul struct {
+	Address   *string  `hcl:"address,optional"`
+	Services  []string `hcl:"services,optional"`
+	Register  *bool    `hcl:"register,optional"`
+	ServiceID *string  `hcl:"service_id,optional"`
+}
+
+type fileModel struct {
+	Name         string `hcl:"name,label"`
+	TokenizerDir string `hcl:"tokenizer_dir,optional"`
+	Sim          bool   `hcl:"sim,optional"`
+}
+
+type fileReplica struct {
+	ID        string `hcl:"id,label"`
+	Model     string `hcl:"model"`
+	Address   string `hcl:"address"`
+	BlockSize *int   `hcl:"block_size,optional"`
+	KVEvents  bool   `hcl:"kv_events,optional"`
+}
+
+type fileScheduler struct {
+	Filters []filePlugin `hcl:"filter,block"`
+	Scorers []filePlugin `hcl:"scorer,block"`
+	Picker  *filePlugin  `hcl:"picker,block"`
+}
+
+type filePlugin struct {
+	Type   string    `hcl:"type,label"`
+	Name   string    `hcl:"name,optional"`
+	Weight float64   `hcl:"weight,optional"`
+	Params cty.Value `hcl:"params,optional"`
+}
+
+// LoadFile applies the HCL file at path over c.
+func (c *Config) LoadFile(path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	return c.ParseHCL(src, path)
+}
+
+// ParseHCL applies HCL source (named filename in errors) over c.
+func (c *Config) ParseHCL(src []byte, filename string) error {
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		return fmt.Errorf("parse config: %w", diags)
+	}
+	var fc fileConfig // gohcl rejects unknown attributes and blocks
+	if diags := gohcl.DecodeBody(f.Body, nil, &fc); diags.HasErrors() {
+		return fmt.Errorf("decode config: %w", diags)
+	}
+	return c.applyFile(&fc)
+}
+
+func (c *Config) applyFile(fc *fileConfig) error {
+	setStr(&c.Listen, fc.Listen)
+	setStr(&c.IngestListen, fc.IngestListen)
+	setStr(&c.AdvertiseAddress, fc.AdvertiseAddress)
+	setStr(&c.KVToken, fc.KVToken)
+	setStr(&c.LogLevel, fc.LogLevel)
+	if fc.MaxBodyBytes != nil {
+		c.MaxBodyBytes = *fc.MaxBodyBytes
+	}
+	if fc.Attempts != nil {
+		c.Attempts = *fc.Attempts
+	}
+	for _, d := range []struct {
+		name string
+		src  *string
+		dst  *time.Duration
+	}{
+		{"upstream_timeout", fc.UpstreamTimeout, &c.UpstreamTimeout},
+		{"driver_expiry", fc.DriverExpiry, &c.DriverExpiry},
+		{"scrape_interval", fc.ScrapeInterval, &c.ScrapeInterval},
+	} {
+		if d.src == nil {
+			continue
+		}
+		v, err := time.ParseDuration(*d.src)
+		if err != nil {
+			return fmt.Errorf("config %s: %w", d.name, err)
+		}
+		*d.dst = v
+	}
+	if fc.Consul != nil {
+		setStr(&c.Consul.Address, fc.Consul.Address)
+		setStr(&c.Consul.ServiceID, fc.Consul.ServiceID)
+		if fc.Consul.Services != nil {
+			c.Consul.Services = fc.Consul.Services
+		}
+		if fc.Consul.Register != nil {
+			c.Consul.Register = *fc.Consul.Register
+		}
+	}
+	for _, m := range fc.Models {
+		if _, dup := c.Models[m.Name]; dup {
+			return fmt.Errorf("config: model %q declared twice", m.Name)
+		}
+		c.Models[m.Name] = Model{TokenizerDir: m.TokenizerDir, Sim: m.Sim}
+	}
+	for _, r := range fc.Replicas {
+		sr := StaticReplica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: 16, KVEvents: r.KVEvents}
+		if r.BlockSize != nil {
+			sr.BlockSize = *r.BlockSize
+		}
+		c.Replicas = append(c.Replicas, sr)
+	}
+	if fc.Scheduler != nil {
+		sc, err := fc.Scheduler.toConfig()
+		if err != nil {
+			return err
+		}
+		c.Scheduler = sc
+	}
+	return nil
+}
+
+func (fs *fileScheduler) toConfig() (scheduler.Config, error) {
+	var out scheduler.Config
+	for _, p := range fs.Filters {
+		s, err := p.spec("filter")
+		if err != nil {
+			return out, err
+		}
+		out.Filters = append(out.Filters, s)
+	}
+	for _, p := range fs.Scorers {
+		s, err := p.spec("scorer")
+		if err != nil {
+			return out, err
+		}
+		out.Scorers = append(out.Scorers, s)
+	}
+	if fs.Picker == nil {
+		return out, fmt.Errorf("config scheduler: a picker block is required")
+	}
+	s, err := fs.Picker.spec("picker")
+	if err != nil {
+		return out, err
+	}
+	out.Picker = s
+	return out, nil
+}
+
+// spec turns an HCL plugin block into the scheduler's Spec; params become
+// JSON so the scheduler decodes them strictly, as it does for any source.
+func (p filePlugin) spec(role string) (scheduler.Spec, error) {
+	s := scheduler.Spec{Type: p.Type, Name: p.Name, Weight: p.Weight}
+	if role != "scorer" && p.Weight != 0 {
+		return s, fmt.Errorf("config scheduler: %s %q: weight applies to scorers only", role, p.Type)
+	}
+	if p.Params.IsNull() || !p.Params.IsKnown() {
+		return s, nil
+	}
+	ty := p.Params.Type()
+	if !ty.IsObjectType() && !ty.IsMapType() {
+		return s, fmt.Errorf("config scheduler: %s %q: params must be an object, got %s", role, p.Type, ty.FriendlyName())
+	}
+	raw, err := ctyjson.SimpleJSONValue{Value: p.Params}.MarshalJSON()
+	if err != nil {
+		return s, fmt.Errorf("config scheduler: %s %q params: %w", role, p.Type, err)
+	}
+	s.Params = json.RawMessage(raw)
+	return s, nil
+}
+
+func setStr(dst *string, src *string) {
+	if src != nil {
+		*dst = *src
+	}
+}
