@@ -34,4 +34,9 @@
 // runs blocking queries (WaitIndex, unchanged results skipped, capped backoff
 // on errors, the last known set kept while Consul is unreachable). A change is
 // a wake-up on a channel of capacity 1; the consumer then reads the whole set.
+//
+// Routers find replicas either in named services (WatchReplicas) or in every
+// service tagged llmgw, whatever it is called (WatchAllReplicas: a blocking
+// query on the catalog's service list plus one watcher per tagged service,
+// merged before conversion). Drivers find routers with WatchRouters.
 package consul

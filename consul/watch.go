@@ -24,6 +24,10 @@ type WatchOptions struct {
 	// MinBackoff and MaxBackoff bound the retry delay after errors
 	// (defaults 100 ms and 10 s); the delay doubles per consecutive error.
 	MinBackoff, MaxBackoff time.Duration
+
+	// notify, when set, also receives a wake-up on every change (the
+	// tag-wide watcher merges its per-service watchers through it).
+	notify chan struct{}
 }
 
 func (o *WatchOptions) defaults() {
@@ -215,8 +219,17 @@ func (w *Watcher[T]) update(instances []Instance, index uint64) {
 		return
 	}
 	w.opts.Logger.Debug("consul set changed", "instances", len(set), "index", index)
+	wake(w.changed)
+	if w.opts.notify != nil {
+		wake(w.opts.notify)
+	}
+}
+
+// wake does a non-blocking send on a capacity-1 channel: a pending wake-up
+// already says "changed".
+func wake(ch chan struct{}) {
 	select {
-	case w.changed <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
