@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -249,5 +250,42 @@ func TestSessionAffinity(t *testing.T) {
 	moved := e.route(t, &Request{Model: "m", SessionID: "s1"}, rest).Chosen.Candidate.ID
 	if got := e.route(t, &Request{Model: "m", SessionID: "s1"}, cands).Chosen.Candidate.ID; got != moved {
 		t.Errorf("after moving, session went to %s; want %s", got, moved)
+	}
+}
+
+// TestConcurrentScheduling runs decisions and routing reports from many
+// goroutines at once, as the router's handlers do (run with -race).
+func TestConcurrentScheduling(t *testing.T) {
+	r := NewRegistry()
+	if err := RegisterBuiltins(r); err != nil {
+		t.Fatal(err)
+	}
+	idx := index.NewModels(index.Options{})
+	s, err := r.Build(DefaultConfig(), Deps{Index: idx, Rand: rand.NewPCG(1, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := []Candidate{cand("a", ModeExact), cand("b", ModeApprox), cand("c", ModeExact)}
+	done := make(chan error)
+	for g := 0; g < 8; g++ {
+		go func() {
+			var err error
+			for i := 0; i < 200 && err == nil; i++ {
+				req := &Request{Model: "m", Keys: keys(uint64(i%7), uint64(i%7+20)), SessionID: fmt.Sprint("s", i%5)}
+				var d Decision
+				if d, err = s.Schedule(context.Background(), req, cands); err == nil {
+					s.Routed(req, &d.Chosen.Candidate)
+				}
+				if i%50 == 0 {
+					err = errors.Join(err, idx.For("m").Update("a", []index.Change{{Tier: index.GPU, Add: keys(0, 30)}}))
+				}
+			}
+			done <- err
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }
