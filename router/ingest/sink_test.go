@@ -1,0 +1,170 @@
+package ingest
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/router/index"
+)
+
+func group(rank int, tier kvwire.Tier, add []uint64, del ...uint64) kvwire.Group {
+	return kvwire.Group{Rank: rank, Tier: tier, Add: add, Del: del}
+}
+
+// holders returns, per replica, how many leading keys of keys it holds.
+func holders(ms *index.Models, model string, keys ...uint64) map[string]int {
+	out := map[string]int{}
+	for _, m := range ms.Lookup(model, keys, nil) {
+		out[m.Replica] = m.Blocks
+	}
+	return out
+}
+
+func TestSinkApply(t *testing.T) {
+	known := map[string]string{"a/1": "m", "b/1": "m"}
+	ms := index.NewModels(index.Options{})
+	s := NewSink(ms, func(id string) (string, bool) { m, ok := known[id]; return m, ok }, nil)
+	steps := []struct {
+		name   string
+		u      kvwire.Update
+		want   map[string]int // holders of keys 1,2,3
+		synced []bool         // a/1, b/1
+	}{
+		{
+			name: "snapshot",
+			u: kvwire.Update{Driver: "d1", Epoch: 7, Snapshot: true, Replicas: []kvwire.Replica{
+				{ID: "a/1", BlockSize: 16, Groups: []kvwire.Group{group(0, kvwire.TierGPU, []uint64{1, 2})}},
+				{ID: "b/1", Groups: []kvwire.Group{group(0, kvwire.TierCPU, []uint64{1})}},
+			}},
+			want:   map[string]int{"a/1": 2, "b/1": 1},
+			synced: []bool{true, true},
+		},
+		{
+			name: "delta adds and deletes",
+			u: kvwire.Update{Driver: "d1", Epoch: 7, Seq: 1, Replicas: []kvwire.Replica{
+				{ID: "a/1", Groups: []kvwire.Group{group(0, kvwire.TierGPU, []uint64{3}, 2)}},
+			}},
+			want:   map[string]int{"a/1": 1, "b/1": 1},
+			synced: []bool{true, true},
+		},
+		{
+			name: "reset",
+			u: kvwire.Update{Driver: "d1", Epoch: 7, Seq: 2, Replicas: []kvwire.Replica{
+				{ID: "b/1", Reset: true, Groups: []kvwire.Group{group(1, kvwire.TierGPU, []uint64{1, 2, 3})}},
+			}},
+			want:   map[string]int{"a/1": 1, "b/1": 3},
+			synced: []bool{true, true},
+		},
+		{
+			name: "snapshot without a replica drops it",
+			u: kvwire.Update{Driver: "d1", Epoch: 8, Snapshot: true, Replicas: []kvwire.Replica{
+				{ID: "b/1", Groups: []kvwire.Group{group(0, kvwire.TierGPU, []uint64{1})}},
+			}},
+			want:   map[string]int{"b/1": 1},
+			synced: []bool{false, true},
+		},
+		{
+			name:   "expiry empties the driver",
+			u:      kvwire.Update{Driver: "d1", Snapshot: true},
+			want:   map[string]int{},
+			synced: []bool{false, false},
+		},
+	}
+	for _, st := range steps {
+		s.ApplyUpdate(&st.u)
+		if d := cmp.Diff(st.want, holders(ms, "m", 1, 2, 3)); d != "" {
+			t.Errorf("%s: holders (-want +got):\n%s", st.name, d)
+		}
+		got := []bool{s.Synced("a/1"), s.Synced("b/1")}
+		if d := cmp.Diff(st.synced, got); d != "" {
+			t.Errorf("%s: synced (-want +got):\n%s", st.name, d)
+		}
+	}
+	if st := s.Stats(); st.Updates != 5 || st.Snapshots != 3 || st.Errors != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestSinkUnknownReplicaAndDrop(t *testing.T) {
+	known := map[string]string{}
+	ms := index.NewModels(index.Options{})
+	s := NewSink(ms, func(id string) (string, bool) { m, ok := known[id]; return m, ok }, nil)
+	snap := kvwire.Update{Driver: "d1", Epoch: 1, Snapshot: true, Replicas: []kvwire.Replica{
+		{ID: "a/1", Groups: []kvwire.Group{group(0, kvwire.TierGPU, []uint64{1})}},
+	}}
+	s.ApplyUpdate(&snap)
+	if s.Synced("a/1") || s.Stats().Unknown != 1 {
+		t.Fatalf("unknown replica applied: synced %v stats %+v", s.Synced("a/1"), s.Stats())
+	}
+	known["a/1"] = "m"
+	if got := s.Joined("a/1"); !cmp.Equal(got, []string{"d1"}) {
+		t.Errorf("Joined = %v; want [d1]", got)
+	}
+	if got := s.Joined("a/1"); len(got) != 0 {
+		t.Errorf("second Joined = %v; want none", got)
+	}
+	snap.Epoch = 2
+	s.ApplyUpdate(&snap)
+	if d := cmp.Diff(map[string]int{"a/1": 1}, holders(ms, "m", 1)); d != "" {
+		t.Errorf("after snapshot (-want +got):\n%s", d)
+	}
+	s.Drop("a/1")
+	if got := holders(ms, "m", 1); len(got) != 0 || s.Synced("a/1") {
+		t.Errorf("after Drop: holders %v, synced %v", got, s.Synced("a/1"))
+	}
+}
+
+func TestSinkBadTier(t *testing.T) {
+	ms := index.NewModels(index.Options{})
+	s := NewSink(ms, func(string) (string, bool) { return "m", true }, nil)
+	s.ApplyUpdate(&kvwire.Update{Driver: "d", Epoch: 1, Snapshot: true, Replicas: []kvwire.Replica{
+		{ID: "a/1", Groups: []kvwire.Group{group(0, kvwire.Tier(9), []uint64{1})}},
+	}})
+	if s.Stats().Errors != 1 {
+		t.Errorf("stats %+v; want one error", s.Stats())
+	}
+}
+
+// TestThroughReceiver drives the Sink through a real kvwire.Receiver over
+// HTTP: a gap asks for a snapshot; the snapshot restores the index.
+func TestThroughReceiver(t *testing.T) {
+	ms := index.NewModels(index.Options{})
+	s := NewSink(ms, func(string) (string, bool) { return "m", true }, nil)
+	rcv, err := kvwire.NewReceiver("tok", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	post := func(u *kvwire.Update) int {
+		t.Helper()
+		u.Version = kvwire.Version
+		b, err := kvwire.Encode(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+kvwire.Path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	rep := []kvwire.Replica{{ID: "a/1", Groups: []kvwire.Group{group(0, kvwire.TierGPU, []uint64{5, 6})}}}
+	if c := post(&kvwire.Update{Driver: "d", Epoch: 3, Seq: 4, Replicas: rep}); c != http.StatusConflict {
+		t.Errorf("delta without session: %d; want 409", c)
+	}
+	if c := post(&kvwire.Update{Driver: "d", Epoch: 3, Seq: 4, Snapshot: true, Replicas: rep}); c != http.StatusNoContent {
+		t.Errorf("snapshot: %d; want 204", c)
+	}
+	if d := cmp.Diff(map[string]int{"a/1": 2}, holders(ms, "m", 5, 6)); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+}
