@@ -98,4 +98,3 @@ func (ix *Index) quiesce() {
 	clear(ix.retired)
 	ix.retired = ix.retired[:0]
 }
-
