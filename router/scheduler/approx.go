@@ -16,7 +16,7 @@ type ApproxParams struct {
 }
 
 func defaultApproxParams() ApproxParams {
-	return ApproxParams{TTL: Duration(120 * time.Second), MaxEntries: 1 << 21}
+	return ApproxParams{TTL: Duration(120 * time.Second), MaxEntries: 1 << 20}
 }
 
 func (p *ApproxParams) validate() error {

@@ -29,7 +29,7 @@ type PrefixParams struct {
 }
 
 func defaultPrefixParams() PrefixParams {
-	return PrefixParams{CPUWeight: 0.75, SpeculativeTTL: Duration(2 * time.Second), SpeculativeMaxEntries: 1 << 20}
+	return PrefixParams{CPUWeight: 0.75, SpeculativeTTL: Duration(2 * time.Second), SpeculativeMaxEntries: 1 << 18}
 }
 
 func (p *PrefixParams) validate() error {
