@@ -251,3 +251,35 @@ func TestCPUOffloadEvents(t *testing.T) {
 		t.Errorf("CPU stores %v; want the GPU stores %v offloaded", cpu, gpu)
 	}
 }
+
+func TestLoRAKeysAndEvents(t *testing.T) {
+	s := newSub(t)
+	p := startSim(t, nil, "--kv-events-config", s.flag(""), "--block-size", "4", "--enable-lora", "--lora-modules", "sql=/adapters/sql")
+	prompt := words(0, 12)
+	complete(t, p, prompt, 2)
+	var c completion
+	if st := post(t, p.url+"/v1/completions", map[string]any{"model": "sql", "prompt": prompt, "max_tokens": 2}, &c); st != 200 {
+		t.Fatalf("LoRA completion: status %d", st)
+	}
+	// The adapter changes every block hash: the base model's blocks are no hit.
+	if c.Usage.PromptTokensDetails.CachedTokens != 0 {
+		t.Errorf("the LoRA request hit %d of the base model's tokens; want 0", c.Usage.PromptTokensDetails.CachedTokens)
+	}
+	batches := s.collect(t, func(b []batch) bool { return len(b) > 0 && equalState(t, p, b) })
+	var base, lora []uint64
+	for _, b := range batches {
+		for _, e := range b.Events {
+			if e.Type != "BlockStored" {
+				continue
+			}
+			if bytes.Contains(b.Raw, []byte("\xa3sql")) {
+				lora = append(lora, e.Hashes...)
+			} else {
+				base = append(base, e.Hashes...)
+			}
+		}
+	}
+	if len(base) == 0 || len(lora) != len(base) || slices.Equal(base, lora) {
+		t.Errorf("base stores %v, LoRA stores %v; want as many blocks under different hashes", base, lora)
+	}
+}

@@ -30,6 +30,9 @@ type Config struct {
 	KVEvents            KVEvents
 	Tokenizer           string
 	Seed                int64
+	EnablePrefixCaching bool
+	EnableLoRA          bool
+	LoRAModules         []LoRAModule
 
 	Latency          engine.Latency
 	EventFormat      string // "array" or "map"
@@ -54,6 +57,7 @@ func Defaults() Config {
 		TensorParallelSize:  1,
 		DataParallelSize:    1,
 		DataParallelRank:    -1,
+		EnablePrefixCaching: true,
 		Latency:             engine.DefaultLatency(),
 		EventFormat:         "array",
 		EventSchema:         12,
@@ -101,6 +105,7 @@ func (c Config) Validate() error {
 		{c.EventFormat == "array" || c.EventFormat == "map", fmt.Sprintf("--sim-event-format %q is not array or map", c.EventFormat)},
 		{c.ReplayFormat == "new" || c.ReplayFormat == "old", fmt.Sprintf("--sim-replay-format %q is not new or old", c.ReplayFormat)},
 		{c.CPUOffloadBlocks >= 0, fmt.Sprintf("--sim-cpu-offload-blocks must not be negative, got %d", c.CPUOffloadBlocks)},
+		{len(c.LoRAModules) == 0 || c.EnableLoRA, "--lora-modules needs --enable-lora"},
 		{c.Latency.LoadFactor >= 1, fmt.Sprintf("--sim-load-factor must be at least 1, got %v", c.Latency.LoadFactor)},
 		// vLLM refuses to start when one sequence of max-model-len cannot fit.
 		{c.NumGPUBlocks*c.BlockSize >= c.MaxModelLen, fmt.Sprintf("the KV cache (%d blocks of %d tokens) cannot hold one sequence of --max-model-len %d", c.NumGPUBlocks, c.BlockSize, c.MaxModelLen)},

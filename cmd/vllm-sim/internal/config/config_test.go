@@ -34,6 +34,10 @@ func TestParse(t *testing.T) {
 		{[]string{"serve", "m", "--gpu-memory-utilization", "0.9", "--enable-chunked-prefill", "--trust-remote-code", "--port", "1"}, func(c Config) bool {
 			return c.Port == 1 && slices.Equal(c.Unknown, []string{"--gpu-memory-utilization 0.9", "--enable-chunked-prefill", "--trust-remote-code"})
 		}, "unknown flags kept, with values"},
+		{[]string{"serve", "m", "--enable-lora", "--lora-modules", "sql=/a", `{"name":"chat","path":"/b"}`, "--port", "2"}, func(c Config) bool {
+			return c.Port == 2 && len(c.LoRAModules) == 2 && c.LoRAModules[0] == LoRAModule{"sql", "/a", 1} && c.LoRAModules[1] == LoRAModule{"chat", "/b", 2}
+		}, "lora modules in both forms, numbered from 1"},
+		{[]string{"serve", "m", "--no-enable-prefix-caching"}, func(c Config) bool { return !c.EnablePrefixCaching }, "prefix caching off"},
 		{[]string{"serve", "m", "--kv-events-config", `{"enable_kv_cache_events":true,"endpoint":"tcp://127.0.0.1:5557","topic":"kv"}`}, func(c Config) bool {
 			kv := c.KVEvents
 			return kv.Active() && kv.Publisher == "zmq" && kv.Endpoint == "tcp://127.0.0.1:5557" && kv.BufferSteps == 10000 && kv.HWM == 100000 && kv.Topic == "kv"
@@ -68,6 +72,10 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"serve", "m", "--kv-events-config", `{"publisher":"kafka"}`}, `publisher "kafka"`},
 		{[]string{"serve", "m", "--kv-events-config", `{"hwm":-1}`}, "hwm is negative"},
 		{[]string{"serve", "m", "--sim-overhead", "soon"}, "not a duration"},
+		{[]string{"serve", "m", "--lora-modules", "a=/x"}, "--lora-modules needs --enable-lora"},
+		{[]string{"serve", "m", "--enable-lora", "--lora-modules", "a=/x", "a=/y"}, `adapter "a" given twice`},
+		{[]string{"serve", "m", "--enable-lora", "--lora-modules", "nopath"}, "is not name=path"},
+		{[]string{"serve", "m", "--enable-lora", "--lora-modules"}, "--lora-modules needs a value"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.args)

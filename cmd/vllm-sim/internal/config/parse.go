@@ -18,8 +18,9 @@ const Version = "0.26.0+sim"
 type setter func(c *Config, v string) error
 
 type flag struct {
-	set    setter
-	isBool bool
+	set     setter
+	isBool  bool
+	isMulti bool // takes every following argument up to the next flag
 }
 
 func intFlag(f func(*Config) *int) flag {
@@ -83,6 +84,22 @@ var flags = map[string]flag{
 			return fmt.Errorf("not an integer: %q", v)
 		}
 		c.Seed = n
+		return nil
+	}},
+	"enable-prefix-caching": boolFlag(func(c *Config) *bool { return &c.EnablePrefixCaching }),
+	"enable-lora":           boolFlag(func(c *Config) *bool { return &c.EnableLoRA }),
+	"lora-modules": {isMulti: true, set: func(c *Config, v string) error {
+		m, err := parseLoRAModule(v)
+		if err != nil {
+			return err
+		}
+		for _, have := range c.LoRAModules {
+			if have.Name == m.Name {
+				return fmt.Errorf("adapter %q given twice", m.Name)
+			}
+		}
+		m.ID = len(c.LoRAModules) + 1
+		c.LoRAModules = append(c.LoRAModules, m)
 		return nil
 	}},
 	"kv-events-config": {set: func(c *Config, v string) error {
@@ -160,6 +177,20 @@ func Parse(args []string) (Config, error) {
 				unknown += " " + args[i]
 			}
 			c.Unknown = append(c.Unknown, unknown)
+			continue
+		}
+		if f.isMulti && !hasValue {
+			n := 0
+			for i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+				i++
+				n++
+				if err := f.set(&c, args[i]); err != nil {
+					return c, fmt.Errorf("--%s: %w", name, err)
+				}
+			}
+			if n == 0 {
+				return c, fmt.Errorf("--%s needs a value", name)
+			}
 			continue
 		}
 		if !hasValue {

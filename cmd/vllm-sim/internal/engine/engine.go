@@ -49,6 +49,7 @@ type Request struct {
 	Ctx    context.Context // cancelling it aborts the request
 	Prompt []uint32
 	LoRA   string
+	LoRAID int
 	// Output is the token ids the "model" will produce, decided up front so
 	// the engine stays tokenizer-agnostic; FinishReason applies after the last.
 	Output       []uint32
@@ -176,7 +177,7 @@ func (e *Engine) intake(ctx context.Context) error {
 
 func (e *Engine) enqueue(r *Request) {
 	r.seq.Tokens = append(make([]uint32, 0, len(r.Prompt)+len(r.Output)), r.Prompt...)
-	r.seq.LoRA = r.LoRA
+	r.seq.LoRA, r.seq.LoRAID = r.LoRA, r.LoRAID
 	e.waiting = append(e.waiting, r)
 }
 

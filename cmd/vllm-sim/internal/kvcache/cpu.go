@@ -45,7 +45,7 @@ func (p *Pool) offload(s *Seq, first, full int) {
 		if len(stored) > 0 {
 			p.events = append(p.events, Event{
 				Kind: BlockStored, Hashes: stored, Parent: parent, Tokens: []uint32{},
-				BlockSize: p.blockSize, LoRAName: s.LoRA, Medium: MediumCPU,
+				BlockSize: p.blockSize, LoRAName: s.LoRA, LoRAID: s.LoRAID, Medium: MediumCPU,
 			})
 		}
 		stored, parent = nil, nil

@@ -24,5 +24,6 @@ type Event struct {
 	Tokens    []uint32 // BlockStored on GPU: len(Hashes)*BlockSize tokens; empty on CPU
 	BlockSize int
 	LoRAName  string // "" sends None
+	LoRAID    int    // the adapter's integer id, 0 for none (sends None)
 	Medium    string
 }

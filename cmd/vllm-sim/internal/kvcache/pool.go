@@ -35,15 +35,18 @@ type Pool struct {
 	cached    map[Hash][]*block // one hash may be backed by several blocks
 	cpu       *cpuTier
 	events    []Event
+	noCache   bool
 }
 
 // Config sizes a pool.
 type Config struct {
-	NumBlocks    int
-	BlockSize    int
-	CPUBlocks    int // 0: no CPU tier
-	HashSeed     string
-	DisableCache bool // reserved: vLLM's --no-enable-prefix-caching
+	NumBlocks int
+	BlockSize int
+	CPUBlocks int // 0: no CPU tier
+	HashSeed  string
+	// DisableCache is vLLM's --no-enable-prefix-caching: blocks are never
+	// hashed or reused, so nothing is stored and no event is published.
+	DisableCache bool
 }
 
 // New returns a pool whose blocks are all free and uncached.
@@ -59,6 +62,7 @@ func New(cfg Config) (*Pool, error) {
 		hasher:    NewHasher(cfg.HashSeed),
 		blocks:    make([]block, cfg.NumBlocks),
 		cached:    make(map[Hash][]*block),
+		noCache:   cfg.DisableCache,
 	}
 	p.freeHead.next, p.freeHead.prev = &p.freeHead, &p.freeHead
 	for i := range p.blocks {

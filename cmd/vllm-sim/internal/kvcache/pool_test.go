@@ -265,3 +265,19 @@ func TestHasherSeeds(t *testing.T) {
 		t.Error("two unseeded hashers agree; the root should be random")
 	}
 }
+
+func TestPrefixCachingDisabled(t *testing.T) {
+	p, err := New(Config{NumBlocks: 8, BlockSize: bs, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := seqOf(10, 100)
+	run(t, p, a)
+	p.Free(a)
+	if hit := run(t, p, seqOf(10, 100)); hit != 0 {
+		t.Errorf("hit %d tokens with prefix caching off; want 0", hit)
+	}
+	if evs := p.TakeEvents(); len(evs) != 0 || p.NumCached() != 0 {
+		t.Errorf("events %v and %d cached blocks with prefix caching off; want none", kinds(evs), p.NumCached())
+	}
+}

@@ -5,6 +5,7 @@ package kvcache
 type Seq struct {
 	Tokens []uint32 // prompt, then generated tokens
 	LoRA   string   // mixed into block hashes
+	LoRAID int      // vLLM's lora_int_id, reported in events
 
 	hashes      []Hash   // hashes of the full blocks of Tokens, computed lazily
 	blocks      []*block // blocks held, in order
@@ -41,7 +42,7 @@ type Match struct {
 // like vLLM, the last token is always recomputed to obtain logits.
 func (p *Pool) Lookup(s *Seq) Match {
 	maxBlocks := (len(s.Tokens) - 1) / p.blockSize
-	if maxBlocks < 0 {
+	if maxBlocks < 0 || p.noCache {
 		maxBlocks = 0
 	}
 	hashes := p.blockHashes(s, maxBlocks)
@@ -127,7 +128,7 @@ func (p *Pool) Compute(s *Seq, n int) {
 // cached, like vLLM's cache_full_blocks.
 func (p *Pool) commit(s *Seq, n int) {
 	full := min(n/p.blockSize, len(s.blocks))
-	if full <= s.numCached {
+	if full <= s.numCached || p.noCache {
 		return
 	}
 	hashes := p.blockHashes(s, full)
@@ -138,6 +139,7 @@ func (p *Pool) commit(s *Seq, n int) {
 		Tokens:    append([]uint32(nil), s.Tokens[first*p.blockSize:full*p.blockSize]...),
 		BlockSize: p.blockSize,
 		LoRAName:  s.LoRA,
+		LoRAID:    s.LoRAID,
 		Medium:    MediumGPU,
 	}
 	if first > 0 {

@@ -137,6 +137,13 @@ func encodeOptString(e *msgpack.Encoder, v string) error {
 	return e.EncodeString(v)
 }
 
+func encodeOptInt(e *msgpack.Encoder, v int) error {
+	if v == 0 {
+		return e.EncodeNil()
+	}
+	return e.EncodeInt(int64(v))
+}
+
 // encodeExtraKeys writes vLLM's per-block extra keys: nil for a plain text
 // block, a one-element tuple with the LoRA name otherwise. A store without
 // tokens (the CPU tier's) carries None.
@@ -174,7 +181,7 @@ func encodeArray(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 		_ = encodeOptHash(e, s, ev.Parent)
 		_ = encodeTokens(e, ev.Tokens)
 		_ = e.EncodeInt(int64(ev.BlockSize))
-		err := e.EncodeNil() // lora_id
+		err := encodeOptInt(e, ev.LoRAID) // lora_id
 		if n >= 7 {
 			err = e.EncodeString(ev.Medium)
 		}
@@ -232,7 +239,7 @@ func encodeMap(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 		_ = e.EncodeString("block_size")
 		_ = e.EncodeInt(int64(ev.BlockSize))
 		_ = e.EncodeString("lora_id")
-		_ = e.EncodeNil()
+		_ = encodeOptInt(e, ev.LoRAID)
 		_ = e.EncodeString("medium")
 		_ = e.EncodeString(ev.Medium)
 		_ = e.EncodeString("lora_name")

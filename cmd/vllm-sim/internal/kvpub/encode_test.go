@@ -106,3 +106,17 @@ func TestSchemaValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeLoRA(t *testing.T) {
+	ev := capturedStored()
+	ev.LoRAName, ev.LoRAID = "sql", 3
+	var buf bytes.Buffer
+	if err := Encode(&buf, Schema{StoredLen: 12, IntHashes: true}, kvvectors.TS, []kvcache.Event{ev}, 0); err != nil {
+		t.Fatal(err)
+	}
+	// ... block_size 4, lora_id 3, "GPU", lora_name "sql", extra_keys [["sql"], ["sql"]] ...
+	want := []byte{0x04, 0x03, 0xa3, 'G', 'P', 'U', 0xa3, 's', 'q', 'l', 0x92, 0x91, 0xa3, 's', 'q', 'l', 0x91, 0xa3, 's', 'q', 'l'}
+	if !bytes.Contains(buf.Bytes(), want) {
+		t.Errorf("payload % x lacks the LoRA fields % x", buf.Bytes(), want)
+	}
+}

@@ -81,7 +81,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
-	g, err := s.submit(r.Context(), prompt, out, reason)
+	g, err := s.submit(r.Context(), req.Model, prompt, out, reason)
 	if err != nil {
 		writeError(w, err)
 		return

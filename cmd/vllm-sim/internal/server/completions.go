@@ -75,7 +75,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	gens := make([]*generation, len(prompts))
 	for i, p := range prompts {
 		out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
-		g, err := s.submit(r.Context(), p, out, reason)
+		g, err := s.submit(r.Context(), req.Model, p, out, reason)
 		if err != nil {
 			writeError(w, err)
 			return

@@ -64,7 +64,7 @@ type generation struct {
 
 // submit spends the API overhead, then hands the request to the least loaded
 // engine.
-func (s *Server) submit(ctx context.Context, prompt []uint32, out []uint32, reason string) (*generation, error) {
+func (s *Server) submit(ctx context.Context, model string, prompt []uint32, out []uint32, reason string) (*generation, error) {
 	arrival := time.Now()
 	if err := sleepCtx(ctx, s.opts.Overhead); err != nil {
 		return nil, err
@@ -73,6 +73,9 @@ func (s *Server) submit(ctx context.Context, prompt []uint32, out []uint32, reas
 		ID: requestID("req", s.counter.Add(1)), Ctx: ctx, Prompt: prompt,
 		Output: out, FinishReason: reason, Arrival: arrival,
 		Out: make(chan engine.Token, len(out)+1),
+	}
+	if l, ok := s.lora(model); ok {
+		r.LoRA, r.LoRAID = l.Name, l.ID
 	}
 	if err := s.pick().Engine.Submit(r); err != nil {
 		return nil, &apiError{503, "ServiceUnavailableError", fmt.Sprintf("engine overloaded: %v", err)}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,14 @@ type Options struct {
 	Overhead         time.Duration // per-request API time before scheduling
 	MeanOutputTokens int           // mean length before the "model" emits EOS
 	Version          string
+	LoRAs            []LoRA
+}
+
+// LoRA is an adapter served under its own model name; requests for it hash
+// their blocks with its name, as vLLM mixes the LoRA into block hashes.
+type LoRA struct {
+	Name, Path string
+	ID         int
 }
 
 // Server serves one simulated vLLM instance.
@@ -135,6 +144,9 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	for _, name := range s.servedNames() {
 		data = append(data, model{ID: name, Object: "model", Created: time.Now().Unix(), OwnedBy: "vllm", Root: s.opts.Model, MaxModelLen: s.opts.MaxModelLen})
 	}
+	for _, l := range s.opts.LoRAs {
+		data = append(data, model{ID: l.Name, Object: "model", Created: time.Now().Unix(), OwnedBy: "vllm", Root: l.Path, Parent: s.servedNames()[0], MaxModelLen: s.opts.MaxModelLen})
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
@@ -148,15 +160,23 @@ func (s *Server) servedNames() []string {
 // checkModel reports a request for a model this server does not serve; an
 // empty name means the default, as vLLM allows.
 func (s *Server) checkModel(name string) *apiError {
-	if name == "" {
+	if name == "" || slices.Contains(s.servedNames(), name) {
 		return nil
 	}
-	for _, n := range s.servedNames() {
-		if n == name {
-			return nil
-		}
+	if _, ok := s.lora(name); ok {
+		return nil
 	}
 	return &apiError{http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name)}
+}
+
+// lora returns the adapter a model name refers to.
+func (s *Server) lora(name string) (LoRA, bool) {
+	for _, l := range s.opts.LoRAs {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return LoRA{}, false
 }
 
 func (s *Server) modelName(requested string) string {

@@ -85,6 +85,7 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 		Model: cfg.Model, ServedNames: cfg.ServedModelNames, MaxModelLen: cfg.MaxModelLen,
 		BlockSize: cfg.BlockSize, APIKey: cfg.APIKey, Seed: cfg.Seed,
 		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
+		LoRAs: loras(cfg.LoRAModules),
 	}, ranks, tok, reg, log)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -119,7 +120,10 @@ func overhead(l engine.Latency) time.Duration {
 
 func startRank(ctx context.Context, cfg config.Config, env Env, id int, family *engine.Family, log *slog.Logger, wg *sync.WaitGroup) (server.Rank, *kvpub.Publisher, error) {
 	log = log.With("dp_rank", id)
-	pool, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumGPUBlocks, BlockSize: cfg.BlockSize, CPUBlocks: cfg.CPUOffloadBlocks, HashSeed: env.HashSeed})
+	pool, err := kvcache.New(kvcache.Config{
+		NumBlocks: cfg.NumGPUBlocks, BlockSize: cfg.BlockSize, CPUBlocks: cfg.CPUOffloadBlocks,
+		HashSeed: env.HashSeed, DisableCache: !cfg.EnablePrefixCaching,
+	})
 	if err != nil {
 		return server.Rank{}, nil, err
 	}
@@ -182,4 +186,12 @@ func openPublisher(cfg config.Config, env Env, rank int, log *slog.Logger) (*kvp
 	}
 	log.Info("publishing KV events", "endpoint", endpoint, "replay", replay, "format", cfg.EventFormat, "schema", schema.StoredLen)
 	return pub, nil
+}
+
+func loras(mods []config.LoRAModule) []server.LoRA {
+	out := make([]server.LoRA, len(mods))
+	for i, m := range mods {
+		out[i] = server.LoRA{Name: m.Name, Path: m.Path, ID: m.ID}
+	}
+	return out
 }
