@@ -1,0 +1,10 @@
+// Package replicas keeps the router's replica set: the static replicas from
+// the config merged with the passing instances Consul reports, each joined
+// with its load (scheduler.Tracker), its KV state (exact mode when a driver
+// session holds it) and a circuit breaker fed by the proxy. A replica that
+// leaves the set leaves the block index at once.
+//
+// It owns membership and per-replica health; it must not import driver/...,
+// gin or the HTTP API. Consul instances arrive through the Source interface
+// (consul.Watcher satisfies it).
+package replicas

@@ -1,0 +1,73 @@
+package replicas
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/llmgw/llmgw/consul"
+	"github.com/llmgw/llmgw/consul/consultest"
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func register(t *testing.T, c *api.Client, id, model string) {
+	t.Helper()
+	err := c.Agent().ServiceRegister(&api.AgentServiceRegistration{
+		ID: id, Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: "127.0.0.1", Port: 9000,
+		Meta: map[string]string{consul.MetaModel: model, consul.MetaReplica: id + "/task"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFollowConsul runs a real Consul agent: replicas registered appear in
+// the set, a deregistered one leaves it, and static replicas stay.
+func TestFollowConsul(t *testing.T) {
+	agent := consultest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := consul.WatchReplicas(ctx, agent.Client, "vllm", consul.WatchOptions{WaitTime: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Follow(ctx, f.set, []Replica{{ID: "static/1", Model: "m", Address: "h:1", Source: "static"}}, []NamedSource{{Service: "vllm", Source: w}})
+	}()
+	t.Cleanup(func() { cancel(); <-done; w.Close() })
+
+	register(t, agent.Client, "r1", "m")
+	register(t, agent.Client, "r2", "m")
+	ids := func() string { return fmt.Sprint(len(f.set.ForModel("m"))) }
+	waitFor(t, "three replicas", func() bool { return ids() == "3" })
+	f.snapshot("d", 1, "r1/task")
+	if f.set.Mode("r1/task") != "exact" {
+		t.Fatalf("r1 not exact after a snapshot")
+	}
+	if err := agent.Client.Agent().ServiceDeregister("r1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1 to leave", func() bool { _, ok := f.set.Get("r1/task"); return !ok })
+	if m := f.models.Lookup("m", []uint64{42}, nil); len(m) != 0 {
+		t.Errorf("index still holds %v after deregistration", m)
+	}
+	if _, ok := f.set.Get("static/1"); !ok {
+		t.Errorf("static replica lost")
+	}
+}

@@ -1,0 +1,249 @@
+package replicas
+
+import (
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// Replica is one model replica the router may send requests to.
+type Replica struct {
+	ID        string // "<alloc id>/<task>"
+	Model     string
+	Address   string // host:port of its OpenAI API
+	BlockSize int
+	// KVEvents says its driver forwards KV events (Consul meta), so exact
+	// mode is expected once updates flow.
+	KVEvents bool
+	// Source is "static" or the Consul service it came from.
+	Source string
+}
+
+// KVState is the part of the KV ingest the set needs (router/ingest.Sink).
+type KVState interface {
+	Synced(replica string) bool
+	Drop(replica string)
+	Joined(replica string) []string
+}
+
+// Options tune a Set; zero values take the defaults.
+type Options struct {
+	// Logger receives membership changes.
+	Logger hclog.Logger
+	// Resnapshot is called with the drivers that sent KV state for a replica
+	// before it joined, so they are asked for a snapshot
+	// (kvwire.Receiver.Forget).
+	Resnapshot func(drivers []string)
+	// BreakerFailures consecutive failures open a replica's breaker
+	// (default 3); BreakerCooldown later it is tried again (default 10 s).
+	BreakerFailures int
+	BreakerCooldown time.Duration
+	Now             func() time.Time
+}
+
+// Set is the current replica set. Safe for concurrent use.
+type Set struct {
+	kv      KVState
+	tracker *scheduler.Tracker
+	opts    Options
+
+	mu       sync.RWMutex
+	byID     map[string]Replica
+	byModel  map[string][]Replica
+	breakers map[string]*breaker
+}
+
+type breaker struct {
+	failures  int
+	openUntil time.Time
+}
+
+// New returns an empty set.
+func New(kv KVState, tracker *scheduler.Tracker, opts Options) *Set {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.BreakerFailures <= 0 {
+		opts.BreakerFailures = 3
+	}
+	if opts.BreakerCooldown <= 0 {
+		opts.BreakerCooldown = 10 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Set{kv: kv, tracker: tracker, opts: opts, byID: map[string]Replica{}, byModel: map[string][]Replica{}, breakers: map[string]*breaker{}}
+}
+
+// Replace makes list the whole set. Replicas that left are dropped from the
+// index, the load tracker and the breakers before Replace returns; replicas
+// that joined ask their drivers for a snapshot if state arrived early. A
+// replica id listed twice keeps its first entry.
+func (s *Set) Replace(list []Replica) {
+	next := make(map[string]Replica, len(list))
+	for _, r := range list {
+		if prev, dup := next[r.ID]; dup {
+			s.opts.Logger.Warn("replica id listed twice; keeping the first", "replica", r.ID, "first", prev.Source, "second", r.Source)
+			continue
+		}
+		next[r.ID] = r
+	}
+	byModel := map[string][]Replica{}
+	for _, r := range next {
+		byModel[r.Model] = append(byModel[r.Model], r)
+	}
+	for _, rs := range byModel {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
+	}
+	s.mu.Lock()
+	prev := s.byID
+	s.byID, s.byModel = next, byModel
+	var gone, joined []string
+	for id := range prev {
+		if _, ok := next[id]; !ok {
+			gone = append(gone, id)
+			delete(s.breakers, id)
+		}
+	}
+	for id, r := range next {
+		if old, ok := prev[id]; !ok || old.Model != r.Model {
+			joined = append(joined, id)
+			if ok {
+				gone = append(gone, id) // moved model: its old index entries go
+			}
+		}
+	}
+	s.mu.Unlock()
+	sort.Strings(gone)
+	sort.Strings(joined)
+	for _, id := range gone {
+		s.kv.Drop(id)
+		s.tracker.Forget(id)
+		s.opts.Logger.Info("replica left", "replica", id)
+	}
+	for _, id := range joined {
+		s.opts.Logger.Info("replica joined", "replica", id, "model", next[id].Model, "address", next[id].Address)
+		if drivers := s.kv.Joined(id); len(drivers) > 0 && s.opts.Resnapshot != nil {
+			s.opts.Resnapshot(drivers)
+		}
+	}
+}
+
+// Get returns the replica with id.
+func (s *Set) Get(id string) (Replica, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.byID[id]
+	return r, ok
+}
+
+// ModelOf returns the model replica serves (for the KV ingest).
+func (s *Set) ModelOf(replica string) (string, bool) {
+	r, ok := s.Get(replica)
+	return r.Model, ok
+}
+
+// Models lists the served models, sorted.
+func (s *Set) Models() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.byModel))
+	for m := range s.byModel {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// All returns every replica, sorted by id.
+func (s *Set) All() []Replica {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Replica, 0, len(s.byID))
+	for _, r := range s.byID {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// ForModel returns model's replicas, sorted by id; callers must not modify it.
+func (s *Set) ForModel(model string) []Replica {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.byModel[model]
+}
+
+// Candidates returns model's replicas as scheduler candidates, with their
+// routing mode, breaker health and current load.
+func (s *Set) Candidates(model string) []scheduler.Candidate {
+	rs := s.ForModel(model)
+	now := s.opts.Now()
+	out := make([]scheduler.Candidate, len(rs))
+	for i, r := range rs {
+		out[i] = scheduler.Candidate{
+			ID:      r.ID,
+			Model:   r.Model,
+			Mode:    s.Mode(r.ID),
+			Healthy: s.closed(r.ID, now),
+			Load:    s.tracker.Load(r.ID),
+		}
+	}
+	return out
+}
+
+// Mode is replica's prefix knowledge: exact while a driver session holds
+// its KV state, approx otherwise (the router's own routing history).
+func (s *Set) Mode(replica string) scheduler.Mode {
+	if s.kv.Synced(replica) {
+		return scheduler.ModeExact
+	}
+	return scheduler.ModeApprox
+}
+
+func (s *Set) closed(id string, now time.Time) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	b := s.breakers[id]
+	return b == nil || !now.Before(b.openUntil)
+}
+
+// Healthy reports whether replica's breaker lets requests through.
+func (s *Set) Healthy(replica string) bool { return s.closed(replica, s.opts.Now()) }
+
+// Failed records a failed attempt (connect error, 5xx before the first
+// byte); enough in a row open the replica's breaker for the cooldown.
+func (s *Set) Failed(replica string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byID[replica]; !ok {
+		return
+	}
+	b := s.breakers[replica]
+	if b == nil {
+		b = &breaker{}
+		s.breakers[replica] = b
+	}
+	b.failures++
+	if b.failures >= s.opts.BreakerFailures {
+		b.openUntil = s.opts.Now().Add(s.opts.BreakerCooldown)
+		b.failures = s.opts.BreakerFailures - 1 // one more failure re-opens it
+		s.opts.Logger.Warn("replica breaker open", "replica", replica, "cooldown", s.opts.BreakerCooldown)
+	}
+}
+
+// Succeeded closes replica's breaker.
+func (s *Set) Succeeded(replica string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.breakers, replica)
+}
+
+// HostPort joins a host and port into an address.
+func HostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
