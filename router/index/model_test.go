@@ -1,0 +1,151 @@
+package index
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// refIndex is the obvious, slow model of an Index: per holder, per tier, the
+// set of keys.
+type refIndex map[holder][2]map[uint64]bool
+
+func (r refIndex) update(replica string, cs []Change) {
+	for _, c := range cs {
+		h := holder{replica, c.Rank}
+		sets, ok := r[h]
+		if !ok {
+			if len(c.Add) == 0 {
+				continue
+			}
+			sets = [2]map[uint64]bool{{}, {}}
+			r[h] = sets
+		}
+		for _, k := range c.Del {
+			delete(sets[c.Tier], k)
+		}
+		for _, k := range c.Add {
+			sets[c.Tier][k] = true
+		}
+	}
+}
+
+func (r refIndex) replace(replica string, bs []Blocks) {
+	r.remove(replica)
+	for _, b := range bs {
+		h := holder{replica, b.Rank}
+		if _, ok := r[h]; !ok {
+			r[h] = [2]map[uint64]bool{{}, {}}
+		}
+		for _, k := range b.Keys {
+			r[h][b.Tier][k] = true
+		}
+	}
+}
+
+func (r refIndex) remove(replica string) {
+	for h := range r {
+		if h.replica == replica {
+			delete(r, h)
+		}
+	}
+}
+
+// lookup computes, per replica, the best rank's match by brute force.
+func (r refIndex) lookup(keys []uint64) map[string]Match {
+	out := map[string]Match{}
+	for h, sets := range r {
+		m := Match{Replica: h.replica, Rank: h.rank}
+		for _, k := range keys {
+			gpu, cpu := sets[GPU][k], sets[CPU][k]
+			if !gpu && !cpu {
+				break
+			}
+			m.Blocks++
+			if gpu {
+				m.GPUBlocks++
+			}
+		}
+		if m.Blocks == 0 {
+			continue
+		}
+		if old, ok := out[h.replica]; !ok || better(int32(m.Blocks), int32(m.GPUBlocks), m.Rank, int32(old.Blocks), int32(old.GPUBlocks), old.Rank) {
+			out[h.replica] = m
+		}
+	}
+	return out
+}
+
+// TestIndexMatchesModel applies random updates, snapshots and removals of a
+// few replicas with two ranks and two tiers over a small key space, and
+// compares every lookup with the brute-force model.
+func TestIndexMatchesModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	ix := New(Options{})
+	ref := refIndex{}
+	space := keysOf(40)
+	pick := func(n int) []uint64 {
+		ks := make([]uint64, n)
+		for i := range ks {
+			ks[i] = space[r.IntN(len(space))]
+		}
+		return ks
+	}
+	replicas := []string{"a", "b", "c", "d"}
+	for step := 0; step < 3000; step++ {
+		rep := replicas[r.IntN(len(replicas))]
+		switch op := r.IntN(20); {
+		case op < 14:
+			cs := []Change{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Add: pick(r.IntN(8)), Del: pick(r.IntN(6))}}
+			if err := ix.Update(rep, cs); err != nil {
+				t.Fatal(err)
+			}
+			ref.update(rep, cs)
+		case op < 18:
+			bs := []Blocks{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Keys: pick(r.IntN(20))}, {Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Keys: pick(r.IntN(10))}}
+			if err := ix.Replace(rep, bs); err != nil {
+				t.Fatal(err)
+			}
+			ref.replace(rep, bs)
+		default:
+			ix.Remove(rep)
+			ref.remove(rep)
+		}
+		// A prompt: a run of the key space from a random start.
+		start := r.IntN(len(space))
+		prompt := space[start:min(len(space), start+1+r.IntN(12))]
+		got := map[string]Match{}
+		for _, m := range ix.Lookup(prompt, nil) {
+			if _, dup := got[m.Replica]; dup {
+				t.Fatalf("step %d: replica %s matched twice", step, m.Replica)
+			}
+			got[m.Replica] = m
+		}
+		if d := cmp.Diff(ref.lookup(prompt), got); d != "" {
+			t.Fatalf("step %d: lookup differs from the model (-want +got):\n%s", step, d)
+		}
+		var keysHeld int
+		distinct := map[uint64]bool{}
+		for _, sets := range ref {
+			for _, s := range sets {
+				for k := range s {
+					distinct[k] = true
+				}
+			}
+		}
+		keysHeld = len(distinct)
+		if st := ix.Stats(); st.Keys != keysHeld {
+			t.Fatalf("step %d: Stats.Keys = %d; model holds %d", step, st.Keys, keysHeld)
+		}
+	}
+}
+
+func keysOf(n int) []uint64 {
+	ks := make([]uint64, n)
+	for i := range ks {
+		ks[i] = uint64(i) * 0x9E3779B97F4A7C15
+	}
+	ks[0] = 0 // key 0 is stored apart in its shard's table
+	return ks
+}
