@@ -65,6 +65,8 @@ func TestForwardToRouters(t *testing.T) {
 		}
 		return len(blocks), sum
 	}
+	// First the driver's own view (see waitInSync), then the router's.
+	waitInSync(t, func() map[string]string { return inspect(t, h, id).GetDriver().GetAttributes() }, url)
 	waitFor(t, "the router to hold the engine's blocks", func() bool {
 		gn, gs := truth(t, url)
 		rn, rs := routerView()
