@@ -32,13 +32,17 @@ func (e *Engine) step(ctx context.Context) error {
 
 // schedule plans a step: running sequences first (decode, or the rest of a
 // chunked prefill), then waiting ones, first come first served, while the
-// token budget, max-num-seqs and free blocks allow. It returns the plan and
-// the prompt and CPU-loaded tokens it computes.
+// token budget, max-num-seqs and free blocks allow. A step that had to
+// preempt admits nobody, as in vLLM. It returns the plan and the prompt and
+// CPU-loaded tokens it computes.
 func (e *Engine) schedule(now time.Time) (plan []work, prefill, cpu int) {
 	budget := e.cfg.MaxBatchedTokens
+	preempted := false
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		r := e.running[i]
-		if !e.reserve(r) {
+		ok, p := e.reserve(r)
+		preempted = preempted || p
+		if !ok {
 			break // r itself was preempted: nothing after it runs
 		}
 		n := min(len(r.seq.Tokens)-r.seq.NumComputed, budget)
@@ -48,7 +52,7 @@ func (e *Engine) schedule(now time.Time) (plan []work, prefill, cpu int) {
 		plan = append(plan, work{r, n})
 		budget -= n
 	}
-	for len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
+	for !preempted && len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
 		r := e.waiting[0]
 		m := e.pool.Lookup(&r.seq)
 		if err := e.pool.Admit(&r.seq, m); err != nil {
@@ -70,20 +74,21 @@ func (e *Engine) schedule(now time.Time) (plan []work, prefill, cpu int) {
 }
 
 // reserve makes room for r's next token, preempting the newest running
-// sequences (by recomputation, as vLLM does) until it fits. It reports false
-// when r itself had to be preempted.
-func (e *Engine) reserve(r *Request) bool {
+// sequences (by recomputation, as vLLM does) until it fits. It reports
+// whether r still runs and whether anyone was preempted.
+func (e *Engine) reserve(r *Request) (runs, preempted bool) {
 	for e.pool.Grow(&r.seq) != nil {
 		victim := e.running[len(e.running)-1]
 		e.running = e.running[:len(e.running)-1]
 		e.pool.Free(&victim.seq)
 		e.waiting = slices.Insert(e.waiting, 0, victim)
 		e.metrics.preempted()
+		preempted = true
 		if victim == r {
-			return false
+			return false, true
 		}
 	}
-	return true
+	return true, preempted
 }
 
 // apply records what the step computed: full blocks enter the cache, and
