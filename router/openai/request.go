@@ -1,0 +1,232 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind says which endpoint a request came to.
+type Kind int
+
+// Endpoints the router routes.
+const (
+	Chat       Kind = iota // /v1/chat/completions
+	Completion             // /v1/completions
+)
+
+// Message is one chat turn with its content as text: list-style content's
+// text parts joined by a newline, as vLLM does for string-content templates.
+type Message struct {
+	Role    string
+	Content string
+}
+
+// Request is what routing needs from a request body.
+type Request struct {
+	Kind   Kind
+	Model  string
+	Stream bool
+	// Messages is the conversation (chat only).
+	Messages []Message
+	// AddGenerationPrompt and ContinueFinal shape a chat prompt.
+	AddGenerationPrompt bool
+	ContinueFinal       bool
+	// AddSpecialTokens: vLLM's default is true for completions and false
+	// for chat.
+	AddSpecialTokens bool
+	// Prompt is a completion's text prompt (the first one of a list);
+	// PromptIDs a token-id prompt. At most one is set.
+	Prompt    string
+	PromptIDs []uint32
+	// CacheSalt is vLLM's cache_salt, mixed into the first block's key.
+	CacheSalt string
+	// Body is the request as received, for template rendering.
+	Body []byte
+}
+
+// ErrBadRequest wraps every parse error; its message is safe for clients.
+var ErrBadRequest = errors.New("invalid request")
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+type rawRequest struct {
+	Model                json.RawMessage `json:"model"`
+	Stream               json.RawMessage `json:"stream"`
+	Messages             json.RawMessage `json:"messages"`
+	Prompt               json.RawMessage `json:"prompt"`
+	AddGenerationPrompt  *bool           `json:"add_generation_prompt"`
+	ContinueFinalMessage *bool           `json:"continue_final_message"`
+	AddSpecialTokens     *bool           `json:"add_special_tokens"`
+	CacheSalt            *string         `json:"cache_salt"`
+}
+
+// Parse reads body as a request of kind. Errors wrap ErrBadRequest and name
+// the offending field.
+func Parse(kind Kind, body []byte) (*Request, error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, bad("the request body is empty; send a JSON object")
+	}
+	if trimmed[0] != '{' {
+		return nil, bad("the request body must be a JSON object")
+	}
+	var raw rawRequest
+	if err := json.Unmarshal(trimmed, &raw); err != nil {
+		return nil, bad("malformed JSON: %s", jsonError(err))
+	}
+	r := &Request{Kind: kind, Body: body}
+	if err := str(raw.Model, "model", &r.Model); err != nil {
+		return nil, err
+	}
+	if r.Model == "" {
+		return nil, bad("model is required")
+	}
+	if len(raw.Stream) > 0 && string(raw.Stream) != "null" {
+		if err := json.Unmarshal(raw.Stream, &r.Stream); err != nil {
+			return nil, bad("stream must be a boolean")
+		}
+	}
+	if raw.CacheSalt != nil {
+		r.CacheSalt = *raw.CacheSalt
+	}
+	switch kind {
+	case Chat:
+		msgs, err := parseMessages(raw.Messages)
+		if err != nil {
+			return nil, err
+		}
+		r.Messages = msgs
+		r.AddGenerationPrompt = raw.AddGenerationPrompt == nil || *raw.AddGenerationPrompt
+		r.ContinueFinal = raw.ContinueFinalMessage != nil && *raw.ContinueFinalMessage
+		if r.AddGenerationPrompt && r.ContinueFinal {
+			return nil, bad("cannot set both continue_final_message and add_generation_prompt to true")
+		}
+		r.AddSpecialTokens = raw.AddSpecialTokens != nil && *raw.AddSpecialTokens
+	case Completion:
+		if err := parsePrompt(raw.Prompt, r); err != nil {
+			return nil, err
+		}
+		r.AddSpecialTokens = raw.AddSpecialTokens == nil || *raw.AddSpecialTokens
+	default:
+		return nil, bad("unknown endpoint kind %d", kind)
+	}
+	return r, nil
+}
+
+func str(raw json.RawMessage, field string, dst *string) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return bad("%s must be a string", field)
+	}
+	return nil
+}
+
+func parseMessages(raw json.RawMessage) ([]Message, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, bad("messages is required")
+	}
+	var msgs []struct {
+		Role    json.RawMessage `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return nil, bad("messages must be an array of message objects")
+	}
+	if len(msgs) == 0 {
+		return nil, bad("messages must not be empty")
+	}
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		if err := str(m.Role, fmt.Sprintf("messages[%d].role", i), &out[i].Role); err != nil {
+			return nil, err
+		}
+		if out[i].Role == "" {
+			return nil, bad("messages[%d].role is required", i)
+		}
+		c, err := content(m.Content)
+		if err != nil {
+			return nil, bad("messages[%d].content: %s", i, err)
+		}
+		out[i].Content = c
+	}
+	return out, nil
+}
+
+// content reads a message's content: null, a string, or a list of parts
+// whose text parts are joined by a newline.
+func content(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("must be a string or a list of content parts")
+	}
+	texts := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// parsePrompt accepts vLLM's four prompt forms; for lists, the first prompt
+// decides the route.
+func parsePrompt(raw json.RawMessage, r *Request) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return bad("prompt is required")
+	}
+	if json.Unmarshal(raw, &r.Prompt) == nil {
+		return nil
+	}
+	var texts []string
+	if json.Unmarshal(raw, &texts) == nil {
+		if len(texts) == 0 {
+			return bad("prompt must not be an empty list")
+		}
+		r.Prompt = texts[0]
+		return nil
+	}
+	var ids []uint32
+	if json.Unmarshal(raw, &ids) == nil {
+		if len(ids) == 0 {
+			return bad("prompt must not be an empty list")
+		}
+		r.PromptIDs = ids
+		return nil
+	}
+	var lists [][]uint32
+	if json.Unmarshal(raw, &lists) == nil && len(lists) > 0 && len(lists[0]) > 0 {
+		r.PromptIDs = lists[0]
+		return nil
+	}
+	return bad("prompt must be a string, a list of strings, a list of token ids, or a list of token-id lists")
+}
+
+// jsonError shortens encoding/json's messages for clients.
+func jsonError(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s at byte %d", se.Error(), se.Offset)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %q has the wrong type (got JSON %s)", te.Field, te.Value)
+	}
+	return err.Error()
+}
