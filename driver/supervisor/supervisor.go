@@ -42,6 +42,7 @@ type Exit struct {
 func Run(args []string) int {
 	fs := flag.NewFlagSet(Mode, flag.ContinueOnError)
 	exitFile := fs.String("exit-file", "", "where to record the engine's exit status")
+	runAs := fs.String("user", "", "run the engine as uid:gid[:group,...]")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -65,6 +66,14 @@ func Run(args []string) int {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if *runAs != "" {
+		cred, err := parseCredential(*runAs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "supervisor:", err)
+			return 2
+		}
+		cmd.SysProcAttr.Credential = cred
+	}
 	if err := cmd.Start(); err != nil {
 		if report != nil {
 			fmt.Fprintln(report, "error", err)
@@ -133,6 +142,10 @@ type Spec struct {
 	Stdout, Stderr string
 	// ExitFile is where the exit status goes; it must not exist yet.
 	ExitFile string
+	// User, when set, is the user name (or uid) the engine runs as; the
+	// supervisor itself keeps the plugin's identity so it can record the
+	// exit. Needs the plugin to run as root.
+	User string
 }
 
 // State is what a later plugin process needs to re-attach.
@@ -179,7 +192,15 @@ func Start(s Spec) (*Process, error) {
 		return nil, err
 	}
 	defer pr.Close()
-	args := append([]string{Mode, "-exit-file", s.ExitFile, "--", engine}, s.Argv[1:]...)
+	args := []string{Mode, "-exit-file", s.ExitFile}
+	if s.User != "" {
+		cred, err := lookupUser(s.User)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "-user", cred)
+	}
+	args = append(append(args, "--", engine), s.Argv[1:]...)
 	cmd := exec.Command(exe, args...)
 	cmd.Env, cmd.Dir = s.Env, s.Dir
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -2,6 +2,7 @@ package supervisor_test
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -235,5 +236,36 @@ func TestQuickEngine(t *testing.T) {
 			t.Errorf("exit %+v; want 3", ex)
 		}
 		p.Close()
+	}
+}
+
+// TestRunAsUser: the engine runs as the task's user, the supervisor as the
+// plugin (so it can still record the exit).
+func TestRunAsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to change user")
+	}
+	e := newEnv(t)
+	s := e.spec("id -u; id -g")
+	s.User = "nobody"
+	p, err := supervisor.Start(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if ex := wait(t, p); ex.Code != 0 {
+		t.Fatalf("exit %+v", ex)
+	}
+	u, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := os.ReadFile(e.stdout)
+	if string(out) != u.Uid+"\n"+u.Gid+"\n" {
+		t.Errorf("engine ran as %q; want uid %s gid %s", out, u.Uid, u.Gid)
+	}
+	s.User = "no-such-user-here"
+	if _, err := supervisor.Start(s); err == nil || !strings.Contains(err.Error(), "no-such-user-here") {
+		t.Errorf("unknown user: got %v", err)
 	}
 }
