@@ -70,6 +70,15 @@ func start(t *testing.T, cfg Config, blocks int) *harness {
 	return &harness{e, pub, reg}
 }
 
+// settle returns once the engine has finished the step in flight, events
+// published: Do runs only between steps.
+func (h *harness) settle(t *testing.T) {
+	t.Helper()
+	if err := h.e.Do(t.Context(), func(*kvcache.Pool) {}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func request(ctx context.Context, prompt []uint32, out ...uint32) *Request {
 	return &Request{
 		Ctx: ctx, Prompt: prompt, Output: out, FinishReason: "length",
@@ -145,6 +154,7 @@ func TestEventsPerStep(t *testing.T) {
 	r := request(t.Context(), prompt(10, 100), 7, 8, 9)
 	_ = h.e.Submit(r)
 	collect(t, r)
+	h.settle(t)
 	h.pub.mu.Lock()
 	defer h.pub.mu.Unlock()
 	if len(h.pub.batches) != 2 {
@@ -173,8 +183,9 @@ func TestMaxNumSeqsQueues(t *testing.T) {
 
 func TestPreemptionRecomputesAndCompletes(t *testing.T) {
 	// 6 blocks of 4: two 8-token prompts take 2 blocks each; decoding 12
-	// tokens each needs 5 blocks each, so one must be preempted.
-	h := start(t, Config{MaxNumSeqs: 2}, 6)
+	// tokens each needs 5 blocks each, so one must be preempted. Steps of
+	// 1 ms keep a running while b arrives.
+	h := start(t, Config{MaxNumSeqs: 2, Latency: Latency{Enabled: true, InterToken: time.Millisecond, LoadFactor: 1}}, 6)
 	out := prompt(12, 5000)
 	a := request(t.Context(), prompt(8, 100), out...)
 	b := request(t.Context(), prompt(8, 900), out...)
@@ -215,10 +226,12 @@ func TestResetThroughDo(t *testing.T) {
 	r := request(t.Context(), prompt(9, 100), 1)
 	_ = h.e.Submit(r)
 	collect(t, r)
+	h.settle(t)
 	var err error
 	if e := h.e.Do(t.Context(), func(p *kvcache.Pool) { err = p.Reset() }); e != nil || err != nil {
 		t.Fatalf("reset: %v %v", e, err)
 	}
+	h.settle(t) // the reset's event is published after Do's function returns
 	kinds := h.pub.kinds()
 	if kinds[len(kinds)-1] != "AllBlocksCleared" {
 		t.Errorf("events %v; want AllBlocksCleared last", kinds)
