@@ -1,0 +1,75 @@
+package prompt
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/simtokenizer"
+	"github.com/llmgw/llmgw/router/openai"
+)
+
+func parse(t *testing.T, kind openai.Kind, body string) *openai.Request {
+	t.Helper()
+	r, err := openai.Parse(kind, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestComputeSim(t *testing.T) {
+	p, errs := New(map[string]Source{"sim": {Sim: true}, "broken": {Dir: t.TempDir()}})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "model broken") {
+		t.Errorf("load errors %v; want one naming model broken", errs)
+	}
+	if !p.Has("sim") || p.Has("broken") {
+		t.Errorf("Has: sim %v broken %v", p.Has("sim"), p.Has("broken"))
+	}
+	long := strings.Repeat("the quick brown fox jumps over the lazy dog ", 20)
+	chat := parse(t, openai.Chat, `{"model":"sim","messages":[{"role":"user","content":"`+long+`"}]}`)
+	res, err := p.Compute(chat, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := simtokenizer.RenderChat([]simtokenizer.Message{{Role: "user", Content: long}}, true, false)
+	ids := simtokenizer.Tokenizer{}.Encode(text, false)
+	want := blockkey.PromptKeys(nil, "", "", ids, 16)
+	if res.Tokens != len(ids) || len(res.Keys) != len(want) || len(want) == 0 {
+		t.Fatalf("tokens %d keys %d; want %d and %d", res.Tokens, len(res.Keys), len(ids), len(want))
+	}
+	for i := range want {
+		if res.Keys[i] != uint64(want[i]) {
+			t.Fatalf("key %d differs", i)
+		}
+	}
+	// A salt changes every key; token-id prompts are hashed as given.
+	salted := parse(t, openai.Chat, `{"model":"sim","cache_salt":"x","messages":[{"role":"user","content":"`+long+`"}]}`)
+	rs, _ := p.Compute(salted, 16)
+	if rs.Keys[0] == res.Keys[0] {
+		t.Errorf("cache_salt did not change the first key")
+	}
+	idsReq := parse(t, openai.Completion, `{"model":"unconfigured","prompt":[1,2,3,4,5,6,7,8]}`)
+	ri, _ := p.Compute(idsReq, 4)
+	if len(ri.Keys) != 2 || ri.Tokens != 8 {
+		t.Errorf("token-id prompt: %d keys %d tokens; want 2 and 8", len(ri.Keys), ri.Tokens)
+	}
+}
+
+func TestComputeApprox(t *testing.T) {
+	p, _ := New(nil)
+	text := strings.Repeat("abcdefgh", 40) // 320 bytes: 5 chunks
+	r := parse(t, openai.Completion, `{"model":"m","prompt":"`+text+`"}`)
+	res, err := p.Compute(r, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Keys != nil || len(res.ApproxKeys) != 5 {
+		t.Fatalf("keys %v approx %d; want nil and 5", res.Keys, len(res.ApproxKeys))
+	}
+	// Chained: a prompt sharing only the first chunk shares only the first key.
+	other := TextKeys(nil, text[:TextChunk]+strings.Repeat("z", 4*TextChunk))
+	if other[0] != res.ApproxKeys[0] || other[1] == res.ApproxKeys[1] {
+		t.Errorf("text keys are not a prefix chain")
+	}
+}
