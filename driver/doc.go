@@ -1,7 +1,8 @@
 // Package driver is the Nomad task driver "vllm": config schemas, the task
 // lifecycle, the shard supervisor, logs, stats, fingerprint, task events and
-// recovery. Its subpackage kvevents owns KV-event intake from the engines and
-// the sessions that forward block state to routers.
+// recovery. Its subpackage supervisor keeps each engine alive across plugin
+// restarts and records its exit; kvevents owns KV-event intake from the
+// engines and the sessions that forward block state to routers.
 //
 // The driver never imports router/... or gin: it talks to routers only through
 // the shared wire package over the network.
