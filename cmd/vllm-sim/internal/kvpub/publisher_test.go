@@ -184,6 +184,11 @@ func TestReplayShapesSeqFromZeroAndDrop(t *testing.T) {
 			if f := recv(t, sub); binary.BigEndian.Uint64(f[1]) != last+3 {
 				t.Fatalf("first live seq after the drop %d; want %d", binary.BigEndian.Uint64(f[1]), last+3)
 			}
+			// Publish only queues: receiving the last batch shows all four
+			// went through the publisher before replay is asked.
+			if f := recv(t, sub); binary.BigEndian.Uint64(f[1]) != last+4 {
+				t.Fatalf("second live seq after the drop %d; want %d", binary.BigEndian.Uint64(f[1]), last+4)
+			}
 			got := replay(t, replayAt, 0, shape, "t")
 			if len(got) != int(last)+5 || got[0] != 0 {
 				t.Fatalf("replay from 0 gave %v; want 0..%d", got, last+4)
