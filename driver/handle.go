@@ -95,6 +95,7 @@ func (h *taskHandle) watchHealth(ctx context.Context, d *Driver) {
 				h.ready = true
 				h.mu.Unlock()
 				d.events.emit(h.cfg, "model ready", map[string]string{"url": url})
+				h.watchKV(ctx, d)
 				return
 			}
 		}
@@ -138,4 +139,43 @@ func (h *taskHandle) result() (*drivers.ExitResult, string) {
 		}
 	}
 	return res, msg
+}
+
+// kvWatchEvery is how often a ready shard's KV counters are checked.
+const kvWatchEvery = 5 * time.Second
+
+// watchKV reports, as Driver events, KV batches the listener could not
+// recover and engine restarts it saw: routers route the replica
+// approximately until its state is whole again.
+func (h *taskHandle) watchKV(ctx context.Context, d *Driver) {
+	l, ok := d.kv.lookup(h.state.Replica)
+	if !ok {
+		return
+	}
+	base := l.Counters()
+	tick := time.NewTicker(kvWatchEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.done:
+			return
+		case <-tick.C:
+		}
+		l, ok := d.kv.lookup(h.state.Replica)
+		if !ok {
+			return
+		}
+		c := l.Counters()
+		if c.Lost > base.Lost {
+			d.events.emit(h.cfg, "KV events: "+strconv.FormatUint(c.Lost-base.Lost, 10)+" batches lost and not replayed",
+				map[string]string{"kv_lost": strconv.FormatUint(c.Lost, 10)})
+		}
+		if c.Restarts > base.Restarts {
+			d.events.emit(h.cfg, "restart seen: the engine's KV event sequence started over; its blocks were cleared",
+				map[string]string{"kv_restarts": strconv.FormatUint(c.Restarts, 10)})
+		}
+		base = c
+	}
 }

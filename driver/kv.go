@@ -30,6 +30,8 @@ type KVSummary struct {
 // KVCounters are a replica's intake counters, summed over ranks.
 type KVCounters struct {
 	Batches, Replayed, Lost uint64
+	// Restarts counts engine restarts the listener saw (sequence reset).
+	Restarts uint64
 }
 
 // KVListener is one replica's open intake.
@@ -81,6 +83,7 @@ func (l storeListener) Counters() KVCounters {
 		c.Batches += st.Batches
 		c.Replayed += st.Replayed
 		c.Lost += st.Lost
+		c.Restarts += st.Restarts
 	}
 	return c
 }

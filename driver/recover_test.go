@@ -309,6 +309,9 @@ func TestRestartReusesListener(t *testing.T) {
 	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: again}); err != nil {
 		t.Fatal(err)
 	}
+	if e := ev.next(t, "restart seen"); !strings.HasSuffix(e.GetMessage(), port) {
+		t.Errorf("event %q; want the restart to keep port %s", e.GetMessage(), port)
+	}
 	if e := ev.next(t, "KV events on"); !strings.HasSuffix(e.GetMessage(), port) {
 		t.Errorf("event %q; want the replica's port %s again", e.GetMessage(), port)
 	}

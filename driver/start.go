@@ -77,6 +77,8 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 				cleanup = append(cleanup, func() { d.kv.release(replica, id) })
 			} else {
 				log.Info("reusing the replica's kv listener", "port", l.Port(), "previous_task", prev)
+				d.events.emit(cfg, "restart seen: keeping the replica's KV listener on port "+strconv.Itoa(l.Port()),
+					map[string]string{"previous_task": prev})
 				cleanup = append(cleanup, func() { d.kv.giveBack(replica, id, prev) })
 			}
 			st.KVPort, st.ReplayPort = l.Port(), max(l.ReplayPort(), 0)
