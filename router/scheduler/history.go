@@ -14,29 +14,63 @@ import (
 // holds half of maxPairs (key, replica) pairs it becomes prev and the old
 // prev is dropped. Recently used blocks are re-recorded and so survive, like
 // an LRU at a fraction of the bookkeeping.
+//
+// Each (key, replica) pair is one packed uint64 (replica number and time in
+// milliseconds); the first replica of a key is stored inline in a map of
+// uint64s, further ones in a side map, so the common case costs one small
+// map entry.
 type history struct {
 	ttl      time.Duration
 	maxPairs int
 	now      func() time.Time
+	epoch    time.Time // times are stored as milliseconds since epoch
 
 	mu        sync.RWMutex
-	cur, prev map[uint64][]seen
-	curPairs  int
+	ids       map[string]uint64 // interned replica ids
+	names     []string
+	cur, prev generation
 }
 
-type seen struct {
-	replica string
-	at      int64 // unix nanoseconds
+type generation struct {
+	one   map[uint64]uint64   // key -> first pair
+	more  map[uint64][]uint64 // key -> further pairs
+	pairs int
 }
+
+func newGeneration(hint int) generation {
+	return generation{one: make(map[uint64]uint64, hint), more: map[uint64][]uint64{}}
+}
+
+const (
+	timeBits = 40 // 2^40 ms is about 35 years
+	timeMask = 1<<timeBits - 1
+	// maxNames bounds the interned replica ids; past it the history starts
+	// afresh (replica ids change only with new allocations).
+	maxNames = 1 << 16
+)
+
+func pack(id, ms uint64) uint64  { return id<<timeBits | ms&timeMask }
+func unpackID(p uint64) uint64   { return p >> timeBits }
+func unpackTime(p uint64) uint64 { return p & timeMask }
 
 func newHistory(ttl time.Duration, maxPairs int, now func() time.Time) *history {
-	return &history{
-		ttl:      ttl,
-		maxPairs: max(maxPairs, 2),
-		now:      now,
-		cur:      map[uint64][]seen{},
-		prev:     map[uint64][]seen{},
+	h := &history{ttl: ttl, maxPairs: max(maxPairs, 2), now: now, epoch: now()}
+	h.reset()
+	return h
+}
+
+func (h *history) reset() {
+	h.ids, h.names = map[string]uint64{}, nil
+	h.cur, h.prev = newGeneration(0), newGeneration(0)
+}
+
+// ms is t as milliseconds since the epoch (0 before it).
+func (h *history) ms(t time.Time) uint64 {
+	d := t.Sub(h.epoch)
+	if d < 0 {
+		return 0
 	}
+	return uint64(d / time.Millisecond)
 }
 
 // record notes that keys were sent to replica now.
@@ -44,26 +78,45 @@ func (h *history) record(keys []uint64, replica string) {
 	if h.ttl <= 0 || len(keys) == 0 {
 		return
 	}
-	at := h.now().UnixNano()
+	at := h.ms(h.now())
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	id, ok := h.ids[replica]
+	if !ok {
+		if len(h.names) >= maxNames {
+			h.reset()
+		}
+		id = uint64(len(h.names))
+		h.ids[replica] = id
+		h.names = append(h.names, replica)
+	}
+	p := pack(id, at)
 	for _, k := range keys {
-		list := h.cur[k]
-		found := false
-		for i := range list {
-			if list[i].replica == replica {
-				list[i].at = at
-				found = true
-				break
-			}
-		}
-		if found {
+		g := &h.cur
+		first, ok := g.one[k]
+		switch {
+		case !ok:
+			g.one[k] = p
+		case unpackID(first) == id:
+			g.one[k] = p
 			continue
+		default:
+			list := g.more[k]
+			found := false
+			for i := range list {
+				if unpackID(list[i]) == id {
+					list[i], found = p, true
+					break
+				}
+			}
+			if found {
+				continue
+			}
+			g.more[k] = append(list, p)
 		}
-		h.cur[k] = append(list, seen{replica, at})
-		h.curPairs++
-		if h.curPairs >= h.maxPairs/2 {
-			h.prev, h.cur, h.curPairs = h.cur, make(map[uint64][]seen, len(h.cur)), 0
+		g.pairs++
+		if g.pairs >= h.maxPairs/2 {
+			h.prev, h.cur = h.cur, newGeneration(len(h.cur.one))
 		}
 	}
 }
@@ -75,48 +128,70 @@ func (h *history) match(keys []uint64, fn func(replica string, depth int)) {
 	if h.ttl <= 0 || len(keys) == 0 {
 		return
 	}
-	cutoff := h.now().Add(-h.ttl).UnixNano()
+	cutoff := h.ms(h.now().Add(-h.ttl))
 	type run struct {
-		replica string
-		depth   int
-		alive   bool
+		id    uint64
+		depth int
+		alive bool
 	}
 	var runs []run
 	h.mu.RLock()
-	for _, s := range h.cur[keys[0]] {
-		if s.at >= cutoff {
-			runs = append(runs, run{s.replica, 0, true})
-		}
-	}
-	for _, s := range h.prev[keys[0]] {
-		if s.at >= cutoff && !h.has(h.cur[keys[0]], s.replica, cutoff) {
-			runs = append(runs, run{s.replica, 0, true})
-		}
+	for _, g := range []*generation{&h.cur, &h.prev} {
+		g.each(keys[0], func(p uint64) {
+			if unpackTime(p) < cutoff {
+				return
+			}
+			for _, r := range runs {
+				if r.id == unpackID(p) {
+					return
+				}
+			}
+			runs = append(runs, run{unpackID(p), 0, true})
+		})
 	}
 	alive := len(runs)
 	for i := 1; i < len(keys) && alive > 0; i++ {
-		cur, prev := h.cur[keys[i]], h.prev[keys[i]]
 		for j := range runs {
 			r := &runs[j]
-			if r.alive && !h.has(cur, r.replica, cutoff) && !h.has(prev, r.replica, cutoff) {
+			if r.alive && !h.cur.has(keys[i], r.id, cutoff) && !h.prev.has(keys[i], r.id, cutoff) {
 				r.alive, r.depth = false, i
 				alive--
 			}
 		}
 	}
+	names := make([]string, len(runs))
+	for j, r := range runs {
+		names[j] = h.names[r.id]
+	}
 	h.mu.RUnlock()
-	for _, r := range runs {
+	for j, r := range runs {
 		if r.alive {
 			r.depth = len(keys)
 		}
-		fn(r.replica, r.depth)
+		fn(names[j], r.depth)
 	}
 }
 
-func (h *history) has(list []seen, replica string, cutoff int64) bool {
-	for _, s := range list {
-		if s.replica == replica && s.at >= cutoff {
-			return true
+func (g *generation) each(k uint64, fn func(p uint64)) {
+	if p, ok := g.one[k]; ok {
+		fn(p)
+		for _, p := range g.more[k] {
+			fn(p)
+		}
+	}
+}
+
+func (g *generation) has(k, id, cutoff uint64) bool {
+	p, ok := g.one[k]
+	if !ok {
+		return false
+	}
+	if unpackID(p) == id {
+		return unpackTime(p) >= cutoff
+	}
+	for _, p := range g.more[k] {
+		if unpackID(p) == id {
+			return unpackTime(p) >= cutoff
 		}
 	}
 	return false
@@ -126,11 +201,5 @@ func (h *history) has(list []seen, replica string, cutoff int64) bool {
 func (h *history) size() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	n := 0
-	for _, m := range []map[uint64][]seen{h.cur, h.prev} {
-		for _, l := range m {
-			n += len(l)
-		}
-	}
-	return n
+	return h.cur.pairs + h.prev.pairs
 }

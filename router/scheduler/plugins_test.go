@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -242,4 +243,24 @@ func FuzzPluginParams(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHistoryManyReplicas: past maxNames distinct replicas the history
+// starts afresh instead of growing without bound.
+func TestHistoryManyReplicas(t *testing.T) {
+	c := newClock()
+	h := newHistory(time.Minute, 1<<20, c.now)
+	for i := uint64(0); i < maxNames; i++ {
+		h.record(keys(10+2*i, 11+2*i), fmt.Sprint("r", i))
+	}
+	k := keys(1, 2)
+	if n := h.size(); n != 2*maxNames {
+		t.Fatalf("size %d; want %d", n, 2*maxNames)
+	}
+	h.record(k, "one-more")
+	got := map[string]int{}
+	h.match(k, func(r string, d int) { got[r] = d })
+	if len(got) != 1 || got["one-more"] != 2 || len(h.names) != 1 {
+		t.Errorf("after overflow: matches %v, %d names; want only one-more with depth 2", got, len(h.names))
+	}
 }
