@@ -32,6 +32,7 @@ type TaskState struct {
 	Engine     string           `json:"engine"`
 	Env        []string         `json:"env"`
 	Dir        string           `json:"dir"`
+	User       string           `json:"user,omitempty"` // the task's user, for exec
 	Supervisor supervisor.State `json:"supervisor"`
 	StartedAt  time.Time        `json:"started_at"`
 	HTTPHost   string           `json:"http_host,omitempty"`

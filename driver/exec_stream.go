@@ -43,6 +43,9 @@ func (d *Driver) ExecTaskStreaming(stream drivers.Driver_ExecTaskStreamingServer
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = h.state.Env, h.state.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := runAs(cmd, h.state.User); err != nil {
+		return status.Errorf(codes.FailedPrecondition, "exec: %v", err)
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

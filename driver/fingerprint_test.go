@@ -1,7 +1,10 @@
 package driver_test
 
 import (
+	"bufio"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -67,5 +70,36 @@ func TestFingerprint(t *testing.T) {
 		if got := r.GetAttributes()["driver.vllm.version"].GetStringVal(); got != tt.version {
 			t.Errorf("%s: version %q; want %q", tt.engine, got, tt.version)
 		}
+	}
+}
+
+// TestHandshakeLine checks the first stdout line Nomad's client parses:
+// core version 1, app version 2, a unix socket, gRPC, no certificate; and
+// that without the magic cookie the binary refuses to serve.
+func TestHandshakeLine(t *testing.T) {
+	cmd := exec.Command(pluginBin)
+	cmd.Env = append(os.Environ(), "NOMAD_PLUGIN_MAGIC_COOKIE=e4327c2e01eabfd75a8a67adb114fb34a757d57eee7728d857a8cec6e91a7255",
+		"PLUGIN_PROTOCOL_VERSIONS=2", "PLUGIN_MIN_PORT=0", "PLUGIN_MAX_PORT=0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^1\|2\|unix\|/[^|]+\|grpc\|\n$`).MatchString(line) {
+		t.Errorf("handshake line %q", line)
+	}
+
+	plain := exec.Command(pluginBin)
+	plain.Env = []string{"PATH=" + os.Getenv("PATH")}
+	b, err := plain.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "plugin") {
+		t.Errorf("without the cookie: err %v, output %q; want a refusal", err, b)
 	}
 }

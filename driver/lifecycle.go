@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/llmgw/llmgw/driver/supervisor"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
@@ -196,6 +197,9 @@ func (d *Driver) ExecTask(ctx context.Context, req *drivers.ExecTaskRequest) (*d
 	cmd.Env, cmd.Dir = h.state.Env, h.state.Dir
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := runAs(cmd, h.state.User); err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "exec: %v", err)
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	res := &drivers.ExitResult{}
 	if err := cmd.Run(); err != nil {
@@ -210,6 +214,19 @@ func (d *Driver) ExecTask(ctx context.Context, req *drivers.ExecTaskRequest) (*d
 		}
 	}
 	return &drivers.ExecTaskResponse{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Result: res}, nil
+}
+
+// runAs makes cmd run as the task's user, as its engine does.
+func runAs(cmd *exec.Cmd, user string) error {
+	if user == "" {
+		return nil
+	}
+	cred, err := supervisor.Credential(user)
+	if err != nil {
+		return err
+	}
+	cmd.SysProcAttr.Credential = cred
+	return nil
 }
 
 // limitedBuffer keeps the first max bytes written and drops the rest.

@@ -46,7 +46,7 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	log := d.log.With("task_id", id, "replica", replica)
 
 	st := TaskState{Version: taskStateVersion, Replica: replica, Task: task, Engine: pc.Engine,
-		Dir: filepath.Join(cfg.GetAllocDir(), cfg.GetName())}
+		Dir: filepath.Join(cfg.GetAllocDir(), cfg.GetName()), User: cfg.GetUser()}
 	if task.rank() == 0 {
 		p := ports[task.Port]
 		st.HTTPHost, st.HTTPPort = hostFor(p.GetHostIp()), int(p.GetValue())
@@ -90,7 +90,7 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		Host: st.HTTPHost, Port: st.HTTPPort, KVPort: st.KVPort, ReplayPort: st.ReplayPort})...)
 	proc, err := supervisor.Start(supervisor.Spec{
 		Supervisor: d.opts.Supervisor, Argv: argv, Env: st.Env, Dir: st.Dir,
-		Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), User: cfg.GetUser(),
+		Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), User: st.User,
 		ExitFile: filepath.Join(st.Dir, "private", "vllm-"+sanitize(id)+".exit.json"),
 	})
 	if err != nil {

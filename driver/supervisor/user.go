@@ -25,6 +25,16 @@ func lookupUser(name string) (string, error) {
 	return u.Uid + ":" + u.Gid + ":" + strings.Join(groups, ","), nil
 }
 
+// Credential resolves a user name or uid to process credentials, for
+// commands the driver runs next to an engine as the same user.
+func Credential(name string) (*syscall.Credential, error) {
+	s, err := lookupUser(name)
+	if err != nil {
+		return nil, err
+	}
+	return parseCredential(s)
+}
+
 // parseCredential parses "uid:gid[:group,...]".
 func parseCredential(s string) (*syscall.Credential, error) {
 	parts := strings.Split(s, ":")
