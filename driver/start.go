@@ -49,10 +49,9 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		Dir: filepath.Join(cfg.GetAllocDir(), cfg.GetName()), User: cfg.GetUser()}
 	if task.rank() == 0 {
 		p := ports[task.Port]
+		// The host port: with host networking there is no namespace in
+		// which a mapped "to" port could apply.
 		st.HTTPHost, st.HTTPPort = hostFor(p.GetHostIp()), int(p.GetValue())
-		if p.GetTo() > 0 {
-			st.HTTPPort = int(p.GetTo())
-		}
 	}
 
 	var kv KVListener
