@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -358,4 +359,58 @@ func TestSupervisorLost(t *testing.T) {
 		t.Errorf("wait %v; want a failure naming the lost supervisor", r)
 	}
 	waitFor(t, "the orphaned engine's group to be killed", func() bool { return groupGone(pid) })
+}
+
+// TestDataParallelEvents: with data_parallel_size 2 each rank publishes on
+// its own port (the listener's port plus the rank), and the driver's state
+// covers both ranks.
+func TestDataParallelEvents(t *testing.T) {
+	h := launch(t, simBin)
+	ev := watchEvents(t, h)
+	// With the latency model on, concurrent requests overlap and the
+	// engine's least-loaded rank choice spreads them over both ranks.
+	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "data_parallel_size": 2})
+	id := task.Config.GetId()
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, h, id)
+	ev.next(t, "model ready")
+	url := engineURL(task)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := `{"model":"sim","max_tokens":8,"prompt":"` + strings.Repeat("rank spread "+strconv.Itoa(i)+" ", 10) + `"}`
+			resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+		}()
+	}
+	wg.Wait()
+	waitInSync(t, func() map[string]string { return inspect(t, h, id).GetDriver().GetAttributes() }, url)
+	resp, err := http.Get(url + "/debug/kv/blocks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var gt struct {
+		Blocks []struct {
+			Rank int `json:"dp_rank"`
+		} `json:"blocks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&gt); err != nil {
+		t.Fatal(err)
+	}
+	ranks := map[int]bool{}
+	for _, b := range gt.Blocks {
+		ranks[b.Rank] = true
+	}
+	if len(ranks) != 2 {
+		t.Errorf("blocks on ranks %v; want both ranks to hold some", ranks)
+	}
 }
