@@ -19,8 +19,13 @@ func (d *Driver) Fingerprint(_ *drivers.FingerprintRequest, stream drivers.Drive
 	tick := time.NewTicker(d.opts.FingerprintPeriod)
 	defer tick.Stop()
 	var probe engineProbe
+	// The first answer goes out at once, without running the engine (vLLM
+	// takes seconds to print its version); the full one follows.
+	if err := stream.Send(probe.fingerprint(stream.Context(), d.pluginConfig().Engine, false)); err != nil {
+		return err
+	}
 	for {
-		if err := stream.Send(probe.fingerprint(stream.Context(), d.pluginConfig().Engine)); err != nil {
+		if err := stream.Send(probe.fingerprint(stream.Context(), d.pluginConfig().Engine, true)); err != nil {
 			return err
 		}
 		select {
@@ -43,7 +48,9 @@ type engineProbe struct {
 
 var versionRE = regexp.MustCompile(`\bv?(\d+\.\d+(?:\.\d+)?(?:[.+\-][0-9A-Za-z.+\-]*)?)`)
 
-func (p *engineProbe) fingerprint(ctx context.Context, engine string) *drivers.FingerprintResponse {
+// fingerprint checks the engine binary; with probe it also runs it for its
+// version when the binary changed, else it reports the cached version.
+func (p *engineProbe) fingerprint(ctx context.Context, engine string, probe bool) *drivers.FingerprintResponse {
 	path, err := exec.LookPath(engine)
 	if err != nil {
 		return &drivers.FingerprintResponse{
@@ -58,7 +65,7 @@ func (p *engineProbe) fingerprint(ctx context.Context, engine string) *drivers.F
 			HealthDescription: "engine binary " + path + ": " + err.Error(),
 		}
 	}
-	if path != p.path || !fi.ModTime().Equal(p.modTime) {
+	if probe && (path != p.path || !fi.ModTime().Equal(p.modTime)) {
 		p.path, p.modTime, p.version = path, fi.ModTime(), engineVersion(ctx, path)
 	}
 	attrs := map[string]*structs.Attribute{

@@ -60,7 +60,14 @@ func TestFingerprint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := fp.Recv()
+		first, err := fp.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.GetHealth() != tt.health {
+			t.Errorf("%s: first health %v; want %v", tt.engine, first.GetHealth(), tt.health)
+		}
+		r, err := fp.Recv() // the one with the engine's version
 		if err != nil {
 			t.Fatal(err)
 		}
