@@ -55,17 +55,21 @@ func randomKeys(n int, seed uint64) []uint64 {
 // blocks of 16), and 16 replicas with a 32k-token prompt (2048 blocks).
 // "hit" gives one replica the whole prompt and the others staggered
 // prefixes, the worst case for the walk; "miss" shares no first block.
+// stride > 1 is LookupStride (8192 blocks: a 128k-token prompt).
 func BenchmarkLookup(b *testing.B) {
 	cases := []struct {
 		replicas, keys, blocks int
 		hit                    bool
+		stride                 int
 	}{
-		{64, 1_000_000, 512, true},
-		{64, 1_000_000, 512, false},
-		{16, 1_000_000, 2048, true},
+		{64, 1_000_000, 512, true, 1},
+		{64, 1_000_000, 512, false, 1},
+		{16, 1_000_000, 2048, true, 1},
+		{16, 1_000_000, 2048, true, 32},
+		{16, 1_000_000, 8192, true, 32},
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("replicas=%d/keys=%d/blocks=%d/hit=%v", c.replicas, c.keys, c.blocks, c.hit)
+		name := fmt.Sprintf("replicas=%d/keys=%d/blocks=%d/hit=%v/stride=%d", c.replicas, c.keys, c.blocks, c.hit, c.stride)
 		b.Run(name, func(b *testing.B) {
 			prompt := randomKeys(c.blocks, 99)
 			depth := func(i int) int {
@@ -81,7 +85,7 @@ func BenchmarkLookup(b *testing.B) {
 			cpu0 := cpuTime(b)
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				buf = ix.Lookup(prompt, buf[:0])
+				buf = ix.LookupStride(prompt, c.stride, buf[:0])
 				if len(lat) < cap(lat) {
 					lat = append(lat, time.Since(t0))
 				}

@@ -19,41 +19,87 @@ type Match struct {
 // remaining holder has. Replicas are appended in the order of their lowest
 // slot.
 func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
+	return ix.LookupStride(keys, 1, dst)
+}
+
+// LookupStride is Lookup for long prompts: with stride > 1 it probes every
+// stride-th key and reads the keys in between only where a holder drops
+// out or its blocks move from GPU to CPU memory. It assumes each holder's
+// blocks of one chain form a prefix, GPU blocks first (vLLM frees and
+// evicts a chain from its tail, and offloads the evicted part), so a holder
+// that has a probed key is taken to have the keys before it. Under that
+// assumption the result equals Lookup's; a holder with a hole in its chain
+// may be credited past the hole. With stride <= 1 the walk is exact.
+func (ix *Index) LookupStride(keys []uint64, stride int, dst []Match) []Match {
 	tab := ix.acquire()
 	defer release(tab)
-	active := tab.live
-	if active == 0 || len(keys) == 0 {
+	w := walk{ix: ix, keys: keys, active: tab.live, onGPU: tab.live}
+	if w.active == 0 || len(keys) == 0 {
 		return dst
 	}
-	var depth, cpuOnly [MaxHolders]int32
-	var sink uint64
-	for i, k := range keys {
-		if i > 0 && i+touchAhead < len(keys) {
-			sink += ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
-		}
-		e := ix.shard(k).get(k)
-		held := (e.gpu | e.cpu) & active
-		for gone := active &^ held; gone != 0; gone &= gone - 1 {
-			depth[bits.TrailingZeros64(gone)] = int32(i)
-		}
-		active = held
-		if active == 0 {
-			break
-		}
-		for c := e.cpu &^ e.gpu & active; c != 0; c &= c - 1 {
-			cpuOnly[bits.TrailingZeros64(c)]++
+	if stride <= 1 {
+		w.scan(0, len(keys))
+	} else {
+		for pos := 0; pos < len(keys) && w.active != 0; {
+			end := min(pos+stride, len(keys)) // probe keys[end-1]
+			e := ix.shard(keys[end-1]).get(keys[end-1])
+			cpuOnly := e.cpu &^ e.gpu & w.active
+			if (e.gpu|e.cpu)&w.active == w.active && cpuOnly&w.onGPU == 0 {
+				for c := cpuOnly; c != 0; c &= c - 1 {
+					w.cpuOnly[bits.TrailingZeros64(c)] += int32(end - pos)
+				}
+			} else {
+				w.scan(pos, end)
+			}
+			pos = end
 		}
 	}
-	for ; active != 0; active &= active - 1 {
-		depth[bits.TrailingZeros64(active)] = int32(len(keys))
+	for a := w.active; a != 0; a &= a - 1 {
+		w.depth[bits.TrailingZeros64(a)] = int32(len(keys))
 	}
-	_ = sink
+	return w.matches(tab, dst)
+}
 
-	// Best rank per replica (group), then one Match per replica in slot order.
+// walk is the state of one Lookup.
+type walk struct {
+	ix             *Index
+	keys           []uint64
+	active         uint64 // holders that held every key so far
+	onGPU          uint64 // holders whose last key read was on the GPU
+	depth, cpuOnly [MaxHolders]int32
+	sink           uint64
+}
+
+// scan reads keys[from:to] one by one, retiring holders at their first
+// missing key.
+func (w *walk) scan(from, to int) {
+	keys := w.keys
+	for i := from; i < to; i++ {
+		if i > from && i+touchAhead < to {
+			w.sink += w.ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
+		}
+		e := w.ix.shard(keys[i]).get(keys[i])
+		held := (e.gpu | e.cpu) & w.active
+		for gone := w.active &^ held; gone != 0; gone &= gone - 1 {
+			w.depth[bits.TrailingZeros64(gone)] = int32(i)
+		}
+		w.active, w.onGPU = held, e.gpu&held
+		if held == 0 {
+			return
+		}
+		for c := e.cpu &^ e.gpu & held; c != 0; c &= c - 1 {
+			w.cpuOnly[bits.TrailingZeros64(c)]++
+		}
+	}
+}
+
+// matches appends one Match per replica, its best rank, in slot order.
+func (w *walk) matches(tab *table, dst []Match) []Match {
 	var best [MaxHolders]int8
 	for i := range best {
 		best[i] = -1
 	}
+	depth, cpuOnly := &w.depth, &w.cpuOnly
 	for live := tab.live; live != 0; live &= live - 1 {
 		s := bits.TrailingZeros64(live)
 		if depth[s] == 0 {

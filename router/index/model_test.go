@@ -1,6 +1,7 @@
 package index
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -148,4 +149,49 @@ func keysOf(n int) []uint64 {
 	}
 	ks[0] = 0 // key 0 is stored apart in its shard's table
 	return ks
+}
+
+// TestLookupStrideOnPrefixes: when every holder's blocks are a prefix of the
+// prompt's chain (what vLLM's tail-first eviction leaves), the strided walk
+// gives exactly the exact walk's answer, for any stride.
+func TestLookupStrideOnPrefixes(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	prompt := keysOf(300)[1:]
+	for trial := 0; trial < 200; trial++ {
+		ix := New(Options{})
+		for h := 0; h < 1+r.IntN(10); h++ {
+			gpu := r.IntN(len(prompt) + 1)
+			cpu := gpu + r.IntN(len(prompt)+1-gpu) // offloaded blocks extend the GPU prefix
+			cs := []Change{{Rank: r.IntN(2), Tier: GPU, Add: prompt[:gpu]}, {Rank: 0, Tier: CPU, Add: prompt[:cpu]}}
+			if r.IntN(2) == 0 {
+				cs = cs[:1]
+			}
+			if err := ix.Update(fmt.Sprint("r", h), cs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := ix.Lookup(prompt, nil)
+		for _, stride := range []int{2, 7, 32, 64, 1000} {
+			if d := cmp.Diff(want, ix.LookupStride(prompt, stride, nil)); d != "" {
+				t.Fatalf("trial %d stride %d (-exact +strided):\n%s", trial, stride, d)
+			}
+		}
+	}
+}
+
+// TestLookupStrideHole documents the approximation: a holder with a hole in
+// its chain is credited past the hole when the hole is skipped.
+func TestLookupStrideHole(t *testing.T) {
+	prompt := keysOf(64)[1:]
+	ix := New(Options{})
+	holey := append(append([]uint64(nil), prompt[:10]...), prompt[11:]...)
+	if err := ix.Update("r", []Change{{Tier: GPU, Add: holey}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.Lookup(prompt, nil)[0].Blocks; got != 10 {
+		t.Errorf("exact walk: %d blocks; want 10", got)
+	}
+	if got := ix.LookupStride(prompt, 32, nil)[0].Blocks; got != len(prompt) {
+		t.Errorf("strided walk: %d blocks; want %d (the hole is skipped)", got, len(prompt))
+	}
 }

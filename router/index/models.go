@@ -43,6 +43,17 @@ func (ms *Models) Lookup(model string, keys []uint64, dst []Match) []Match {
 	return ix.Lookup(keys, dst)
 }
 
+// LookupStride is Index.LookupStride on model's index.
+func (ms *Models) LookupStride(model string, keys []uint64, stride int, dst []Match) []Match {
+	ms.mu.RLock()
+	ix := ms.m[model]
+	ms.mu.RUnlock()
+	if ix == nil {
+		return dst
+	}
+	return ix.LookupStride(keys, stride, dst)
+}
+
 // Remove drops replica from every model's index.
 func (ms *Models) Remove(replica string) {
 	ms.mu.RLock()

@@ -12,19 +12,22 @@ import (
 	"github.com/llmgw/llmgw/router/index"
 )
 
-// BenchmarkSchedule measures lookup + score + pick (the default config: model
+// BenchmarkSchedule measures lookup + score + pick (the default config, with
+// the prefix scorer's stride as given: model
 // and healthy filters, prefix, approx-prefix, load and session scorers) for
 // one prompt of the given length in 16-token blocks, over an index where
 // every replica holds a staggered prefix of the prompt and its share of
 // the background keys. Hashing the prompt is not included (internal/blockkey
 // benchmarks it). p99-µs is the 99th percentile of single decisions.
 func BenchmarkSchedule(b *testing.B) {
-	cases := []struct{ replicas, tokens, keys int }{
-		{16, 32 * 1024, 1_000_000},
-		{64, 8 * 1024, 1_000_000},
+	cases := []struct{ replicas, tokens, keys, stride int }{
+		{16, 32 * 1024, 1_000_000, 1},
+		{16, 32 * 1024, 1_000_000, 32},
+		{64, 8 * 1024, 1_000_000, 1},
+		{16, 128 * 1024, 1_000_000, 32},
 	}
 	for _, c := range cases {
-		b.Run(fmt.Sprintf("replicas=%d/tokens=%d/keys=%d", c.replicas, c.tokens, c.keys), func(b *testing.B) {
+		b.Run(fmt.Sprintf("replicas=%d/tokens=%d/keys=%d/stride=%d", c.replicas, c.tokens, c.keys, c.stride), func(b *testing.B) {
 			blocks := c.tokens / 16
 			rng := rand.New(rand.NewPCG(1, 2))
 			prompt := make([]uint64, blocks)
@@ -50,7 +53,9 @@ func BenchmarkSchedule(b *testing.B) {
 			if err := RegisterBuiltins(reg); err != nil {
 				b.Fatal(err)
 			}
-			s, err := reg.Build(DefaultConfig(), Deps{Index: models, Rand: rand.NewPCG(1, 1)})
+			cfg := DefaultConfig()
+			cfg.Scorers[0].Params = []byte(fmt.Sprintf(`{"stride": %d}`, c.stride))
+			s, err := reg.Build(cfg, Deps{Index: models, Rand: rand.NewPCG(1, 1)})
 			if err != nil {
 				b.Fatal(err)
 			}

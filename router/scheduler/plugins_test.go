@@ -181,6 +181,7 @@ func TestRegistryBuild(t *testing.T) {
 		{"bad duration", `{"scorers":[{"type":"session","weight":1,"params":{"idle_ttl":"soon"}}],"picker":{"type":"max-score"}}`, deps, `duration "soon"`},
 		{"zero weight", `{"scorers":[{"type":"load"}],"picker":{"type":"max-score"}}`, deps, "weight 0"},
 		{"invalid value", `{"scorers":[{"type":"prefix","weight":1,"params":{"cpu_weight":2}}],"picker":{"type":"max-score"}}`, withIndex, "cpu_weight 2"},
+		{"stride zero", `{"scorers":[{"type":"prefix","weight":1,"params":{"stride":0}}],"picker":{"type":"max-score"}}`, withIndex, "stride 0"},
 		{"negative temperature", `{"picker":{"type":"max-score","params":{"temperature":-1}}}`, deps, "temperature"},
 		{"no picker", `{"filters":[{"type":"model"}]}`, deps, "picker: no type"},
 		{"filter as picker", `{"picker":{"type":"model"}}`, deps, "not a picker"},
@@ -223,7 +224,9 @@ func TestDecodeParamsTrailing(t *testing.T) {
 
 type emptyIndex struct{}
 
-func (emptyIndex) Lookup(_ string, _ []uint64, dst []index.Match) []index.Match { return dst }
+func (emptyIndex) LookupStride(_ string, _ []uint64, _ int, dst []index.Match) []index.Match {
+	return dst
+}
 
 // FuzzPluginParams feeds arbitrary parameter bytes to every builtin: each
 // either builds a plugin or returns an error; none panics.
