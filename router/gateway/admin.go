@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/llmgw/llmgw/router/openai"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// adminReplica is one replica in the admin listing.
+type adminReplica struct {
+	ID        string         `json:"id"`
+	Model     string         `json:"model"`
+	Address   string         `json:"address"`
+	Source    string         `json:"source"`
+	BlockSize int            `json:"block_size"`
+	KVEvents  bool           `json:"kv_events"`
+	Mode      scheduler.Mode `json:"mode"`
+	Healthy   bool           `json:"healthy"`
+	GPUBlocks int            `json:"gpu_blocks"`
+	CPUBlocks int            `json:"cpu_blocks"`
+	Load      scheduler.Load `json:"load"`
+}
+
+func (g *Gateway) adminReplicas(c *gin.Context) {
+	out := []adminReplica{}
+	for _, r := range g.d.Replicas.All() {
+		gpu, cpu := g.d.BlocksOf(r.Model, r.ID)
+		out = append(out, adminReplica{
+			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
+			Mode: g.d.Replicas.Mode(r.ID), Healthy: g.d.Replicas.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
+			Load: g.d.Tracker.Load(r.ID),
+		})
+	}
+	c.JSON(http.StatusOK, gin.H{"replicas": out})
+}
+
+// explained is one candidate in an explanation.
+type explained struct {
+	Replica      string             `json:"replica"`
+	Mode         scheduler.Mode     `json:"mode"`
+	Total        float64            `json:"total"`
+	Scores       map[string]float64 `json:"scores"`
+	CachedTokens int                `json:"cached_tokens"`
+}
+
+// explain schedules a request without sending it or recording it, and
+// shows every candidate's scores.
+func (g *Gateway) explain(kind openai.Kind) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		body, ok := g.readBody(c)
+		if !ok {
+			return
+		}
+		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader))
+		if es != nil {
+			openai.WriteError(c.Writer, es.code, es.msg)
+			return
+		}
+		d := p.decision
+		var ranked []explained
+		for _, r := range append([]scheduler.Ranked{d.Chosen}, d.Fallbacks...) {
+			e := explained{Replica: r.Candidate.ID, Mode: r.Mode, Total: r.Total, Scores: map[string]float64{}, CachedTokens: r.CachedBlocks * p.sreq.BlockTokens}
+			for i, name := range d.Scorers {
+				e.Scores[name] = r.Scores[i]
+			}
+			ranked = append(ranked, e)
+		}
+		c.JSON(http.StatusOK, gin.H{
+			"model": p.req.Model, "prompt_tokens": p.prompt.Tokens, "blocks": len(p.sreq.Keys) + len(p.sreq.ApproxKeys),
+			"exact_keys": p.sreq.Keys != nil, "chosen": ranked[0], "ranked": ranked, "filtered": d.Filtered,
+			"overhead_us": p.total.Microseconds(),
+		})
+	}
+}

@@ -1,0 +1,309 @@
+package gateway
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/openai"
+	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type harness struct {
+	gw  *Gateway
+	srv *httptest.Server
+	set *replicas.Set
+}
+
+// newHarness runs a gateway for model "m" (vllm-sim tokenizer) over the
+// given backends, named r0, r1, ... in order.
+func newHarness(t *testing.T, maxBody int64, backends ...string) *harness {
+	t.Helper()
+	models := index.NewModels(index.Options{})
+	var set *replicas.Set
+	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
+	tracker := scheduler.NewTracker()
+	set = replicas.New(sink, tracker, replicas.Options{})
+	var list []replicas.Replica
+	for i, b := range backends {
+		list = append(list, replicas.Replica{ID: fmt.Sprintf("r%d", i), Model: "m", Address: b, BlockSize: 16, Source: "static"})
+	}
+	set.Replace(list)
+	reg := scheduler.NewRegistry()
+	if err := scheduler.RegisterBuiltins(reg); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := reg.Build(scheduler.DefaultConfig(), scheduler.Deps{Index: models})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Sim: true}})
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	gw, err := New(Deps{Replicas: set, Scheduler: sched, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(),
+		MaxBodyBytes: maxBody, Attempts: 3, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw.Handler())
+	t.Cleanup(func() { srv.Close(); tr.CloseIdleConnections() })
+	return &harness{gw: gw, srv: srv, set: set}
+}
+
+func backend(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().String()
+}
+
+// deadAddr is an address nothing listens on.
+func deadAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func post(t *testing.T, url, body string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func openAIError(t *testing.T, b []byte) openai.Error {
+	t.Helper()
+	var e struct{ Error openai.Error }
+	if err := json.Unmarshal(b, &e); err != nil || e.Error.Message == "" {
+		t.Fatalf("not an OpenAI error body: %s", b)
+	}
+	return e.Error
+}
+
+const chatBody = `{"model":"m","messages":[{"role":"user","content":"hello there"}]}`
+
+func TestErrors(t *testing.T) {
+	ok := backend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	h := newHarness(t, 1024, ok)
+	tests := []struct {
+		name, method, path, body string
+		code                     int
+		msg                      string
+	}{
+		{"malformed json", "POST", "/v1/chat/completions", `{"model":`, 400, "malformed JSON"},
+		{"unknown model", "POST", "/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"x"}]}`, 404, "The model `nope` does not exist."},
+		{"oversize", "POST", "/v1/completions", `{"model":"m","prompt":"` + strings.Repeat("x", 2000) + `"}`, 413, "larger than the limit of 1024 bytes"},
+		{"no prompt", "POST", "/v1/completions", `{"model":"m"}`, 400, "prompt is required"},
+		{"unknown path", "GET", "/v1/nothing", "", 404, "no such endpoint"},
+		{"wrong method", "GET", "/v1/completions", "", 405, "not allowed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, h.srv.URL+tt.path, strings.NewReader(tt.body))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.code {
+				t.Errorf("status %d; want %d (%s)", resp.StatusCode, tt.code, b)
+			}
+			if e := openAIError(t, b); !strings.Contains(e.Message, tt.msg) {
+				t.Errorf("message %q; want it to contain %q", e.Message, tt.msg)
+			}
+		})
+	}
+}
+
+func TestRetryBeforeFirstByte(t *testing.T) {
+	var busyHits atomic.Int32
+	busy := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		busyHits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	good := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"echo":%q}`, b)
+	})
+	// r0 refuses connections, r1 is overloaded, r2 answers: whatever the
+	// scheduler's order, the request must end on r2 with its body intact.
+	h := newHarness(t, 1<<20, deadAddr(t), busy, good)
+	for range 5 {
+		resp, b := post(t, h.srv.URL+"/v1/chat/completions", chatBody)
+		if resp.StatusCode != 200 || resp.Header.Get(HeaderReplica) != "r2" {
+			t.Fatalf("status %d replica %q body %s; want 200 from r2", resp.StatusCode, resp.Header.Get(HeaderReplica), b)
+		}
+		var got struct{ Echo string }
+		if err := json.Unmarshal(b, &got); err != nil || got.Echo != chatBody {
+			t.Fatalf("replica saw body %q; want the client's", got.Echo)
+		}
+		if resp.Header.Get(HeaderMode) == "" || resp.Header.Get(HeaderCachedTokens) == "" {
+			t.Errorf("routing headers missing: %v", resp.Header)
+		}
+	}
+	// After three connect failures r0's breaker is open.
+	if h.set.Healthy("r0") {
+		t.Errorf("r0 still healthy after repeated connect failures")
+	}
+}
+
+func TestAllReplicasDown(t *testing.T) {
+	h := newHarness(t, 1<<20, deadAddr(t), deadAddr(t))
+	resp, b := post(t, h.srv.URL+"/v1/chat/completions", chatBody)
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d; want 502", resp.StatusCode)
+	}
+	if e := openAIError(t, b); !strings.Contains(e.Message, "no replica answered") {
+		t.Errorf("message %q", e.Message)
+	}
+}
+
+// TestStreamingPassesChunks checks that each SSE event reaches the client
+// before the replica writes the next one: the replica waits for the
+// client's acknowledgement (through a channel) between events.
+func TestStreamingPassesChunks(t *testing.T) {
+	ack := make(chan struct{})
+	stream := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: {\"n\":%d}\n\n", i)
+			w.(http.Flusher).Flush()
+			select {
+			case <-ack:
+			case <-time.After(10 * time.Second):
+				return // the router buffered: the client never saw the event
+			}
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	})
+	h := newHarness(t, 1<<20, stream)
+	resp, err := http.Post(h.srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var events []string
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data: ") {
+			continue
+		}
+		events = append(events, line)
+		if line != "data: [DONE]" {
+			ack <- struct{}{}
+		}
+	}
+	want := []string{`data: {"n":0}`, `data: {"n":1}`, `data: {"n":2}`, "data: [DONE]"}
+	if fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Errorf("events %q; want %q", events, want)
+	}
+}
+
+func TestStreamDiesMidway(t *testing.T) {
+	dying := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"n\":0}\n\n")
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close() // the replica dies
+		}
+	})
+	h := newHarness(t, 1<<20, dying)
+	resp, b := post(t, h.srv.URL+"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	s := string(b)
+	if !strings.Contains(s, `data: {"n":0}`) || !strings.Contains(s, "failed mid-stream") || !strings.HasSuffix(s, "data: [DONE]\n\n") {
+		t.Errorf("stream %q; want the first event, an error event and [DONE]", s)
+	}
+}
+
+func TestClientDisconnectCancelsUpstream(t *testing.T) {
+	canceled := make(chan struct{})
+	started := make(chan struct{})
+	slow := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {}\n\n")
+		w.(http.Flusher).Flush()
+		close(started)
+		<-r.Context().Done()
+		close(canceled)
+	})
+	h := newHarness(t, 1<<20, slow)
+	resp, err := http.Post(h.srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	resp.Body.Close()
+	select {
+	case <-canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("upstream request not canceled after the client left")
+	}
+}
+
+func TestModelsHealthReadyMetrics(t *testing.T) {
+	ok := backend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
+	h := newHarness(t, 1<<20, ok)
+	get := func(path string) (int, string) {
+		resp, err := http.Get(h.srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if c, b := get("/v1/models"); c != 200 || !strings.Contains(b, `"id":"m"`) {
+		t.Errorf("/v1/models: %d %s", c, b)
+	}
+	if c, _ := get("/health"); c != 200 {
+		t.Errorf("/health: %d", c)
+	}
+	if c, b := get("/ready"); c != 200 || !strings.Contains(b, "ready") {
+		t.Errorf("/ready: %d %s", c, b)
+	}
+	post(t, h.srv.URL+"/v1/chat/completions", chatBody)
+	if c, b := get("/metrics"); c != 200 || !strings.Contains(b, `llmgw_requests_total{code="200",endpoint="chat"} 1`) ||
+		!strings.Contains(b, `llmgw_routing_overhead_seconds_count{stage="total"} 1`) {
+		t.Errorf("/metrics: %d, missing series in:\n%s", c, b)
+	}
+	if c, b := get("/admin/replicas"); c != 200 || !strings.Contains(b, `"id":"r0"`) {
+		t.Errorf("/admin/replicas: %d %s", c, b)
+	}
+	h.set.Replace(nil)
+	if c, _ := get("/ready"); c != 503 {
+		t.Errorf("/ready without replicas: %d; want 503", c)
+	}
+}

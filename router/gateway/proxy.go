@@ -1,0 +1,220 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/router/openai"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// Response headers that explain a routing decision.
+const (
+	HeaderReplica      = "X-Llmgw-Replica"
+	HeaderMode         = "X-Llmgw-Routing-Mode"
+	HeaderCachedTokens = "X-Llmgw-Cached-Tokens"
+	HeaderAttempts     = "X-Llmgw-Attempts"
+)
+
+// attempt is one replica a request may be sent to, in order of preference.
+type attempt struct {
+	ranked  scheduler.Ranked
+	address string
+}
+
+// route is the per-request state the proxy's hooks share, carried in the
+// request context.
+type route struct {
+	body         []byte
+	attempts     []attempt
+	promptTokens int
+	blockTokens  int
+
+	// Set by the transport: the attempt that answered, and how many were tried.
+	mu     sync.Mutex
+	served int // index into attempts; -1 while none
+	tried  int
+}
+
+type routeKey struct{}
+
+func routeOf(ctx context.Context) *route {
+	r, _ := ctx.Value(routeKey{}).(*route)
+	return r
+}
+
+// Health is what the proxy reports attempt outcomes to (replicas.Set).
+type Health interface {
+	Failed(replica string)
+	Succeeded(replica string)
+}
+
+// LoadTracker counts requests in flight per replica (scheduler.Tracker).
+type LoadTracker interface {
+	Begin(replica string, promptTokens int) (end func())
+}
+
+// retryStatus reports whether a replica's answer should be retried on the
+// next replica when no byte has reached the client yet.
+func retryStatus(code int) bool {
+	return code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests
+}
+
+// transport tries a request's replicas in order until one answers with
+// something other than a connect failure or a retryable status.
+type transport struct {
+	base    http.RoundTripper
+	health  Health
+	load    LoadTracker
+	metrics *Metrics
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rt := routeOf(req.Context())
+	if rt == nil || len(rt.attempts) == 0 {
+		return nil, errors.New("proxy: request carries no route")
+	}
+	var lastErr error
+	for i, a := range rt.attempts {
+		out := req.Clone(req.Context())
+		out.URL.Host = a.address
+		out.Host = a.address
+		out.Body = io.NopCloser(bytes.NewReader(rt.body))
+		out.ContentLength = int64(len(rt.body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rt.body)), nil }
+		id := a.ranked.Candidate.ID
+		end := t.load.Begin(id, rt.promptTokens)
+		rt.mu.Lock()
+		rt.tried = i + 1
+		rt.mu.Unlock()
+		resp, err := t.base.RoundTrip(out)
+		last := i == len(rt.attempts)-1
+		switch {
+		case err != nil:
+			end()
+			if req.Context().Err() != nil {
+				t.metrics.Attempts.WithLabelValues("canceled").Inc()
+				return nil, err
+			}
+			t.metrics.Attempts.WithLabelValues("connect_error").Inc()
+			t.health.Failed(id)
+			lastErr = fmt.Errorf("replica %s (%s): %w", id, a.address, err)
+			continue
+		case retryStatus(resp.StatusCode) && !last:
+			t.metrics.Attempts.WithLabelValues("retry_status").Inc()
+			if resp.StatusCode != http.StatusTooManyRequests {
+				t.health.Failed(id)
+			}
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			end()
+			lastErr = fmt.Errorf("replica %s answered %s", id, resp.Status)
+			continue
+		}
+		t.metrics.Attempts.WithLabelValues("ok").Inc()
+		if resp.StatusCode < 500 {
+			t.health.Succeeded(id)
+		}
+		rt.mu.Lock()
+		rt.served = i
+		rt.mu.Unlock()
+		resp.Body = &endOnClose{ReadCloser: resp.Body, end: end}
+		return resp, nil
+	}
+	return nil, lastErr
+}
+
+// endOnClose ends the in-flight count when the proxy closes the body.
+type endOnClose struct {
+	io.ReadCloser
+	end func()
+}
+
+func (e *endOnClose) Close() error {
+	e.end()
+	return e.ReadCloser.Close()
+}
+
+// newProxy builds the reverse proxy: Rewrite points at the first attempt
+// (the transport moves on to the others), ModifyResponse names the replica
+// that answered, ErrorHandler answers OpenAI-shaped JSON.
+func newProxy(tr *transport, log hclog.Logger) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			rt := routeOf(pr.In.Context())
+			pr.Out.URL.Scheme = "http"
+			if rt != nil && len(rt.attempts) > 0 {
+				pr.Out.URL.Host = rt.attempts[0].address
+			}
+			pr.SetXForwarded()
+		},
+		Transport:     tr,
+		FlushInterval: -1, // every write goes to the client at once (SSE)
+		ModifyResponse: func(resp *http.Response) error {
+			rt := routeOf(resp.Request.Context())
+			if rt == nil {
+				return nil
+			}
+			rt.mu.Lock()
+			a, tried := rt.attempts[rt.served], rt.tried
+			rt.mu.Unlock()
+			h := resp.Header
+			h.Set(HeaderReplica, a.ranked.Candidate.ID)
+			h.Set(HeaderMode, string(a.ranked.Mode))
+			h.Set(HeaderCachedTokens, strconv.Itoa(a.ranked.CachedBlocks*rt.blockTokens))
+			h.Set(HeaderAttempts, strconv.Itoa(tried))
+			if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+				resp.Body = &sseGuard{ReadCloser: resp.Body, ctx: resp.Request.Context(), replica: a.ranked.Candidate.ID, log: log}
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client left; nobody to answer
+			}
+			log.Warn("no replica answered", "path", r.URL.Path, "error", err)
+			openai.WriteError(w, http.StatusBadGateway, "no replica answered: "+err.Error())
+		},
+	}
+}
+
+// sseGuard ends a stream whose replica failed mid-way with an OpenAI error
+// event, so clients see a clear error instead of a silent truncation.
+type sseGuard struct {
+	io.ReadCloser
+	ctx     context.Context
+	replica string
+	log     hclog.Logger
+	tail    []byte
+	done    bool
+}
+
+func (s *sseGuard) Read(p []byte) (int, error) {
+	if len(s.tail) > 0 {
+		n := copy(p, s.tail)
+		s.tail = s.tail[n:]
+		return n, nil
+	}
+	if s.done {
+		return 0, io.EOF
+	}
+	n, err := s.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && s.ctx.Err() == nil {
+		s.log.Warn("replica failed mid-stream", "replica", s.replica, "error", err)
+		msg := fmt.Sprintf("replica %s failed mid-stream: %v", s.replica, err)
+		s.tail = append(append([]byte("\n\ndata: "), openai.ErrorBody(http.StatusBadGateway, msg)...), "\n\ndata: [DONE]\n\n"...)
+		s.done = true
+		return n, nil
+	}
+	return n, err
+}
