@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/llmgw/llmgw/driver/supervisor"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -30,6 +31,10 @@ import (
 var pluginBin, simBin string
 
 func TestMain(m *testing.M) {
+	// In-process drivers supervise shards with this binary.
+	if len(os.Args) > 1 && os.Args[1] == supervisor.Mode {
+		os.Exit(supervisor.Run(os.Args[2:]))
+	}
 	dir, err := os.MkdirTemp("", "driver-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
