@@ -83,6 +83,11 @@ func (d *Driver) stop(ctx context.Context, h *taskHandle, sig syscall.Signal, ti
 	}
 	h.log.Warn("engine outlived its kill timeout; killing its process group", "timeout", timeout.String())
 	d.events.emit(h.cfg, "engine did not stop within "+timeout.String()+"; sent SIGKILL", nil)
+	return d.kill(ctx, h)
+}
+
+// kill SIGKILLs the shard's process group and waits until it has exited.
+func (d *Driver) kill(ctx context.Context, h *taskHandle) error {
 	if err := h.proc.Signal(syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill %s: %w", h.id, err)
 	}
@@ -107,7 +112,7 @@ func (d *Driver) DestroyTask(ctx context.Context, req *drivers.DestroyTaskReques
 		if !req.GetForce() {
 			return nil, status.Errorf(codes.FailedPrecondition, "task %s is still running; stop it or force", h.id)
 		}
-		if err := d.stop(ctx, h, syscall.SIGKILL, 0); err != nil {
+		if err := d.kill(ctx, h); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -103,7 +104,12 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	}
 	st.Supervisor, st.StartedAt = proc.State(), time.Now()
 	h := d.newHandle(cfg, st, proc)
-	d.tasks.add(h)
+	if !d.tasks.add(h) {
+		// A concurrent StartTask with the same id won the race.
+		_ = proc.Signal(syscall.SIGKILL)
+		h.detach()
+		return nil, status.Errorf(codes.AlreadyExists, "task %s is already started", id)
+	}
 	log.Info("engine started", "pid", proc.EnginePid(), "argv", strings.Join(argv, " "))
 	d.events.emit(cfg, "engine started", map[string]string{"pid": strconv.Itoa(proc.EnginePid())})
 

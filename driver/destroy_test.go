@@ -1,0 +1,47 @@
+package driver_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// TestDestroyRunning: a forced destroy of a running shard (Nomad's path
+// when recovery fails) kills its whole group at once, without a stop
+// timeout, and forgets the task.
+func TestDestroyRunning(t *testing.T) {
+	h := launch(t, simBin)
+	ev := watchEvents(t, h)
+	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
+	id := task.Config.GetId()
+	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		t.Fatal(err)
+	}
+	pid := enginePid(t, h, id)
+	if _, err := h.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id}); err == nil {
+		t.Error("destroying a running task without force succeeded")
+	}
+	if _, err := h.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the shard's group to vanish", func() bool { return groupGone(pid) })
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-ev.ch:
+			if strings.Contains(e.GetMessage(), "did not stop") {
+				t.Errorf("forced destroy reported a stop timeout: %q", e.GetMessage())
+			}
+			if strings.HasPrefix(e.GetMessage(), "engine exited") {
+				if e.GetAnnotations()["signal"] != "9" {
+					t.Errorf("exit event %v; want SIGKILL", e)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("no exit event")
+		}
+	}
+}
