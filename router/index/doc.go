@@ -31,5 +31,7 @@
 //
 // Options.MaxKeys bounds the number of keys. A store that would add a key
 // beyond it is dropped and counted, and Options.OnOverflow fires once per
-// crossing; Stats reports sizes for metrics.
+// crossing; Stats reports sizes for metrics. Oversized checks each replica
+// against the KV capacity its engines advertise, to catch an index that
+// has missed removals.
 package index

@@ -315,3 +315,38 @@ func TestReadsDuringChurn(t *testing.T) {
 		t.Errorf("after churn %d keys; want %d", st.Keys, len(prompt))
 	}
 }
+
+func TestOversized(t *testing.T) {
+	ix := New(Options{})
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(ix.Update("fits", []Change{{Tier: GPU, Add: seq(1, 100)}, {Tier: CPU, Add: seq(1, 50)}}))
+	must(ix.Update("leaky", []Change{{Rank: 0, Tier: GPU, Add: seq(1, 80)}, {Rank: 1, Tier: GPU, Add: seq(200, 260)}}))
+	must(ix.Update("cpu-leaky", []Change{{Tier: CPU, Add: seq(1, 30)}}))
+	must(ix.Update("unknown", []Change{{Tier: GPU, Add: seq(1, 1000)}}))
+	capacity := func(r string) (int, int, bool) {
+		switch r {
+		case "fits":
+			return 100, 50, true
+		case "leaky":
+			return 100, 0, true // 141 GPU blocks over two ranks
+		case "cpu-leaky":
+			return 100, 20, true
+		}
+		return 0, 0, false
+	}
+	want := []Oversize{
+		{Replica: "cpu-leaky", Tier: CPU, Held: 30, Capacity: 20},
+		{Replica: "leaky", Tier: GPU, Held: 141, Capacity: 100},
+	}
+	if d := cmp.Diff(want, ix.Oversized(capacity, 0.1)); d != "" {
+		t.Errorf("Oversized (-want +got):\n%s", d)
+	}
+	if got := ix.Oversized(capacity, 0.5); len(got) != 0 {
+		t.Errorf("with 50%% slack: %+v; want none", got)
+	}
+}

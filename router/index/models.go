@@ -66,3 +66,18 @@ func (ms *Models) Remove(replica string) {
 		ix.Remove(replica)
 	}
 }
+
+// Oversized is Index.Oversized over every model's index.
+func (ms *Models) Oversized(capacity func(replica string) (gpu, cpu int, ok bool), slack float64) []Oversize {
+	ms.mu.RLock()
+	all := make([]*Index, 0, len(ms.m))
+	for _, ix := range ms.m {
+		all = append(all, ix)
+	}
+	ms.mu.RUnlock()
+	var out []Oversize
+	for _, ix := range all {
+		out = append(out, ix.Oversized(capacity, slack)...)
+	}
+	return out
+}
