@@ -52,6 +52,8 @@ type Consul struct {
 	Register bool
 	// ServiceID of the registration (default llmgw-router-<host:port>).
 	ServiceID string
+	// CheckInterval is how often Consul calls the router's /health.
+	CheckInterval time.Duration
 }
 
 // Model holds per-model settings.
@@ -84,6 +86,7 @@ func Default() Config {
 		DriverExpiry:    30 * time.Second,
 		ScrapeInterval:  time.Second,
 		LogLevel:        "info",
+		Consul:          Consul{CheckInterval: 10 * time.Second},
 		Models:          map[string]Model{},
 		Scheduler:       scheduler.DefaultConfig(),
 	}
@@ -105,7 +108,7 @@ func (c *Config) Validate() error {
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))
 	}
-	for name, d := range map[string]time.Duration{"upstream_timeout": c.UpstreamTimeout, "driver_expiry": c.DriverExpiry, "scrape_interval": c.ScrapeInterval} {
+	for name, d := range map[string]time.Duration{"upstream_timeout": c.UpstreamTimeout, "driver_expiry": c.DriverExpiry, "scrape_interval": c.ScrapeInterval, "consul check_interval": c.Consul.CheckInterval} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s %s: must be positive", name, d))
 		}

@@ -25,6 +25,7 @@ consul {
   address  = "127.0.0.1:8500"
   services = ["vllm"]
   register = true
+  check_interval = "2s"
 }
 
 model "qwen" {
@@ -69,7 +70,7 @@ func TestParseHCL(t *testing.T) {
 	want := Default()
 	want.Listen, want.IngestListen, want.KVToken = "0.0.0.0:9000", "0.0.0.0:9001", "secret"
 	want.Attempts, want.UpstreamTimeout = 2, 30*time.Second
-	want.Consul = Consul{Address: "127.0.0.1:8500", Services: []string{"vllm"}, Register: true}
+	want.Consul = Consul{Address: "127.0.0.1:8500", Services: []string{"vllm"}, Register: true, CheckInterval: 2 * time.Second}
 	want.Models = map[string]Model{"qwen": {TokenizerDir: "/models/qwen"}, "sim-model": {Sim: true}}
 	want.Replicas = []StaticReplica{{ID: "a/x", Model: "qwen", Address: "10.0.0.1:8000", BlockSize: 32, KVEvents: true}}
 	want.Scheduler = scheduler.Config{

@@ -40,6 +40,8 @@ type fileConsul struct {
 	Services  []string `hcl:"services,optional"`
 	Register  *bool    `hcl:"register,optional"`
 	ServiceID *string  `hcl:"service_id,optional"`
+	// CheckInterval is a duration string ("10s").
+	CheckInterval *string `hcl:"check_interval,optional"`
 }
 
 type fileModel struct {
@@ -126,6 +128,13 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		setStr(&c.Consul.ServiceID, fc.Consul.ServiceID)
 		if fc.Consul.Services != nil {
 			c.Consul.Services = fc.Consul.Services
+		}
+		if fc.Consul.CheckInterval != nil {
+			d, err := time.ParseDuration(*fc.Consul.CheckInterval)
+			if err != nil {
+				return fmt.Errorf("config consul check_interval: %w", err)
+			}
+			c.Consul.CheckInterval = d
 		}
 		if fc.Consul.Register != nil {
 			c.Consul.Register = *fc.Consul.Register

@@ -1,0 +1,41 @@
+// Command llmgw-router is llmgw's OpenAI-compatible gateway: it discovers
+// model replicas in Consul, learns which replica caches which prompt blocks
+// from the drivers' KV updates, and proxies each request to the best one.
+//
+//	llmgw-router -config router.hcl
+//
+// Configuration comes from the HCL file, then LLMGW_* environment variables,
+// then flags (see router/config). SIGINT or SIGTERM shuts it down cleanly.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/router/config"
+	"github.com/llmgw/llmgw/router/server"
+)
+
+func main() {
+	fs := flag.NewFlagSet("llmgw-router", flag.ExitOnError)
+	flags := config.BindFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	cfg, err := flags.Resolve(os.Environ())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "llmgw-router:", err)
+		os.Exit(2)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "llmgw-router", Level: hclog.LevelFromString(cfg.LogLevel)})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := server.Run(ctx, cfg, log); err != nil {
+		log.Error("router failed", "error", err)
+		os.Exit(1)
+	}
+}

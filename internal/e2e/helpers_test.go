@@ -1,0 +1,291 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/router/config"
+	"github.com/llmgw/llmgw/router/server"
+)
+
+const model = "sim-model"
+
+var (
+	simBuild    sync.Once
+	simBuildErr error
+	simDir      string
+	simPath     string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if simDir != "" {
+		os.RemoveAll(simDir)
+	}
+	os.Exit(code)
+}
+
+// simBinary builds vllm-sim from this tree once per test process
+// ($LLMGW_VLLM_SIM_BIN overrides it).
+func simBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("LLMGW_VLLM_SIM_BIN"); p != "" {
+		return p
+	}
+	simBuild.Do(func() {
+		dir, err := os.MkdirTemp("", "e2e-sim-")
+		if err != nil {
+			simBuildErr = err
+			return
+		}
+		simDir = dir
+		simPath = filepath.Join(dir, "vllm-sim")
+		cmd := exec.Command("go", "build", "-o", simPath, "github.com/llmgw/llmgw/cmd/vllm-sim")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			simBuildErr = fmt.Errorf("go build vllm-sim: %v\n%s", err, out)
+		}
+	})
+	if simBuildErr != nil {
+		t.Fatal(simBuildErr)
+	}
+	return simPath
+}
+
+// waitFor polls cond every 20 ms until it holds, failing after 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type sim struct {
+	addr string // host:port
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	logs bytes.Buffer
+}
+
+var uvicorn = regexp.MustCompile(`Uvicorn running on http://(\S+)`)
+
+// startSim runs `vllm-sim serve sim-model` with args on a free port and
+// stops and reaps it when the test ends.
+func startSim(t *testing.T, args ...string) *sim {
+	t.Helper()
+	full := append([]string{"serve", model, "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1"}, args...)
+	cmd := exec.Command(simBinary(t), full...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &sim{cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.logs.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			if m := uvicorn.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		_ = cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(s.stop)
+	select {
+	case s.addr = <-addr:
+	case <-s.done:
+		t.Fatalf("vllm-sim exited:\n%s", s.output())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("vllm-sim did not start:\n%s", s.output())
+	}
+	return s
+}
+
+func (s *sim) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+func (s *sim) stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// metric reads one unlabelled series from the simulator's /metrics.
+func (s *sim) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + s.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sum := 0.0
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		rest := line[len(name):]
+		if rest[0] != ' ' && rest[0] != '{' {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// routerConfig is a router on free loopback ports with the simulator's
+// tokenizer for sim-model.
+func routerConfig(token string) config.Config {
+	c := config.Default()
+	c.Listen, c.IngestListen = "127.0.0.1:0", "127.0.0.1:0"
+	c.KVToken = token
+	c.Models = map[string]config.Model{model: {Sim: true}}
+	c.ScrapeInterval = 200 * time.Millisecond
+	c.LogLevel = "debug"
+	return c
+}
+
+func startRouter(t *testing.T, c config.Config) *server.Server {
+	t.Helper()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "router", Level: hclog.Warn, Output: testWriter{t}})
+	s, err := server.Start(context.Background(), c, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// answer is a routed response: status, routing headers and body.
+type answer struct {
+	code    int
+	replica string
+	mode    string
+	cached  int
+	body    []byte
+}
+
+func call(t *testing.T, router, path, body string) answer {
+	t.Helper()
+	resp, err := http.Post("http://"+router+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	cached, _ := strconv.Atoi(resp.Header.Get("X-Llmgw-Cached-Tokens"))
+	return answer{code: resp.StatusCode, replica: resp.Header.Get("X-Llmgw-Replica"), mode: resp.Header.Get("X-Llmgw-Routing-Mode"), cached: cached, body: b}
+}
+
+// explain asks the router where a request would go, without sending it.
+type explanation struct {
+	Chosen struct {
+		Replica      string `json:"replica"`
+		Mode         string `json:"mode"`
+		CachedTokens int    `json:"cached_tokens"`
+	} `json:"chosen"`
+}
+
+func explain(t *testing.T, router, body string) explanation {
+	t.Helper()
+	resp, err := http.Post("http://"+router+"/admin/explain/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e explanation
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// longPrompt is a distinct prompt of several hundred tokens.
+func longPrompt(seed int) string {
+	var sb strings.Builder
+	for i := range 150 {
+		fmt.Fprintf(&sb, "w%d_%d ", seed, i)
+	}
+	return sb.String()
+}
+
+func completion(prompt string, stream bool) string {
+	b, _ := json.Marshal(map[string]any{"model": model, "prompt": prompt, "max_tokens": 4, "stream": stream})
+	return string(b)
+}
+
+// cachedTokens reads usage.prompt_tokens_details.cached_tokens.
+func cachedTokens(t *testing.T, body []byte) int {
+	t.Helper()
+	var r struct {
+		Usage struct {
+			Details struct {
+				Cached int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("response %s: %v", body, err)
+	}
+	return r.Usage.Details.Cached
+}

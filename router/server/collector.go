@@ -1,0 +1,72 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	descReplica = prometheus.NewDesc("llmgw_replica_info",
+		"One per replica, labelled with its model, routing mode and breaker health.", []string{"replica", "model", "mode", "healthy"}, nil)
+	descInFlight = prometheus.NewDesc("llmgw_replica_in_flight",
+		"Requests this router has in flight to each replica.", []string{"replica"}, nil)
+	descWaiting = prometheus.NewDesc("llmgw_replica_waiting",
+		"vllm:num_requests_waiting last scraped from each replica.", []string{"replica"}, nil)
+	descKVUsage = prometheus.NewDesc("llmgw_replica_kv_usage",
+		"vllm:kv_cache_usage_perc last scraped from each replica (0..1).", []string{"replica"}, nil)
+	descEventsMissing = prometheus.NewDesc("llmgw_replica_kv_events_missing",
+		"1 when a replica advertises KV events but no driver session holds its state (alarm).", []string{"replica"}, nil)
+	descIndexKeys = prometheus.NewDesc("llmgw_index_keys",
+		"Distinct block keys in each model's index.", []string{"model"}, nil)
+	descIndexMax = prometheus.NewDesc("llmgw_index_max_keys",
+		"Key cap of each model's index from advertised KV capacity (0: unknown).", []string{"model"}, nil)
+	descIndexRejected = prometheus.NewDesc("llmgw_index_rejected_total",
+		"Block stores dropped because a model's index was at its cap (alarm).", []string{"model"}, nil)
+	descIngest = prometheus.NewDesc("llmgw_kv_ingest_total",
+		"KV ingest events by kind (updates, snapshots, keys, unknown_replica, errors).", []string{"kind"}, nil)
+)
+
+// collector reads the router's state at scrape time.
+type collector struct{ s *Server }
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descIndexKeys, descIndexMax, descIndexRejected, descIngest} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, r := range s.set.All() {
+		mode := s.set.Mode(r.ID)
+		healthy := "true"
+		if !s.set.Healthy(r.ID) {
+			healthy = "false"
+		}
+		gauge(descReplica, 1, r.ID, r.Model, string(mode), healthy)
+		l := s.tracker.Load(r.ID)
+		gauge(descInFlight, float64(l.InFlight), r.ID)
+		gauge(descWaiting, l.Waiting, r.ID)
+		gauge(descKVUsage, l.KVUsage, r.ID)
+		missing := 0.0
+		if r.KVEvents && mode != "exact" {
+			missing = 1
+		}
+		gauge(descEventsMissing, missing, r.ID)
+	}
+	limits := s.capacity.Limits()
+	for _, m := range s.set.Models() {
+		st := s.models.For(m).Stats()
+		gauge(descIndexKeys, float64(st.Keys), m)
+		gauge(descIndexMax, float64(limits[m]), m)
+		ch <- prometheus.MustNewConstMetric(descIndexRejected, prometheus.CounterValue, float64(st.Rejected), m)
+	}
+	is := s.sink.Stats()
+	for kind, v := range map[string]uint64{"updates": is.Updates, "snapshots": is.Snapshots, "keys": is.Keys, "unknown_replica": is.Unknown, "errors": is.Errors} {
+		ch <- prometheus.MustNewConstMetric(descIngest, prometheus.CounterValue, float64(v), kind)
+	}
+}
+
+var _ prometheus.Collector = (*collector)(nil)

@@ -1,0 +1,12 @@
+// Package server assembles llmgw-router from its parts and runs it: the
+// OpenAI API listener (router/gateway), the separate KV-ingest listener for
+// drivers (internal/kvwire's Receiver into router/ingest), the replica set
+// fed by the static config and Consul watches (router/replicas), engine
+// metrics scraping (router/enginemetrics), the router's own Consul
+// registration as llmgw-router with an HTTP check, and the expiry of silent
+// drivers.
+//
+// It owns process-level lifetime: Start opens every listener and goroutine,
+// Close stops them in reverse order and waits. cmd/llmgw-router only parses
+// flags and calls Run. It must not import driver/....
+package server

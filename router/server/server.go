@@ -1,0 +1,365 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/consul"
+	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/router/config"
+	"github.com/llmgw/llmgw/router/enginemetrics"
+	"github.com/llmgw/llmgw/router/gateway"
+	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// Server is a running router.
+type Server struct {
+	cfg config.Config
+	log hclog.Logger
+
+	models   *index.Models
+	sink     *ingest.Sink
+	receiver *kvwire.Receiver
+	set      *replicas.Set
+	tracker  *scheduler.Tracker
+	metrics  *gateway.Metrics
+	capacity *capacity
+
+	api, ingest     *http.Server
+	apiLn, ingestLn net.Listener
+	watchers        []*consul.Watcher[consul.Replica]
+	scraper         *enginemetrics.Scraper
+	registration    *consul.Registration
+	cancel          context.CancelFunc
+	wg              sync.WaitGroup
+	synced          func() bool
+	closeOnce       sync.Once
+}
+
+// Run starts the router and serves until ctx ends, then shuts down.
+func Run(ctx context.Context, cfg config.Config, log hclog.Logger) error {
+	s, err := Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	s.Close()
+	return nil
+}
+
+// Start opens the listeners and starts every part; Close stops them. On an
+// error, whatever was started is stopped again.
+func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server, err error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Server{cfg: cfg, log: log, cancel: cancel, synced: func() bool { return true }}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+
+	s.models = index.NewModels(index.Options{OnOverflow: func(keys, max int) {
+		log.Error("block index over the fleet's advertised KV capacity; new blocks are dropped", "keys", keys, "max", max)
+	}})
+	s.sink = ingest.NewSink(s.models, func(id string) (string, bool) { return s.set.ModelOf(id) }, log.Named("ingest"))
+	s.tracker = scheduler.NewTracker()
+	s.set = replicas.New(s.sink, s.tracker, replicas.Options{
+		Logger: log.Named("replicas"),
+		Resnapshot: func(drivers []string) {
+			for _, d := range drivers {
+				if s.receiver != nil {
+					s.receiver.Forget(d)
+				}
+			}
+		},
+	})
+	if cfg.KVToken != "" {
+		if s.receiver, err = kvwire.NewReceiver(cfg.KVToken, s.sink); err != nil {
+			return nil, err
+		}
+	} else {
+		log.Warn("no kv_token configured: KV ingest is off and every replica routes in approx mode")
+	}
+	s.capacity = newCapacity(s.models, s.set)
+
+	sources := map[string]prompt.Source{}
+	for name, m := range cfg.Models {
+		sources[name] = prompt.Source{Dir: m.TokenizerDir, Sim: m.Sim}
+	}
+	prompts, perrs := prompt.New(sources)
+	for _, e := range perrs {
+		log.Warn("tokenizer unavailable", "error", e)
+	}
+	reg := scheduler.NewRegistry()
+	if err := scheduler.RegisterBuiltins(reg); err != nil {
+		return nil, err
+	}
+	sched, err := reg.Build(cfg.Scheduler, scheduler.Deps{Index: s.models})
+	if err != nil {
+		return nil, fmt.Errorf("scheduler config: %w", err)
+	}
+	s.metrics = gateway.NewMetrics(&collector{s: s})
+	gw, err := gateway.New(gateway.Deps{
+		Replicas: s.set, Scheduler: sched, Tracker: s.tracker, Prompts: prompts, Metrics: s.metrics,
+		BlocksOf:        func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
+		Ready:           func() bool { return s.synced() },
+		SessionHeader:   sessionHeader(cfg.Scheduler),
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		Attempts:        cfg.Attempts,
+		UpstreamTimeout: cfg.UpstreamTimeout,
+		Logger:          log.Named("gateway"),
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if s.apiLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	if s.ingestLn, err = net.Listen("tcp", cfg.IngestListen); err != nil {
+		return nil, fmt.Errorf("listen for kv ingest %s: %w", cfg.IngestListen, err)
+	}
+	s.api = &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.ingest = &http.Server{Handler: s.ingestHandler(), ReadHeaderTimeout: 10 * time.Second}
+	s.serve(s.api, s.apiLn, "api")
+	s.serve(s.ingest, s.ingestLn, "ingest")
+
+	if err := s.startReplicas(ctx); err != nil {
+		return nil, err
+	}
+	s.scraper, err = enginemetrics.Start(ctx, s.targets, enginemetrics.SinkFunc(s.scraped), enginemetrics.Options{
+		Interval: cfg.ScrapeInterval, Logger: log.Named("scrape"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.receiver != nil {
+		s.goLoop(ctx, cfg.DriverExpiry/3, func() {
+			for _, d := range s.receiver.Expire(time.Now().Add(-cfg.DriverExpiry)) {
+				log.Warn("driver went silent; dropping its KV state", "driver", d)
+			}
+		})
+	}
+	if cfg.Consul.Register {
+		if err := s.register(ctx); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("llmgw-router started", "api", s.Addr(), "ingest", s.IngestAddr())
+	return s, nil
+}
+
+func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "listener", name, "error", err)
+		}
+	}()
+}
+
+func (s *Server) goLoop(ctx context.Context, every time.Duration, fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(max(every, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				fn()
+			}
+		}
+	}()
+}
+
+func (s *Server) consulClient() (*api.Client, error) {
+	cc := api.DefaultConfig()
+	cc.Address = s.cfg.Consul.Address
+	c, err := api.NewClient(cc)
+	if err != nil {
+		return nil, fmt.Errorf("consul client: %w", err)
+	}
+	return c, nil
+}
+
+func (s *Server) startReplicas(ctx context.Context) error {
+	var static []replicas.Replica
+	for _, r := range s.cfg.Replicas {
+		static = append(static, replicas.Replica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: "static"})
+	}
+	var sources []replicas.NamedSource
+	if s.cfg.Consul.Address != "" && len(s.cfg.Consul.Services) > 0 {
+		client, err := s.consulClient()
+		if err != nil {
+			return err
+		}
+		for _, svc := range s.cfg.Consul.Services {
+			w, err := consul.WatchReplicas(ctx, client, svc, consul.WatchOptions{Logger: s.log.Named("consul")})
+			if err != nil {
+				return fmt.Errorf("watch consul service %s: %w", svc, err)
+			}
+			s.watchers = append(s.watchers, w)
+			sources = append(sources, replicas.NamedSource{Service: svc, Source: w})
+		}
+		s.synced = func() bool {
+			for _, w := range s.watchers {
+				if !w.Status().Synced {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		replicas.Follow(ctx, s.set, static, sources)
+	}()
+	return nil
+}
+
+func (s *Server) register(ctx context.Context) error {
+	client, err := s.consulClient()
+	if err != nil {
+		return err
+	}
+	addr := s.cfg.AdvertiseAddress
+	if addr == "" {
+		host, _, _ := net.SplitHostPort(s.apiLn.Addr().String())
+		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		addr = host
+	}
+	id := s.cfg.Consul.ServiceID
+	if id == "" {
+		id = "llmgw-router-" + net.JoinHostPort(addr, strconv.Itoa(port(s.apiLn)))
+	}
+	svc := consul.RouterRegistration(id, addr, port(s.apiLn), port(s.ingestLn))
+	svc.Check.Interval = s.cfg.Consul.CheckInterval
+	svc.Check.DeregisterAfter = time.Minute
+	s.registration, err = consul.Register(ctx, client, svc)
+	if err != nil {
+		return fmt.Errorf("register in consul: %w", err)
+	}
+	return nil
+}
+
+func port(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
+
+// Addr is the API listener's address.
+func (s *Server) Addr() string { return s.apiLn.Addr().String() }
+
+// IngestAddr is the KV-ingest listener's address.
+func (s *Server) IngestAddr() string { return s.ingestLn.Addr().String() }
+
+// Replicas exposes the replica set (tests and the admin API read it).
+func (s *Server) Replicas() *replicas.Set { return s.set }
+
+// Close deregisters, stops the listeners (letting in-flight requests finish
+// for a few seconds), then every goroutine, and waits for them.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		if s.registration != nil {
+			if err := s.registration.Deregister(context.Background()); err != nil {
+				s.log.Warn("deregister from consul", "error", err)
+			}
+		}
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, srv := range []*http.Server{s.api, s.ingest} {
+			if srv != nil {
+				_ = srv.Shutdown(shutdown)
+			}
+		}
+		for _, ln := range []net.Listener{s.apiLn, s.ingestLn} {
+			if ln != nil {
+				_ = ln.Close() // unserved listeners after a failed Start
+			}
+		}
+		s.cancel()
+		if s.scraper != nil {
+			s.scraper.Close()
+		}
+		for _, w := range s.watchers {
+			w.Close()
+		}
+		s.wg.Wait()
+	})
+}
+
+// ingestHandler serves kvwire.Path with the Receiver, counting answers.
+func (s *Server) ingestHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(kvwire.Path, func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		if s.receiver == nil {
+			http.Error(rec, `{"error":"kv ingest is disabled on this router (no kv_token)"}`, http.StatusServiceUnavailable)
+		} else {
+			s.receiver.ServeHTTP(rec, r)
+		}
+		s.metrics.Ingest.WithLabelValues(strconv.Itoa(rec.code)).Inc()
+	})
+	return mux
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (s *Server) targets() []enginemetrics.Target {
+	all := s.set.All()
+	out := make([]enginemetrics.Target, len(all))
+	for i, r := range all {
+		out[i] = enginemetrics.Target{ID: r.ID, URL: "http://" + r.Address + "/metrics"}
+	}
+	return out
+}
+
+func (s *Server) scraped(id string, smp enginemetrics.Sample) {
+	s.tracker.SetScraped(id, smp.Waiting, smp.Running, smp.KVUsage)
+	s.capacity.observe(id, smp.GPUBlocks+smp.CPUBlocks)
+}
+
+// sessionHeader finds the session scorer's header in the scheduler config.
+func sessionHeader(c scheduler.Config) string {
+	for _, sp := range c.Scorers {
+		if sp.Type != "session" || len(sp.Params) == 0 {
+			continue
+		}
+		var p struct {
+			Header string `json:"header"`
+		}
+		if json.Unmarshal(sp.Params, &p) == nil && p.Header != "" {
+			return p.Header
+		}
+	}
+	return "X-Session-Id"
+}
