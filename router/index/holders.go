@@ -68,7 +68,18 @@ func (ix *Index) publish(edit func(*table)) {
 		t.group[s] = g
 	}
 	ix.tab.Store(t)
+	// A replaced table with no reader now never gets one (acquire re-checks
+	// the current table), so only tables still being read are kept.
 	ix.retired = append(ix.retired, old)
+	n := 0
+	for _, r := range ix.retired {
+		if r.readers.Load() != 0 {
+			ix.retired[n] = r
+			n++
+		}
+	}
+	clear(ix.retired[n:])
+	ix.retired = ix.retired[:n]
 }
 
 // acquire returns the current table, registered as read until release. The

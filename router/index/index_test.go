@@ -350,3 +350,20 @@ func TestOversized(t *testing.T) {
 		t.Errorf("with 50%% slack: %+v; want none", got)
 	}
 }
+
+// TestRetiredTablesDoNotAccumulate: snapshots of idle replicas publish new
+// slot tables without sweeping; replaced tables nobody reads are released.
+func TestRetiredTablesDoNotAccumulate(t *testing.T) {
+	ix := New(Options{})
+	for i := 0; i < 1000; i++ {
+		if err := ix.Replace("idle", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := ix.Update(fmt.Sprint("r", i%3), []Change{{Tier: GPU, Add: seq(1, 2)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ix.retired); n > 1 {
+		t.Errorf("%d replaced tables kept without readers", n)
+	}
+}
