@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"net/http"
 	"strconv"
 	"syscall"
 	"testing"
@@ -69,6 +70,17 @@ func TestInProcessNoLeaks(t *testing.T) {
 	if _, err := d2.RecoverTask(c, &drivers.RecoverTaskRequest{Handle: resp.GetHandle()}); err != nil {
 		t.Fatal(err)
 	}
+	// Stop only once the engine serves: before that it has no SIGTERM
+	// handler yet, and dies of the signal instead of exiting cleanly.
+	url := engineURL(task)
+	waitFor(t, "the engine to serve", func() bool {
+		resp, err := http.Get(url + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	if _, err := d2.StopTask(c, &drivers.StopTaskRequest{TaskId: id, Timeout: durationpb.New(10 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
