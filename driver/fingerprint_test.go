@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/plugin"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -108,5 +109,42 @@ func TestHandshakeLine(t *testing.T) {
 	b, err := plain.CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "plugin") {
 		t.Errorf("without the cookie: err %v, output %q; want a refusal", err, b)
+	}
+}
+
+// TestAgentStartupSequence plays the three plugin processes a Nomad agent
+// starts: one to fingerprint the binary (PluginInfo, ConfigSchema, killed),
+// one to validate the config (SetConfig twice without nomad_config,
+// killed), then the long-lived one. A missing engine binary is a plain,
+// unrecoverable start error.
+func TestAgentStartupSequence(t *testing.T) {
+	c := ctx(t)
+	fp, err := pluginhost.Launch(pluginBin, pluginhost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fp.Base.PluginInfo(c, &base.PluginInfoRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fp.Base.ConfigSchema(c, &base.ConfigSchemaRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	fp.Close()
+	validate, err := pluginhost.Launch(pluginBin, pluginhost.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := validate.SetConfig(c, map[string]any{"engine": "/nonexistent/vllm"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	validate.Close()
+
+	h := launch(t, "/nonexistent/vllm")
+	task := newTask(t, h, map[string]any{"model": "m"})
+	_, err = h.Driver.StartTask(c, &drivers.StartTaskRequest{Task: task.Config})
+	if err == nil || plugin.IsRecoverable(err) || !strings.Contains(err.Error(), "/nonexistent/vllm") {
+		t.Errorf("start with a missing engine: %v; want an unrecoverable error naming it", err)
 	}
 }

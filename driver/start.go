@@ -3,8 +3,11 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/llmgw/llmgw/driver/supervisor"
+	"github.com/llmgw/llmgw/plugin"
 	"github.com/llmgw/llmgw/plugin/ctymsgpack"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
@@ -94,7 +98,11 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		ExitFile: filepath.Join(st.Dir, "private", "vllm-"+sanitize(id)+".exit.json"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start engine %s: %w", pc.Engine, err)
+		err = fmt.Errorf("start engine %s: %w", pc.Engine, err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+			return nil, err // a node or job problem: restarting will not help
+		}
+		return nil, plugin.Recoverable(err) // e.g. out of processes: let the restart policy retry
 	}
 	cleanup = nil // the shard runs: keep the listener
 	if kv != nil {
