@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -19,6 +20,7 @@ type addedToken struct {
 type addedMatcher struct {
 	nodes []trieNode
 	root  [256]int32 // child of the root per first byte; 0 if none
+	only  int        // the one first byte all patterns share, or -1
 }
 
 type trieNode struct {
@@ -66,6 +68,16 @@ func newAddedMatcher(patterns []string) *addedMatcher {
 			m.nodes[n].token = int32(i)
 		}
 	}
+	m.only = -1
+	for c, n := range m.root {
+		switch {
+		case n == 0:
+		case m.only == -1:
+			m.only = c
+		default:
+			m.only = -2
+		}
+	}
 	return m
 }
 
@@ -100,6 +112,14 @@ func (m *addedMatcher) split(dst []segment, s string, tokens []addedToken, idx [
 	}
 	textStart := 0 // start of the pending text segment
 	for i := 0; i < len(s); {
+		if m.only >= 0 && s[i] != byte(m.only) {
+			// Every token starts with the same byte (e.g. '<'): jump to it.
+			k := strings.IndexByte(s[i:], byte(m.only))
+			if k < 0 {
+				break
+			}
+			i += k
+		}
 		if m.root[s[i]] == 0 {
 			i++
 			continue

@@ -2,7 +2,7 @@ package tokenizer
 
 import (
 	"container/list"
-	"hash/maphash"
+	"sort"
 	"sync"
 )
 
@@ -10,151 +10,145 @@ import (
 // than the whole history, with ids identical to Tokenizer.Encode.
 //
 // It relies on one exact property: the tokenizer splits raw text at added
-// tokens (<|im_start|>, <|eot_id|>, ...) before anything else, so at the
-// start of an added token found in the text, encode(text) equals
-// encode(text[:cut]) followed by encode(text[cut:]). The cache remembers,
-// for recent texts, the ids before each such cut; a new text reuses the ids
-// of its longest cached prefix that ends at one of its own cuts and encodes
+// tokens (<|im_start|>, <|eot_id|>, ...) before anything else, so where an
+// added token starts ("a cut"), encode(text) is encode(text[:cut]) followed
+// by encode(text[cut:]). Whether a position is a cut depends only on the
+// text before it and a few bytes after it: the longest added token plus a
+// character for single_word (twice the longest token when tokens matched on
+// raw text can end the segment in which normalized ones are matched). The cache remembers recent texts with their
+// cuts and the number of ids before each; a new text takes the ids up to the
+// last cut of a cached text that it shares, with that margin, and encodes
 // only the rest. Texts without added tokens are encoded in full.
 //
 // A PrefixCache is safe for concurrent use.
 type PrefixCache struct {
-	tok  *Tokenizer
-	max  int
-	seed maphash.Seed
+	tok    *Tokenizer
+	max    int
+	margin int // bytes after a cut that must match too
 
 	mu     sync.Mutex
-	lru    *list.List              // of *cachedText, most recent first
-	points map[uint64][]checkpoint // hash of text[:cut] -> checkpoints
-	reused int                     // bytes of input served from the cache (tests)
+	lru    *list.List               // of *cachedText, most recent first
+	byHead map[string][]*cachedText // first headLen bytes -> texts
+	reused int                      // bytes of input served from the cache (tests)
 }
+
+// headLen is how many leading bytes index the cached texts. Shorter texts
+// are not worth caching.
+const headLen = 32
 
 type cachedText struct {
-	text string
-	ids  []uint32 // without special tokens from the post-processor
-	keys []uint64 // its checkpoints' hashes, for eviction
-	elem *list.Element
+	text   string
+	ids    []uint32 // without the post-processor's special tokens
+	cuts   []int    // ascending byte offsets of cuts, 0 excluded
+	counts []int    // ids before each cut
+	elem   *list.Element
 }
 
-type checkpoint struct {
-	entry *cachedText
-	cut   int // byte offset in entry.text
-	n     int // ids before cut
-}
-
-// NewPrefixCache returns a cache holding the checkpoints of up to maxTexts
-// recently encoded texts (a few per concurrent conversation is plenty).
+// NewPrefixCache returns a cache holding up to maxTexts recently encoded
+// texts (a few per concurrent conversation is plenty).
 func NewPrefixCache(t *Tokenizer, maxTexts int) *PrefixCache {
-	return &PrefixCache{tok: t, max: max(1, maxTexts), seed: maphash.MakeSeed(),
-		lru: list.New(), points: map[uint64][]checkpoint{}}
+	longest := 0
+	for _, a := range t.added {
+		longest = max(longest, len(a.content))
+	}
+	margin := longest + 4
+	if t.normalizer == nil && len(t.rawIdx) > 0 && len(t.normIdx) > 0 {
+		margin = 2*longest + 8
+	}
+	return &PrefixCache{tok: t, max: max(1, maxTexts), margin: margin,
+		lru: list.New(), byHead: map[string][]*cachedText{}}
 }
 
 // Encode returns exactly what the tokenizer's Encode returns for text.
 func (c *PrefixCache) Encode(text string, addSpecialTokens bool) []uint32 {
 	text = validUTF8(text)
-	cuts := c.tok.rawCuts(text)
-	hashes := c.prefixHashes(text, cuts)
-
 	ids := make([]uint32, 0, len(text)/3+4)
 	if addSpecialTokens {
 		ids = append(ids, c.tok.post.prefix...)
 	}
 	head := len(ids)
-	from := 0
-	c.mu.Lock()
-	for i := len(cuts) - 1; i >= 0 && from == 0; i-- {
-		for _, cp := range c.points[hashes[i]] {
-			if cp.cut == cuts[i] && cp.entry.text[:cp.cut] == text[:cuts[i]] {
-				ids = append(ids, cp.entry.ids[:cp.n]...)
-				from = cuts[i]
-				c.reused += from
-				c.lru.MoveToFront(cp.entry.elem)
-				break
-			}
-		}
-	}
-	c.mu.Unlock()
 
-	counts := make(map[int]int, len(cuts))
+	e := &cachedText{text: text}
+	from := 0
+	if len(text) >= headLen {
+		c.mu.Lock()
+		if best, k := c.longestLocked(text); best != nil {
+			from = best.cuts[k]
+			ids = append(ids, best.ids[:best.counts[k]]...)
+			e.cuts = append(e.cuts, best.cuts[:k]...)
+			e.counts = append(e.counts, best.counts[:k]...)
+			c.reused += from
+			c.lru.MoveToFront(best.elem)
+		}
+		c.mu.Unlock()
+	}
+
 	reused := len(ids) - head
 	ids = c.tok.appendEncodedFrom(ids, text[from:], from, func(off, n int) {
-		counts[from+off] = reused + n
+		if from+off > 0 {
+			e.cuts = append(e.cuts, from+off)
+			e.counts = append(e.counts, reused+n)
+		}
 	})
-	entry := &cachedText{text: text, ids: append([]uint32(nil), ids[head:]...)}
+	if len(text) >= headLen && len(e.cuts) > 0 {
+		e.ids = append([]uint32(nil), ids[head:]...)
+		c.store(e)
+	}
 	if addSpecialTokens {
 		ids = append(ids, c.tok.post.suffix...)
 	}
-	c.store(entry, cuts, hashes, counts)
 	return ids
 }
 
-func (c *PrefixCache) store(e *cachedText, cuts []int, hashes []uint64, counts map[int]int) {
+// longestLocked finds the cached text and cut index that reuse the most of
+// text, or nil.
+func (c *PrefixCache) longestLocked(text string) (*cachedText, int) {
+	var best *cachedText
+	bestK, bestCut := -1, 0
+	for _, e := range c.byHead[text[:headLen]] {
+		common := commonPrefix(e.text, text)
+		// The last cut whose margin lies inside the common prefix.
+		k := sort.SearchInts(e.cuts, common-c.margin+1) - 1
+		if k >= 0 && e.cuts[k] > bestCut {
+			best, bestK, bestCut = e, k, e.cuts[k]
+		}
+	}
+	return best, bestK
+}
+
+func (c *PrefixCache) store(e *cachedText) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for i, cut := range cuts {
-		n, ok := counts[cut]
-		if !ok || cut == 0 {
-			continue // inside the reused prefix: an older entry has it
-		}
-		c.points[hashes[i]] = append(c.points[hashes[i]], checkpoint{entry: e, cut: cut, n: n})
-		e.keys = append(e.keys, hashes[i])
-	}
-	if len(e.keys) == 0 {
-		return
-	}
+	key := e.text[:headLen]
+	c.byHead[key] = append(c.byHead[key], e)
 	e.elem = c.lru.PushFront(e)
 	for c.lru.Len() > c.max {
 		old := c.lru.Remove(c.lru.Back()).(*cachedText)
-		for _, k := range old.keys {
-			cps := c.points[k][:0]
-			for _, cp := range c.points[k] {
-				if cp.entry != old {
-					cps = append(cps, cp)
-				}
+		k := old.text[:headLen]
+		list := c.byHead[k][:0]
+		for _, x := range c.byHead[k] {
+			if x != old {
+				list = append(list, x)
 			}
-			if len(cps) == 0 {
-				delete(c.points, k)
-			} else {
-				c.points[k] = cps
-			}
+		}
+		if len(list) == 0 {
+			delete(c.byHead, k)
+		} else {
+			c.byHead[k] = list
 		}
 	}
 }
 
-// prefixHashes hashes text[:cut] for every cut in one pass.
-func (c *PrefixCache) prefixHashes(text string, cuts []int) []uint64 {
-	var h maphash.Hash
-	h.SetSeed(c.seed)
-	out := make([]uint64, len(cuts))
-	prev := 0
-	for i, cut := range cuts {
-		h.WriteString(text[prev:cut])
-		out[i] = h.Sum64()
-		prev = cut
+// commonPrefix returns the length of the longest common prefix of a and b,
+// comparing 64-byte blocks at memory speed first.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+64 <= n && a[i:i+64] == b[i:i+64] {
+		i += 64
 	}
-	return out
-}
-
-// rawCuts returns the byte offsets where added tokens start in text, as
-// appendEncodedFrom reports them: tokens found on the raw text, and, when
-// there is no normalizer, those found in the text between them.
-func (t *Tokenizer) rawCuts(text string) []int {
-	var cuts []int
-	var buf [16]segment
-	for _, seg := range t.rawAdded.split(buf[:0], text, t.added, t.rawIdx) {
-		if seg.tok >= 0 {
-			cuts = append(cuts, seg.start)
-			continue
-		}
-		if t.normalizer != nil {
-			continue
-		}
-		var nbuf [8]segment
-		for _, ns := range t.normAdd.split(nbuf[:0], text[seg.start:seg.end], t.added, t.normIdx) {
-			if ns.tok >= 0 {
-				cuts = append(cuts, seg.start+ns.start)
-			}
-		}
+	for i < n && a[i] == b[i] {
+		i++
 	}
-	return cuts
+	return i
 }

@@ -95,16 +95,34 @@ func TestPrefixCacheEvicts(t *testing.T) {
 	tok := loadModel(t, "qwen3")
 	c := NewPrefixCache(tok, 2)
 	for i := 0; i < 10; i++ {
-		c.Encode(fmt.Sprintf("<|im_start|>user\n%d<|im_end|>", i), false)
+		c.Encode(fmt.Sprintf("<|im_start|>system\nYou are a helpful assistant. Answer in English, briefly, and cite your sources.<|im_end|>\n<|im_start|>user\n%d<|im_end|>", i), false)
 	}
 	if c.lru.Len() != 2 {
 		t.Errorf("cache holds %d texts; want 2", c.lru.Len())
 	}
 	n := 0
-	for _, cps := range c.points {
-		n += len(cps)
+	for _, es := range c.byHead {
+		n += len(es)
 	}
-	if n != 2*1 { // each text has one cut past offset 0: <|im_end|>
-		t.Errorf("cache holds %d checkpoints; want 2", n)
+	if n != 2 {
+		t.Errorf("cache indexes %d texts; want 2", n)
+	}
+	if c.reused == 0 {
+		t.Error("the shared system prompt was never reused")
+	}
+}
+
+func TestCommonPrefix(t *testing.T) {
+	long := strings.Repeat("abcdefgh", 20)
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "abd", 2}, {"abc", "abcdef", 3}, {long, long, len(long)},
+		{long + "x", long + "y", len(long)}, {long[:70] + "Z" + long[71:], long, 70},
+	} {
+		if got := commonPrefix(tc.a, tc.b); got != tc.want {
+			t.Errorf("commonPrefix(%q, %q) = %d; want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }
