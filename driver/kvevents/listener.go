@@ -40,7 +40,13 @@ type ListenerConfig struct {
 	// ReplayTotal bounds a whole replay (default 30 s); after a failed
 	// replay none is tried for ReplayCooldown (default 30 s).
 	ReplayIdle, ReplayTotal, ReplayCooldown time.Duration
-	Logger                                  hclog.Logger
+	// CatchUpEvery is how long the live stream may stay quiet before the
+	// listener asks the replay socket for anything newer (default 2 s).
+	// PUB/SUB drops what an engine sends before the subscription reaches
+	// it, and a lost batch is otherwise noticed only when a later one
+	// arrives: an engine that goes quiet right after would stay behind.
+	CatchUpEvery time.Duration
+	Logger       hclog.Logger
 }
 
 // ListenerStats counts a listener's traffic and repairs.
@@ -95,6 +101,9 @@ func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
 	}
 	if cfg.ReplayCooldown <= 0 {
 		cfg.ReplayCooldown = 30 * time.Second
+	}
+	if cfg.CatchUpEvery <= 0 {
+		cfg.CatchUpEvery = 2 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -206,6 +215,7 @@ func (l *Listener) run(ctx context.Context) {
 	}()
 	poller := zmq.NewPoller()
 	poller.Add(l.sub, zmq.POLLIN)
+	lastHeard := time.Now()
 	for ctx.Err() == nil {
 		select {
 		case <-l.reset:
@@ -221,8 +231,13 @@ func (l *Listener) run(ctx context.Context) {
 			return
 		}
 		if len(polled) == 0 {
+			if time.Since(lastHeard) >= l.cfg.CatchUpEvery {
+				l.catchUp(ctx)
+				lastHeard = time.Now()
+			}
 			continue
 		}
+		lastHeard = time.Now()
 		for ctx.Err() == nil {
 			msg, err := l.sub.RecvMessageBytes(zmq.DONTWAIT)
 			if err != nil {
@@ -233,6 +248,24 @@ func (l *Listener) run(ctx context.Context) {
 			}
 			l.live(ctx, msg)
 		}
+	}
+}
+
+// catchUp asks the replay socket for every batch after the last applied
+// one while the live stream is quiet. Failing is normal (the engine may not
+// be up yet, or have no replay socket), so it only logs at debug level and
+// does not pause gap repairs.
+func (l *Listener) catchUp(ctx context.Context) {
+	if l.cfg.ReplayEndpoint == "" {
+		return
+	}
+	before := l.Stats().LastSeq
+	if err := l.replay(ctx, before+1, -1); err != nil {
+		l.log.Debug("kv events catch-up replay failed", "from", before+1, "error", err)
+		return
+	}
+	if after := l.Stats().LastSeq; after > before {
+		l.log.Info("kv events caught up by replay while the stream was quiet", "from", before+1, "to", after)
 	}
 }
 

@@ -278,3 +278,23 @@ func TestListenerEngineRestartedByDriver(t *testing.T) {
 		t.Errorf("blocks %v; want %v", got, keys)
 	}
 }
+
+// TestListenerCatchesUpWhenQuiet: batches lost with no later live batch to
+// reveal the gap (ZMQ's slow joiner drops an engine's first batches) are
+// fetched by replay once the stream has been quiet for CatchUpEvery.
+func TestListenerCatchesUpWhenQuiet(t *testing.T) {
+	s := NewStore()
+	replay := freePort(t)
+	l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay), CatchUpEvery: 50 * time.Millisecond}, s)
+	e := startFakeEngine(t, l.Endpoint(), replay, true)
+	payloads, keys := chainPayloads(t, 2, 10)
+	e.publish(payloads[0], true) // both lost, and nothing follows
+	e.publish(payloads[1], true)
+	waitFor(t, "the quiet listener to catch up", func() bool { return l.Stats().LastSeq == 1 })
+	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
+		t.Errorf("blocks %v; want %v", got, want)
+	}
+	if st := l.Stats(); st.Replayed != 2 || st.Lost != 0 || st.ReplayFails != 0 {
+		t.Errorf("stats %+v; want both batches replayed", st)
+	}
+}
