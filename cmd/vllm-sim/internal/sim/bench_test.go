@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +18,9 @@ import (
 
 // BenchmarkCompletions measures short completions per second through the
 // whole simulator (HTTP, tokenizer, engine, KV cache) with the latency model
-// off, from 64 concurrent keep-alive clients on loopback. The simulator must
+// off, from 64 concurrent keep-alive clients on loopback (SIM_BENCH_CLIENTS
+// changes that). The client runs in the same process, so the figure is what
+// two cores give to server and load generator together. The simulator must
 // never be what limits a benchmark of routers.
 func BenchmarkCompletions(b *testing.B) {
 	cfg, err := config.Parse([]string{"serve", "bench-model", "--host", "127.0.0.1", "--port", "0", "--sim-latency=false"})
@@ -34,7 +38,10 @@ func BenchmarkCompletions(b *testing.B) {
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 	defer client.CloseIdleConnections()
-	const clients = 64
+	clients := 64
+	if n, err := strconv.Atoi(os.Getenv("SIM_BENCH_CLIENTS")); err == nil {
+		clients = n
+	}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var failed sync.Once
