@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -289,3 +290,5 @@ func cachedTokens(t *testing.T, body []byte) int {
 	}
 	return r.Usage.Details.Cached
 }
+
+func asError[T error](err error, target *T) bool { return errors.As(err, target) }
