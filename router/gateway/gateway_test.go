@@ -28,14 +28,15 @@ func TestMain(m *testing.M) {
 }
 
 type harness struct {
-	gw  *Gateway
-	srv *httptest.Server
-	set *replicas.Set
+	gw       *Gateway
+	srv      *httptest.Server
+	set      *replicas.Set
+	backends []string
 }
 
 // newHarness runs a gateway for model "m" (vllm-sim tokenizer) over the
 // given backends, named r0, r1, ... in order.
-func newHarness(t *testing.T, maxBody int64, backends ...string) *harness {
+func newHarness(t testing.TB, maxBody int64, backends ...string) *harness {
 	t.Helper()
 	models := index.NewModels(index.Options{})
 	var set *replicas.Set
@@ -64,7 +65,14 @@ func newHarness(t *testing.T, maxBody int64, backends ...string) *harness {
 	}
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { srv.Close(); tr.CloseIdleConnections() })
-	return &harness{gw: gw, srv: srv, set: set}
+	return &harness{gw: gw, srv: srv, set: set, backends: backends}
+}
+
+// newHarnessB is newHarness over one backend serving h.
+func newHarnessB(tb testing.TB, h http.HandlerFunc) *harness {
+	s := httptest.NewServer(h)
+	tb.Cleanup(s.Close)
+	return newHarness(tb, 1<<20, s.Listener.Addr().String())
 }
 
 func backend(t *testing.T, h http.HandlerFunc) string {
