@@ -1,0 +1,58 @@
+# llmgw-router example configuration. Every setting here can also come from
+# an LLMGW_* environment variable or a flag (flags win); see README.md.
+
+listen        = "0.0.0.0:8080" # OpenAI API
+ingest_listen = "0.0.0.0:8081" # KV updates from nomad-driver-vllm
+# kv_token is better given as LLMGW_KV_TOKEN (e.g. from a Nomad template).
+
+max_body_bytes   = 8388608
+attempts         = 3 # replicas tried before the first byte reaches the client
+upstream_timeout = "5m"
+driver_expiry    = "30s"
+scrape_interval  = "1s"
+log_level        = "info"
+
+consul {
+  address        = "127.0.0.1:8500"
+  services       = ["vllm"] # services whose instances tagged "llmgw" are replicas
+  register       = true     # register as llmgw-router with an HTTP check on /health
+  check_interval = "10s"
+}
+
+model "Qwen/Qwen3-8B" {
+  tokenizer_dir = "/models/Qwen3-8B" # tokenizer.json and the chat template
+}
+
+model "sim-model" {
+  sim = true # vllm-sim without a tokenizer directory
+}
+
+# A replica outside Consul (local runs).
+replica "local-1/main" {
+  model      = "sim-model"
+  address    = "127.0.0.1:8000"
+  block_size = 16
+}
+
+scheduler {
+  filter "model" {}
+  filter "healthy" {}
+  filter "busy" {
+    params = { max_in_flight = 64, max_kv_usage = 0.97 }
+  }
+  scorer "prefix" {
+    weight = 2
+    params = { cpu_weight = 0.75, speculative_ttl = "2s" }
+  }
+  scorer "approx-prefix" {
+    weight = 2
+  }
+  scorer "load" {
+    weight = 1
+  }
+  scorer "session" {
+    weight = 3
+    params = { header = "X-Session-Id", idle_ttl = "10m" }
+  }
+  picker "max-score" {}
+}
