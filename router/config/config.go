@@ -29,6 +29,10 @@ type Config struct {
 	Attempts int
 	// UpstreamTimeout bounds the wait for a replica's response headers.
 	UpstreamTimeout time.Duration
+	// QueueTimeout is how long a request waits for a replica under its busy
+	// threshold before the router answers 429; MaxQueue bounds the waiters.
+	QueueTimeout time.Duration
+	MaxQueue     int
 	// DriverExpiry drops the KV state of a driver silent for this long.
 	DriverExpiry time.Duration
 	// ScrapeInterval is how often each replica's /metrics is read.
@@ -84,6 +88,8 @@ func Default() Config {
 		Attempts:        3,
 		UpstreamTimeout: 5 * time.Minute,
 		DriverExpiry:    30 * time.Second,
+		QueueTimeout:    2 * time.Second,
+		MaxQueue:        1024,
 		ScrapeInterval:  time.Second,
 		LogLevel:        "info",
 		Consul:          Consul{CheckInterval: 10 * time.Second},
@@ -104,6 +110,9 @@ func (c *Config) Validate() error {
 	checkAddr("ingest_listen", c.IngestListen)
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max_body_bytes %d: must be positive", c.MaxBodyBytes))
+	}
+	if c.QueueTimeout < 0 || c.MaxQueue < 0 {
+		errs = append(errs, fmt.Errorf("queue_timeout %s and max_queue %d must not be negative", c.QueueTimeout, c.MaxQueue))
 	}
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))

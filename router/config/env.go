@@ -74,6 +74,7 @@ var settings = []setting{
 	}},
 	{"LLMGW_UPSTREAM_TIMEOUT", "upstream-timeout", "wait for a replica's response headers", dur("upstream timeout", func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{"LLMGW_DRIVER_EXPIRY", "driver-expiry", "drop KV state of drivers silent this long", dur("driver expiry", func(c *Config) *time.Duration { return &c.DriverExpiry })},
+	{"LLMGW_QUEUE_TIMEOUT", "queue-timeout", "wait for a replica under its busy threshold before 429", dur("queue timeout", func(c *Config) *time.Duration { return &c.QueueTimeout })},
 	{"LLMGW_SCRAPE_INTERVAL", "scrape-interval", "replica /metrics scrape interval", dur("scrape interval", func(c *Config) *time.Duration { return &c.ScrapeInterval })},
 }
 

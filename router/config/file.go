@@ -28,6 +28,8 @@ type fileConfig struct {
 	DriverExpiry     *string `hcl:"driver_expiry,optional"`
 	ScrapeInterval   *string `hcl:"scrape_interval,optional"`
 	LogLevel         *string `hcl:"log_level,optional"`
+	QueueTimeout     *string `hcl:"queue_timeout,optional"`
+	MaxQueue         *int    `hcl:"max_queue,optional"`
 
 	Consul    *fileConsul    `hcl:"consul,block"`
 	Models    []fileModel    `hcl:"model,block"`
@@ -102,6 +104,9 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	if fc.MaxBodyBytes != nil {
 		c.MaxBodyBytes = *fc.MaxBodyBytes
 	}
+	if fc.MaxQueue != nil {
+		c.MaxQueue = *fc.MaxQueue
+	}
 	if fc.Attempts != nil {
 		c.Attempts = *fc.Attempts
 	}
@@ -113,6 +118,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		{"upstream_timeout", fc.UpstreamTimeout, &c.UpstreamTimeout},
 		{"driver_expiry", fc.DriverExpiry, &c.DriverExpiry},
 		{"scrape_interval", fc.ScrapeInterval, &c.ScrapeInterval},
+		{"queue_timeout", fc.QueueTimeout, &c.QueueTimeout},
 	} {
 		if d.src == nil {
 			continue

@@ -36,7 +36,11 @@ type Deps struct {
 	MaxBodyBytes    int64
 	Attempts        int
 	UpstreamTimeout time.Duration
-	Logger          hclog.Logger
+	// QueueTimeout is how long a request waits while every replica is over
+	// its busy threshold (0: answer 429 at once); MaxQueue bounds waiters.
+	QueueTimeout time.Duration
+	MaxQueue     int
+	Logger       hclog.Logger
 }
 
 // Gateway serves the OpenAI API.
@@ -44,6 +48,7 @@ type Gateway struct {
 	d      Deps
 	engine *gin.Engine
 	tr     *transport
+	queue  *queue
 }
 
 // New builds the gateway and its routes.
@@ -76,8 +81,11 @@ func New(d Deps) (*Gateway, error) {
 		t.MaxIdleConnsPerHost = 256
 		d.Transport = t
 	}
-	g := &Gateway{d: d}
-	g.tr = &transport{base: d.Transport, health: d.Replicas, load: d.Tracker, metrics: d.Metrics}
+	if d.MaxQueue <= 0 {
+		d.MaxQueue = 1024
+	}
+	g := &Gateway{d: d, queue: newQueue(d.QueueTimeout, d.MaxQueue)}
+	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.queue}, metrics: d.Metrics}
 	proxy := newProxy(g.tr, d.Logger)
 
 	gin.SetMode(gin.ReleaseMode)
@@ -189,9 +197,14 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	if res.Keys == nil {
 		p.sreq.BlockTokens = prompt.TextChunk / 4 // about four bytes per token
 	}
-	t0 := time.Now()
-	p.decision, err = g.d.Scheduler.Schedule(ctx, &p.sreq, g.d.Replicas.Candidates(req.Model))
-	sched := time.Since(t0)
+	var sched time.Duration
+	waitStart := time.Now()
+	g.queue.wait(ctx, func() bool {
+		t0 := time.Now()
+		p.decision, err = g.d.Scheduler.Schedule(ctx, &p.sreq, g.d.Replicas.Candidates(req.Model))
+		sched = time.Since(t0)
+		return !errors.Is(err, scheduler.ErrAllBusy)
+	})
 	switch {
 	case errors.Is(err, scheduler.ErrAllBusy):
 		return nil, &errStatus{http.StatusTooManyRequests, "every replica of " + req.Model + " is over its load threshold; retry later"}
@@ -200,7 +213,8 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	case err != nil:
 		return nil, &errStatus{http.StatusInternalServerError, "scheduling failed: " + err.Error()}
 	}
-	p.total = time.Since(start)
+	queued := time.Since(waitStart) - sched // time spent waiting, not routing
+	p.total = time.Since(start) - queued
 	o := g.d.Metrics.Overhead
 	o.WithLabelValues("render").Observe(res.Render.Seconds())
 	o.WithLabelValues("tokenize").Observe(res.Tokenize.Seconds())
@@ -286,5 +300,19 @@ func (g *Gateway) ready(c *gin.Context) {
 		openai.WriteError(c.Writer, http.StatusServiceUnavailable, "no replicas")
 	default:
 		c.JSON(http.StatusOK, gin.H{"status": "ready", "models": g.d.Replicas.Models()})
+	}
+}
+
+// endNotifier wakes queued requests whenever a routed request ends.
+type endNotifier struct {
+	t *scheduler.Tracker
+	q *queue
+}
+
+func (e endNotifier) Begin(replica string, promptTokens int) func() {
+	end := e.t.Begin(replica, promptTokens)
+	return func() {
+		end()
+		e.q.wake()
 	}
 }

@@ -38,6 +38,13 @@ type harness struct {
 // given backends, named r0, r1, ... in order.
 func newHarness(t testing.TB, maxBody int64, backends ...string) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(d *Deps, c *scheduler.Config) { d.MaxBodyBytes = maxBody }, backends...)
+}
+
+// newHarnessWith is newHarness with the dependencies and scheduler config
+// adjusted by edit.
+func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends ...string) *harness {
+	t.Helper()
 	models := index.NewModels(index.Options{})
 	var set *replicas.Set
 	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
@@ -52,14 +59,17 @@ func newHarness(t testing.TB, maxBody int64, backends ...string) *harness {
 	if err := scheduler.RegisterBuiltins(reg); err != nil {
 		t.Fatal(err)
 	}
-	sched, err := reg.Build(scheduler.DefaultConfig(), scheduler.Deps{Index: models})
+	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Sim: true}})
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	d := Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(), Attempts: 3, Transport: tr}
+	cfg := scheduler.DefaultConfig()
+	edit(&d, &cfg)
+	sched, err := reg.Build(cfg, scheduler.Deps{Index: models})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Sim: true}})
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	gw, err := New(Deps{Replicas: set, Scheduler: sched, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(),
-		MaxBodyBytes: maxBody, Attempts: 3, Transport: tr})
+	d.Scheduler = sched
+	gw, err := New(d)
 	if err != nil {
 		t.Fatal(err)
 	}

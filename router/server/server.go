@@ -124,6 +124,8 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
 		Attempts:        cfg.Attempts,
 		UpstreamTimeout: cfg.UpstreamTimeout,
+		QueueTimeout:    cfg.QueueTimeout,
+		MaxQueue:        cfg.MaxQueue,
 		Logger:          log.Named("gateway"),
 	})
 	if err != nil {

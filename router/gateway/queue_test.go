@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// TestQueueThen429: with one replica limited to one request in flight, a
+// second request waits in the queue until the first ends and is then
+// served; with no time to wait it gets 429.
+func TestQueueThen429(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 4)
+	slow := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+		io.WriteString(w, `{}`)
+	})
+	busyOne := func(timeout time.Duration) func(*Deps, *scheduler.Config) {
+		return func(d *Deps, c *scheduler.Config) {
+			d.QueueTimeout = timeout
+			c.Filters = append(c.Filters, scheduler.Spec{Type: "busy", Params: []byte(`{"max_in_flight":1}`)})
+		}
+	}
+	h := newHarnessWith(t, busyOne(time.Minute), slow)
+	first := make(chan int)
+	go func() { r, _ := post(t, h.srv.URL+"/v1/chat/completions", chatBody); first <- r.StatusCode }()
+	<-entered
+	second := make(chan int)
+	go func() { r, _ := post(t, h.srv.URL+"/v1/chat/completions", chatBody); second <- r.StatusCode }()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.gw.queue.waiting.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("second request never queued")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, with a deadline
+	}
+	select {
+	case <-entered:
+		t.Fatal("queued request reached the replica while it was at its limit")
+	case c := <-second:
+		t.Fatalf("queued request answered %d while the first was in flight", c)
+	default:
+	}
+	release <- struct{}{}
+	if c := <-first; c != 200 {
+		t.Errorf("first: %d", c)
+	}
+	<-entered
+	release <- struct{}{}
+	if c := <-second; c != 200 {
+		t.Errorf("second (queued): %d; want 200", c)
+	}
+
+	h2 := newHarnessWith(t, busyOne(0), slow)
+	go func() { r, _ := post(t, h2.srv.URL+"/v1/chat/completions", chatBody); first <- r.StatusCode }()
+	<-entered
+	resp, b := post(t, h2.srv.URL+"/v1/chat/completions", chatBody)
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("without a queue: %d; want 429", resp.StatusCode)
+	}
+	openAIError(t, b)
+	release <- struct{}{}
+	<-first
+}
