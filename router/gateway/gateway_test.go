@@ -31,6 +31,7 @@ type harness struct {
 	gw       *Gateway
 	srv      *httptest.Server
 	set      *replicas.Set
+	tracker  *scheduler.Tracker
 	backends []string
 }
 
@@ -75,7 +76,7 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 	}
 	srv := httptest.NewServer(gw.Handler())
 	t.Cleanup(func() { srv.Close(); tr.CloseIdleConnections() })
-	return &harness{gw: gw, srv: srv, set: set, backends: backends}
+	return &harness{gw: gw, srv: srv, set: set, tracker: tracker, backends: backends}
 }
 
 // newHarnessB is newHarness over one backend serving h.
@@ -170,25 +171,39 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"echo":%q}`, b)
 	})
-	// r0 refuses connections, r1 is overloaded, r2 answers: whatever the
-	// scheduler's order, the request must end on r2 with its body intact.
+	// r0 refuses connections, r1 is overloaded, r2 answers. r2 carries
+	// extra load so it ranks last: every request must try r0 and r1 first
+	// and end on r2 with its body intact.
 	h := newHarness(t, 1<<20, deadAddr(t), busy, good)
 	for range 5 {
-		resp, b := post(t, h.srv.URL+"/v1/chat/completions", chatBody)
-		if resp.StatusCode != 200 || resp.Header.Get(HeaderReplica) != "r2" {
-			t.Fatalf("status %d replica %q body %s; want 200 from r2", resp.StatusCode, resp.Header.Get(HeaderReplica), b)
+		defer h.tracker.Begin("r2", 1000)()
+	}
+	for i := range 3 {
+		body := fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"question %d"}]}`, i)
+		resp, b := post(t, h.srv.URL+"/v1/chat/completions", body)
+		if resp.StatusCode != 200 || resp.Header.Get(HeaderReplica) != "r2" || resp.Header.Get(HeaderAttempts) != "3" {
+			t.Fatalf("status %d replica %q attempts %q body %s; want 200 from r2 on attempt 3",
+				resp.StatusCode, resp.Header.Get(HeaderReplica), resp.Header.Get(HeaderAttempts), b)
 		}
 		var got struct{ Echo string }
-		if err := json.Unmarshal(b, &got); err != nil || got.Echo != chatBody {
+		if err := json.Unmarshal(b, &got); err != nil || got.Echo != body {
 			t.Fatalf("replica saw body %q; want the client's", got.Echo)
 		}
 		if resp.Header.Get(HeaderMode) == "" || resp.Header.Get(HeaderCachedTokens) == "" {
 			t.Errorf("routing headers missing: %v", resp.Header)
 		}
 	}
-	// After three connect failures r0's breaker is open.
-	if h.set.Healthy("r0") {
-		t.Errorf("r0 still healthy after repeated connect failures")
+	if busyHits.Load() != 3 {
+		t.Errorf("overloaded replica saw %d requests; want 3", busyHits.Load())
+	}
+	// Three failures in a row open both failing replicas' breakers: the
+	// next request goes straight to r2.
+	if h.set.Healthy("r0") || h.set.Healthy("r1") {
+		t.Errorf("breakers: r0 healthy %v, r1 healthy %v; want both open", h.set.Healthy("r0"), h.set.Healthy("r1"))
+	}
+	resp, _ := post(t, h.srv.URL+"/v1/chat/completions", chatBody)
+	if resp.Header.Get(HeaderAttempts) != "1" {
+		t.Errorf("attempts %q after the breakers opened; want 1", resp.Header.Get(HeaderAttempts))
 	}
 }
 
