@@ -127,29 +127,28 @@ func decodeMerges(raw json.RawMessage) ([][2]string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("merges: %w", err)
-	}
-	out := make([][2]string, 0, len(items))
-	for i, it := range items {
-		if len(it) > 0 && it[0] == '"' {
-			var s string
-			if err := json.Unmarshal(it, &s); err != nil {
-				return nil, fmt.Errorf("merge %d: %w", i, err)
-			}
+	var strs []string
+	if err := json.Unmarshal(raw, &strs); err == nil {
+		out := make([][2]string, len(strs))
+		for i, s := range strs {
 			a, b, ok := cutSpace(s)
 			if !ok {
 				return nil, fmt.Errorf("merge %d %q: want two tokens separated by one space", i, s)
 			}
-			out = append(out, [2]string{a, b})
-			continue
+			out[i] = [2]string{a, b}
 		}
-		var pair []string
-		if err := json.Unmarshal(it, &pair); err != nil || len(pair) != 2 {
-			return nil, fmt.Errorf("merge %d %s: want a string or a pair of strings", i, it)
+		return out, nil
+	}
+	var pairs [][]string
+	if err := json.Unmarshal(raw, &pairs); err != nil {
+		return nil, fmt.Errorf("merges: want a list of \"a b\" strings or of [a, b] pairs: %w", err)
+	}
+	out := make([][2]string, len(pairs))
+	for i, p := range pairs {
+		if len(p) != 2 {
+			return nil, fmt.Errorf("merge %d: want a pair of strings, got %d", i, len(p))
 		}
-		out = append(out, [2]string{pair[0], pair[1]})
+		out[i] = [2]string{p[0], p[1]}
 	}
 	return out, nil
 }

@@ -55,6 +55,7 @@ func TestNewRejectsBadFiles(t *testing.T) {
 		{"merged not in vocab", `{"model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[["a","b"]]}}`, ``, `merged token "ab"`},
 		{"bad merge", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["ab"]}}`, ``, "two tokens"},
 		{"bad merge pair", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[["a"]]}}`, ``, "pair of strings"},
+		{"mixed merges", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["a a",["a","a"]]}}`, ``, "merges: want"},
 		{"dropout", `{"model":{"type":"BPE","vocab":{"a":0},"dropout":0.1}}`, ``, "dropout"},
 		{"unk missing", `{"model":{"type":"BPE","vocab":{"a":0},"unk_token":"<unk>"}}`, ``, "unk_token"},
 		{"normalizer", `{"normalizer":{"type":"Precompiled"},"model":{"type":"BPE","vocab":{"a":0}}}`, ``, `normalizer type "Precompiled"`},
