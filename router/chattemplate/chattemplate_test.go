@@ -194,3 +194,27 @@ func TestLoadErrors(t *testing.T) {
 		t.Error("New(bad template) succeeded; want an error")
 	}
 }
+
+func TestRange(t *testing.T) {
+	for _, tc := range []struct{ src, want, wantErr string }{
+		{"{% for i in range(3) %}{{ i }}{% endfor %}", "012", ""},
+		{"{% for i in range(5, 1, -2) %}{{ i }}{% endfor %}", "53", ""},
+		{"{{ range(10000000) | length }}", "", "more than"},
+		{"{{ range(1, 2, 0) }}", "", "step"},
+	} {
+		tmpl, err := New(tc.src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tmpl.Render(Request{Messages: []byte(`[]`)})
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: error %v; want one mentioning %q", tc.src, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %q, %v; want %q", tc.src, got, err, tc.want)
+		}
+	}
+}

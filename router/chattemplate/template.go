@@ -176,6 +176,7 @@ func (t *Template) Render(req Request) (string, error) {
 		"documents":             jinja.None(),
 		"add_generation_prompt": jinja.NewBool(req.AddGenerationPrompt),
 		"strftime_now":          jinja.NewCallable("strftime_now", t.strftimeNow),
+		"range":                 jinja.NewCallable("range", boundedRange),
 		tojsonName:              jinja.NewCallable("tojson", tojson),
 	}
 	for k, v := range t.specials {
@@ -199,6 +200,43 @@ func (t *Template) Render(req Request) (string, error) {
 		return continueFinal(out, msgs)
 	}
 	return out, nil
+}
+
+// maxRange bounds range(): the engine's own builds any list it is asked for.
+const maxRange = 1 << 16
+
+// boundedRange is Python's range() returning a list of at most maxRange
+// items; templates only ever count messages or tools with it.
+func boundedRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+	var start, stop, step int64 = 0, 0, 1
+	ints := make([]int64, len(args))
+	for i, a := range args {
+		if !a.IsInt() {
+			return jinja.Undefined(), fmt.Errorf("range: arguments must be integers")
+		}
+		ints[i] = a.AsInt()
+	}
+	switch len(ints) {
+	case 1:
+		stop = ints[0]
+	case 2:
+		start, stop = ints[0], ints[1]
+	case 3:
+		start, stop, step = ints[0], ints[1], ints[2]
+	default:
+		return jinja.Undefined(), fmt.Errorf("range: expected 1 to 3 arguments, got %d", len(args))
+	}
+	if step == 0 {
+		return jinja.Undefined(), fmt.Errorf("range: step must not be zero")
+	}
+	var items []jinja.Value
+	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+		if len(items) == maxRange {
+			return jinja.Undefined(), fmt.Errorf("range: more than %d items", maxRange)
+		}
+		items = append(items, jinja.NewInt(i))
+	}
+	return jinja.NewList(items), nil
 }
 
 // renderSafely turns a panic inside the engine into an error: one bad

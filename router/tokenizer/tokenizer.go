@@ -74,7 +74,9 @@ func New(tokenizerJSON, configJSONBytes []byte) (*Tokenizer, error) {
 	if t.decoder, err = parseDecoder(f.Decoder); err != nil {
 		return nil, err
 	}
-	t.indexTokens(f)
+	if err := t.indexTokens(f); err != nil {
+		return nil, err
+	}
 	if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
 		return nil, err
 	}
@@ -86,13 +88,18 @@ func New(tokenizerJSON, configJSONBytes []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
-func (t *Tokenizer) indexTokens(f fileJSON) {
+func (t *Tokenizer) indexTokens(f fileJSON) error {
 	maxID := uint32(0)
 	for _, id := range f.Model.Vocab {
 		maxID = max(maxID, id)
 	}
 	for _, a := range f.AddedTokens {
 		maxID = max(maxID, a.ID)
+	}
+	// Ids are dense in real files; a far larger one is a broken file, and
+	// would make the id table huge.
+	if n := len(f.Model.Vocab) + len(f.AddedTokens); int64(maxID) > 2*int64(n)+1024 {
+		return fmt.Errorf("token id %d is far beyond the %d tokens in the file", maxID, n)
 	}
 	t.idToToken = make([]string, maxID+1)
 	for tok, id := range f.Model.Vocab {
@@ -123,6 +130,7 @@ func (t *Tokenizer) indexTokens(f fileJSON) {
 	}
 	t.rawAdded = newAddedMatcher(rawPats)
 	t.normAdd = newAddedMatcher(normPats)
+	return nil
 }
 
 // Encode returns the token ids of text. With addSpecialTokens it adds what

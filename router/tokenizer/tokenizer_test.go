@@ -56,6 +56,7 @@ func TestNewRejectsBadFiles(t *testing.T) {
 		{"bad merge", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["ab"]}}`, ``, "two tokens"},
 		{"bad merge pair", `{"model":{"type":"BPE","vocab":{"a":0},"merges":[["a"]]}}`, ``, "pair of strings"},
 		{"mixed merges", `{"model":{"type":"BPE","vocab":{"a":0},"merges":["a a",["a","a"]]}}`, ``, "merges: want"},
+		{"sparse ids", `{"model":{"type":"BPE","vocab":{"a":4000000000}}}`, ``, "far beyond"},
 		{"dropout", `{"model":{"type":"BPE","vocab":{"a":0},"dropout":0.1}}`, ``, "dropout"},
 		{"unk missing", `{"model":{"type":"BPE","vocab":{"a":0},"unk_token":"<unk>"}}`, ``, "unk_token"},
 		{"normalizer", `{"normalizer":{"type":"Precompiled"},"model":{"type":"BPE","vocab":{"a":0}}}`, ``, `normalizer type "Precompiled"`},
