@@ -45,7 +45,8 @@ type cachedText struct {
 }
 
 // NewPrefixCache returns a cache holding up to maxTexts recently encoded
-// texts (a few per concurrent conversation is plenty).
+// texts (a few per concurrent conversation is plenty). Memory is bounded by
+// about maxTexts × (text bytes + 4 bytes per id).
 func NewPrefixCache(t *Tokenizer, maxTexts int) *PrefixCache {
 	longest := 0
 	for _, a := range t.added {
@@ -100,17 +101,26 @@ func (c *PrefixCache) Encode(text string, addSpecialTokens bool) []uint32 {
 	return ids
 }
 
+// maxCandidates bounds how many cached texts one lookup compares, newest
+// first, so that many conversations sharing a system prompt stay cheap.
+const maxCandidates = 32
+
 // longestLocked finds the cached text and cut index that reuse the most of
 // text, or nil.
 func (c *PrefixCache) longestLocked(text string) (*cachedText, int) {
 	var best *cachedText
 	bestK, bestCut := -1, 0
-	for _, e := range c.byHead[text[:headLen]] {
+	cands := c.byHead[text[:headLen]]
+	for i := len(cands) - 1; i >= 0 && i >= len(cands)-maxCandidates; i-- {
+		e := cands[i]
 		common := commonPrefix(e.text, text)
 		// The last cut whose margin lies inside the common prefix.
 		k := sort.SearchInts(e.cuts, common-c.margin+1) - 1
 		if k >= 0 && e.cuts[k] > bestCut {
 			best, bestK, bestCut = e, k, e.cuts[k]
+		}
+		if common == len(e.text) && common < len(text) {
+			break // text continues this one (the previous turn): no better match
 		}
 	}
 	return best, bestK
