@@ -340,3 +340,30 @@ func TestModelsHealthReadyMetrics(t *testing.T) {
 		t.Errorf("/ready without replicas: %d; want 503", c)
 	}
 }
+
+// FuzzHandler sends arbitrary bodies to both completion endpoints: the
+// router must answer 200 (proxied) or an OpenAI-shaped error, never panic.
+func FuzzHandler(f *testing.F) {
+	f.Add(true, []byte(chatBody))
+	f.Add(false, []byte(`{"model":"m","prompt":[1,2,3]}`))
+	f.Add(true, []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"}]}],"stream":true}`))
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) }))
+	defer ok.Close()
+	h := newHarness(f, 1<<16, ok.Listener.Addr().String())
+	f.Fuzz(func(t *testing.T, chat bool, body []byte) {
+		path := "/v1/completions"
+		if chat {
+			path = "/v1/chat/completions"
+		}
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body)))
+		h.gw.Handler().ServeHTTP(rec, req)
+		if rec.Code == http.StatusOK {
+			return
+		}
+		var e struct{ Error openai.Error }
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Message == "" {
+			t.Fatalf("status %d with a body that is not an OpenAI error: %q", rec.Code, rec.Body.String())
+		}
+	})
+}

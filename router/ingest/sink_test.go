@@ -168,3 +168,31 @@ func TestThroughReceiver(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 }
+
+// FuzzApply feeds decoded wire updates to the Sink: whatever a driver sends
+// that the decoder accepts, applying it must not panic, and a replica the
+// Sink calls synced must be one the update named.
+func FuzzApply(f *testing.F) {
+	seed, _ := kvwire.Encode(&kvwire.Update{Version: kvwire.Version, Driver: "d", Epoch: 1, Snapshot: true,
+		Replicas: []kvwire.Replica{{ID: "a/1", Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: []uint64{1, 2}}}}}})
+	f.Add(seed)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		u, err := kvwire.Decode(body)
+		if err != nil {
+			return
+		}
+		ms := index.NewModels(index.Options{MaxKeys: 1000})
+		s := NewSink(ms, func(id string) (string, bool) { return "m", id != "" }, nil)
+		s.ApplyUpdate(u)
+		s.ApplyUpdate(u)
+		named := map[string]bool{}
+		for _, r := range u.Replicas {
+			named[r.ID] = true
+		}
+		for id := range s.owner {
+			if !named[id] {
+				t.Fatalf("replica %q synced but not in the update", id)
+			}
+		}
+	})
+}
