@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -44,11 +45,20 @@ type Result struct {
 	Render, Tokenize, Hash time.Duration
 }
 
-// Prompts holds the encoders of every configured model. Safe for concurrent
-// use after construction.
+// RetryEvery is how often a model without an encoder looks again for its
+// tokenizer (its configured directory, or the local Hugging Face cache), so
+// a model whose files arrive after the router started leaves approx mode.
+const RetryEvery = time.Minute
+
+// Prompts holds an encoder per model. Safe for concurrent use.
 type Prompts struct {
-	enc map[string]Encoder
 	now func() time.Time
+
+	mu      sync.RWMutex
+	enc     map[string]Encoder
+	sources map[string]Source    // configured sources, for retries
+	tried   map[string]time.Time // last failed look per model without encoder
+	load    func(model string, src Source) (Encoder, error)
 }
 
 // Source says where one model's tokenizer comes from.
@@ -63,7 +73,7 @@ type Source struct {
 // is reported in the returned error list and routed approximately; it never
 // stops the router.
 func New(models map[string]Source) (*Prompts, []error) {
-	p := &Prompts{enc: map[string]Encoder{}, now: time.Now}
+	p := &Prompts{enc: map[string]Encoder{}, sources: models, tried: map[string]time.Time{}, now: time.Now, load: loadEncoder}
 	var errs []error
 	names := make([]string, 0, len(models))
 	for m := range models {
@@ -71,40 +81,83 @@ func New(models map[string]Source) (*Prompts, []error) {
 	}
 	sort.Strings(names)
 	for _, m := range names {
-		src := models[m]
+		e, err := p.load(m, models[m])
 		switch {
-		case src.Dir != "":
-			e, err := LoadHF(src.Dir)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("model %s: %w (routing it approximately)", m, err))
-				continue
-			}
+		case err != nil:
+			errs = append(errs, fmt.Errorf("model %s: %w (routing it approximately until it loads)", m, err))
+			p.tried[m] = p.now()
+		case e != nil:
 			p.enc[m] = e
-		case src.Sim:
-			p.enc[m] = Sim{}
 		default:
-			if dir, ok := HFCacheDir(m); ok {
-				e, err := LoadHF(dir)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("model %s: cached tokenizer %s: %w (routing it approximately)", m, dir, err))
-					continue
-				}
-				p.enc[m] = e
-			}
+			p.tried[m] = p.now()
 		}
 	}
 	return p, errs
 }
 
-// Has reports whether model has an encoder (exact keys possible).
-func (p *Prompts) Has(model string) bool { return p.enc[model] != nil }
+// loadEncoder finds model's encoder: its configured directory, vllm-sim's
+// tokenizer, or the local Hugging Face cache; nil without error when there
+// is none.
+func loadEncoder(model string, src Source) (Encoder, error) {
+	switch {
+	case src.Dir != "":
+		return LoadHF(src.Dir)
+	case src.Sim:
+		return Sim{}, nil
+	}
+	dir, ok := HFCacheDir(model)
+	if !ok {
+		return nil, nil
+	}
+	e, err := LoadHF(dir)
+	if err != nil {
+		return nil, fmt.Errorf("cached tokenizer %s: %w", dir, err)
+	}
+	return e, nil
+}
+
+// encoder returns model's encoder, looking for it again (at most once per
+// RetryEvery) while it has none. The look happens on the request that
+// finds it due; others route approximately meanwhile.
+func (p *Prompts) encoder(model string) Encoder {
+	p.mu.RLock()
+	e, last := p.enc[model], p.tried[model]
+	p.mu.RUnlock()
+	if e != nil || (!last.IsZero() && p.now().Sub(last) < RetryEvery) {
+		return e
+	}
+	p.mu.Lock()
+	if e = p.enc[model]; e != nil || (!p.tried[model].IsZero() && p.now().Sub(p.tried[model]) < RetryEvery) {
+		p.mu.Unlock()
+		return e
+	}
+	p.tried[model] = p.now() // claim this look; concurrent requests skip it
+	src := p.sources[model]
+	p.mu.Unlock()
+	e, err := p.load(model, src)
+	if err != nil || e == nil {
+		return nil
+	}
+	p.mu.Lock()
+	p.enc[model] = e
+	delete(p.tried, model)
+	p.mu.Unlock()
+	return e
+}
+
+// Has reports whether model has an encoder now (exact keys possible).
+func (p *Prompts) Has(model string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.enc[model] != nil
+}
 
 // Compute renders, tokenizes and hashes r's prompt with blockSize tokens per
 // block. An error means the request itself is bad (e.g. its messages do not
 // fit the template) and is safe to show the client.
 func (p *Prompts) Compute(r *openai.Request, blockSize int) (Result, error) {
 	var res Result
-	enc := p.enc[r.Model]
+	enc := p.encoder(r.Model)
 	if enc == nil && r.PromptIDs == nil {
 		text := r.Prompt
 		if r.Kind == openai.Chat {

@@ -3,6 +3,7 @@ package prompt
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/simtokenizer"
@@ -71,5 +72,47 @@ func TestComputeApprox(t *testing.T) {
 	other := TextKeys(nil, text[:TextChunk]+strings.Repeat("z", 4*TextChunk))
 	if other[0] != res.ApproxKeys[0] || other[1] == res.ApproxKeys[1] {
 		t.Errorf("text keys are not a prefix chain")
+	}
+}
+
+// TestRetryLoad: a model without an encoder is looked up again once
+// RetryEvery has passed, and leaves approx mode when its tokenizer appears.
+func TestRetryLoad(t *testing.T) {
+	now := time.Unix(0, 0)
+	p, _ := New(map[string]Source{"late": {}})
+	p.now = func() time.Time { return now }
+	available := false
+	looks := 0
+	p.load = func(string, Source) (Encoder, error) {
+		looks++
+		if available {
+			return Sim{}, nil
+		}
+		return nil, nil
+	}
+	p.tried["late"] = now
+	r := parse(t, openai.Completion, `{"model":"late","prompt":"`+strings.Repeat("word ", 100)+`"}`)
+	steps := []struct {
+		advance   time.Duration
+		available bool
+		exact     bool
+		looks     int
+	}{
+		{0, false, false, 0},
+		{RetryEvery, false, false, 1},
+		{time.Second, true, false, 1}, // too soon to look again
+		{RetryEvery, true, true, 2},
+		{RetryEvery, true, true, 2}, // found: no more looks
+	}
+	for i, st := range steps {
+		now = now.Add(st.advance)
+		available = st.available
+		res, err := p.Compute(r, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Keys != nil; got != st.exact || looks != st.looks {
+			t.Errorf("step %d: exact keys %v after %d looks; want %v after %d", i, got, looks, st.exact, st.looks)
+		}
 	}
 }
