@@ -164,12 +164,18 @@ func (s *Sink) dropLocked(replica string) {
 }
 
 // Drop removes a replica that left the fleet: its blocks leave the index at
-// once, and it is no longer in exact mode.
+// once, and it is no longer in exact mode. Its driver's session goes on
+// sending only deltas, so should the replica come back (a flapping check),
+// Joined names that driver to be asked for a fresh snapshot.
 func (s *Sink) Drop(replica string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	driver, held := s.owner[replica]
 	s.dropLocked(replica)
 	delete(s.waiting, replica)
+	if held {
+		s.waiting[replica] = map[string]bool{driver: true}
+	}
 }
 
 // Joined is told that replica entered the replica set. It returns the

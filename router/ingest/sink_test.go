@@ -117,6 +117,10 @@ func TestSinkUnknownReplicaAndDrop(t *testing.T) {
 	if got := holders(ms, "m", 1); len(got) != 0 || s.Synced("a/1") {
 		t.Errorf("after Drop: holders %v, synced %v", got, s.Synced("a/1"))
 	}
+	// Back again (a flapping check): its driver must resend a snapshot.
+	if got := s.Joined("a/1"); !cmp.Equal(got, []string{"d1"}) {
+		t.Errorf("Joined after Drop = %v; want [d1]", got)
+	}
 }
 
 func TestSinkBadTier(t *testing.T) {
