@@ -5,8 +5,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -103,5 +105,34 @@ func TestStartErrors(t *testing.T) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestScrapeFeedsLoadAndCapacity: a replica's /metrics reaches the load
+// tracker and caps its model's index at 1.25x the advertised KV blocks.
+func TestScrapeFeedsLoadAndCapacity(t *testing.T) {
+	replica := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "vllm:num_requests_waiting 3\nvllm:num_requests_running 1\n"+
+			`vllm:cache_config_info{block_size="16",num_gpu_blocks="80",num_cpu_blocks="20"} 1`+"\n")
+	}))
+	defer replica.Close()
+	c := testConfig()
+	c.Replicas[0].Address = replica.Listener.Addr().String()
+	c.ScrapeInterval = 20 * time.Millisecond
+	s, err := Start(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, m := get(t, "http://"+s.Addr()+"/metrics")
+		if strings.Contains(m, `llmgw_index_max_keys{model="m"} 125`) && strings.Contains(m, `llmgw_replica_waiting{replica="a/1"} 3`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scraped load and capacity never showed; metrics:\n%s", m)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
 	}
 }
