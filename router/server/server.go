@@ -132,6 +132,10 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 		return nil, err
 	}
 
+	// Before serving: the readiness check reads what this sets up.
+	if err := s.startReplicas(ctx); err != nil {
+		return nil, err
+	}
 	if s.apiLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
 	}
@@ -143,9 +147,6 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 	s.serve(s.api, s.apiLn, "api")
 	s.serve(s.ingest, s.ingestLn, "ingest")
 
-	if err := s.startReplicas(ctx); err != nil {
-		return nil, err
-	}
 	s.scraper, err = enginemetrics.Start(ctx, s.targets, enginemetrics.SinkFunc(s.scraped), enginemetrics.Options{
 		Interval: cfg.ScrapeInterval, Logger: log.Named("scrape"),
 	})
