@@ -257,6 +257,11 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			return
 		}
 		rt := &route{body: body, attempts: g.attempts(p.decision), promptTokens: p.prompt.Tokens, blockTokens: p.sreq.BlockTokens, served: -1}
+		rt.onServed = func(chosen scheduler.Ranked) {
+			g.d.Scheduler.Routed(&p.sreq, &chosen.Candidate)
+			g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
+			g.d.Metrics.CachedTokens.WithLabelValues(string(chosen.Mode)).Observe(float64(chosen.CachedBlocks * p.sreq.BlockTokens))
+		}
 		if len(rt.attempts) == 0 {
 			status = http.StatusServiceUnavailable
 			openai.WriteError(c.Writer, status, "no healthy replica serves "+p.req.Model)
@@ -266,15 +271,6 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 		r.Body = http.NoBody
 		proxy.ServeHTTP(c.Writer, r)
 		status = c.Writer.Status()
-		rt.mu.Lock()
-		served := rt.served
-		rt.mu.Unlock()
-		if served >= 0 {
-			chosen := rt.attempts[served].ranked
-			g.d.Scheduler.Routed(&p.sreq, &chosen.Candidate)
-			g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
-			g.d.Metrics.CachedTokens.WithLabelValues(string(chosen.Mode)).Observe(float64(chosen.CachedBlocks * p.sreq.BlockTokens))
-		}
 	}
 }
 

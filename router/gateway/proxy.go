@@ -39,6 +39,10 @@ type route struct {
 	attempts     []attempt
 	promptTokens int
 	blockTokens  int
+	// served is called once a replica answers, before any byte reaches the
+	// client, so history-keeping scorers know where this request went before
+	// the client can send its next one.
+	onServed func(scheduler.Ranked)
 
 	// Set by the transport: the attempt that answered, and how many were tried.
 	mu     sync.Mutex
@@ -128,6 +132,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.mu.Lock()
 		rt.served = i
 		rt.mu.Unlock()
+		if rt.onServed != nil {
+			rt.onServed(a.ranked)
+		}
 		resp.Body = &endOnClose{ReadCloser: resp.Body, end: end}
 		return resp, nil
 	}

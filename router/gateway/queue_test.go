@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +68,30 @@ func TestQueueThen429(t *testing.T) {
 	openAIError(t, b)
 	release <- struct{}{}
 	<-first
+}
+
+// TestSessionAffinity: requests carrying one session id stick to the
+// replica that served the session's first request, whatever their prompts.
+func TestSessionAffinity(t *testing.T) {
+	ok := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) }
+	h := newHarness(t, 1<<20, backend(t, ok), backend(t, ok), backend(t, ok))
+	send := func(session string, i int) string {
+		req, _ := http.NewRequest(http.MethodPost, h.srv.URL+"/v1/chat/completions",
+			strings.NewReader(fmt.Sprintf(`{"model":"m","messages":[{"role":"user","content":"turn %d"}]}`, i)))
+		req.Header.Set("X-Session-Id", session)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get(HeaderReplica)
+	}
+	for _, session := range []string{"alice", "bob", "carol"} {
+		home := send(session, 0)
+		for i := 1; i < 6; i++ {
+			if got := send(session, i); got != home {
+				t.Fatalf("session %s turn %d went to %s; want %s", session, i, got, home)
+			}
+		}
+	}
 }
