@@ -114,6 +114,14 @@ func New(d Deps) (*Gateway, error) {
 // Handler returns the HTTP handler.
 func (g *Gateway) Handler() http.Handler { return g.engine }
 
+// Close drops idle connections to replicas; call it after the API server
+// has shut down.
+func (g *Gateway) Close() {
+	if t, ok := g.d.Transport.(interface{ CloseIdleConnections() }); ok {
+		t.CloseIdleConnections()
+	}
+}
+
 // recovery answers a panicking handler with a 500 in OpenAI's shape, but
 // lets http.ErrAbortHandler through: the proxy uses it to cut a response
 // whose replica failed after the status line was sent.

@@ -39,6 +39,7 @@ type Server struct {
 	metrics  *gateway.Metrics
 	capacity *capacity
 
+	gw              *gateway.Gateway
 	api, ingest     *http.Server
 	apiLn, ingestLn net.Listener
 	watchers        []*consul.Watcher[consul.Replica]
@@ -131,6 +132,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 	if err != nil {
 		return nil, err
 	}
+	s.gw = gw
 
 	// Before serving: the readiness check reads what this sets up.
 	if err := s.startReplicas(ctx); err != nil {
@@ -300,6 +302,9 @@ func (s *Server) Close() {
 			if ln != nil {
 				_ = ln.Close() // unserved listeners after a failed Start
 			}
+		}
+		if s.gw != nil {
+			s.gw.Close()
 		}
 		s.cancel()
 		if s.scraper != nil {
