@@ -1,0 +1,33 @@
+package config
+
+import (
+	"go/build"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestImports enforces the package comment's contract: the standard library
+// plus only these imports.
+func TestImports(t *testing.T) {
+	allowed := []string{
+		"github.com/hashicorp/hcl/v2",
+		"github.com/hashicorp/hcl/v2/gohcl",
+		"github.com/hashicorp/hcl/v2/hclsyntax",
+		"github.com/zclconf/go-cty/cty",
+		"github.com/zclconf/go-cty/cty/json",
+		"github.com/llmgw/llmgw/router/scheduler",
+	}
+	p, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range p.Imports {
+		if !strings.Contains(strings.Split(imp, "/")[0], ".") {
+			continue // standard library
+		}
+		if !slices.Contains(allowed, imp) {
+			t.Errorf("imports %s; the package contract allows only the standard library and %v", imp, allowed)
+		}
+	}
+}

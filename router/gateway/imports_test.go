@@ -1,0 +1,35 @@
+package gateway
+
+import (
+	"go/build"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestImports enforces the package comment's contract: the standard library
+// plus only these imports.
+func TestImports(t *testing.T) {
+	allowed := []string{
+		"github.com/gin-gonic/gin",
+		"github.com/hashicorp/go-hclog",
+		"github.com/prometheus/client_golang/prometheus",
+		"github.com/prometheus/client_golang/prometheus/promhttp",
+		"github.com/llmgw/llmgw/router/openai",
+		"github.com/llmgw/llmgw/router/prompt",
+		"github.com/llmgw/llmgw/router/replicas",
+		"github.com/llmgw/llmgw/router/scheduler",
+	}
+	p, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range p.Imports {
+		if !strings.Contains(strings.Split(imp, "/")[0], ".") {
+			continue // standard library
+		}
+		if !slices.Contains(allowed, imp) {
+			t.Errorf("imports %s; the package contract allows only the standard library and %v", imp, allowed)
+		}
+	}
+}
