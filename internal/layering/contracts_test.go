@@ -1,0 +1,79 @@
+package layering
+
+import (
+	"go/build"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// contracts lists, for packages whose package comment promises a narrow set
+// of dependencies, every non-standard import allowed in their non-test
+// files. One table keeps every promise visible in one place; a package not
+// listed here is bound only by TestLayering's rules.
+var contracts = map[string][]string{
+	"consul": {"github.com/hashicorp/consul/api", "github.com/hashicorp/go-hclog"},
+	"router/config": {
+		"github.com/hashicorp/hcl/v2",
+		"github.com/hashicorp/hcl/v2/gohcl",
+		"github.com/hashicorp/hcl/v2/hclsyntax",
+		"github.com/zclconf/go-cty/cty",
+		"github.com/zclconf/go-cty/cty/json",
+		"github.com/llmgw/llmgw/router/scheduler",
+	},
+	"router/enginemetrics": {"github.com/hashicorp/go-hclog"},
+	"router/gateway": {
+		"github.com/gin-gonic/gin",
+		"github.com/hashicorp/go-hclog",
+		"github.com/prometheus/client_golang/prometheus",
+		"github.com/prometheus/client_golang/prometheus/promhttp",
+		"github.com/llmgw/llmgw/router/openai",
+		"github.com/llmgw/llmgw/router/prompt",
+		"github.com/llmgw/llmgw/router/replicas",
+		"github.com/llmgw/llmgw/router/scheduler",
+	},
+	"router/index": nil,
+	"router/ingest": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/llmgw/llmgw/internal/kvwire",
+		"github.com/llmgw/llmgw/router/index",
+	},
+	"router/openai": nil,
+	"router/prompt": {
+		"github.com/cespare/xxhash/v2",
+		"github.com/llmgw/llmgw/internal/blockkey",
+		"github.com/llmgw/llmgw/internal/simtokenizer",
+		"github.com/llmgw/llmgw/router/chattemplate",
+		"github.com/llmgw/llmgw/router/openai",
+		"github.com/llmgw/llmgw/router/tokenizer",
+	},
+	"router/replicas": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/llmgw/llmgw/consul",
+		"github.com/llmgw/llmgw/router/scheduler",
+	},
+	"router/scheduler": {"github.com/llmgw/llmgw/router/index"},
+	"internal/simtokenizer": nil,
+	"internal/kvvectors":    nil,
+}
+
+// TestPackageContracts enforces each package comment's promise about its
+// imports: the standard library plus only the listed packages.
+func TestPackageContracts(t *testing.T) {
+	for dir, allowed := range contracts {
+		p, err := build.ImportDir(filepath.Join("..", "..", dir), 0)
+		if err != nil {
+			t.Errorf("%s: %v", dir, err)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.Contains(strings.Split(imp, "/")[0], ".") {
+				continue // standard library
+			}
+			if !slices.Contains(allowed, imp) {
+				t.Errorf("%s imports %s; its package contract allows only the standard library and %v", dir, imp, allowed)
+			}
+		}
+	}
+}
