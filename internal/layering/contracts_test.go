@@ -53,7 +53,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/consul",
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
-	"router/scheduler": {"github.com/llmgw/llmgw/router/index"},
+	"router/scheduler":      {"github.com/llmgw/llmgw/router/index"},
 	"internal/simtokenizer": nil,
 	"internal/kvvectors":    nil,
 }
