@@ -20,7 +20,7 @@ func TestRepeatedPromptIsCachedAndFaster(t *testing.T) {
 	ttft := func() (time.Duration, int) {
 		start := time.Now()
 		body := `{"model":"sim-model","prompt":` + quote(prompt) + `,"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`
-		resp, err := http.Post(p.url+"/v1/completions", "application/json", strings.NewReader(body))
+		resp, err := http.Post(p.URL+"/v1/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 func TestChatStreamShape(t *testing.T) {
 	p := startSim(t, nil)
 	body := `{"model":"sim-model","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"stream":true,"stream_options":{"include_usage":true}}`
-	resp, err := http.Post(p.url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := http.Post(p.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,13 +127,13 @@ func TestNonStreamingChatAndModels(t *testing.T) {
 		Usage usageJSON `json:"usage"`
 	}
 	body := map[string]any{"model": "llama", "messages": []map[string]any{{"role": "system", "content": "be brief"}, {"role": "user", "content": []map[string]string{{"type": "text", "text": "a"}, {"type": "text", "text": "b"}}}}, "max_tokens": 5, "ignore_eos": true}
-	if st := post(t, p.url+"/v1/chat/completions", body, &c); st != 200 {
+	if st := post(t, p.URL+"/v1/chat/completions", body, &c); st != 200 {
 		t.Fatalf("status %d", st)
 	}
 	if c.Object != "chat.completion" || c.Choices[0].Message.Role != "assistant" || c.Usage.CompletionTokens != 5 || c.Choices[0].FinishReason != "length" {
 		t.Errorf("chat answer %+v", c)
 	}
-	resp, err := http.Get(p.url + "/v1/models")
+	resp, err := http.Get(p.URL + "/v1/models")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +157,12 @@ func TestTokenizeForms(t *testing.T) {
 		MaxModelLen int      `json:"max_model_len"`
 		Tokens      []uint32 `json:"tokens"`
 	}
-	post(t, p.url+"/tokenize", map[string]any{"prompt": "hello world"}, &prompt)
+	post(t, p.URL+"/tokenize", map[string]any{"prompt": "hello world"}, &prompt)
 	if prompt.Count != len(prompt.Tokens) || prompt.Tokens[0] != 1 || prompt.MaxModelLen != 8192 {
 		t.Errorf("prompt form %+v; want BOS first and count = len(tokens)", prompt)
 	}
-	post(t, p.url+"/tokenize", map[string]any{"messages": []map[string]any{{"role": "user", "content": "a\nb"}}}, &chat)
-	post(t, p.url+"/tokenize", map[string]any{"messages": []map[string]any{{"role": "user", "content": []map[string]string{{"type": "text", "text": "a"}, {"type": "text", "text": "b"}}}}}, &chatParts)
+	post(t, p.URL+"/tokenize", map[string]any{"messages": []map[string]any{{"role": "user", "content": "a\nb"}}}, &chat)
+	post(t, p.URL+"/tokenize", map[string]any{"messages": []map[string]any{{"role": "user", "content": []map[string]string{{"type": "text", "text": "a"}, {"type": "text", "text": "b"}}}}}, &chatParts)
 	if chat.Count == 0 || chat.Tokens[0] == 1 {
 		t.Errorf("messages form %+v; want the template's tokens without BOS", chat)
 	}
@@ -172,7 +172,7 @@ func TestTokenizeForms(t *testing.T) {
 	var detok struct {
 		Prompt string `json:"prompt"`
 	}
-	post(t, p.url+"/detokenize", map[string]any{"tokens": prompt.Tokens}, &detok)
+	post(t, p.URL+"/detokenize", map[string]any{"tokens": prompt.Tokens}, &detok)
 	if detok.Prompt != "<s>hello world" {
 		t.Errorf("detokenize gave %q; want <s>hello world", detok.Prompt)
 	}
@@ -201,7 +201,7 @@ func TestBadRequests(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var c completion
-		st := post(t, p.url+tt.path, tt.body, &c)
+		st := post(t, p.URL+tt.path, tt.body, &c)
 		if st != tt.status || c.Error == nil || !strings.Contains(c.Error.Message, tt.want) || c.Error.Code != tt.status {
 			t.Errorf("%s %s: status %d error %+v; want %d mentioning %q", tt.path, tt.body, st, c.Error, tt.status, tt.want)
 		}
@@ -210,10 +210,10 @@ func TestBadRequests(t *testing.T) {
 
 func TestAPIKey(t *testing.T) {
 	p := startSim(t, nil, "--api-key", "sekret")
-	if st := post(t, p.url+"/v1/completions", `{"prompt":"x"}`, nil); st != 401 {
+	if st := post(t, p.URL+"/v1/completions", `{"prompt":"x"}`, nil); st != 401 {
 		t.Errorf("without the key: status %d; want 401", st)
 	}
-	req, _ := http.NewRequest("POST", p.url+"/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":1}`))
+	req, _ := http.NewRequest("POST", p.URL+"/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":1}`))
 	req.Header.Set("Authorization", "Bearer sekret")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -223,29 +223,29 @@ func TestAPIKey(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("with the key: status %d; want 200", resp.StatusCode)
 	}
-	if st := post(t, p.url+"/tokenize", `{"prompt":"x"}`, nil); st != 200 {
+	if st := post(t, p.URL+"/tokenize", `{"prompt":"x"}`, nil); st != 200 {
 		t.Errorf("/tokenize is outside /v1 and open, as in vLLM: status %d", st)
 	}
 }
 
 func TestHeadlessServesNothingAndStops(t *testing.T) {
 	port := freePort(t)
-	p := startProc(t, nil, "serve", "sim-model", "--headless", "--port", itoa(port), "--data-parallel-size", "2", "--data-parallel-rank", "1")
+	p := startProc(t, nil, "sim-model", "--headless", "--port", itoa(port), "--data-parallel-size", "2", "--data-parallel-rank", "1")
 	deadline := time.After(30 * time.Second)
-	for !strings.Contains(p.output(), "running headless") {
+	for !strings.Contains(p.Output(), "running headless") {
 		select {
 		case <-deadline:
-			t.Fatalf("no headless start:\n%s", p.output())
+			t.Fatalf("no headless start:\n%s", p.Output())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	if _, err := http.Get("http://127.0.0.1:" + itoa(port) + "/health"); err == nil {
 		t.Error("a headless shard answered HTTP")
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = syscall.Kill(p.Pid(), syscall.SIGTERM)
 	select {
-	case <-p.done:
-		if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+	case <-p.Done():
+		if code := p.ExitCode(); code != 0 {
 			t.Errorf("exit code %d after SIGTERM; want 0", code)
 		}
 	case <-time.After(15 * time.Second):
@@ -258,19 +258,19 @@ func TestStartupErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"serve"}, "missing MODEL"},
-		{[]string{"serve", "m", "--kv-events-config", `{"enable_kv_cache_events":true,"endpoint":"udp://x:1"}`}, "udp://x:1"},
-		{[]string{"serve", "m", "--tokenizer", "/nonexistent"}, "--tokenizer /nonexistent"},
+		{nil, "missing MODEL"},
+		{[]string{"m", "--kv-events-config", `{"enable_kv_cache_events":true,"endpoint":"udp://x:1"}`}, "udp://x:1"},
+		{[]string{"m", "--tokenizer", "/nonexistent"}, "--tokenizer /nonexistent"},
 	}
 	for _, tt := range tests {
 		p := startProc(t, nil, tt.args...)
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%q kept running", tt.args)
 		}
-		if p.cmd.ProcessState.ExitCode() == 0 || !strings.Contains(p.output(), tt.want) {
-			t.Errorf("%q: exit %d, output %q; want a failure mentioning %q", tt.args, p.cmd.ProcessState.ExitCode(), p.output(), tt.want)
+		if p.ExitCode() == 0 || !strings.Contains(p.Output(), tt.want) {
+			t.Errorf("%q: exit %d, output %q; want a failure mentioning %q", tt.args, p.ExitCode(), p.Output(), tt.want)
 		}
 	}
 }
@@ -292,11 +292,11 @@ func TestHuggingFaceTokenizer(t *testing.T) {
 	var prompt, chat struct {
 		Tokens []uint32 `json:"tokens"`
 	}
-	post(t, p.url+"/tokenize", map[string]any{"prompt": "Hello world"}, &prompt)
+	post(t, p.URL+"/tokenize", map[string]any{"prompt": "Hello world"}, &prompt)
 	if !slices.Equal(prompt.Tokens, []uint32{9707, 1879}) {
 		t.Errorf("Hello world tokenized to %v; want Qwen's [9707 1879]", prompt.Tokens)
 	}
-	post(t, p.url+"/tokenize", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hello world"}}}, &chat)
+	post(t, p.URL+"/tokenize", map[string]any{"messages": []map[string]string{{"role": "user", "content": "Hello world"}}}, &chat)
 	want := []uint32{151644, 872, 198, 9707, 1879, 151645, 198, 151644, 77091, 198}
 	if !slices.Equal(chat.Tokens, want) {
 		t.Errorf("chat tokenized to %v; want %v (<|im_start|>user\\nHello world<|im_end|>\\n<|im_start|>assistant\\n)", chat.Tokens, want)

@@ -278,9 +278,9 @@ type dumpBlock struct {
 	DPRank   int      `json:"dp_rank"`
 }
 
-func dump(t *testing.T, p *proc) []dumpBlock {
+func dump(t *testing.T, p proc) []dumpBlock {
 	t.Helper()
-	resp, err := http.Get(p.url + "/debug/kv/blocks")
+	resp, err := http.Get(p.URL + "/debug/kv/blocks")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // equalState reports whether the events' net effect matches the dump.
-func equalState(t *testing.T, p *proc, batches []batch) bool {
+func equalState(t *testing.T, p proc, batches []batch) bool {
 	want := truth(dump(t, p))
 	got := apply(batches).copies
 	return maps.Equal(got["GPU"], want["GPU"]) && maps.Equal(got["CPU"], want["CPU"])
@@ -120,7 +120,7 @@ func TestDroppedBatchesAreReplayable(t *testing.T) {
 	p := startSim(t, nil, "--kv-events-config", s.flag("kv"), "--block-size", "4")
 	complete(t, p, words(0, 10), 2)
 	before := s.collect(t, func(b []batch) bool { return len(b) > 0 })
-	if st := post(t, p.url+"/debug/kv/drop", map[string]int{"batches": 2}, nil); st != 200 {
+	if st := post(t, p.URL+"/debug/kv/drop", map[string]int{"batches": 2}, nil); st != 200 {
 		t.Fatalf("drop: status %d", st)
 	}
 	for i := range 3 {
@@ -185,7 +185,7 @@ func TestResetPrefixCacheClearsAll(t *testing.T) {
 	p := startSim(t, nil, "--kv-events-config", s.flag(""), "--block-size", "4")
 	complete(t, p, words(0, 12), 2)
 	s.collect(t, func(b []batch) bool { return len(b) > 0 && equalState(t, p, b) })
-	if st := post(t, p.url+"/reset_prefix_cache", "", nil); st != 200 {
+	if st := post(t, p.URL+"/reset_prefix_cache", "", nil); st != 200 {
 		t.Fatalf("reset: status %d", st)
 	}
 	b, ok := s.recv(t, 10*time.Second)
@@ -258,7 +258,7 @@ func TestLoRAKeysAndEvents(t *testing.T) {
 	prompt := words(0, 12)
 	complete(t, p, prompt, 2)
 	var c completion
-	if st := post(t, p.url+"/v1/completions", map[string]any{"model": "sql", "prompt": prompt, "max_tokens": 2}, &c); st != 200 {
+	if st := post(t, p.URL+"/v1/completions", map[string]any{"model": "sql", "prompt": prompt, "max_tokens": 2}, &c); st != 200 {
 		t.Fatalf("LoRA completion: status %d", st)
 	}
 	// The adapter changes every block hash: the base model's blocks are no hit.

@@ -1,23 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // The test binary doubles as vllm-sim: started with VLLM_SIM_MAIN=1 it runs
@@ -32,80 +30,34 @@ func TestMain(m *testing.M) {
 }
 
 // proc is a running simulator.
-type proc struct {
-	url  string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
-	done chan struct{}
-}
-
-var uvicorn = regexp.MustCompile(`Uvicorn running on (http://\S+)`)
+type proc struct{ *simproc.Proc }
 
 // startSim runs `vllm-sim serve sim-model` on a free loopback port with the
 // given extra flags and waits until it serves. The process is stopped with
 // SIGTERM and reaped when the test ends.
-func startSim(t *testing.T, env []string, args ...string) *proc {
+func startSim(t *testing.T, env []string, args ...string) proc {
 	t.Helper()
-	argv := append([]string{"serve", "sim-model", "--host", "127.0.0.1", "--port", "0", "--sim-latency=false"}, args...)
-	p := startProc(t, env, argv...)
-	deadline := time.After(30 * time.Second)
-	for p.url == "" {
-		select {
-		case <-p.done:
-			t.Fatalf("vllm-sim exited before serving:\n%s", p.output())
-		case <-deadline:
-			t.Fatalf("vllm-sim did not serve within 30s:\n%s", p.output())
-		case <-time.After(10 * time.Millisecond):
-			p.mu.Lock()
-			if m := uvicorn.FindStringSubmatch(p.logs.String()); m != nil {
-				p.url = m[1]
-			}
-			p.mu.Unlock()
-		}
+	p := startProc(t, env, append([]string{"sim-model", "--host", "127.0.0.1", "--port", "0", "--sim-latency=false"}, args...)...)
+	if err := p.WaitReady(context.Background(), 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
 	return p
 }
 
-func startProc(t *testing.T, env []string, argv ...string) *proc {
+// startProc launches this test binary as vllm-sim with args after `serve`,
+// without waiting for it to serve; the test's cleanup stops and reaps it.
+func startProc(t *testing.T, env []string, args ...string) proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], argv...)
-	cmd.Env = append(append(os.Environ(), "VLLM_SIM_MAIN=1"), env...)
-	stderr, err := cmd.StderrPipe()
+	p, err := simproc.Launch(simproc.Options{Binary: os.Args[0], Args: args, Env: append([]string{"VLLM_SIM_MAIN=1"}, env...)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.mu.Lock()
-			p.logs.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-		}
-		_ = cmd.Wait()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.done
-			t.Errorf("vllm-sim ignored SIGTERM for 15s:\n%s", p.output())
+		if p.StopWithin(15 * time.Second) {
+			t.Errorf("vllm-sim ignored SIGTERM for 15s:\n%s", p.Output())
 		}
 	})
-	return p
-}
-
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
+	return proc{p}
 }
 
 func freePort(t *testing.T) int {
@@ -169,10 +121,10 @@ type completion struct {
 	} `json:"error"`
 }
 
-func complete(t *testing.T, p *proc, prompt string, maxTokens int) completion {
+func complete(t *testing.T, p proc, prompt string, maxTokens int) completion {
 	t.Helper()
 	var c completion
-	if st := post(t, p.url+"/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": maxTokens}, &c); st != 200 {
+	if st := post(t, p.URL+"/v1/completions", map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": maxTokens}, &c); st != 200 {
 		t.Fatalf("completion: status %d: %+v", st, c.Error)
 	}
 	return c

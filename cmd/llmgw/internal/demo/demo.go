@@ -15,6 +15,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // Config sizes the demo.
@@ -62,14 +64,17 @@ var policies = []policy{
 // and stops every process it started, also when ctx is cancelled.
 func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	fmt.Fprintf(out, "starting %d vllm-sim engines (latency model on)...\n", cfg.Engines)
-	var engines []*engine
+	var engines []*simproc.Proc
 	defer func() {
 		for _, e := range engines {
-			e.stop()
+			e.Stop()
 		}
 	}()
 	for range cfg.Engines {
-		e, err := startEngine(ctx, cfg.SimBinary, "--max-num-seqs", "8", "--num-gpu-blocks-override", "4096")
+		e, err := simproc.Start(ctx, simproc.Options{
+			Binary: cfg.SimBinary,
+			Args:   []string{"demo-model", "--host", "127.0.0.1", "--port", "0", "--max-num-seqs", "8", "--num-gpu-blocks-override", "4096"},
+		}, 30*time.Second)
 		if err != nil {
 			return err
 		}
@@ -79,8 +84,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	fmt.Fprintf(out, "%-22s %8s %12s %10s %10s\n", "policy", "requests", "cache hits", "TTFT p50", "TTFT p99")
 	for _, p := range policies {
 		for _, e := range engines {
-			if err := post(ctx, e.url+"/reset_prefix_cache", nil, nil); err != nil {
-				return fmt.Errorf("reset %s: %w", e.url, err)
+			if err := post(ctx, e.URL+"/reset_prefix_cache", nil, nil); err != nil {
+				return fmt.Errorf("reset %s: %w", e.URL, err)
 			}
 		}
 		res, err := runWorkload(ctx, cfg, engines, p)
@@ -116,7 +121,7 @@ func pct(d []time.Duration, p int) time.Duration {
 }
 
 // runWorkload plays every user's conversation concurrently, turns in order.
-func runWorkload(ctx context.Context, cfg Config, engines []*engine, p policy) (*results, error) {
+func runWorkload(ctx context.Context, cfg Config, engines []*simproc.Proc, p policy) (*results, error) {
 	res := &results{}
 	var seq int
 	var seqMu sync.Mutex
@@ -132,7 +137,7 @@ func runWorkload(ctx context.Context, cfg Config, engines []*engine, p policy) (
 				i := p.pick(u, turn, len(engines), seq)
 				seq++
 				seqMu.Unlock()
-				t, err := conv.turn(ctx, engines[i].url, cfg.MaxTokens)
+				t, err := conv.turn(ctx, engines[i].URL, cfg.MaxTokens)
 				if err != nil {
 					errs <- err
 					return
