@@ -1,21 +1,19 @@
 package kvevents
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // simBinary returns the vllm-sim binary: $LLMGW_VLLM_SIM_BIN, else one
@@ -27,7 +25,6 @@ func simBinary(t *testing.T) string {
 	if p := os.Getenv("LLMGW_VLLM_SIM_BIN"); p != "" {
 		return p
 	}
-	root := moduleRoot(t)
 	simBuild.Do(func() {
 		dir, err := os.MkdirTemp("", "kvevents-sim-")
 		if err != nil {
@@ -35,12 +32,7 @@ func simBinary(t *testing.T) string {
 			return
 		}
 		simDir = dir
-		simPath = filepath.Join(dir, "vllm-sim")
-		cmd := exec.Command("go", "build", "-o", simPath, "./cmd/vllm-sim")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			simBuildErr = fmt.Errorf("go build vllm-sim: %v\n%s", err, out)
-		}
+		simPath, simBuildErr = simproc.Build(dir)
 	})
 	if simBuildErr != nil {
 		t.Fatal(simBuildErr)
@@ -55,82 +47,25 @@ var (
 	simPath     string
 )
 
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
-}
-
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for !fileExists(filepath.Join(dir, "go.mod")) {
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-	return dir
-}
-
 // simProcess is one running vllm-sim.
 type simProcess struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	URL  string
-	done chan struct{}
-	logs *bytes.Buffer
+	*simproc.Proc
+	t *testing.T
 }
-
-var uvicornLine = regexp.MustCompile(`Uvicorn running on http://(\S+)`)
 
 // startSim starts vllm-sim with args after "serve MODEL", waits until it
 // serves and answers /health, and stops it (SIGTERM, then reaped) in
 // cleanup.
 func startSim(t *testing.T, args ...string) *simProcess {
 	t.Helper()
-	full := append([]string{"serve", "sim-model", "--host", "127.0.0.1", "--port", "0", "--sim-latency=false", "--seed", "1"}, args...)
-	cmd := exec.Command(simBinary(t), full...)
-	stderr, err := cmd.StderrPipe()
+	p, err := simproc.Start(context.Background(), simproc.Options{
+		Binary: simBinary(t),
+		Args:   append([]string{"sim-model", "--host", "127.0.0.1", "--port", "0", "--sim-latency=false", "--seed", "1"}, args...),
+	}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &simProcess{t: t, cmd: cmd, done: make(chan struct{}), logs: &bytes.Buffer{}}
-	addr := make(chan string, 1)
-	var logMu sync.Mutex
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			logMu.Lock()
-			p.logs.WriteString(line + "\n")
-			logMu.Unlock()
-			if m := uvicornLine.FindStringSubmatch(line); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		_ = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(p.stop)
-	select {
-	case a := <-addr:
-		p.URL = "http://" + a
-	case <-p.done:
-		t.Fatalf("vllm-sim exited before serving:\n%s", p.logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("vllm-sim did not start:\n%s", p.logs)
-	}
+	t.Cleanup(p.Stop)
 	waitFor(t, "vllm-sim /health", func() bool {
 		resp, err := http.Get(p.URL + "/health")
 		if err != nil {
@@ -139,24 +74,11 @@ func startSim(t *testing.T, args ...string) *simProcess {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return p
+	return &simProcess{Proc: p, t: t}
 }
 
 // stop ends the process and reaps it; safe to call twice.
-func (p *simProcess) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
+func (p *simProcess) stop() { p.Stop() }
 
 func (p *simProcess) post(path string, body any, out any) {
 	p.t.Helper()

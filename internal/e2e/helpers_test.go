@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,18 +9,15 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/llmgw/llmgw/internal/simproc"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/server"
 )
@@ -57,11 +53,7 @@ func simBinary(t *testing.T) string {
 			return
 		}
 		simDir = dir
-		simPath = filepath.Join(dir, "vllm-sim")
-		cmd := exec.Command("go", "build", "-o", simPath, "github.com/llmgw/llmgw/cmd/vllm-sim")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			simBuildErr = fmt.Errorf("go build vllm-sim: %v\n%s", err, out)
-		}
+		simPath, simBuildErr = simproc.Build(dir)
 	})
 	if simBuildErr != nil {
 		t.Fatal(simBuildErr)
@@ -82,78 +74,23 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 type sim struct {
+	*simproc.Proc
 	addr string // host:port
-	cmd  *exec.Cmd
-	done chan struct{}
-	mu   sync.Mutex
-	logs bytes.Buffer
 }
-
-var uvicorn = regexp.MustCompile(`Uvicorn running on http://(\S+)`)
 
 // startSim runs `vllm-sim serve sim-model` with args on a free port and
 // stops and reaps it when the test ends.
 func startSim(t *testing.T, args ...string) *sim {
 	t.Helper()
-	full := append([]string{"serve", model, "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1"}, args...)
-	cmd := exec.Command(simBinary(t), full...)
-	stderr, err := cmd.StderrPipe()
+	p, err := simproc.Start(context.Background(), simproc.Options{
+		Binary: simBinary(t),
+		Args:   append([]string{model, "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1"}, args...),
+	}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &sim{cmd: cmd, done: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.logs.WriteString(sc.Text() + "\n")
-			s.mu.Unlock()
-			if m := uvicorn.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		_ = cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(s.stop)
-	select {
-	case s.addr = <-addr:
-	case <-s.done:
-		t.Fatalf("vllm-sim exited:\n%s", s.output())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("vllm-sim did not start:\n%s", s.output())
-	}
-	return s
-}
-
-func (s *sim) output() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.String()
-}
-
-func (s *sim) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	t.Cleanup(p.Stop)
+	return &sim{Proc: p, addr: strings.TrimPrefix(p.URL, "http://")}
 }
 
 // metric reads one unlabelled series from the simulator's /metrics.

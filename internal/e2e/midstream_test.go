@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/llmgw/llmgw/router/config"
@@ -37,7 +38,7 @@ func TestReplicaDiesMidStream(t *testing.T) {
 			break
 		}
 	}
-	if err := s.cmd.Process.Kill(); err != nil {
+	if err := syscall.Kill(s.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	rest, err := io.ReadAll(br)

@@ -56,6 +56,7 @@ var contracts = map[string][]string{
 	"router/scheduler":      {"github.com/llmgw/llmgw/router/index"},
 	"internal/simtokenizer": nil,
 	"internal/kvvectors":    nil,
+	"internal/simproc":      nil,
 }
 
 // TestPackageContracts enforces each package comment's promise about its

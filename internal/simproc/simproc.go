@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"sync"
 	"syscall"
@@ -150,4 +151,16 @@ func (p *Proc) Output() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.logs.String()
+}
+
+// Build compiles vllm-sim from this module into dir and returns its path.
+// Tests build their own copy so that a stale bin/vllm-sim cannot mislead
+// them; the Go build cache makes it cheap.
+func Build(dir string) (string, error) {
+	path := filepath.Join(dir, "vllm-sim")
+	out, err := exec.Command("go", "build", "-o", path, "github.com/llmgw/llmgw/cmd/vllm-sim").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build vllm-sim: %v\n%s", err, out)
+	}
+	return path, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,9 +26,9 @@ func script(t *testing.T, body string) string {
 }
 
 func TestStartServesAndStops(t *testing.T) {
-	sim := filepath.Join(t.TempDir(), "vllm-sim")
-	if out, err := exec.Command("go", "build", "-o", sim, "github.com/llmgw/llmgw/cmd/vllm-sim").CombinedOutput(); err != nil {
-		t.Fatalf("build vllm-sim: %v\n%s", err, out)
+	sim, err := Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	p, err := Start(context.Background(), Options{Binary: sim, Args: []string{"m", "--host", "127.0.0.1", "--port", "0"}}, 30*time.Second)
 	if err != nil {
