@@ -1,0 +1,36 @@
+# the driver allows powers of two only
+job "broken" {
+  group "engine" {
+    network {
+      port "http" {}
+    }
+
+    task "vllm" {
+      driver = "vllm"
+
+      config {
+        model     = "m"
+        kv_events = true
+        block_size = 24
+      }
+
+      service {
+        name = "vllm"
+        port = "http"
+        tags = ["llmgw"]
+        meta {
+          llmgw-model      = "m"
+          llmgw-replica    = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
+          llmgw-block-size = "24"
+          llmgw-kv-events  = "true"
+        }
+        check {
+          type     = "http"
+          path     = "/health"
+          interval = "10s"
+          timeout  = "5s"
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,34 @@
+# the replica service lacks llmgw-replica
+job "broken" {
+  group "engine" {
+    network {
+      port "http" {}
+    }
+
+    task "vllm" {
+      driver = "vllm"
+
+      config {
+        model     = "m"
+        kv_events = true
+      }
+
+      service {
+        name = "vllm"
+        port = "http"
+        tags = ["llmgw"]
+        meta {
+          llmgw-model      = "m"
+          llmgw-block-size = "16"
+          llmgw-kv-events  = "true"
+        }
+        check {
+          type     = "http"
+          path     = "/health"
+          interval = "10s"
+          timeout  = "5s"
+        }
+      }
+    }
+  }
+}

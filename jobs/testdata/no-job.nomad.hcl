@@ -1,0 +1,2 @@
+# a jobspec without a job
+group "engine" {}

@@ -1,0 +1,3 @@
+# an unterminated block
+job "broken" {
+  group "engine" {

@@ -1,0 +1,98 @@
+package jobs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestShippedJobspecsValidate runs the validator over every jobspec in this
+// folder: what operators are told to `nomad job run` must pass it.
+func TestShippedJobspecsValidate(t *testing.T) {
+	for _, f := range shipped(t) {
+		t.Run(f, func(t *testing.T) {
+			problems, err := ValidateFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("%s", p)
+			}
+		})
+	}
+}
+
+// TestBrokenJobspecs feeds jobspecs with one mistake each and expects that
+// mistake, at its file:line:col, and nothing else.
+func TestBrokenJobspecs(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string // each problem: its "file:line:col: " prefix plus a part of the message
+	}{
+		{"unknown-field", []string{`:14:9: task "vllm": Unsupported argument: An argument named "gpus"`}},
+		{"wrong-type", []string{`:14:22: task "vllm": Incorrect attribute value type: Inappropriate value for attribute "block_size": a number is required`}},
+		{"missing-model", []string{`:11:14: task "vllm": Missing required argument: The argument "model" is required`}},
+		{"unknown-port", []string{`:14:9: task "vllm": port: no port labelled "api"`}},
+		{"bad-block-size", []string{`:14:9: task "vllm": block_size: 24 is not a power of two`}},
+		{"kv-events-worker", []string{`:9:9: task "vllm": kv_events: shard rank 1 is not the leader`}},
+		{"missing-tag", []string{`:19:9: task "vllm": service "vllm": tags must include "llmgw"`}},
+		{"missing-meta", []string{`:20:9: task "vllm": service "vllm": meta llmgw-replica is missing`}},
+		{"meta-mismatch", []string{`:23:11: task "vllm": service "vllm": meta llmgw-block-size is "32"; want "16"`}},
+		{"slash-name", []string{`:17:9: task "vllm": service "vllm/llama": Consul rejects "/"`}},
+		{"no-check", []string{`:16:7: task "vllm": service "vllm": needs an HTTP check on /health`}},
+		{"group-service", []string{
+			`:8:5: service on vllm port "http" is declared at group level`,
+			`:14:5: task "vllm": no service block`,
+		}},
+		{"no-config", []string{`:4:5: task "vllm": driver vllm needs a config block`}},
+		{"no-job", []string{`:1:1: no job block`}},
+		{"syntax", []string{`:3:18: Unclosed configuration block`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join("testdata", tt.file+".nomad.hcl")
+			problems, err := ValidateFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(problems) != len(tt.want) {
+				t.Fatalf("got %d problems %v; want %d", len(problems), problems, len(tt.want))
+			}
+			for i, p := range problems {
+				if got := p.String(); !strings.HasPrefix(got, path+tt.want[i][:strings.Index(tt.want[i], " ")+1]) || !strings.Contains(got, tt.want[i]) {
+					t.Errorf("problem %d: got %q; want %q", i, got, path+tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestBrokenJobspecsCovered keeps every broken jobspec in the table above.
+func TestBrokenJobspecsCovered(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.nomad.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if problems, _ := ValidateFile(f); len(problems) == 0 {
+			t.Errorf("%s validates; every jobspec in testdata/ is broken on purpose", f)
+		}
+	}
+}
+
+func TestValidateFileMissing(t *testing.T) {
+	if _, err := ValidateFile(filepath.Join(t.TempDir(), "absent.nomad.hcl")); !os.IsNotExist(unwrapAll(err)) {
+		t.Errorf("got %v; want a not-exist error", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
