@@ -1,6 +1,7 @@
-// Command llmgw is the operator's CLI. For now it has one subcommand:
+// Command llmgw is the operator's CLI:
 //
-//	llmgw demo   start simulated engines and show what prefix-aware routing buys
+//	llmgw demo                    start simulated engines and show what prefix-aware routing buys
+//	llmgw jobs validate FILE...   check jobspecs' vllm tasks before `nomad job run`
 package main
 
 import (
@@ -14,9 +15,13 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/demo"
 )
 
-const usage = `usage: llmgw demo [-engines N] [-users N] [-rounds N]`
+const usage = `usage: llmgw demo [-engines N] [-users N] [-rounds N]
+       llmgw jobs validate FILE...`
 
 func main() {
+	if len(os.Args) >= 2 && os.Args[1] == "jobs" {
+		os.Exit(runJobs(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if len(os.Args) < 2 || os.Args[1] != "demo" {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
