@@ -45,6 +45,8 @@ func TestLayering(t *testing.T) {
 		{module + "/internal/...", module + "/cmd", "nothing imports a command"},
 		{module + "/router/...", module + "/cmd", "nothing imports a command"},
 		{module + "/driver/...", module + "/cmd", "nothing imports a command"},
+		{module + "/jobs/...", module + "/router", "jobspecs are checked against the driver, not the router"},
+		{module + "/jobs/...", module + "/cmd", "nothing imports a command"},
 	}
 	for _, r := range rules {
 		for pkg, imports := range deps(t, r.from) {
