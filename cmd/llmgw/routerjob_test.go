@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/llmgw/llmgw/router/config"
+)
+
+// TestRouterJobConfig renders the router config that jobs/llmgw-router.nomad.hcl
+// writes from its template (with the allocation's env filled in as Nomad
+// would) and loads it with the router's own strict config loader, so the
+// jobspec cannot ship a config the router rejects at start.
+func TestRouterJobConfig(t *testing.T) {
+	path := jobsDir("llmgw-router.nomad.hcl")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := templateData(t, src, path, "local/router.hcl")
+	env := map[string]string{"NOMAD_PORT_http": "8080", "NOMAD_PORT_ingest": "24311", "NOMAD_IP_http": "10.0.0.7"}
+	rendered := regexp.MustCompile(`\{\{ env "([A-Za-z_]+)" \}\}`).ReplaceAllStringFunc(data, func(m string) string {
+		name := regexp.MustCompile(`"([A-Za-z_]+)"`).FindStringSubmatch(m)[1]
+		v, ok := env[name]
+		if !ok {
+			t.Errorf("template uses env %s, which this test does not fill in", name)
+		}
+		return v
+	})
+	if regexp.MustCompile(`\{\{`).MatchString(rendered) {
+		t.Fatalf("template left unrendered:\n%s", rendered)
+	}
+	cfg := config.Default()
+	if err := cfg.ParseHCL([]byte(rendered), "router.hcl"); err != nil {
+		t.Fatalf("router rejects the jobspec's config: %v\n%s", err, rendered)
+	}
+	if err := cfg.ApplyEnv([]string{"LLMGW_KV_TOKEN=token-from-nomad-variables"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("router rejects the jobspec's config: %v\n%s", err, rendered)
+	}
+	if cfg.Listen != "0.0.0.0:8080" || cfg.IngestListen != "0.0.0.0:24311" {
+		t.Errorf("listen %q, ingest_listen %q; want the allocated ports", cfg.Listen, cfg.IngestListen)
+	}
+}
+
+// templateData returns the data of the template block with the given
+// destination, anywhere in the jobspec.
+func templateData(t *testing.T, src []byte, filename, destination string) string {
+	t.Helper()
+	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var found string
+	var walk func(b *hclsyntax.Body)
+	walk = func(b *hclsyntax.Body) {
+		for _, blk := range b.Blocks {
+			if blk.Type == "template" {
+				d, _ := blk.Body.Attributes["destination"].Expr.Value(nil)
+				if d.AsString() == destination {
+					v, diags := blk.Body.Attributes["data"].Expr.Value(nil)
+					if diags.HasErrors() {
+						t.Fatal(diags.Error())
+					}
+					found = v.AsString()
+				}
+			}
+			walk(blk.Body)
+		}
+	}
+	walk(file.Body.(*hclsyntax.Body))
+	if found == "" {
+		t.Fatalf("%s has no template with destination %q", filename, destination)
+	}
+	return found
+}
