@@ -3,7 +3,8 @@
 # router's own registration is off), with the KV-ingest port in service meta
 # so nomad-driver-vllm finds where to send block state.
 #
-# Before the first run, store the drivers' ingest token:
+# Before the first run, store the drivers' ingest token (the allocations wait
+# until this Nomad variable exists):
 #   nomad var put nomad/jobs/llmgw-router kv_token=<the plugin's ingest_token>
 job "llmgw-router" {
   datacenters = ["*"]

@@ -121,7 +121,7 @@ func (c *checker) group(g *hclsyntax.Block) {
 	}
 	for _, s := range blocks(g.Body, "service") {
 		if port, ok := stringAttr(s.Body, "port"); ok && apiPorts[port] {
-			c.add(s.DefRange(), "service on vllm port %q is declared at group level, where ${NOMAD_TASK_NAME} is empty; declare it inside the vllm task so llmgw-replica is <alloc id>/<task name>", port)
+			c.add(s.DefRange(), "service on vllm port %q is declared at group level, which has no task, so ${NOMAD_TASK_NAME} is not interpolated; declare it inside the vllm task so llmgw-replica is <alloc id>/<task name>", port)
 		}
 	}
 }
