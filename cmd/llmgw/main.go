@@ -2,6 +2,7 @@
 //
 //	llmgw demo                    start simulated engines and show what prefix-aware routing buys
 //	llmgw jobs validate FILE...   check jobspecs' vllm tasks before `nomad job run`
+//	llmgw status                  the fleet as each router sees it: replicas, routing mode, index size, load
 package main
 
 import (
@@ -16,11 +17,18 @@ import (
 )
 
 const usage = `usage: llmgw demo [-engines N] [-users N] [-rounds N]
-       llmgw jobs validate FILE...`
+       llmgw jobs validate FILE...
+       llmgw status [-consul ADDR] [-router HOST:PORT]...`
 
 func main() {
 	if len(os.Args) >= 2 && os.Args[1] == "jobs" {
 		os.Exit(runJobs(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "status" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := runStatus(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	if len(os.Args) < 2 || os.Args[1] != "demo" {
 		fmt.Fprintln(os.Stderr, usage)

@@ -1,0 +1,148 @@
+// Package status is `llmgw status`: it asks every router what it sees of
+// the fleet (GET /admin/replicas) and prints one table per router: each
+// replica's model, routing mode, health, indexed KV blocks and load.
+//
+// Routers are found in Consul (passing llmgw-router instances) unless they
+// are named directly. It imports consul/ and the Consul API client; it
+// reads the routers over HTTP only, never importing router/ packages.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/llmgw/llmgw/consul"
+)
+
+// Options say where to look.
+type Options struct {
+	// Consul is the agent's HTTP address, used when Routers is empty.
+	Consul string
+	// Routers are router API addresses (host:port) to ask directly.
+	Routers []string
+	// Timeout bounds finding the routers and each router's answer
+	// (default 10 s).
+	Timeout time.Duration
+}
+
+// replica is one row of a router's /admin/replicas answer.
+type replica struct {
+	ID        string `json:"id"`
+	Model     string `json:"model"`
+	Mode      string `json:"mode"`
+	Healthy   bool   `json:"healthy"`
+	KVEvents  bool   `json:"kv_events"`
+	GPUBlocks int    `json:"gpu_blocks"`
+	CPUBlocks int    `json:"cpu_blocks"`
+	Load      struct {
+		InFlight int
+		Waiting  float64
+		Running  float64
+		KVUsage  float64
+	} `json:"load"`
+}
+
+// Run prints the fleet as each router sees it. It fails when no router is
+// found or any router cannot be read, after printing what it could read.
+func Run(ctx context.Context, opts Options, w io.Writer) error {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	routers := opts.Routers
+	if len(routers) == 0 {
+		found, err := findRouters(ctx, opts.Consul, opts.Timeout)
+		if err != nil {
+			return err
+		}
+		routers = found
+	}
+	client := &http.Client{Timeout: opts.Timeout, Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	var errs []error
+	for _, addr := range routers {
+		replicas, err := fetch(ctx, client, addr)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := printRouter(w, addr, replicas); err != nil {
+			return fmt.Errorf("write status: %w", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// findRouters returns the API addresses of the passing llmgw-router
+// instances in Consul.
+func findRouters(ctx context.Context, addr string, timeout time.Duration) ([]string, error) {
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client, err := api.NewClient(&api.Config{Address: addr, Transport: tr})
+	if err != nil {
+		return nil, fmt.Errorf("consul client for %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	w, err := consul.WatchRouters(ctx, client, consul.WatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("find routers in consul at %s: %w", addr, err)
+	}
+	defer w.Close()
+	select {
+	case <-w.Changed():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("find routers in consul at %s: %w (last status: %v)", addr, ctx.Err(), w.Status())
+	}
+	set, _ := w.Current()
+	if len(set) == 0 {
+		return nil, fmt.Errorf("no passing llmgw-router instances in consul at %s", addr)
+	}
+	out := make([]string, 0, len(set))
+	for _, r := range set {
+		out = append(out, net.JoinHostPort(r.Address, strconv.Itoa(r.Port)))
+	}
+	return out, nil
+}
+
+func fetch(ctx context.Context, client *http.Client, addr string) ([]replica, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/admin/replicas", nil)
+	if err != nil {
+		return nil, fmt.Errorf("router %s: %w", addr, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("router %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("router %s: GET /admin/replicas: %s", addr, resp.Status)
+	}
+	var body struct {
+		Replicas []replica `json:"replicas"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&body); err != nil {
+		return nil, fmt.Errorf("router %s: decode /admin/replicas: %w", addr, err)
+	}
+	return body.Replicas, nil
+}
+
+func printRouter(w io.Writer, router string, replicas []replica) error {
+	fmt.Fprintf(w, "router %s: %d replicas\n", router, len(replicas))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  REPLICA\tMODEL\tMODE\tHEALTHY\tKV EVENTS\tGPU BLOCKS\tCPU BLOCKS\tIN FLIGHT\tRUNNING\tWAITING\tKV USAGE")
+	for _, r := range replicas {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\t%t\t%d\t%d\t%d\t%g\t%g\t%.0f%%\n", r.ID, r.Model, r.Mode, r.Healthy, r.KVEvents,
+			r.GPUBlocks, r.CPUBlocks, r.Load.InFlight, r.Load.Running, r.Load.Waiting, r.Load.KVUsage*100)
+	}
+	return tw.Flush()
+}

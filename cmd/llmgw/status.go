@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/status"
+)
+
+const statusUsage = `usage: llmgw status [-consul ADDR] [-router HOST:PORT]... [-timeout D]`
+
+// routerList collects repeated -router flags.
+type routerList []string
+
+func (r *routerList) String() string     { return strings.Join(*r, ",") }
+func (r *routerList) Set(v string) error { *r = append(*r, v); return nil }
+
+// runStatus runs `llmgw status` and returns the exit code: 0, 1 when a
+// router or Consul cannot be read, 2 for bad usage.
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("llmgw status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	consulAddr := os.Getenv("CONSUL_HTTP_ADDR")
+	if consulAddr == "" {
+		consulAddr = "127.0.0.1:8500"
+	}
+	var opts status.Options
+	fs.StringVar(&opts.Consul, "consul", consulAddr, "Consul agent HTTP address where routers register (default $CONSUL_HTTP_ADDR)")
+	fs.Var((*routerList)(&opts.Routers), "router", "ask this router (host:port) instead of finding routers in Consul; repeatable")
+	fs.DurationVar(&opts.Timeout, "timeout", 10*time.Second, "bound on finding routers and on each router's answer")
+	if err := fs.Parse(args); err != nil {
+		fmt.Fprintln(stderr, statusUsage)
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "llmgw status: unexpected arguments %q\n%s\n", fs.Args(), statusUsage)
+		return 2
+	}
+	if err := status.Run(ctx, opts, stdout); err != nil {
+		fmt.Fprintf(stderr, "llmgw status: %v\n", err)
+		return 1
+	}
+	return 0
+}
