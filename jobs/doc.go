@@ -10,5 +10,9 @@
 // Consul service conventions routers rely on (tag llmgw and the llmgw-* meta).
 // Every problem carries the file:line:col it was found at.
 //
+// Submit validates, then submits a jobspec through a Nomad agent
+// (github.com/hashicorp/nomad/api: the agent's parse endpoint, then register)
+// and follows the evaluation and the deployment.
+//
 // It may import driver/ and plugin/ packages; never router/... or cmd/....
 package jobs

@@ -1,23 +1,64 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"io"
+
+	"github.com/hashicorp/nomad/api"
 
 	"github.com/llmgw/llmgw/jobs"
 )
 
-const jobsUsage = `usage: llmgw jobs validate FILE...`
+const jobsUsage = `usage: llmgw jobs validate FILE...
+       llmgw jobs run [-address URL] FILE`
 
-// runJobs runs `llmgw jobs SUBCOMMAND ...` and returns the exit code: 0 when
-// every file is valid, 1 when any is invalid or unreadable (every problem of
-// every file printed, so one run shows all there is to fix), 2 for bad usage.
-func runJobs(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 1 || args[0] != "validate" {
+// runJobs runs `llmgw jobs SUBCOMMAND ...` and returns the exit code.
+func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) >= 1 && args[0] == "validate" {
+		return validateJobs(args[1:], stdout, stderr)
+	}
+	if len(args) >= 1 && args[0] == "run" {
+		return runJob(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintln(stderr, jobsUsage)
+	return 2
+}
+
+// runJob is `llmgw jobs run`: validate, submit through the Nomad agent and
+// follow the deployment. 0 when it succeeds, 1 when it does not, 2 for bad
+// usage. The agent address and token come from NOMAD_ADDR and NOMAD_TOKEN,
+// as for the nomad CLI, unless -address is given.
+func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("llmgw jobs run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := api.DefaultConfig()
+	fs.StringVar(&cfg.Address, "address", cfg.Address, "Nomad agent HTTP address (default $NOMAD_ADDR)")
+	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(stderr, jobsUsage)
 		return 2
 	}
-	files := args[1:]
+	if fs.NArg() != 1 {
+		fmt.Fprintf(stderr, "llmgw jobs run: want one jobspec, got %d\n%s\n", fs.NArg(), jobsUsage)
+		return 2
+	}
+	client, err := api.NewClient(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "llmgw jobs run: nomad client: %v\n", err)
+		return 1
+	}
+	if err := jobs.Submit(ctx, client, fs.Arg(0), stdout); err != nil {
+		fmt.Fprintf(stderr, "llmgw jobs run: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// validateJobs is `llmgw jobs validate`: 0 when every file is valid, 1 when
+// any is invalid or unreadable (every problem of every file printed, so one
+// run shows all there is to fix), 2 for bad usage.
+func validateJobs(files []string, stdout, stderr io.Writer) int {
 	if len(files) == 0 {
 		fmt.Fprintf(stderr, "llmgw jobs validate: no files given\n%s\n", jobsUsage)
 		return 2

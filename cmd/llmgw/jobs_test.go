@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -47,11 +48,14 @@ func TestRunJobs(t *testing.T) {
 		{"unreadable file", []string{"validate", jobsDir("absent.nomad.hcl")}, 1, nil, "absent.nomad.hcl"},
 		{"no files", []string{"validate"}, 2, nil, "no files given"},
 		{"unknown subcommand", []string{"frobnicate"}, 2, nil, "usage: llmgw jobs validate"},
+		{"run: no file", []string{"run"}, 2, nil, "want one jobspec, got 0"},
+		{"run: invalid jobspec", []string{"run", "-address", "http://127.0.0.1:1", broken}, 1, nil, broken + `:19:9: task "vllm"`},
+		{"run: agent down", []string{"run", "-address", "http://127.0.0.1:1", shipped[0]}, 1, nil, "nomad parse"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if got := runJobs(tt.args, &stdout, &stderr); got != tt.code {
+			if got := runJobs(context.Background(), tt.args, &stdout, &stderr); got != tt.code {
 				t.Errorf("exit code %d; want %d (stdout %q, stderr %q)", got, tt.code, stdout.String(), stderr.String())
 			}
 			for _, want := range tt.stdout {

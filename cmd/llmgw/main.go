@@ -2,6 +2,7 @@
 //
 //	llmgw demo                    start simulated engines and show what prefix-aware routing buys
 //	llmgw jobs validate FILE...   check jobspecs' vllm tasks before `nomad job run`
+//	llmgw jobs run FILE           validate, submit to Nomad and follow the deployment
 //	llmgw status                  the fleet as each router sees it: replicas, routing mode, index size, load
 package main
 
@@ -18,11 +19,15 @@ import (
 
 const usage = `usage: llmgw demo [-engines N] [-users N] [-rounds N]
        llmgw jobs validate FILE...
+       llmgw jobs run [-address URL] FILE
        llmgw status [-consul ADDR] [-router HOST:PORT]...`
 
 func main() {
 	if len(os.Args) >= 2 && os.Args[1] == "jobs" {
-		os.Exit(runJobs(os.Args[2:], os.Stdout, os.Stderr))
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := runJobs(ctx, os.Args[2:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	if len(os.Args) >= 2 && os.Args[1] == "status" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
