@@ -8,8 +8,6 @@ import (
 	"github.com/zclconf/go-cty/cty"
 )
 
-var ctyString = cty.String
-
 // placeholders builds the evaluation context a jobspec's expressions see
 // here. Nomad interpolates ${NOMAD_*}, ${attr.*}, ${meta.*}, ${env["X"]} and
 // the like on the client, when the allocation exists, so each referenced

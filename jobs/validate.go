@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Problem is one thing wrong in a jobspec, at the place it was found.
@@ -162,7 +163,7 @@ func stringAttr(body *hclsyntax.Body, name string) (string, bool) {
 		return "", false
 	}
 	v, diags := a.Expr.Value(nil)
-	if diags.HasErrors() || !v.IsKnown() || v.IsNull() || !v.Type().Equals(ctyString) {
+	if diags.HasErrors() || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
 		return "", false
 	}
 	return v.AsString(), true
