@@ -15,7 +15,7 @@ import (
 
 	"github.com/llmgw/llmgw/driver"
 	pluginmsgpack "github.com/llmgw/llmgw/plugin/ctymsgpack"
-	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/nomadconfig"
 )
 
 // taskSpec is the driver's task-config schema as an hcldec spec, converted
@@ -26,7 +26,7 @@ var taskSpec = sync.OnceValues(func() (hcldec.Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vllm task schema: %w", err)
 	}
-	s, err := pluginhost.DecoderSpec(resp.GetSpec())
+	s, err := nomadconfig.DecoderSpec(resp.GetSpec())
 	if err != nil {
 		return nil, fmt.Errorf("vllm task schema: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
 
 	"github.com/llmgw/llmgw/driver"
-	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/nomadconfig"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 	"github.com/llmgw/llmgw/plugin/proto/hclspec"
@@ -45,7 +45,7 @@ func configBlock(t *testing.T, path, outer, label string) hcl.Body {
 // encode decodes body with the plugin's schema and encodes it as Nomad does.
 func encode(t *testing.T, schema *hclspec.Spec, body hcl.Body) []byte {
 	t.Helper()
-	spec, err := pluginhost.DecoderSpec(schema)
+	spec, err := nomadconfig.DecoderSpec(schema)
 	if err != nil {
 		t.Fatal(err)
 	}

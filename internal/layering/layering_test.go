@@ -45,6 +45,10 @@ func TestLayering(t *testing.T) {
 		{module + "/internal/...", module + "/cmd", "nothing imports a command"},
 		{module + "/router/...", module + "/cmd", "nothing imports a command"},
 		{module + "/driver/...", module + "/cmd", "nothing imports a command"},
+		{module + "/jobs/...", module + "/plugin/pluginhost", "pluginhost is test support"},
+		{module + "/driver/...", module + "/plugin/pluginhost", "pluginhost is test support"},
+		{module + "/router/...", module + "/plugin/pluginhost", "pluginhost is test support"},
+		{module + "/cmd/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/jobs/...", module + "/router", "jobspecs are checked against the driver, not the router"},
 		{module + "/jobs/...", module + "/cmd", "nothing imports a command"},
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/plugin"
+	"github.com/llmgw/llmgw/plugin/nomadconfig"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
@@ -22,7 +23,7 @@ func (h *Host) SetConfig(ctx context.Context, config map[string]any, nomad *base
 	if err != nil {
 		return fmt.Errorf("config schema: %w", err)
 	}
-	b, err := EncodeConfig(schema.GetSpec(), config, nil)
+	b, err := nomadconfig.EncodeConfig(schema.GetSpec(), config, nil)
 	if err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func (h *Host) EncodeTaskConfig(ctx context.Context, t *Task, config map[string]
 	if err != nil {
 		return fmt.Errorf("task config schema: %w", err)
 	}
-	b, err := EncodeConfig(schema.GetSpec(), config, t.Config.GetEnv())
+	b, err := nomadconfig.EncodeConfig(schema.GetSpec(), config, t.Config.GetEnv())
 	if err != nil {
 		return err
 	}

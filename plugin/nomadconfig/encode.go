@@ -1,4 +1,12 @@
-package pluginhost
+// Package nomadconfig decodes user configuration with a plugin's hclspec
+// schema the way Nomad does before it sends a config to a plugin: HCL's JSON
+// syntax, the schema converted with Nomad's naming rules, then go-cty
+// msgpack. The test plugin host uses it to encode configs, and jobs/ uses it
+// to check jobspecs against the driver's schema, so both follow one reading
+// of Nomad's pipeline.
+//
+// It is a leaf of plugin/: it imports only plugin/proto and HCL and go-cty.
+package nomadconfig
 
 import (
 	"encoding/json"

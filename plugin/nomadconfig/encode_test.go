@@ -1,4 +1,4 @@
-package pluginhost_test
+package nomadconfig_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/nomadconfig"
 	"github.com/llmgw/llmgw/plugin/proto/hclspec"
 	"github.com/llmgw/llmgw/plugin/spec"
 )
@@ -78,7 +78,7 @@ func TestEncodeLikeNomad(t *testing.T) {
 		"interp":   "${NOMAD_PORT_http}:${NOMAD_TASK_DIR}",
 	}
 	vars := map[string]string{"NOMAD_PORT_http": "23456", "NOMAD_TASK_DIR": "/local"}
-	got, err := pluginhost.EncodeConfig(sheetSpec(), config, vars)
+	got, err := nomadconfig.EncodeConfig(sheetSpec(), config, vars)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestEncodeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := pluginhost.EncodeConfig(tt.schema, tt.config, nil)
+			_, err := nomadconfig.EncodeConfig(tt.schema, tt.config, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)
 			}
@@ -138,7 +138,7 @@ func FuzzDecoderSpec(f *testing.F) {
 	f.Add("map(", "${")
 	f.Fuzz(func(t *testing.T, typ, lit string) {
 		s := spec.Object(map[string]*hclspec.Spec{"a": spec.Default(spec.Attr("a", typ, false), spec.Literal(lit))})
-		_, _ = pluginhost.DecoderSpec(s)
-		_, _ = pluginhost.EncodeConfig(s, map[string]any{"a": lit}, nil)
+		_, _ = nomadconfig.DecoderSpec(s)
+		_, _ = nomadconfig.EncodeConfig(s, map[string]any{"a": lit}, nil)
 	})
 }
