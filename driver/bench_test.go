@@ -3,13 +3,13 @@ package driver
 import (
 	"testing"
 
-	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/nomadconfig"
 )
 
 // BenchmarkParseTaskConfig is StartTask's decode and validation of a
 // realistic task config.
 func BenchmarkParseTaskConfig(b *testing.B) {
-	data, err := pluginhost.EncodeConfig(taskSpec, map[string]any{
+	data, err := nomadconfig.EncodeConfig(taskSpec, map[string]any{
 		"model": "Qwen/Qwen3-0.6B", "served_model_name": "qwen3", "kv_events": true,
 		"gpu_memory_utilization": 0.9, "max_model_len": 8192, "tensor_parallel_size": 2,
 		"shard": []map[string]any{{"rank": 0, "count": 2, "leader_address": "10.0.0.1:29500"}},

@@ -8,14 +8,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/llmgw/llmgw/plugin/ctymsgpack"
-	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/nomadconfig"
 )
 
 // decodeTask runs a job's config through Nomad's pipeline (the test host's
 // encoder) and our decoder.
 func decodeTask(t *testing.T, cfg map[string]any) (TaskConfig, error) {
 	t.Helper()
-	b, err := pluginhost.EncodeConfig(taskSpec, cfg, map[string]string{"NOMAD_PORT_http": "8000"})
+	b, err := nomadconfig.EncodeConfig(taskSpec, cfg, map[string]string{"NOMAD_PORT_http": "8000"})
 	if err != nil {
 		return TaskConfig{}, err
 	}
@@ -37,7 +37,7 @@ func TestTaskConfigDefaults(t *testing.T) {
 }
 
 func TestPluginConfigDefaults(t *testing.T) {
-	b, err := pluginhost.EncodeConfig(configSpec, nil, nil)
+	b, err := nomadconfig.EncodeConfig(configSpec, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestPluginConfigValidate(t *testing.T) {
 
 // FuzzTaskConfig: hostile config bytes never crash decoding or validation.
 func FuzzTaskConfig(f *testing.F) {
-	b, _ := pluginhost.EncodeConfig(taskSpec, map[string]any{"model": "m", "shard": []map[string]any{{"rank": 0, "count": 1}}}, nil)
+	b, _ := nomadconfig.EncodeConfig(taskSpec, map[string]any{"model": "m", "shard": []map[string]any{{"rank": 0, "count": 1}}}, nil)
 	f.Add(b)
 	f.Add([]byte{0x80})
 	f.Fuzz(func(t *testing.T, data []byte) {

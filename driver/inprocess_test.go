@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmgw/llmgw/driver"
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/plugin/nomadconfig"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -29,7 +30,7 @@ func TestInProcessNoLeaks(t *testing.T) {
 	newDriver := func() *driver.Driver {
 		store := kvevents.NewStore()
 		d := driver.New(driver.Options{KV: driver.StoreIntake{Store: store}, Store: store})
-		cfg, err := pluginhost.EncodeConfig(mustSchema(t, d), map[string]any{"engine": simBin}, nil)
+		cfg, err := nomadconfig.EncodeConfig(mustSchema(t, d), map[string]any{"engine": simBin}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestInProcessNoLeaks(t *testing.T) {
 	}
 	defer task.Close()
 	ts, _ := d1.TaskConfigSchema(c, &drivers.TaskConfigSchemaRequest{})
-	if task.Config.MsgpackDriverConfig, err = pluginhost.EncodeConfig(ts.GetSpec(),
+	if task.Config.MsgpackDriverConfig, err = nomadconfig.EncodeConfig(ts.GetSpec(),
 		map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}}, task.Config.GetEnv()); err != nil {
 		t.Fatal(err)
 	}
