@@ -16,9 +16,7 @@ import (
 // left a goroutine behind.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if simDir != "" {
-		_ = os.RemoveAll(simDir)
-	}
+	sims.Remove()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

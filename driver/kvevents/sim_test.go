@@ -7,45 +7,25 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/llmgw/llmgw/internal/simproc"
 )
 
-// simBinary returns the vllm-sim binary: $LLMGW_VLLM_SIM_BIN, else one
-// built from this tree once per test process into a temporary directory (a
-// bin/vllm-sim left by an earlier build could be stale; the build cache
-// makes this cheap).
+// sims builds vllm-sim from this tree once per test process (a bin/vllm-sim
+// left by an earlier build could be stale); TestMain removes it.
+var sims simproc.Shared
+
 func simBinary(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("LLMGW_VLLM_SIM_BIN"); p != "" {
-		return p
+	p, err := sims.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	simBuild.Do(func() {
-		dir, err := os.MkdirTemp("", "kvevents-sim-")
-		if err != nil {
-			simBuildErr = err
-			return
-		}
-		simDir = dir
-		simPath, simBuildErr = simproc.Build(dir)
-	})
-	if simBuildErr != nil {
-		t.Fatal(simBuildErr)
-	}
-	return simPath
+	return p
 }
-
-var (
-	simBuild    sync.Once
-	simBuildErr error
-	simDir      string // removed by TestMain
-	simPath     string
-)
 
 // simProcess is one running vllm-sim.
 type simProcess struct {

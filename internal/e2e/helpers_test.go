@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,41 +23,23 @@ import (
 
 const model = "sim-model"
 
-var (
-	simBuild    sync.Once
-	simBuildErr error
-	simDir      string
-	simPath     string
-)
+// sims builds vllm-sim from this tree once per test process
+// ($LLMGW_VLLM_SIM_BIN overrides it).
+var sims simproc.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if simDir != "" {
-		os.RemoveAll(simDir)
-	}
+	sims.Remove()
 	os.Exit(code)
 }
 
-// simBinary builds vllm-sim from this tree once per test process
-// ($LLMGW_VLLM_SIM_BIN overrides it).
 func simBinary(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("LLMGW_VLLM_SIM_BIN"); p != "" {
-		return p
+	p, err := sims.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	simBuild.Do(func() {
-		dir, err := os.MkdirTemp("", "e2e-sim-")
-		if err != nil {
-			simBuildErr = err
-			return
-		}
-		simDir = dir
-		simPath, simBuildErr = simproc.Build(dir)
-	})
-	if simBuildErr != nil {
-		t.Fatal(simBuildErr)
-	}
-	return simPath
+	return p
 }
 
 // waitFor polls cond every 20 ms until it holds, failing after 30 s.

@@ -164,3 +164,33 @@ func Build(dir string) (string, error) {
 	}
 	return path, nil
 }
+
+// Shared builds vllm-sim at most once per process for the tests of a
+// package: $LLMGW_VLLM_SIM_BIN when set, else a build from this tree into a
+// temporary directory that Remove deletes (call it from TestMain).
+type Shared struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Path returns the binary, building it on first use.
+func (s *Shared) Path() (string, error) {
+	if p := os.Getenv("LLMGW_VLLM_SIM_BIN"); p != "" {
+		return p, nil
+	}
+	s.once.Do(func() {
+		if s.dir, s.err = os.MkdirTemp("", "vllm-sim-"); s.err == nil {
+			s.path, s.err = Build(s.dir)
+		}
+	})
+	return s.path, s.err
+}
+
+// Remove deletes what Path built, if anything.
+func (s *Shared) Remove() {
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+	}
+}

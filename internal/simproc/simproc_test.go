@@ -76,3 +76,15 @@ func TestStopKillsStubbornProcess(t *testing.T) {
 		t.Error("a reaped process was killed again")
 	}
 }
+
+func TestSharedPrefersEnvironment(t *testing.T) {
+	t.Setenv("LLMGW_VLLM_SIM_BIN", "/opt/vllm-sim")
+	var s Shared
+	if p, err := s.Path(); err != nil || p != "/opt/vllm-sim" {
+		t.Errorf("Path() = %q, %v; want the binary named by LLMGW_VLLM_SIM_BIN", p, err)
+	}
+	s.Remove() // nothing was built: nothing to remove
+	if s.dir != "" {
+		t.Errorf("Shared built into %s although the environment named a binary", s.dir)
+	}
+}
