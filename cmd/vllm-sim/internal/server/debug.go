@@ -59,3 +59,14 @@ func (s *Server) debugDrop(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": fmt.Sprintf("withholding %d batches on %d publishers", req.Batches, n)})
 }
+
+// blockJSON is one entry of the ground-truth dump.
+type blockJSON struct {
+	Hash     uint64   `json:"hash"`
+	HashHex  string   `json:"hash_hex"`
+	Parent   *uint64  `json:"parent"`
+	TokenIDs []uint32 `json:"token_ids"`
+	Medium   string   `json:"medium"`
+	DPRank   int      `json:"dp_rank"`
+	RefCnt   int      `json:"ref_cnt"`
+}

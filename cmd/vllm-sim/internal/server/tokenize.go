@@ -58,14 +58,3 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"prompt": text})
 }
-
-// blockJSON is one entry of the ground-truth dump.
-type blockJSON struct {
-	Hash     uint64   `json:"hash"`
-	HashHex  string   `json:"hash_hex"`
-	Parent   *uint64  `json:"parent"`
-	TokenIDs []uint32 `json:"token_ids"`
-	Medium   string   `json:"medium"`
-	DPRank   int      `json:"dp_rank"`
-	RefCnt   int      `json:"ref_cnt"`
-}
