@@ -31,10 +31,37 @@ type PrefixParams struct {
 	// much faster for 32k+ token prompts, exact while replicas' cached
 	// blocks form prefixes (vLLM evicts from the tail). 1 reads every block.
 	Stride int `json:"stride"`
+	// LongPromptTokens is the prompt length from which LongStride applies
+	// (0: never), so long prompts get the strided walk without any config.
+	LongPromptTokens int `json:"long_prompt_tokens"`
+	// LongStride is the stride for prompts of LongPromptTokens or more (the
+	// larger of it and Stride is used).
+	LongStride int `json:"long_stride"`
 }
 
 func defaultPrefixParams() PrefixParams {
-	return PrefixParams{CPUWeight: 0.75, SpeculativeTTL: Duration(2 * time.Second), SpeculativeMaxEntries: 1 << 18, Stride: 1}
+	return PrefixParams{CPUWeight: 0.75, SpeculativeTTL: Duration(2 * time.Second), SpeculativeMaxEntries: 1 << 18, Stride: 1,
+		LongPromptTokens: DefaultLongPromptTokens, LongStride: DefaultLongStride}
+}
+
+// Defaults of the automatic stride: prompts of 32k tokens or more (2,048
+// blocks of 16) probe every 32nd block.
+const (
+	DefaultLongPromptTokens = 32 << 10
+	DefaultLongStride       = 32
+)
+
+// strideFor is the stride req's lookup uses: LongStride for long prompts
+// (counted in tokens; from the keys when the token count is unknown).
+func (p *PrefixParams) strideFor(req *Request) int {
+	tokens := req.PromptTokens
+	if tokens <= 0 {
+		tokens = len(req.Keys) * req.BlockTokens
+	}
+	if p.LongPromptTokens > 0 && tokens >= p.LongPromptTokens {
+		return max(p.Stride, p.LongStride)
+	}
+	return p.Stride
 }
 
 func (p *PrefixParams) validate() error {
@@ -46,6 +73,12 @@ func (p *PrefixParams) validate() error {
 	}
 	if p.Stride < 1 || p.Stride > 4096 {
 		return fmt.Errorf("stride %d is not in 1..4096", p.Stride)
+	}
+	if p.LongStride < 1 || p.LongStride > 4096 {
+		return fmt.Errorf("long_stride %d is not in 1..4096", p.LongStride)
+	}
+	if p.LongPromptTokens < 0 {
+		return fmt.Errorf("long_prompt_tokens %d is negative (0 turns the long-prompt stride off)", p.LongPromptTokens)
 	}
 	return nil
 }
@@ -90,7 +123,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	if buf == nil {
 		buf = new([]index.Match)
 	}
-	matches := s.index.LookupStride(req.Model, req.Keys, s.p.Stride, (*buf)[:0])
+	matches := s.index.LookupStride(req.Model, req.Keys, s.p.strideFor(req), (*buf)[:0])
 	found := make(map[string]int, len(matches))
 	for j, m := range matches {
 		found[m.Replica] = j
