@@ -2,12 +2,12 @@ package driver_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -29,12 +29,7 @@ func BenchmarkStartStop(b *testing.B) {
 	root := b.TempDir()
 	for b.Loop() {
 		b.StopTimer()
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		port := int32(l.Addr().(*net.TCPAddr).Port)
-		l.Close()
+		port := int32(netport.FreeTCP(b))
 		task, err := pluginhost.NewTask(root, pluginhost.TaskSpec{Name: "shard",
 			Ports: []*drivers.PortMapping{{Label: "http", Value: port, HostIp: "127.0.0.1"}}})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmgw/llmgw/driver"
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/plugin/nomadconfig"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
@@ -41,7 +42,7 @@ func TestInProcessNoLeaks(t *testing.T) {
 	}
 	d1 := newDriver()
 	task, err := pluginhost.NewTask(t.TempDir(), pluginhost.TaskSpec{Name: "shard",
-		Ports: []*drivers.PortMapping{{Label: "http", Value: freePort(t), HostIp: "127.0.0.1"}}})
+		Ports: []*drivers.PortMapping{{Label: "http", Value: int32(netport.FreeTCP(t)), HostIp: "127.0.0.1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/llmgw/llmgw/driver/supervisor"
+	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -97,22 +97,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func freePort(t *testing.T) int32 {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return int32(l.Addr().(*net.TCPAddr).Port)
-}
-
 // newTask allocates a task with an "http" port and encodes config.
 func newTask(t *testing.T, h *pluginhost.Host, config map[string]any) *pluginhost.Task {
 	t.Helper()
 	task, err := pluginhost.NewTask(t.TempDir(), pluginhost.TaskSpec{
 		Name:  "shard",
-		Ports: []*drivers.PortMapping{{Label: "http", Value: freePort(t), HostIp: "127.0.0.1"}},
+		Ports: []*drivers.PortMapping{{Label: "http", Value: int32(netport.FreeTCP(t)), HostIp: "127.0.0.1"}},
 		Env:   map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-test-0"},
 	})
 	if err != nil {

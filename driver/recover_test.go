@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -247,7 +248,7 @@ func TestNonLeaderGetsNoEvents(t *testing.T) {
 	ev := watchEvents(t, h)
 	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true,
 		"shard": []map[string]any{{"rank": 1, "count": 2, "leader_address": "127.0.0.1:29500"}},
-		"args":  []string{"--sim-latency=false", "--port", strconv.Itoa(int(freePort(t)))}})
+		"args":  []string{"--sim-latency=false", "--port", strconv.Itoa(netport.FreeTCP(t))}})
 	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/internal/netport"
 )
 
 func TestRepeatedPromptIsCachedAndFaster(t *testing.T) {
@@ -229,7 +231,7 @@ func TestAPIKey(t *testing.T) {
 }
 
 func TestHeadlessServesNothingAndStops(t *testing.T) {
-	port := freePort(t)
+	port := netport.FreeTCP(t)
 	p := startProc(t, nil, "sim-model", "--headless", "--port", itoa(port), "--data-parallel-size", "2", "--data-parallel-rank", "1")
 	deadline := time.After(30 * time.Second)
 	for !strings.Contains(p.Output(), "running headless") {

@@ -11,6 +11,8 @@ import (
 
 	zmq "github.com/pebbe/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/llmgw/llmgw/internal/netport"
 )
 
 // evt is a decoded KV event, read generically (not with the simulator's
@@ -49,11 +51,11 @@ func newSub(t *testing.T) *sub {
 	}
 	t.Cleanup(func() { s.SetLinger(0); s.Close() })
 	_ = s.SetSubscribe("")
-	port := freePort(t)
+	port := netport.FreeTCP(t)
 	if err := s.Bind(fmt.Sprintf("tcp://127.0.0.1:%d", port)); err != nil {
 		t.Fatal(err)
 	}
-	return &sub{s: s, port: port, replay: fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))}
+	return &sub{s: s, port: port, replay: fmt.Sprintf("tcp://127.0.0.1:%d", netport.FreeTCP(t))}
 }
 
 // flag returns the --kv-events-config value that points the simulator at

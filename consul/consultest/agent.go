@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/llmgw/llmgw/internal/netport"
 )
 
 // BinEnv names the environment variable holding the agent binary's path; the
@@ -204,25 +206,13 @@ func (a *Agent) Output() string {
 	return a.out.String()
 }
 
-// freePorts asks the kernel for six distinct free TCP ports on loopback. The
-// listeners are held until all six are chosen so no two coincide.
+// freePorts chooses the agent's six distinct loopback ports.
 func freePorts() (Ports, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	nums := make([]int, 6)
-	for i := range nums {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return Ports{}, err
-		}
-		ls = append(ls, l)
-		nums[i] = l.Addr().(*net.TCPAddr).Port
+	n, err := netport.FreeTCPs(6)
+	if err != nil {
+		return Ports{}, err
 	}
-	return Ports{HTTP: nums[0], DNS: nums[1], SerfLAN: nums[2], SerfWAN: nums[3], Server: nums[4], GRPC: nums[5]}, nil
+	return Ports{HTTP: n[0], DNS: n[1], SerfLAN: n[2], SerfWAN: n[3], Server: n[4], GRPC: n[5]}, nil
 }
 
 // lockedBuffer collects the agent's output from its writer goroutine while

@@ -2,13 +2,13 @@ package kvevents
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/netport"
 	"go.uber.org/goleak"
 )
 
@@ -24,16 +24,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // chainPayloads returns n batches that store a chain of n blocks of size 4,
@@ -91,7 +81,7 @@ func TestListenerRepairsGapsByReplay(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			s := NewStore()
-			replay := freePort(t)
+			replay := netport.FreeTCP(t)
 			l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}, s)
 			e := startFakeEngine(t, l.Endpoint(), replay, newFormat)
 			payloads, keys := chainPayloads(t, 5, 10)
@@ -137,7 +127,7 @@ func TestListenerCountsLossWithoutReplay(t *testing.T) {
 // engine; the old engine's blocks are cleared first.
 func TestListenerEngineRestart(t *testing.T) {
 	s := NewStore()
-	replay := freePort(t)
+	replay := netport.FreeTCP(t)
 	l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}, s)
 	e1 := startFakeEngine(t, l.Endpoint(), replay, true)
 	old, _ := chainPayloads(t, 3, 10)
@@ -162,7 +152,7 @@ func TestListenerEngineRestart(t *testing.T) {
 // the same port: the engine reconnects by itself and replay from 0 restores
 // the blocks published while no listener was there.
 func TestListenerRestartOnSamePort(t *testing.T) {
-	replay := freePort(t)
+	replay := netport.FreeTCP(t)
 	cfg := ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}
 	s1 := NewStore()
 	l1, err := Listen(cfg, s1)
@@ -235,7 +225,7 @@ func appendInt(b []byte, n int) []byte {
 func TestListenerReplayCooldown(t *testing.T) {
 	s := NewStore()
 	l := listen(t, ListenerConfig{
-		ReplayEndpoint: "tcp://127.0.0.1:" + itoa(freePort(t)),
+		ReplayEndpoint: "tcp://127.0.0.1:" + itoa(netport.FreeTCP(t)),
 		ReplayIdle:     50 * time.Millisecond, ReplayCooldown: time.Hour,
 	}, s)
 	e := startFakeEngine(t, l.Endpoint(), 0, true)
@@ -282,7 +272,7 @@ func TestListenerEngineRestartedByDriver(t *testing.T) {
 // fetched by replay once the stream has been quiet for CatchUpEvery.
 func TestListenerCatchesUpWhenQuiet(t *testing.T) {
 	s := NewStore()
-	replay := freePort(t)
+	replay := netport.FreeTCP(t)
 	l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay), CatchUpEvery: 50 * time.Millisecond}, s)
 	e := startFakeEngine(t, l.Endpoint(), replay, true)
 	payloads, keys := chainPayloads(t, 2, 10)

@@ -58,6 +58,7 @@ var contracts = map[string][]string{
 	"internal/simtokenizer": nil,
 	"internal/kvvectors":    nil,
 	"internal/simproc":      nil,
+	"internal/netport":      nil,
 }
 
 // TestPackageContracts enforces each package comment's promise about its

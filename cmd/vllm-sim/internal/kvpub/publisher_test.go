@@ -6,24 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
+	"github.com/llmgw/llmgw/internal/netport"
 )
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -46,7 +36,7 @@ func subscriber(t testing.TB) (*zmq.Socket, string) {
 	t.Helper()
 	sub := socket(t, zmq.SUB)
 	sub.SetSubscribe("")
-	port := freePort(t)
+	port := netport.FreeTCP(t)
 	if err := sub.Bind(fmt.Sprintf("tcp://127.0.0.1:%d", port)); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +161,7 @@ func TestReplayShapesSeqFromZeroAndDrop(t *testing.T) {
 	for _, shape := range []ReplayShape{ReplayNew, ReplayOld} {
 		t.Run(fmt.Sprint(shape), func(t *testing.T) {
 			sub, endpoint := subscriber(t)
-			replayAt := fmt.Sprintf("tcp://127.0.0.1:%d", freePort(t))
+			replayAt := fmt.Sprintf("tcp://127.0.0.1:%d", netport.FreeTCP(t))
 			p := newPublisher(t, Config{Endpoint: endpoint, ReplayEndpoint: replayAt, Topic: "t", ReplayShape: shape})
 			last := warmUp(t, p, sub)
 			p.Drop(2)
@@ -249,7 +239,7 @@ func TestEndpointRules(t *testing.T) {
 }
 
 func TestNewFailsOnBusyBind(t *testing.T) {
-	port := freePort(t)
+	port := netport.FreeTCP(t)
 	a := newPublisher(t, Config{Endpoint: fmt.Sprintf("tcp://*:%d", port)})
 	_ = a
 	_, err := New(Config{Endpoint: fmt.Sprintf("tcp://*:%d", port), Schema: Schema{StoredLen: 12}, HWM: 1, MaxQueueSize: 1}, quiet())
