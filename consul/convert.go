@@ -27,7 +27,8 @@ const (
 	maxBlockSize = 4096
 )
 
-// Replica is a passing model replica, ready for the router's replica set.
+// Replica is a model replica whose checks pass, or warn, or that is in
+// maintenance mode (then it drains), ready for the router's replica set.
 type Replica struct {
 	// ID is the llmgw replica id ("<alloc id>/<task>"), which joins Consul
 	// instances with the KV state drivers send.
@@ -40,10 +41,18 @@ type Replica struct {
 	// may route it in exact mode once updates arrive.
 	KVEvents bool
 	Role     string
+	// Health is HealthPassing, HealthWarning or HealthMaintenance; critical
+	// instances are never converted.
+	Health string
 	// Node and ServiceID locate the Consul registration, for logs.
 	Node      string
 	ServiceID string
 }
+
+// Draining reports whether the replica should finish its in-flight requests
+// but take no new ones: its checks warn or it is in maintenance mode. The
+// router keeps its KV state, so it comes back with a warm cache.
+func (r Replica) Draining() bool { return r.Health != HealthPassing }
 
 // Router is a passing llmgw-router instance, as drivers see it.
 type Router struct {
@@ -56,13 +65,20 @@ type Router struct {
 	IngestPort int
 }
 
-// ConvertReplicas turns instances into replicas sorted by ID. An instance
-// with missing or malformed meta, or repeating an earlier replica id, is
-// skipped and reported in skipped; the rest are still returned.
+// ConvertReplicas turns instances into replicas sorted by ID. Critical
+// instances are left out (they leave routing at once); warning ones and
+// those in maintenance are kept as draining. An instance with missing or
+// malformed meta, or repeating an earlier replica id, is skipped and
+// reported in skipped; the rest are still returned.
 func ConvertReplicas(in []Instance) (out []Replica, skipped []error) {
 	seen := make(map[string]bool, len(in))
 	for _, inst := range in {
+		health := healthOf(inst)
+		if health == HealthCritical {
+			continue
+		}
 		r, err := toReplica(inst)
+		r.Health = health
 		if err == nil && seen[r.ID] {
 			err = fmt.Errorf("replica id %q already used by another instance", r.ID)
 		}
@@ -119,10 +135,14 @@ func toReplica(in Instance) (Replica, error) {
 	return r, nil
 }
 
-// ConvertRouters turns instances of the llmgw-router service into routers
-// sorted by ID, skipping (and reporting) any without a valid ingest port.
+// ConvertRouters turns passing instances of the llmgw-router service into
+// routers sorted by ID, skipping (and reporting) any without a valid ingest
+// port. Routers whose checks are not all passing are left out.
 func ConvertRouters(in []Instance) (out []Router, skipped []error) {
 	for _, inst := range in {
+		if healthOf(inst) != HealthPassing {
+			continue
+		}
 		r, err := toRouter(inst)
 		if err != nil {
 			skipped = append(skipped, fmt.Errorf("skip instance %s on node %s: %w", inst.ServiceID, inst.Node, err))
@@ -150,6 +170,17 @@ func toRouter(in Instance) (Router, error) {
 		return Router{}, fmt.Errorf("meta %s=%q: want a port in 1..65535", MetaIngestPort, s)
 	}
 	return Router{ID: in.Node + "/" + in.ServiceID, Address: in.Address, Port: in.Port, IngestPort: p}, nil
+}
+
+// healthOf is in's health, "" counting as passing.
+func healthOf(in Instance) string {
+	switch in.Health {
+	case "", HealthPassing:
+		return HealthPassing
+	case HealthWarning, HealthMaintenance:
+		return in.Health
+	}
+	return HealthCritical
 }
 
 func checkEndpoint(in Instance) error {

@@ -33,7 +33,7 @@ func TestConvertReplicas(t *testing.T) {
 			wantIDs: []string{"alloc-a/vllm"},
 			want: map[string]Replica{"alloc-a/vllm": {
 				ID: "alloc-a/vllm", Model: "qwen", Address: "10.0.0.1", Port: 8000,
-				BlockSize: DefaultBlockSize, Node: "n1", ServiceID: "svc-a",
+				BlockSize: DefaultBlockSize, Health: HealthPassing, Node: "n1", ServiceID: "svc-a",
 			}},
 		},
 		{
@@ -43,7 +43,7 @@ func TestConvertReplicas(t *testing.T) {
 			wantIDs: []string{"alloc-a/vllm"},
 			want: map[string]Replica{"alloc-a/vllm": {
 				ID: "alloc-a/vllm", Model: "qwen", Address: "10.0.0.1", Port: 8000,
-				BlockSize: 64, KVEvents: true, Role: "prefill", Node: "n1", ServiceID: "svc-a",
+				BlockSize: 64, KVEvents: true, Role: "prefill", Health: HealthPassing, Node: "n1", ServiceID: "svc-a",
 			}},
 		},
 		{
