@@ -1,7 +1,6 @@
 package ctymsgpack
 
 import (
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -10,26 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/zclconf/go-cty/cty"
 	ctymsgpack "github.com/zclconf/go-cty/cty/msgpack"
-)
 
-// bytesOf builds msgpack from hex tokens and "quoted" raw strings, so the
-// fact sheet's annotated dumps can be transcribed as they are printed.
-func bytesOf(t *testing.T, s string) []byte {
-	t.Helper()
-	var out []byte
-	for _, tok := range strings.Fields(s) {
-		if strings.HasPrefix(tok, `"`) {
-			out = append(out, strings.Trim(tok, `"`)...)
-			continue
-		}
-		b, err := hex.DecodeString(tok)
-		if err != nil {
-			t.Fatalf("bad token %q", tok)
-		}
-		out = append(out, b...)
-	}
-	return out
-}
+	"github.com/llmgw/llmgw/plugin/msgpackdump"
+)
 
 type mount struct {
 	Source   string `codec:"source"`
@@ -63,29 +45,13 @@ type sheetConfig struct {
 // TestFactSheetExample decodes the byte-for-byte example of section 8.2,
 // which was captured from Nomad's own config pipeline.
 func TestFactSheetExample(t *testing.T) {
-	data := bytesOf(t, `8f
-		a4 "args" 92 a2 "-c" a7 "echo_hi"
-		a4 "auth" 82 a8 "password" a1 "p" a8 "username" a1 "u"
-		a5 "count" 03
-		a4 "dflt" a8 "fallback"
-		a7 "enabled" c3
-		a5 "image" be "docker.io/library/busybox:1.36"
-		a6 "interp" ac "23456:/local"
-		a6 "labels" 81 a1 "a" a1 "b"
-		ac "missing_list" c0
-		ab "missing_str" c0
-		a5 "mount" 92 83 a8 "readonly" c0 a6 "source" a4 "/src" a6 "target" a4 "/dst"
-		              83 a8 "readonly" c3 a6 "source" a3 "/s2" a6 "target" a3 "/d2"
-		a3 "neg" f9
-		a8 "port_map" 81 a4 "http" cd 1f90
-		a5 "ratio" cb 3ff8000000000000
-		a5 "tenth" a3 "0.1"`)
+	data := msgpackdump.Bytes(t, msgpackdump.ValueMappingExample)
 	var got sheetConfig
 	if err := Decode(data, &got); err != nil {
 		t.Fatal(err)
 	}
 	want := sheetConfig{
-		Args: []string{"-c", "echo_hi"}, Auth: &auth{"u", "p"}, Count: 3, Dflt: "fallback", Enabled: true,
+		Args: []string{"-c", "echo hi"}, Auth: &auth{"u", "p"}, Count: 3, Dflt: "fallback", Enabled: true,
 		Image: "docker.io/library/busybox:1.36", Interp: "23456:/local", Labels: map[string]string{"a": "b"},
 		Mount: []mount{{"/src", "/dst", false}, {"/s2", "/d2", true}}, Neg: -7,
 		PortMap: map[string]int{"http": 8080}, Ratio: 1.5, Tenth: 0.1,
@@ -187,7 +153,7 @@ func TestErrorsNameTheAttribute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var s strict
-			err := Decode(bytesOf(t, tt.data), &s)
+			err := Decode(msgpackdump.Bytes(t, tt.data), &s)
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("got error %v; want prefix %q", err, tt.want)
 			}
@@ -197,7 +163,7 @@ func TestErrorsNameTheAttribute(t *testing.T) {
 
 func TestNullLeavesZero(t *testing.T) {
 	s := strict{Model: "old", Args: []string{"x"}}
-	if err := Decode(bytesOf(t, `83 a5 "model" c0 a5 "shard" c0 a4 "args" c0`), &s); err != nil {
+	if err := Decode(msgpackdump.Bytes(t, `83 a5 "model" c0 a5 "shard" c0 a4 "args" c0`), &s); err != nil {
 		t.Fatal(err)
 	}
 	if s.Model != "" || s.Shard != nil || s.Args != nil {
@@ -235,7 +201,7 @@ func TestParseBoundsAllocation(t *testing.T) {
 		`82 a1 "a" 01 a1 "a" 02`,
 	}
 	for _, in := range tests {
-		if _, err := Parse(bytesOf(t, in)); err == nil {
+		if _, err := Parse(msgpackdump.Bytes(t, in)); err == nil {
 			t.Errorf("Parse(%s) succeeded", in)
 		}
 	}

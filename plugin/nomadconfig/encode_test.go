@@ -2,36 +2,14 @@ package nomadconfig_test
 
 import (
 	"bytes"
-	"encoding/hex"
-	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/plugin/msgpackdump"
 	"github.com/llmgw/llmgw/plugin/nomadconfig"
 	"github.com/llmgw/llmgw/plugin/proto/hclspec"
 	"github.com/llmgw/llmgw/plugin/spec"
 )
-
-var token = regexp.MustCompile(`"[^"]*"|\S+`)
-
-// bytesOf builds bytes from hex tokens and "quoted" raw strings, so the fact
-// sheet's annotated dumps can be transcribed as printed.
-func bytesOf(t *testing.T, s string) []byte {
-	t.Helper()
-	var out []byte
-	for _, tok := range token.FindAllString(s, -1) {
-		if strings.HasPrefix(tok, `"`) {
-			out = append(out, strings.Trim(tok, `"`)...)
-			continue
-		}
-		b, err := hex.DecodeString(tok)
-		if err != nil {
-			t.Fatalf("bad token %q", tok)
-		}
-		out = append(out, b...)
-	}
-	return out
-}
 
 // sheetSpec is the schema of the fact sheet's section 8.2 example.
 func sheetSpec() *hclspec.Spec {
@@ -82,23 +60,7 @@ func TestEncodeLikeNomad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := bytesOf(t, `8f
-		a4 "args" 92 a2 "-c" a7 "echo hi"
-		a4 "auth" 82 a8 "password" a1 "p" a8 "username" a1 "u"
-		a5 "count" 03
-		a4 "dflt" a8 "fallback"
-		a7 "enabled" c3
-		a5 "image" be "docker.io/library/busybox:1.36"
-		a6 "interp" ac "23456:/local"
-		a6 "labels" 81 a1 "a" a1 "b"
-		ac "missing_list" c0
-		ab "missing_str" c0
-		a5 "mount" 92 83 a8 "readonly" c0 a6 "source" a4 "/src" a6 "target" a4 "/dst"
-		              83 a8 "readonly" c3 a6 "source" a3 "/s2" a6 "target" a3 "/d2"
-		a3 "neg" f9
-		a8 "port_map" 81 a4 "http" cd 1f90
-		a5 "ratio" cb 3ff8000000000000
-		a5 "tenth" a3 "0.1"`)
+	want := msgpackdump.Bytes(t, msgpackdump.ValueMappingExample)
 	if !bytes.Equal(got, want) {
 		t.Errorf("encoded\n%x\nwant\n%x", got, want)
 	}
