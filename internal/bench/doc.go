@@ -1,0 +1,15 @@
+// Package bench compares routing policies on one running fleet: for each
+// policy it restarts the routers with that policy's scheduler block, empties
+// every engine's prefix cache, replays one workload through the client and
+// collects per-request results, then adds the offline oracle's bound and
+// hands everything to the report.
+//
+// Subpackages do one job each: trace parses Mooncake traces, workload turns
+// options or a trace into deterministic requests, oracle computes the best
+// achievable prefix reuse, client sends requests to routers found through
+// Consul DNS and measures them, report summarises and renders results.
+//
+// The package reaches the fleet only through the small Fleet interface
+// below (internal/fleet provides it); it must not import driver/... or
+// router/... packages, which it meets only over HTTP and DNS.
+package bench
