@@ -24,7 +24,10 @@ type NamedSource struct {
 func FromConsul(service string, in []consul.Replica) []Replica {
 	out := make([]Replica, len(in))
 	for i, r := range in {
-		out[i] = Replica{ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: service}
+		out[i] = Replica{
+			ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: service,
+			Health: r.Health, Draining: r.Draining(),
+		}
 	}
 	return out
 }

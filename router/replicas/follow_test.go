@@ -71,3 +71,48 @@ func TestFollowConsul(t *testing.T) {
 		t.Errorf("static replica lost")
 	}
 }
+
+// TestFollowConsulDrain: a replica whose Consul check warns drains (marked,
+// KV state kept); critical, it leaves the set and the index at once.
+func TestFollowConsulDrain(t *testing.T) {
+	agent := consultest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := consul.WatchReplicas(ctx, agent.Client, "vllm", consul.WatchOptions{WaitTime: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Follow(ctx, f.set, nil, []NamedSource{{Service: "vllm", Source: w}})
+	}()
+	t.Cleanup(func() { cancel(); <-done; w.Close() })
+	err = agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
+		ID: "r1", Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: "127.0.0.1", Port: 9000,
+		Meta:  map[string]string{consul.MetaModel: "m", consul.MetaReplica: "r1/task"},
+		Check: &api.AgentServiceCheck{CheckID: "ttl-r1", TTL: "1h", Status: api.HealthPassing},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1 to join", func() bool { _, ok := f.set.Get("r1/task"); return ok })
+	f.snapshot("d", 1, "r1/task")
+	if err := agent.Client.Agent().UpdateTTL("ttl-r1", "overloaded", api.HealthWarning); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1 to drain", func() bool { r, _ := f.set.Get("r1/task"); return r.Draining })
+	if r, _ := f.set.Get("r1/task"); r.Health != consul.HealthWarning {
+		t.Errorf("health %q; want %q", r.Health, consul.HealthWarning)
+	}
+	if m := f.models.Lookup("m", []uint64{42}, nil); len(m) != 1 {
+		t.Errorf("draining replica's index state lost: %v", m)
+	}
+	if err := agent.Client.Agent().UpdateTTL("ttl-r1", "dead", api.HealthCritical); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1 to leave", func() bool { _, ok := f.set.Get("r1/task"); return !ok })
+	if m := f.models.Lookup("m", []uint64{42}, nil); len(m) != 0 {
+		t.Errorf("index still holds %v after the check went critical", m)
+	}
+}

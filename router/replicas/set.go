@@ -23,6 +23,13 @@ type Replica struct {
 	KVEvents bool
 	// Source is "static" or the Consul service it came from.
 	Source string
+	// Health is the replica's Consul health (consul.Health*; "" for static
+	// replicas, which count as passing).
+	Health string
+	// Draining is set while its Consul check warns or it is in maintenance:
+	// it takes no new requests, finishes those in flight and keeps its KV
+	// state, so it resumes with a warm cache.
+	Draining bool
 }
 
 // KVState is the part of the KV ingest the set needs (router/ingest.Sink).
@@ -57,6 +64,7 @@ type Set struct {
 	byID     map[string]Replica
 	byModel  map[string][]Replica
 	breakers map[string]*breaker
+	lora     loras
 }
 
 type breaker struct {
@@ -78,7 +86,7 @@ func New(kv KVState, tracker *scheduler.Tracker, opts Options) *Set {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Set{kv: kv, tracker: tracker, opts: opts, byID: map[string]Replica{}, byModel: map[string][]Replica{}, breakers: map[string]*breaker{}}
+	return &Set{kv: kv, tracker: tracker, opts: opts, byID: map[string]Replica{}, byModel: map[string][]Replica{}, breakers: map[string]*breaker{}, lora: newLoras()}
 }
 
 // Replace makes list the whole set. Replicas that left are dropped from the
@@ -104,13 +112,19 @@ func (s *Set) Replace(list []Replica) {
 	s.mu.Lock()
 	prev := s.byID
 	s.byID, s.byModel = next, byModel
-	var gone, joined []string
+	var gone, joined, drain []string
 	for id := range prev {
 		if _, ok := next[id]; !ok {
 			gone = append(gone, id)
 			delete(s.breakers, id)
 		}
 	}
+	for id, r := range next {
+		if old, ok := prev[id]; ok && old.Draining != r.Draining {
+			drain = append(drain, id)
+		}
+	}
+	s.lora.rebuild(next, byModel)
 	for id, r := range next {
 		if old, ok := prev[id]; !ok || old.Model != r.Model {
 			joined = append(joined, id)
@@ -126,6 +140,14 @@ func (s *Set) Replace(list []Replica) {
 		s.kv.Drop(id)
 		s.tracker.Forget(id)
 		s.opts.Logger.Info("replica left", "replica", id)
+	}
+	sort.Strings(drain)
+	for _, id := range drain {
+		if r := next[id]; r.Draining {
+			s.opts.Logger.Info("replica draining: no new requests, KV state kept", "replica", id, "health", r.Health)
+		} else {
+			s.opts.Logger.Info("replica resumed", "replica", id)
+		}
 	}
 	for _, id := range joined {
 		s.opts.Logger.Info("replica joined", "replica", id, "model", next[id].Model, "address", next[id].Address)
@@ -173,11 +195,17 @@ func (s *Set) All() []Replica {
 	return out
 }
 
-// ForModel returns model's replicas, sorted by id; callers must not modify it.
+// ForModel returns the replicas serving model, sorted by id; callers must
+// not modify it. model may name a LoRA adapter (see SetAdapters): then the
+// replicas are those of its base model that serve the adapter, and their
+// Model is the base model.
 func (s *Set) ForModel(model string) []Replica {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.byModel[model]
+	if rs, ok := s.byModel[model]; ok {
+		return rs
+	}
+	return s.lora.serving[model]
 }
 
 // Candidates returns model's replicas as scheduler candidates, with their
@@ -188,11 +216,12 @@ func (s *Set) Candidates(model string) []scheduler.Candidate {
 	out := make([]scheduler.Candidate, len(rs))
 	for i, r := range rs {
 		out[i] = scheduler.Candidate{
-			ID:      r.ID,
-			Model:   r.Model,
-			Mode:    s.Mode(r.ID),
-			Healthy: s.closed(r.ID, now),
-			Load:    s.tracker.Load(r.ID),
+			ID:       r.ID,
+			Model:    r.Model,
+			Mode:     s.Mode(r.ID),
+			Healthy:  s.closed(r.ID, now),
+			Draining: r.Draining,
+			Load:     s.tracker.Load(r.ID),
 		}
 	}
 	return out
