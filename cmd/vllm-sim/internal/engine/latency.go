@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Latency is the simulator's cost model, shaped like a GPU forward pass:
 // every scheduler step costs a base time (the inter-token latency) plus the
@@ -54,4 +57,23 @@ func (l Latency) Step(prefillTokens, cpuTokens, running, maxSeqs int) time.Durat
 	}
 	base := l.InterToken + time.Duration(prefillTokens)*l.PrefillPerToken + time.Duration(cpuTokens)*l.CPULoadPerToken
 	return time.Duration(float64(base) * l.factor(running, maxSeqs))
+}
+
+// SleepUntil spends modelled time: it returns nil at t, or ctx's error once
+// ctx is done, whichever comes first. A t already past returns ctx.Err() at
+// once, so a loop of zero-cost steps still stops with its context. Both the
+// engine's steps and the server's per-request overhead wait through it.
+func SleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

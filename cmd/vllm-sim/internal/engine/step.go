@@ -20,7 +20,7 @@ func (e *Engine) step(ctx context.Context) error {
 	e.publishLoad()
 
 	d := e.cfg.Latency.Step(prefill, cpu, len(e.running), e.cfg.MaxNumSeqs)
-	if err := sleepUntil(ctx, start.Add(d)); err != nil {
+	if err := SleepUntil(ctx, start.Add(d)); err != nil {
 		return err
 	}
 	e.steps++
@@ -139,21 +139,6 @@ func (e *Engine) dropAborted() {
 	}
 	e.running = slices.DeleteFunc(e.running, gone)
 	e.waiting = slices.DeleteFunc(e.waiting, gone)
-}
-
-func sleepUntil(ctx context.Context, t time.Time) error {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // publishLoad makes the engine's load visible to the server and /metrics.

@@ -66,7 +66,7 @@ type generation struct {
 // engine.
 func (s *Server) submit(ctx context.Context, model string, prompt []uint32, out []uint32, reason string) (*generation, error) {
 	arrival := time.Now()
-	if err := sleepCtx(ctx, s.opts.Overhead); err != nil {
+	if err := engine.SleepUntil(ctx, arrival.Add(s.opts.Overhead)); err != nil {
 		return nil, err
 	}
 	r := &engine.Request{
