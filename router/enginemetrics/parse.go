@@ -1,6 +1,7 @@
 // Package enginemetrics scrapes the load signals the scheduler needs from
 // each replica's Prometheus endpoint (vLLM's /metrics): requests waiting and
-// running, KV-cache usage, and the KV capacity vLLM advertises.
+// running, KV-cache usage, and the KV capacity vLLM advertises; and, from
+// the replica's model listing (/v1/models), the LoRA adapters it serves.
 //
 // It owns the scrape loop and a small parser of the Prometheus text format
 // that reads only the series it needs. It must not import driver/... or
@@ -40,6 +41,11 @@ type Sample struct {
 	GPUBlocks, CPUBlocks int
 	// BlockSize is the engine's tokens per block (0 when not exported).
 	BlockSize int
+	// Adapters are the LoRA adapters the replica lists in its /v1/models,
+	// sorted; meaningful only when AdaptersKnown (the target has a
+	// ModelsURL and the listing was read).
+	Adapters      []string
+	AdaptersKnown bool
 }
 
 // Parse reads a Prometheus text exposition and extracts the Sample. Series

@@ -16,6 +16,9 @@ import (
 type Target struct {
 	ID  string // replica id
 	URL string // e.g. http://10.0.0.5:8000/metrics
+	// ModelsURL, when set, is the replica's model listing (vLLM's
+	// /v1/models), read after each successful scrape for its LoRA adapters.
+	ModelsURL string
 }
 
 // Sink receives each successful scrape (scheduler.Tracker's SetScraped plus
@@ -119,29 +122,50 @@ func (s *Scraper) round(ctx context.Context) {
 func (s *Scraper) scrape(ctx context.Context, tg Target) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, tg.URL, nil)
-	if err != nil {
-		return Sample{}, fmt.Errorf("scrape %s: %w", tg.URL, err)
+	var sample Sample
+	err := s.get(ctx, tg.URL, "text/plain;version=0.0.4", func(r io.Reader) (err error) {
+		sample, err = Parse(r)
+		return err
+	})
+	if err != nil || tg.ModelsURL == "" {
+		return sample, err
 	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	// The listing is optional: without it the adapters stay as they were.
+	err = s.get(ctx, tg.ModelsURL, "application/json", func(r io.Reader) (err error) {
+		sample.Adapters, err = ParseAdapters(r)
+		return err
+	})
+	sample.AdaptersKnown = err == nil
+	if err != nil {
+		s.opts.Logger.Debug("model listing unavailable; keeping the replica's adapters", "replica", tg.ID, "error", err)
+	}
+	return sample, nil
+}
+
+// get fetches url and hands the body, capped at MaxBytes, to parse.
+func (s *Scraper) get(ctx context.Context, url, accept string, parse func(io.Reader) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("scrape %s: %w", url, err)
+	}
+	req.Header.Set("Accept", accept)
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
-		return Sample{}, fmt.Errorf("scrape %s: %w", tg.URL, err)
+		return fmt.Errorf("scrape %s: %w", url, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Sample{}, fmt.Errorf("scrape %s: status %s", tg.URL, resp.Status)
+		return fmt.Errorf("scrape %s: status %s", url, resp.Status)
 	}
-	body := io.LimitReader(resp.Body, s.opts.MaxBytes+1)
-	lr := &countingReader{r: body}
-	sample, err := Parse(lr)
+	lr := &countingReader{r: io.LimitReader(resp.Body, s.opts.MaxBytes+1)}
+	err = parse(lr)
 	if lr.n > s.opts.MaxBytes {
-		return Sample{}, fmt.Errorf("scrape %s: body exceeds %d bytes", tg.URL, s.opts.MaxBytes)
+		return fmt.Errorf("scrape %s: body exceeds %d bytes", url, s.opts.MaxBytes)
 	}
 	if err != nil {
-		return Sample{}, fmt.Errorf("scrape %s: %w", tg.URL, err)
+		return fmt.Errorf("scrape %s: %w", url, err)
 	}
-	return sample, nil
+	return nil
 }
 
 func (s *Scraper) record(tg Target, sample Sample, err error) {
