@@ -152,19 +152,42 @@ func (p *Prompts) Has(model string) bool {
 	return p.enc[model] != nil
 }
 
-// Compute renders, tokenizes and hashes r's prompt with blockSize tokens per
-// block. An error means the request itself is bad (e.g. its messages do not
-// fit the template) and is safe to show the client.
+// Target says how a request's prompt is keyed: the base model whose
+// encoder renders and tokenizes it, the LoRA adapter it names ("" for the
+// base model) and the replicas' block size.
+type Target struct {
+	Model     string
+	LoRA      string
+	BlockSize int
+}
+
+// Compute renders, tokenizes and hashes r's prompt for r.Model, with
+// blockSize tokens per block. An error means the request itself is bad (e.g.
+// its messages do not fit the template) and is safe to show the client.
 func (p *Prompts) Compute(r *openai.Request, blockSize int) (Result, error) {
+	return p.ComputeFor(r, Target{Model: r.Model, BlockSize: blockSize})
+}
+
+// ComputeFor is Compute for a request that may name a LoRA adapter: the
+// prompt is encoded with t.Model's encoder and its block keys chain from
+// the adapter's root (blockkey.Root(t.LoRA)), as drivers key the blocks
+// the engine stores for that adapter. Approximate keys are seeded with the
+// adapter too, so routing history never credits an adapter with the base
+// model's cache.
+func (p *Prompts) ComputeFor(r *openai.Request, t Target) (Result, error) {
 	var res Result
-	enc := p.encoder(r.Model)
+	enc := p.encoder(t.Model)
 	if enc == nil && r.PromptIDs == nil {
 		text := r.Prompt
 		if r.Kind == openai.Chat {
 			text = plainChat(r.Messages)
 		}
 		t0 := p.now()
-		res.ApproxKeys = TextKeys(nil, text)
+		var seed uint64
+		if t.LoRA != "" {
+			seed = uint64(blockkey.Root(t.LoRA))
+		}
+		res.ApproxKeys = textKeysFrom(nil, seed, text)
 		res.Tokens = len(text)/4 + 1
 		res.Hash = p.now().Sub(t0)
 		return res, nil
@@ -186,7 +209,7 @@ func (p *Prompts) Compute(r *openai.Request, blockSize int) (Result, error) {
 		res.Tokenize = p.now().Sub(t0)
 	}
 	t0 := p.now()
-	keys := blockkey.PromptKeys(make([]blockkey.Key, 0, len(ids)/max(blockSize, 1)), "", r.CacheSalt, ids, blockSize)
+	keys := blockkey.PromptKeys(make([]blockkey.Key, 0, len(ids)/max(t.BlockSize, 1)), t.LoRA, r.CacheSalt, ids, t.BlockSize)
 	res.Keys = make([]uint64, len(keys))
 	for i, k := range keys {
 		res.Keys[i] = uint64(k)
@@ -212,8 +235,10 @@ func plainChat(msgs []openai.Message) string {
 }
 
 // TextKeys appends chained hashes of text's full TextChunk-byte blocks.
-func TextKeys(dst []uint64, text string) []uint64 {
-	var parent uint64
+func TextKeys(dst []uint64, text string) []uint64 { return textKeysFrom(dst, 0, text) }
+
+// textKeysFrom is TextKeys with the chain starting at parent.
+func textKeysFrom(dst []uint64, parent uint64, text string) []uint64 {
 	var buf [8 + TextChunk]byte
 	for len(text) >= TextChunk {
 		for i := range 8 {
