@@ -13,6 +13,9 @@ type ApproxParams struct {
 	TTL Duration `json:"ttl"`
 	// MaxEntries caps the remembered (block, replica) pairs.
 	MaxEntries int `json:"max_entries"`
+	// IgnoreEvents scores every candidate from routing history, even those
+	// whose KV events flow: approximate routing alone, for comparisons.
+	IgnoreEvents bool `json:"ignore_events"`
 }
 
 func defaultApproxParams() ApproxParams {
@@ -37,16 +40,17 @@ func (p *ApproxParams) validate() error {
 type ApproxScorer struct {
 	name TypedName
 	hist *history
+	all  bool // IgnoreEvents
 }
 
 func newApproxScorer(name TypedName, p ApproxParams, now func() time.Time) *ApproxScorer {
-	return &ApproxScorer{name: name, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now)}
+	return &ApproxScorer{name: name, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now), all: p.IgnoreEvents}
 }
 
 func (s *ApproxScorer) TypedName() TypedName { return s.name }
 
 func (s *ApproxScorer) applies(req *Request, c *Candidate) bool {
-	return c.Mode == ModeApprox || c.Mode == ModeExact && req.Keys == nil
+	return s.all || c.Mode == ModeApprox || c.Mode == ModeExact && req.Keys == nil
 }
 
 func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {

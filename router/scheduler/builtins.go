@@ -52,6 +52,7 @@ func RegisterBuiltins(r *Registry) error {
 			}
 			return newSessionScorer(n, p, d.Now), nil
 		}},
+		{"round-robin", noParams(func(n TypedName) Plugin { return &RoundRobinPicker{name: n} })},
 		{"max-score", func(n TypedName, raw json.RawMessage, d Deps) (Plugin, error) {
 			var p PickerParams
 			if err := decodeValid(raw, &p); err != nil {
