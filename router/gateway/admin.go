@@ -19,6 +19,11 @@ type adminReplica struct {
 	KVEvents  bool           `json:"kv_events"`
 	Mode      scheduler.Mode `json:"mode"`
 	Healthy   bool           `json:"healthy"`
+	// Draining: the Consul check warns or the replica is in maintenance
+	// (Health says which); it finishes in-flight requests, takes no new ones.
+	Draining  bool           `json:"draining"`
+	Health    string         `json:"health,omitempty"`
+	Adapters  []string       `json:"adapters,omitempty"`
 	GPUBlocks int            `json:"gpu_blocks"`
 	CPUBlocks int            `json:"cpu_blocks"`
 	Load      scheduler.Load `json:"load"`
@@ -31,6 +36,7 @@ func (g *Gateway) adminReplicas(c *gin.Context) {
 		out = append(out, adminReplica{
 			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
 			Mode: g.d.Replicas.Mode(r.ID), Healthy: g.d.Replicas.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
+			Draining: r.Draining, Health: r.Health, Adapters: g.d.Replicas.AdaptersOf(r.ID),
 			Load: g.d.Tracker.Load(r.ID),
 		})
 	}

@@ -189,6 +189,12 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	if len(reps) == 0 {
 		return nil, &errStatus{http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", req.Model)}
 	}
+	// A LoRA adapter is served by replicas of its base model: schedule and
+	// look up by the base model, key the prompt from the adapter's root.
+	base, lora := reps[0].Model, ""
+	if base != req.Model {
+		lora = req.Model
+	}
 	blockSize := reps[0].BlockSize
 	for _, r := range reps[1:] {
 		if r.BlockSize != blockSize {
@@ -196,12 +202,12 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 			break
 		}
 	}
-	res, err := g.d.Prompts.Compute(req, blockSize)
+	res, err := g.d.Prompts.ComputeFor(req, prompt.Target{Model: base, LoRA: lora, BlockSize: blockSize})
 	if err != nil {
 		return nil, &errStatus{http.StatusBadRequest, err.Error()}
 	}
 	p := &plan{req: req, prompt: res}
-	p.sreq = scheduler.Request{Model: req.Model, Keys: res.Keys, ApproxKeys: res.ApproxKeys, BlockTokens: blockSize, PromptTokens: res.Tokens, SessionID: session}
+	p.sreq = scheduler.Request{Model: base, Keys: res.Keys, ApproxKeys: res.ApproxKeys, BlockTokens: blockSize, PromptTokens: res.Tokens, SessionID: session}
 	if res.Keys == nil {
 		p.sreq.BlockTokens = prompt.TextChunk / 4 // about four bytes per token
 	}
@@ -282,16 +288,23 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 	}
 }
 
+// models lists the served models as vLLM does: base models with a null
+// parent, then each LoRA adapter some replica serves with its base model as
+// parent.
 func (g *Gateway) models(c *gin.Context) {
 	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
+		ID      string  `json:"id"`
+		Object  string  `json:"object"`
+		Created int64   `json:"created"`
+		OwnedBy string  `json:"owned_by"`
+		Parent  *string `json:"parent"`
 	}
 	data := []model{}
 	for _, m := range g.d.Replicas.Models() {
-		data = append(data, model{ID: m, Object: "model", Created: 0, OwnedBy: "llmgw"})
+		data = append(data, model{ID: m, Object: "model", OwnedBy: "llmgw"})
+	}
+	for _, a := range g.d.Replicas.Adapters() {
+		data = append(data, model{ID: a.Name, Object: "model", OwnedBy: "llmgw", Parent: &a.Parent})
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
 }
