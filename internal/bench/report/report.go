@@ -1,0 +1,88 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Report is one bench run: the setup, the oracle's bound and one summary
+// per policy, in the order they ran.
+type Report struct {
+	// Command is the exact command line that produced the report.
+	Command  string `json:"command"`
+	Workload string `json:"workload"`
+	// Setup describes the fleet and the workload's parameters in words.
+	Setup    string  `json:"setup"`
+	Requests int     `json:"requests"`
+	Rate     float64 `json:"rate_rps"`
+	SLO      SLO     `json:"slo"`
+	// PromptTokens and ReusableTokens are the workload's totals; the
+	// oracle could serve ReusableTokens of PromptTokens from cache.
+	PromptTokens   int       `json:"prompt_tokens"`
+	ReusableTokens int       `json:"oracle_reusable_tokens"`
+	Policies       []Summary `json:"policies"`
+}
+
+// JSON is the report as indented JSON.
+func (r *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode report: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Markdown renders the report as a section of docs/BENCHMARKS.md. plots
+// are image paths relative to that file, shown below the table.
+func (r *Report) Markdown(plots []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Command: `%s`\n\n", r.Command)
+	fmt.Fprintf(&b, "Workload `%s`: %d requests at %g req/s; %s.\n", r.Workload, r.Requests, r.Rate, r.Setup)
+	fmt.Fprintf(&b, "The oracle (an infinite cache shared by the fleet, the last prompt token recomputed) could reuse %d of %d prompt tokens (%s).\n",
+		r.ReusableTokens, r.PromptTokens, pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
+	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s.\n\n", r.SLO.TTFT, r.SLO.ITL)
+	b.WriteString("| policy | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | E2E p50 | E2E p99 | goodput | shed | interrupted | cached share | of oracle |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Policies {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %s | %s |\n",
+			s.Policy, fmtMs(s.TTFT.P50), fmtMs(s.TTFT.P99), fmtMs(s.ITL.P50), fmtMs(s.ITL.P99), fmtMs(s.E2E.P50), fmtMs(s.E2E.P99),
+			s.Goodput, pct(s.GoodputShare), s.Shed, s.Interrupted, pct(s.CachedShare), pct(s.OracleHitShare))
+	}
+	if len(plots) > 0 {
+		b.WriteString("\n")
+		for _, p := range plots {
+			fmt.Fprintf(&b, "![%s](%s)\n", strings.TrimSuffix(p[strings.LastIndex(p, "/")+1:], ".png"), p)
+		}
+	}
+	return b.String()
+}
+
+// Speedup is how many times lower policy a's TTFT p50 is than b's (0 when
+// either is missing).
+func (r *Report) Speedup(a, b string) float64 {
+	var x, y Millis
+	for _, s := range r.Policies {
+		switch s.Policy {
+		case a:
+			x = s.TTFT.P50
+		case b:
+			y = s.TTFT.P50
+		}
+	}
+	if x <= 0 || y <= 0 {
+		return 0
+	}
+	return float64(y / x)
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+func fmtMs(m Millis) string {
+	d := time.Duration(float64(m) * float64(time.Millisecond))
+	if d >= 10*time.Second {
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+	return fmt.Sprintf("%.1f ms", float64(m))
+}

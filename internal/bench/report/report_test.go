@@ -1,0 +1,133 @@
+package report
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/llmgw/llmgw/internal/bench/client"
+)
+
+func ok(ttft time.Duration, gaps []time.Duration, prompt, cached int) client.Result {
+	return client.Result{Status: 200, Started: true, TTFT: ttft, E2E: ttft + 100*time.Millisecond, ITL: gaps, PromptTokens: prompt, CachedTokens: cached}
+}
+
+func TestSummarize(t *testing.T) {
+	ms := time.Millisecond
+	results := []client.Result{
+		ok(100*ms, []time.Duration{10 * ms, 10 * ms}, 100, 64),
+		ok(300*ms, []time.Duration{30 * ms}, 100, 0),  // misses the ITL SLO
+		ok(2000*ms, []time.Duration{10 * ms}, 50, 32), // misses the TTFT SLO
+		{Status: 429, Err: "status 429", Attempts: 6},  // shed
+		{Status: 200, Started: true, Err: "stream interrupted"},
+	}
+	reusable := []int{64, 64, 48, 16, 16}
+	s := Summarize("p", results, reusable, SLO{TTFT: time.Second, ITL: 20 * ms}, 2*time.Second)
+	want := Summary{
+		Policy: "p", Duration: 2 * time.Second, Requests: 5, OK: 3, Shed: 1, Interrupted: 1,
+		TTFT:    Percentiles{P50: 300, P99: 2000},
+		ITL:     Percentiles{P50: 10, P99: 30},
+		E2E:     Percentiles{P50: 400, P99: 2100},
+		Goodput: 0.5, GoodputShare: 0.2,
+		PromptTokens: 250, CachedTokens: 96, CachedShare: 96.0 / 250,
+		OracleTokens: 176, OracleHitShare: 96.0 / 176,
+	}
+	if diff := cmp.Diff(want, s, cmp.AllowUnexported(Summary{}), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ttfts" }, cmp.Ignore())); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	if empty := Summarize("e", nil, nil, SLO{}, 0); empty.TTFT.P50 != 0 || empty.OracleHitShare != 0 {
+		t.Errorf("empty run: %+v", empty)
+	}
+}
+
+func TestPercentileRanks(t *testing.T) {
+	var ds []time.Duration
+	for i := 1; i <= 200; i++ {
+		ds = append(ds, time.Duration(201-i)*time.Millisecond)
+	}
+	if got := percentiles(ds); got != (Percentiles{P50: 100, P99: 198}) {
+		t.Errorf("1..200 ms: got %+v; want p50 100, p99 198", got)
+	}
+}
+
+func sample() *Report {
+	ms := time.Millisecond
+	slo := SLO{TTFT: time.Second, ITL: 50 * ms}
+	rs := []client.Result{ok(40*ms, nil, 100, 80), ok(60*ms, nil, 100, 80)}
+	slow := []client.Result{ok(400*ms, nil, 100, 0), ok(600*ms, nil, 100, 16)}
+	return &Report{
+		Command: "llmgw bench -rate 4", Workload: "chat", Setup: "4 shards, 2 routers", Requests: 2, Rate: 4, SLO: slo,
+		PromptTokens: 200, ReusableTokens: 160,
+		Policies: []Summary{
+			Summarize("round-robin", slow, []int{80, 80}, slo, time.Second),
+			Summarize("precise", rs, []int{80, 80}, slo, time.Second),
+		},
+	}
+}
+
+func TestMarkdownAndJSON(t *testing.T) {
+	r := sample()
+	md := r.Markdown([]string{"bench/ttft-cdf.png"})
+	for _, want := range []string{
+		"Command: `llmgw bench -rate 4`",
+		"could reuse 160 of 200 prompt tokens (80.0%)",
+		"| precise | 40.0 ms | 60.0 ms |",
+		"| 80.0% | 100.0% |",
+		"![ttft-cdf](bench/ttft-cdf.png)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if got := r.Speedup("precise", "round-robin"); got != 10 {
+		t.Errorf("speedup %v; want 10 (400 ms / 40 ms)", got)
+	}
+	if got := r.Speedup("precise", "absent"); got != 0 {
+		t.Errorf("speedup against a missing policy %v; want 0", got)
+	}
+	b, err := r.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Policies[1].TTFT.P50 != 40 || back.Policies[1].OracleHitShare != 1 || back.ReusableTokens != 160 {
+		t.Errorf("JSON round trip lost figures: %s", b)
+	}
+}
+
+func TestPlots(t *testing.T) {
+	dir := t.TempDir()
+	files, err := sample().Plots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("got %v; want two plots", files)
+	}
+	for _, f := range files {
+		fh, err := os.Open(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(fh)
+		fh.Close()
+		if err != nil {
+			t.Fatalf("%s is not a PNG: %v", f, err)
+		}
+		if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 300 {
+			t.Errorf("%s is %v; want a readable size", f, b)
+		}
+	}
+	if _, err := (&Report{}).Plots(dir); err == nil {
+		t.Error("plotting an empty report: no error")
+	}
+}

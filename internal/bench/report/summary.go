@@ -1,0 +1,128 @@
+package report
+
+import (
+	"slices"
+	"time"
+
+	"github.com/llmgw/llmgw/internal/bench/client"
+)
+
+// SLO is the service level a request must meet to count as goodput: its
+// first token within TTFT and its mean inter-token gap within ITL.
+type SLO struct {
+	TTFT time.Duration `json:"ttft_ns"`
+	ITL  time.Duration `json:"itl_ns"`
+}
+
+// Millis is a duration in milliseconds, as the reports show them.
+type Millis float64
+
+func ms(d time.Duration) Millis { return Millis(float64(d) / float64(time.Millisecond)) }
+
+// Percentiles of one latency.
+type Percentiles struct {
+	P50 Millis `json:"p50_ms"`
+	P99 Millis `json:"p99_ms"`
+}
+
+// Summary is one policy's outcome.
+type Summary struct {
+	Policy   string        `json:"policy"`
+	Duration time.Duration `json:"duration_ns"`
+	Requests int           `json:"requests"`
+	OK       int           `json:"ok"`
+	// Shed failed before any byte of their answer, after every retry;
+	// Interrupted failed while their answer streamed.
+	Shed        int         `json:"shed"`
+	Interrupted int         `json:"interrupted"`
+	TTFT        Percentiles `json:"ttft_ns"`
+	ITL         Percentiles `json:"itl_ns"`
+	E2E         Percentiles `json:"e2e"`
+	// Goodput is requests per second that met the SLO; GoodputShare the
+	// share of all requests that did.
+	Goodput      float64 `json:"goodput_rps"`
+	GoodputShare float64 `json:"goodput_share"`
+	// PromptTokens and CachedTokens are the engines' usage over completed
+	// requests; CachedShare is their ratio.
+	PromptTokens int     `json:"prompt_tokens"`
+	CachedTokens int     `json:"cached_tokens"`
+	CachedShare  float64 `json:"cached_share"`
+	// OracleTokens is the oracle's reusable total over the same completed
+	// requests; OracleHitShare is CachedTokens / OracleTokens.
+	OracleTokens   int     `json:"oracle_tokens"`
+	OracleHitShare float64 `json:"oracle_hit_share"`
+
+	ttfts []time.Duration // sorted, for the CDF plot
+}
+
+// Summarize condenses one policy's run. reusable[i] is the oracle's bound
+// for results[i]; duration is the run's wall-clock length.
+func Summarize(policy string, results []client.Result, reusable []int, slo SLO, duration time.Duration) Summary {
+	s := Summary{Policy: policy, Duration: duration, Requests: len(results)}
+	var ttft, itl, e2e []time.Duration
+	good := 0
+	for i, r := range results {
+		switch {
+		case r.OK():
+		case r.Started:
+			s.Interrupted++
+			continue
+		default:
+			s.Shed++
+			continue
+		}
+		s.OK++
+		ttft = append(ttft, r.TTFT)
+		e2e = append(e2e, r.E2E)
+		itl = append(itl, r.ITL...)
+		s.PromptTokens += r.PromptTokens
+		s.CachedTokens += r.CachedTokens
+		if i < len(reusable) {
+			s.OracleTokens += reusable[i]
+		}
+		if r.TTFT <= slo.TTFT && meanGap(r.ITL) <= slo.ITL {
+			good++
+		}
+	}
+	s.TTFT, s.ITL, s.E2E = percentiles(ttft), percentiles(itl), percentiles(e2e)
+	s.ttfts = ttft
+	if duration > 0 {
+		s.Goodput = float64(good) / duration.Seconds()
+	}
+	s.GoodputShare = ratio(good, s.Requests)
+	s.CachedShare = ratio(s.CachedTokens, s.PromptTokens)
+	s.OracleHitShare = ratio(s.CachedTokens, s.OracleTokens)
+	return s
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func meanGap(gaps []time.Duration) time.Duration {
+	if len(gaps) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, g := range gaps {
+		sum += g
+	}
+	return sum / time.Duration(len(gaps))
+}
+
+// percentiles uses the nearest-rank method; it sorts ds.
+func percentiles(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(ds)
+	return Percentiles{P50: ms(rank(ds, 0.50)), P99: ms(rank(ds, 0.99))}
+}
+
+func rank(sorted []time.Duration, q float64) time.Duration {
+	i := int(float64(len(sorted))*q+0.999999999) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
