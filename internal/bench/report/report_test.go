@@ -24,7 +24,7 @@ func TestSummarize(t *testing.T) {
 		ok(100*ms, []time.Duration{10 * ms, 10 * ms}, 100, 64),
 		ok(300*ms, []time.Duration{30 * ms}, 100, 0),  // misses the ITL SLO
 		ok(2000*ms, []time.Duration{10 * ms}, 50, 32), // misses the TTFT SLO
-		{Status: 429, Err: "status 429", Attempts: 6},  // shed
+		{Status: 429, Err: "status 429", Attempts: 6}, // shed
 		{Status: 200, Started: true, Err: "stream interrupted"},
 	}
 	reusable := []int{64, 64, 48, 16, 16}
