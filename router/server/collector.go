@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/llmgw/llmgw/router/index"
 )
 
 var (
@@ -15,6 +17,14 @@ var (
 		"vllm:kv_cache_usage_perc last scraped from each replica (0..1).", []string{"replica"}, nil)
 	descEventsMissing = prometheus.NewDesc("llmgw_replica_kv_events_missing",
 		"1 when a replica advertises KV events but no driver session holds its state (alarm).", []string{"replica"}, nil)
+	descDraining = prometheus.NewDesc("llmgw_replica_draining",
+		"1 while a replica drains (Consul check warning or maintenance mode): no new requests, KV state kept.", []string{"replica", "health"}, nil)
+	descReplicaBlocks = prometheus.NewDesc("llmgw_replica_index_blocks",
+		"Blocks the index holds for each replica, per tier (gpu, cpu).", []string{"replica", "model", "tier"}, nil)
+	descReplicaCapacity = prometheus.NewDesc("llmgw_replica_kv_capacity_blocks",
+		"KV blocks each replica advertises per tier (vllm:cache_config_info), once scraped.", []string{"replica", "model", "tier"}, nil)
+	descOversized = prometheus.NewDesc("llmgw_replica_index_oversized",
+		"1 when the index holds more of a replica's blocks on a tier than its advertised capacity with 25% slack: the index missed removals (alarm).", []string{"replica", "model", "tier"}, nil)
 	descIndexKeys = prometheus.NewDesc("llmgw_index_keys",
 		"Distinct block keys in each model's index.", []string{"model"}, nil)
 	descIndexMax = prometheus.NewDesc("llmgw_index_max_keys",
@@ -29,7 +39,8 @@ var (
 type collector struct{ s *Server }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descIndexKeys, descIndexMax, descIndexRejected, descIngest} {
+	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descDraining,
+		descReplicaBlocks, descReplicaCapacity, descOversized, descIndexKeys, descIndexMax, descIndexRejected, descIngest} {
 		ch <- d
 	}
 }
@@ -55,6 +66,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			missing = 1
 		}
 		gauge(descEventsMissing, missing, r.ID)
+		gauge(descDraining, b2f(r.Draining), r.ID, r.Health)
+		c.collectCapacity(gauge, r.ID, r.Model)
 	}
 	limits := s.capacity.Limits()
 	for _, m := range s.set.Models() {
@@ -67,6 +80,28 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for kind, v := range map[string]uint64{"updates": is.Updates, "snapshots": is.Snapshots, "keys": is.Keys, "unknown_replica": is.Unknown, "errors": is.Errors} {
 		ch <- prometheus.MustNewConstMetric(descIngest, prometheus.CounterValue, float64(v), kind)
 	}
+}
+
+// collectCapacity exports a replica's index share, advertised capacity and
+// oversize alarm per tier.
+func (c *collector) collectCapacity(gauge func(*prometheus.Desc, float64, ...string), replica, model string) {
+	gpu, cpu := c.s.models.For(model).ReplicaBlocks(replica)
+	adv, known := c.s.capacity.Advertised(replica)
+	for t, held := range [2]int{index.GPU: gpu, index.CPU: cpu} {
+		tier := index.Tier(t)
+		gauge(descReplicaBlocks, float64(held), replica, model, tier.String())
+		if known {
+			gauge(descReplicaCapacity, float64(adv[tier]), replica, model, tier.String())
+			gauge(descOversized, b2f(c.s.capacity.Oversized(replica, tier)), replica, model, tier.String())
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 var _ prometheus.Collector = (*collector)(nil)

@@ -98,7 +98,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 	} else {
 		log.Warn("no kv_token configured: KV ingest is off and every replica routes in approx mode")
 	}
-	s.capacity = newCapacity(s.models, s.set)
+	s.capacity = newCapacity(s.models, s.set, log.Named("capacity"))
 
 	sources := map[string]prompt.Source{}
 	for name, m := range cfg.Models {
@@ -155,6 +155,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 	if err != nil {
 		return nil, err
 	}
+	s.goLoop(ctx, cfg.ScrapeInterval, s.capacity.check)
 	if s.receiver != nil {
 		s.goLoop(ctx, cfg.DriverExpiry/3, func() {
 			for _, d := range s.receiver.Expire(time.Now().Add(-cfg.DriverExpiry)) {
@@ -346,14 +347,17 @@ func (s *Server) targets() []enginemetrics.Target {
 	all := s.set.All()
 	out := make([]enginemetrics.Target, len(all))
 	for i, r := range all {
-		out[i] = enginemetrics.Target{ID: r.ID, URL: "http://" + r.Address + "/metrics"}
+		out[i] = enginemetrics.Target{ID: r.ID, URL: "http://" + r.Address + "/metrics", ModelsURL: "http://" + r.Address + "/v1/models"}
 	}
 	return out
 }
 
 func (s *Server) scraped(id string, smp enginemetrics.Sample) {
 	s.tracker.SetScraped(id, smp.Waiting, smp.Running, smp.KVUsage)
-	s.capacity.observe(id, smp.GPUBlocks+smp.CPUBlocks)
+	s.capacity.observe(id, smp.GPUBlocks, smp.CPUBlocks)
+	if smp.AdaptersKnown {
+		s.set.SetAdapters(id, smp.Adapters)
+	}
 }
 
 // sessionHeader finds the session scorer's header in the scheduler config.
