@@ -3,8 +3,9 @@ package blockkey
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 
-	"github.com/cespare/xxhash/v2"
+	"github.com/zeebo/xxh3"
 )
 
 // Key is a canonical block key. The zero Key is never produced by Chain for
@@ -14,60 +15,59 @@ type Key uint64
 
 // rootPrefix versions the layout: changing the layout changes every root and
 // so every key, which keeps old and new keys from ever matching.
-const rootPrefix = "llmgw/blockkey/v1\x00"
+const rootPrefix = "llmgw/blockkey/v2\x00"
+
+// extraTweak separates the seeds of blocks with extra keys from chain keys,
+// so that no choice of tokens can make a block with extra keys collide with
+// a chain that has one block more (see the package doc).
+const extraTweak = 0x9E3779B97F4A7C15
 
 // Root returns the key a chain of blocks for the given LoRA name ("" for the
 // base model) starts from. It is the parent of the first block.
 func Root(loraName string) Key {
-	var d xxhash.Digest
-	d.Reset()
-	_, _ = d.WriteString(rootPrefix)
-	_, _ = d.WriteString(loraName)
-	return Key(d.Sum64())
+	var buf [64]byte
+	b := append(append(buf[:0], rootPrefix...), loraName...)
+	return Key(xxh3.Hash(b))
 }
 
-// maxStackTokens bounds the on-stack buffer; larger blocks hash in pieces.
-const maxStackTokens = 64
-
 // Chain returns the key of one full block of tokens following parent, with
-// the block's cache-affecting extra keys (nil for none).
+// the block's cache-affecting extra keys (nil for none). It does not
+// allocate for blocks of up to stackTokens tokens, on any platform, and for
+// none on little-endian ones, where the token ids are hashed in place.
 func Chain(parent Key, tokens []uint32, extra Extra) Key {
-	var buf [12 + 4*maxStackTokens + 4]byte
-	binary.LittleEndian.PutUint64(buf[0:8], uint64(parent))
-	binary.LittleEndian.PutUint32(buf[8:12], uint32(len(tokens)))
-	if len(tokens) <= maxStackTokens {
-		n := 12
-		for _, t := range tokens {
-			binary.LittleEndian.PutUint32(buf[n:], t)
-			n += 4
-		}
-		binary.LittleEndian.PutUint32(buf[n:], uint32(len(extra)))
-		n += 4
-		if len(extra) == 0 {
-			return Key(xxhash.Sum64(buf[:n]))
-		}
-		var d xxhash.Digest
-		d.Reset()
-		_, _ = d.Write(buf[:n])
-		_, _ = d.Write(extra)
-		return Key(d.Sum64())
+	seed := uint64(parent)
+	if len(extra) > 0 {
+		seed = xxh3.HashSeed(extra, seed^extraTweak)
 	}
-	var d xxhash.Digest
-	d.Reset()
-	_, _ = d.Write(buf[:12])
-	for len(tokens) > 0 {
-		n := 0
-		for n < 4*maxStackTokens && len(tokens) > 0 {
-			binary.LittleEndian.PutUint32(buf[n:], tokens[0])
-			tokens = tokens[1:]
-			n += 4
-		}
-		_, _ = d.Write(buf[:n])
+	if nativeLE {
+		return Key(xxh3.HashSeed(leView(tokens), seed))
 	}
-	binary.LittleEndian.PutUint32(buf[0:4], uint32(len(extra)))
-	_, _ = d.Write(buf[:4])
-	_, _ = d.Write(extra)
-	return Key(d.Sum64())
+	var buf [4 * stackTokens]byte
+	return Key(xxh3.HashSeed(appendLE(buf[:0], tokens), seed))
+}
+
+// stackTokens bounds the portable path's on-stack buffer.
+const stackTokens = 64
+
+// nativeLE reports whether uint32s are stored little-endian, so that a
+// []uint32 already is the layout's byte string.
+var nativeLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// leView returns the memory of tokens as bytes: the layout's byte string on
+// little-endian platforms only.
+func leView(tokens []uint32) []byte {
+	if len(tokens) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&tokens[0])), 4*len(tokens))
+}
+
+// appendLE appends tokens in the layout's byte order: the portable path.
+func appendLE(b []byte, tokens []uint32) []byte {
+	for _, t := range tokens {
+		b = binary.LittleEndian.AppendUint32(b, t)
+	}
+	return b
 }
 
 // Keys appends to dst the keys of every full block of tokens, chaining from
