@@ -92,8 +92,8 @@ type Index struct {
 	sink       uint64 // results of touch, kept so the loads stay
 }
 
-// touchAhead is how many keys ahead add, del and Lookup touch their slots,
-// so that several cache misses are in flight at once.
+// touchAhead is how many keys ahead Lookup touches their slots, so that
+// several cache misses are in flight at once.
 const touchAhead = 8
 
 // New returns an empty Index.
@@ -236,53 +236,84 @@ func checkTier(t Tier) error {
 	return nil
 }
 
-func (ix *Index) add(slot int, t Tier, keys []uint64) {
-	bit := uint64(1) << slot
-	max := int64(ix.opts.MaxKeys)
-	for i, k := range keys {
-		if i+touchAhead < len(keys) {
-			ix.sink += ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
-		}
-		sh := ix.shard(k)
-		sh.begin()
-		s := sh.t.ref(k, false)
-		if s == nil {
-			if max > 0 && ix.keys.Load() >= max {
-				sh.end()
-				ix.reject()
-				continue
-			}
-			s = sh.t.ref(k, true)
-			ix.keys.Add(1)
-		}
-		if p := s.tier(t); p.Load()&bit == 0 {
-			p.Or(bit)
-			ix.counts[slot][t]++
-		}
-		sh.end()
+// writeGroup is how many keys add and del touch before changing any. Each
+// change takes locked instructions (the shard's counter, the atomic
+// stores), and a locked instruction waits for every earlier load: touching
+// keys one by one ahead of the change would serialise their cache misses,
+// while touching a group lets the misses of the whole group overlap.
+const writeGroup = 32
+
+// touchGroup loads the home slot of each key, so later probes hit cache.
+func (ix *Index) touchGroup(keys []uint64) {
+	var sum uint64
+	for _, k := range keys {
+		sum += ix.shard(k).touch(k)
 	}
+	ix.sink += sum
 }
 
-func (ix *Index) del(slot int, t Tier, keys []uint64) {
-	bit := uint64(1) << slot
-	for i, k := range keys {
-		if i+touchAhead < len(keys) {
-			ix.sink += ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
+func (ix *Index) add(hs int, t Tier, keys []uint64) {
+	bit := uint64(1) << hs
+	max := int64(ix.opts.MaxKeys)
+	added := int64(0)
+	for len(keys) > 0 {
+		g := keys[:min(len(keys), writeGroup)]
+		keys = keys[len(g):]
+		ix.touchGroup(g)
+		for _, k := range g {
+			sh := ix.shard(k)
+			sh.begin()
+			var s *slot
+			if max > 0 && ix.keys.Load()+added >= max {
+				if s = sh.t.ref(k, false); s == nil {
+					sh.end()
+					ix.keys.Add(added) // the callback reports the count
+					added = 0
+					ix.reject()
+					continue
+				}
+			} else {
+				s = sh.t.ref(k, true)
+			}
+			switch p := s.tier(t); {
+			case s.empty(): // just inserted: its holder sets are zero
+				p.Store(bit)
+				ix.counts[hs][t]++
+				added++
+			case p.Load()&bit == 0:
+				p.Or(bit)
+				ix.counts[hs][t]++
+			}
+			sh.end()
 		}
-		sh := ix.shard(k)
-		sh.begin()
-		if s := sh.t.ref(k, false); s != nil {
-			if p := s.tier(t); p.Load()&bit != 0 {
-				p.And(^bit)
-				ix.counts[slot][t]--
-				if s.empty() {
-					sh.t.remove(k)
-					ix.dropped(1)
+	}
+	ix.keys.Add(added)
+}
+
+func (ix *Index) del(hs int, t Tier, keys []uint64) {
+	bit := uint64(1) << hs
+	removed := 0
+	for len(keys) > 0 {
+		g := keys[:min(len(keys), writeGroup)]
+		keys = keys[len(g):]
+		ix.touchGroup(g)
+		for _, k := range g {
+			sh := ix.shard(k)
+			sh.begin()
+			if s := sh.t.ref(k, false); s != nil {
+				if p := s.tier(t); p.Load()&bit != 0 {
+					p.And(^bit)
+					ix.counts[hs][t]--
+					if s.empty() {
+						sh.t.remove(k)
+						removed++
+					}
 				}
 			}
+			sh.end()
 		}
-		sh.end()
 	}
+	ix.dropped(removed)
 }
 
 // dropped accounts for n keys that lost their last holder.

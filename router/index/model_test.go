@@ -98,7 +98,8 @@ func TestIndexMatchesModel(t *testing.T) {
 		rep := replicas[r.IntN(len(replicas))]
 		switch op := r.IntN(20); {
 		case op < 14:
-			cs := []Change{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Add: pick(r.IntN(8)), Del: pick(r.IntN(6))}}
+			// Half the batches span more than one of the writer's groups.
+			cs := []Change{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Add: pick(r.IntN(8) + writeGroup*r.IntN(2)), Del: pick(r.IntN(6) + writeGroup*r.IntN(2))}}
 			if err := ix.Update(rep, cs); err != nil {
 				t.Fatal(err)
 			}

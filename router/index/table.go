@@ -143,7 +143,8 @@ func (t *hashTable) get(k uint64) entry {
 }
 
 // ref returns k's slot, inserting an empty one when absent and insert is
-// true (the caller must then set a holder bit, or remove k again). It
+// true (the caller must then set a holder bit, or remove k again: a slot
+// with a key always has a holder, so an empty one was just inserted). It
 // returns nil when k is absent and insert is false. Writer only, inside
 // begin/end.
 func (t *hashTable) ref(k uint64, insert bool) *slot {
@@ -171,9 +172,8 @@ func (t *hashTable) ref(k uint64, insert bool) *slot {
 			if !insert {
 				return nil
 			}
-			s.gpu.Store(0)
-			s.cpu.Store(0)
-			s.key.Store(k)
+			s.key.Store(k) // an empty slot's holder sets are already zero
+
 			t.n++
 			return s
 		}
