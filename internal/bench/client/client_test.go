@@ -67,7 +67,7 @@ func TestRunMeasuresAndRetriesPastDeadRouter(t *testing.T) {
 	var done atomic.Int32
 	results := c.Run(context.Background(), w.Requests, func(Result) { done.Add(1) })
 	if int(done.Load()) != len(w.Requests) {
-		t.Errorf("onDone called %d times; want %d", done, len(w.Requests))
+		t.Errorf("onDone called %d times; want %d", done.Load(), len(w.Requests))
 	}
 	toks := w.TokenLists()
 	bound := oracle.Reusable(toks, 16)

@@ -50,6 +50,7 @@ func (r *Report) Markdown(plots []string) string {
 			s.Policy, fmtMs(s.TTFT.P50), fmtMs(s.TTFT.P99), fmtMs(s.ITL.P50), fmtMs(s.ITL.P99), fmtMs(s.E2E.P50), fmtMs(s.E2E.P99),
 			s.Goodput, pct(s.GoodputShare), s.Shed, s.Interrupted, pct(s.CachedShare), pct(s.OracleHitShare))
 	}
+	fmt.Fprintf(&b, "| oracle (bound) | | | | | | | | | | %s | 100%% |\n", pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
 	if len(plots) > 0 {
 		b.WriteString("\n")
 		for _, p := range plots {

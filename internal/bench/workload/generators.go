@@ -15,10 +15,12 @@ import (
 // asks Rounds questions, each request carrying the whole history so far.
 type ChatOptions struct {
 	Users, Rounds int
-	// SystemTokens is the shared system prompt's length; UserTokens each
-	// question's; ReplyTokens each answer's (asked as max_tokens, and put
-	// into the history as a deterministic reply of that length).
-	SystemTokens, UserTokens, ReplyTokens int
+	// SystemTokens is the shared system prompt's length; DocTokens a
+	// document private to each user, opening its first question (0: none);
+	// UserTokens each question's; ReplyTokens each answer's (asked as
+	// max_tokens, and put into the history as a deterministic reply of
+	// that length).
+	SystemTokens, DocTokens, UserTokens, ReplyTokens int
 	// Rate is the total arrival rate in requests per second (0: all at once).
 	Rate float64
 	Seed uint64
@@ -28,8 +30,8 @@ type ChatOptions struct {
 // requests; arrival k is user k mod Users's round k / Users, and a round is
 // sent no earlier than the previous round's answer (Request.After).
 func Chat(o ChatOptions) (Workload, error) {
-	if o.Users < 1 || o.Rounds < 1 || o.SystemTokens < 0 || o.UserTokens < 1 || o.ReplyTokens < 1 {
-		return Workload{}, fmt.Errorf("chat workload: need users, rounds, user and reply tokens >= 1 and system tokens >= 0, got %+v", o)
+	if o.Users < 1 || o.Rounds < 1 || o.SystemTokens < 0 || o.DocTokens < 0 || o.UserTokens < 1 || o.ReplyTokens < 1 {
+		return Workload{}, fmt.Errorf("chat workload: need users, rounds, user and reply tokens >= 1 and system and document tokens >= 0, got %+v", o)
 	}
 	rng := newRand(o.Seed, 1)
 	system := simtokenizer.Message{Role: "system", Content: words(rng, o.SystemTokens)}
@@ -41,7 +43,11 @@ func Chat(o ChatOptions) (Workload, error) {
 	reqs := make([]Request, 0, len(at))
 	for k, t := range at {
 		u := k % o.Users
-		hist[u] = append(hist[u], simtokenizer.Message{Role: "user", Content: words(rng, o.UserTokens)})
+		q := words(rng, o.UserTokens)
+		if k < o.Users && o.DocTokens > 0 {
+			q = words(rng, o.DocTokens) + q
+		}
+		hist[u] = append(hist[u], simtokenizer.Message{Role: "user", Content: q})
 		after := -1
 		if k >= o.Users {
 			after = k - o.Users

@@ -29,7 +29,7 @@ func TestWordsAreExactTokens(t *testing.T) {
 }
 
 func TestChat(t *testing.T) {
-	o := ChatOptions{Users: 3, Rounds: 4, SystemTokens: 50, UserTokens: 10, ReplyTokens: 8, Rate: 5, Seed: 9}
+	o := ChatOptions{Users: 3, Rounds: 4, SystemTokens: 50, DocTokens: 30, UserTokens: 10, ReplyTokens: 8, Rate: 5, Seed: 9}
 	w, err := Chat(o)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +46,9 @@ func TestChat(t *testing.T) {
 			t.Errorf("request %d arrives before request %d", k, k-1)
 		}
 		round := k / 3
+		if n := len(r.Messages[1].Content); n != 3*(30+10) {
+			t.Errorf("request %d opens with %d bytes; want the 40-token document and question", k, n)
+		}
 		if len(r.Messages) != 2+2*round || r.Messages[0].Content != w.Requests[0].Messages[0].Content {
 			t.Errorf("request %d has %d messages; want %d after the shared system prompt", k, len(r.Messages), 2+2*round)
 		}

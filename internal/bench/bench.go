@@ -1,0 +1,132 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/llmgw/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/internal/bench/oracle"
+	"github.com/llmgw/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/internal/bench/workload"
+)
+
+// Fleet is what a run needs from the fleet under test; internal/fleet's
+// Fleet provides it.
+type Fleet interface {
+	ConsulDNSAddr() string
+	RouterURLs() []string
+	RestartRouters(ctx context.Context, scheduler string) error
+	ResetCaches(ctx context.Context) error
+}
+
+// Options describe one comparison.
+type Options struct {
+	Workload workload.Workload
+	Policies []Policy
+	// Model is the served model name; BlockSize the engines' KV block
+	// size, for the oracle.
+	Model     string
+	BlockSize int
+	SLO       report.SLO
+	// Command and Setup are recorded in the report as given.
+	Command, Setup string
+	Rate           float64
+	// OnStart is called as each policy starts, OnResult as each request
+	// ends (from the request's goroutine); both may be nil.
+	OnStart  func(p Policy)
+	OnResult func(p Policy, r client.Result)
+	// During, if set, runs beside each policy's requests (e.g. to kill a
+	// router mid-run); the run waits for it.
+	During func(ctx context.Context, p Policy)
+}
+
+// Run compares the policies on f: for each, it restarts the routers with
+// the policy, empties every cache, waits until Consul DNS names exactly
+// the new routers, and replays the workload through them.
+func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
+	if len(o.Workload.Requests) == 0 || len(o.Policies) == 0 {
+		return nil, errors.New("bench: nothing to run (no requests or no policies)")
+	}
+	toks := o.Workload.TokenLists()
+	reusable := oracle.Reusable(toks, o.BlockSize)
+	rep := &report.Report{Command: o.Command, Workload: o.Workload.Name, Setup: o.Setup,
+		Requests: len(toks), Rate: o.Rate, SLO: o.SLO}
+	for i, t := range toks {
+		rep.PromptTokens += len(t)
+		rep.ReusableTokens += reusable[i]
+	}
+	dns := &client.ConsulDNS{Addr: f.ConsulDNSAddr()}
+	for _, p := range o.Policies {
+		if err := f.RestartRouters(ctx, p.Scheduler); err != nil {
+			return nil, fmt.Errorf("policy %s: restart routers: %w", p.Name, err)
+		}
+		if err := f.ResetCaches(ctx); err != nil {
+			return nil, fmt.Errorf("policy %s: reset caches: %w", p.Name, err)
+		}
+		if err := waitDNS(ctx, dns, f.RouterURLs()); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		if o.OnStart != nil {
+			o.OnStart(p)
+		}
+		results, took := runPolicy(ctx, p, dns, o)
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		rep.Policies = append(rep.Policies, report.Summarize(p.Name, results, reusable, o.SLO, took))
+	}
+	return rep, nil
+}
+
+func runPolicy(ctx context.Context, p Policy, dns *client.ConsulDNS, o Options) ([]client.Result, time.Duration) {
+	c := client.New(client.Options{Routers: dns, Model: o.Model})
+	defer c.Close()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	during := make(chan struct{})
+	go func() {
+		defer close(during)
+		if o.During != nil {
+			o.During(runCtx, p)
+		}
+	}()
+	var onDone func(client.Result)
+	if o.OnResult != nil {
+		onDone = func(r client.Result) { o.OnResult(p, r) }
+	}
+	start := time.Now()
+	results := c.Run(ctx, o.Workload.Requests, onDone)
+	took := time.Since(start)
+	cancel()
+	<-during
+	return results, took
+}
+
+// waitDNS polls Consul DNS until it names exactly the routers in want,
+// so no request of the run starts at a router of the previous policy.
+func waitDNS(ctx context.Context, dns *client.ConsulDNS, want []string) error {
+	want = slices.Sorted(slices.Values(want))
+	deadline := time.Now().Add(30 * time.Second)
+	var got []string
+	for {
+		dns.Forget()
+		got, _ = dns.Routers(ctx)
+		got = slices.Sorted(slices.Values(got))
+		if slices.Equal(got, want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("consul DNS names routers %v; want %v", got, want)
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Policy is a routing policy under test: a name and the body of the router
+// config's scheduler block ("" is the router's default).
+type Policy struct {
+	Name      string
+	Scheduler string
+}
+
+// filters every policy shares: the model's replicas that pass their checks.
+const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
+
+// Policies are the policies llmgw bench compares, in the order they run:
+// the round-robin baseline, load alone, approximate prefix routing from the
+// router's own history (as routers without KV events route), and precise
+// prefix routing from KV events, llmgw's default.
+func Policies() []Policy {
+	return []Policy{
+		{"round-robin", filters + "picker \"round-robin\" {}\n"},
+		{"least-loaded", filters + "scorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
+		{"approx-prefix", filters + "scorer \"approx-prefix\" {\n  weight = 2\n  params = { ignore_events = true }\n}\nscorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
+		{"precise-prefix", ""},
+	}
+}
+
+// SelectPolicies returns the named policies, in the order given; a comma
+// list such as "round-robin,precise-prefix".
+func SelectPolicies(list string) ([]Policy, error) {
+	all := Policies()
+	var out []Policy
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for _, p := range all {
+			if p.Name == name {
+				out, found = append(out, p), true
+			}
+		}
+		if !found {
+			names := make([]string, len(all))
+			for i, p := range all {
+				names[i] = p.Name
+			}
+			return nil, fmt.Errorf("unknown policy %q (have %s)", name, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
