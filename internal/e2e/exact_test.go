@@ -21,26 +21,32 @@ import (
 
 const token = "e2e-secret"
 
-// fleet is three simulated replicas whose KV events flow through the real
+// fleet is simulated replicas whose KV events flow through the real
 // driver intake and forwarder to every router registered in Consul.
 type fleet struct {
 	agent *consultest.Agent
 	sims  map[string]*sim // by replica id
 	ids   []string
+	store *kvevents.Store // the driver's block state
 }
 
-func startFleet(t *testing.T) *fleet {
+// startFleet runs three replicas of sim-model.
+func startFleet(t *testing.T) *fleet { return startFleetWith(t, nil, nil, nil) }
+
+// startFleetWith runs one replica per entry of extra, each with those
+// extra vllm-sim arguments.
+func startFleetWith(t *testing.T, extra ...[]string) *fleet {
 	t.Helper()
-	f := &fleet{agent: consultest.Start(t), sims: map[string]*sim{}}
-	store := kvevents.NewStore()
-	for i := range 3 {
+	f := &fleet{agent: consultest.Start(t), sims: map[string]*sim{}, store: kvevents.NewStore()}
+	store := f.store
+	for i, args := range extra {
 		id := fmt.Sprintf("alloc-%d/main", i)
 		in, err := kvevents.OpenIntake(kvevents.IntakeConfig{Replica: id}, store)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = in.Close() })
-		s := startSim(t, "--sim-latency=false", "--kv-events-config", in.EngineFlag())
+		s := startSim(t, append([]string{"--sim-latency=false", "--kv-events-config", in.EngineFlag()}, args...)...)
 		f.sims[id], f.ids = s, append(f.ids, id)
 		f.register(t, id)
 	}
