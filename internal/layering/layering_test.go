@@ -48,8 +48,14 @@ func TestLayering(t *testing.T) {
 		{module + "/jobs/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/driver/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/router/...", module + "/plugin/pluginhost", "pluginhost is test support"},
-		{module + "/cmd/...", module + "/plugin/pluginhost", "pluginhost is test support"},
+		// cmd/llmgw reaches pluginhost only through internal/fleet (see
+		// TestOnlyFleetHostsPlugins); the deployed daemons never do.
+		{module + "/cmd/nomad-driver-vllm/...", module + "/plugin/pluginhost", "pluginhost is test support"},
+		{module + "/cmd/llmgw-router/...", module + "/plugin/pluginhost", "pluginhost is test support"},
+		{module + "/cmd/vllm-sim/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/jobs/...", module + "/router", "jobspecs are checked against the driver, not the router"},
+		{module + "/internal/fleet/...", module + "/router", "the fleet runs routers as processes"},
+		{module + "/internal/fleet/...", module + "/driver", "the fleet runs the driver over the plugin protocol"},
 		{module + "/jobs/...", module + "/cmd", "nothing imports a command"},
 	}
 	for _, r := range rules {
@@ -73,5 +79,37 @@ func TestLayeringSeesDependencies(t *testing.T) {
 	}
 	if _, ok := all[module+"/internal/layering"]; !ok {
 		t.Errorf("go list output lacks this package; got %d packages", len(all))
+	}
+}
+
+// TestOnlyFleetHostsPlugins: plugin/pluginhost plays the Nomad client. Tests
+// use it, and so does internal/fleet, which runs the whole chain on one
+// machine for `llmgw demo` and the benchmarks where no Nomad agent can run;
+// no other production package may import it directly.
+func TestOnlyFleetHostsPlugins(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const host, fleet = module + "/plugin/pluginhost", module + "/internal/fleet"
+	seen := false
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if imp != host {
+				continue
+			}
+			if f[0] == fleet {
+				seen = true
+			} else {
+				t.Errorf("%s imports %s: only internal/fleet may host the plugin outside tests", f[0], host)
+			}
+		}
+	}
+	if !seen {
+		t.Errorf("internal/fleet does not import %s; go list output misread?", host)
 	}
 }

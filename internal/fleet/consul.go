@@ -1,0 +1,67 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// consulStartTimeout bounds how long the agent may take to elect itself.
+const consulStartTimeout = 60 * time.Second
+
+// consulAgent is the fleet's `consul agent -dev`, on loopback only.
+type consulAgent struct {
+	p        *proc
+	httpAddr string
+	dnsAddr  string
+	client   *api.Client
+}
+
+// startConsul runs the agent with its log in dir and returns once it has
+// elected itself leader. On error nothing is left running.
+func startConsul(ctx context.Context, bin, dir string) (*consulAgent, error) {
+	ports, err := freePorts(6)
+	if err != nil {
+		return nil, fmt.Errorf("consul ports: %w", err)
+	}
+	hcl := fmt.Sprintf(`ports { http = %d, dns = %d, serf_lan = %d, serf_wan = %d, server = %d, grpc = %d, grpc_tls = -1, https = -1 }
+disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
+	a := &consulAgent{
+		httpAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		dnsAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
+	}
+	// Not pooled: the fleet's few calls need no idle connections, and none
+	// outlive Close.
+	cfg := api.DefaultNonPooledConfig()
+	cfg.Address = a.httpAddr
+	if a.client, err = api.NewClient(cfg); err != nil {
+		return nil, fmt.Errorf("consul client: %w", err)
+	}
+	a.p, err = startProc("consul", filepath.Join(dir, "consul.log"), []string{bin, "agent", "-dev",
+		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "llmgw-fleet", "-log-level", "warn", "-hcl", hcl}, nil)
+	if err != nil {
+		return nil, err
+	}
+	err = poll(ctx, consulStartTimeout, "consul to elect a leader", func() error {
+		if a.p.exited() {
+			return fmt.Errorf("consul agent exited:\n%s", a.p.tail())
+		}
+		if leader, err := a.client.Status().Leader(); err != nil || leader == "" {
+			return notYet("leader %q, %v", leader, err)
+		}
+		return nil
+	})
+	if err != nil {
+		a.p.stop(5 * time.Second)
+		return nil, err
+	}
+	return a, nil
+}
+
+// stop ends the agent and reaps it.
+func (a *consulAgent) stop() { a.p.stop(10 * time.Second) }

@@ -1,0 +1,21 @@
+// Package fleet runs a whole llmgw chain on one machine, as real processes:
+// a Consul dev agent (bin/consul), nomad-driver-vllm under plugin/pluginhost
+// running vllm-sim shards as driver tasks with KV events (the task config
+// of jobs/demo-sim.nomad.hcl), each shard's Consul service registered the
+// way Nomad registers it from that jobspec's service block (service vllm,
+// tag llmgw, the llmgw-* meta, an HTTP check on /health), and llmgw-router
+// processes with a generated config, registered in Consul as llmgw-router.
+// The demo (`llmgw demo`), the benchmarks (internal/bench) and end-to-end
+// tests start it; Close stops and reaps every process, also after a failed
+// or cancelled Start.
+//
+// Issue 7 asks for a real `nomad agent -dev` with the plugin when nomad is
+// on the PATH. Nomad's agent cannot be built or installed here, so the
+// fleet always plays the Nomad client itself through plugin/pluginhost,
+// which speaks the same plugin protocol over go-plugin; that path is the
+// only one implemented and tested.
+//
+// It is the one production package allowed to import plugin/pluginhost
+// (internal/layering says why). It must not import router/... or
+// driver/...: it drives their binaries, as an operator would.
+package fleet

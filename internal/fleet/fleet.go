@@ -1,0 +1,291 @@
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/plugin/pluginhost"
+)
+
+const (
+	// blockSize is the shards' KV block size, as in jobs/demo-sim.nomad.hcl.
+	blockSize = 16
+	// checkInterval is how often Consul checks shards and routers: short,
+	// so a dead process leaves DNS and the routers' replica sets quickly
+	// (Consul's minimum is 1 s).
+	checkInterval = time.Second
+	// readyTimeout bounds each wait for the routers' view of the shards.
+	readyTimeout = 60 * time.Second
+)
+
+// Options size and place a fleet. Zero values take the defaults noted.
+type Options struct {
+	BinDir    string   // llmgw-router, nomad-driver-vllm, vllm-sim ("" = <repo>/bin)
+	ConsulBin string   // "" = $LLMGW_CONSUL_BIN, else <BinDir>/consul
+	Shards    int      // vllm-sim shards (default 4)
+	Routers   int      // default 2
+	Model     string   // default "sim-model"
+	SimArgs   []string // extra vllm-sim flags (latency model, --num-gpu-blocks-override, ...)
+	Scheduler string   // body of the router config's `scheduler { ... }` block; "" = router default
+	WorkDir   string   // logs and state; "" = a temp dir removed by Close
+	Log       hclog.Logger
+	// FlushInterval is the driver's kv_flush_interval (0: the driver's
+	// default, 250 ms).
+	FlushInterval time.Duration
+}
+
+// modelName keeps model names safe to write into HCL unquoted-free: no
+// quotes, backslashes or template sequences.
+var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/-]*$`)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.BinDir == "" {
+		dir, err := repoBin()
+		if err != nil {
+			return o, err
+		}
+		o.BinDir = dir
+	}
+	if o.ConsulBin == "" {
+		o.ConsulBin = os.Getenv("LLMGW_CONSUL_BIN")
+	}
+	if o.ConsulBin == "" {
+		o.ConsulBin = filepath.Join(o.BinDir, "consul")
+	}
+	if o.Shards == 0 {
+		o.Shards = 4
+	}
+	if o.Routers == 0 {
+		o.Routers = 2
+	}
+	if o.Model == "" {
+		o.Model = "sim-model"
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
+	}
+	switch {
+	case o.Shards < 1:
+		return o, fmt.Errorf("fleet: Shards must be at least 1, got %d", o.Shards)
+	case o.Routers < 1:
+		return o, fmt.Errorf("fleet: Routers must be at least 1, got %d", o.Routers)
+	case !modelName.MatchString(o.Model):
+		return o, fmt.Errorf("fleet: Model %q: want letters, digits and ._:/- only", o.Model)
+	case o.FlushInterval < 0:
+		return o, fmt.Errorf("fleet: FlushInterval must not be negative, got %s", o.FlushInterval)
+	}
+	for _, b := range []string{o.ConsulBin, filepath.Join(o.BinDir, "llmgw-router"),
+		filepath.Join(o.BinDir, "nomad-driver-vllm"), filepath.Join(o.BinDir, "vllm-sim")} {
+		if _, err := os.Stat(b); err != nil {
+			return o, fmt.Errorf("fleet: %w (`make build bin/consul` builds the binaries)", err)
+		}
+	}
+	return o, nil
+}
+
+// repoBin finds <repo>/bin by walking up from the working directory to
+// go.mod.
+func repoBin() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("fleet: find the repository: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "bin"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("fleet: no go.mod above the working directory; set Options.BinDir")
+		}
+		dir = parent
+	}
+}
+
+// Shard is a running vllm-sim shard: its llmgw replica id and API URL.
+type Shard struct {
+	ReplicaID, URL string
+}
+
+// Fleet is a running chain. Its methods are safe for concurrent use, but
+// the ones that change the fleet (RestartRouters, KillRouter, StopShard,
+// ResetCaches, Close) run one at a time.
+type Fleet struct {
+	o         Options
+	log       hclog.Logger
+	dir       string
+	removeDir bool
+	token     string
+	http      *http.Client
+
+	consul *consulAgent
+	driver *pluginhost.Host
+
+	op sync.Mutex // serialises operations that change the fleet
+
+	mu      sync.Mutex // guards the slices below
+	routers []*router
+	shards  []*shard
+	gen     int // router generation, for unique names
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start brings up Consul, the driver with Shards vllm-sim tasks registered
+// in Consul, and Routers routers, and returns once every router routes
+// every shard in exact mode, with every cache empty. On error, or when ctx
+// ends first, everything started is stopped again.
+func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
+	if o, err = o.withDefaults(); err != nil {
+		return nil, err
+	}
+	f := &Fleet{o: o, log: o.Log, dir: o.WorkDir, token: randomHex(16),
+		http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+		}
+	}()
+	if f.dir == "" {
+		if f.dir, err = os.MkdirTemp("", "llmgw-fleet-"); err != nil {
+			return nil, fmt.Errorf("fleet work dir: %w", err)
+		}
+		f.removeDir = true
+	} else if err = os.MkdirAll(f.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("fleet work dir: %w", err)
+	}
+	f.log.Info("starting consul", "dir", f.dir)
+	if f.consul, err = startConsul(ctx, o.ConsulBin, f.dir); err != nil {
+		return nil, err
+	}
+	if err = f.startDriver(ctx); err != nil {
+		return nil, err
+	}
+	f.log.Info("starting shards", "count", o.Shards)
+	for i := range o.Shards {
+		s, err := f.startShard(ctx, i)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		f.shards = append(f.shards, s)
+		f.mu.Unlock()
+	}
+	for _, s := range f.runningShards() {
+		if err = f.waitShardReady(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	f.log.Info("starting routers", "count", o.Routers)
+	if err = f.startRouters(ctx, o.Scheduler); err != nil {
+		return nil, err
+	}
+	// A replica is exact once its driver has reported state for it, and an
+	// engine reports only when its cache changes: one request each.
+	for _, s := range f.runningShards() {
+		if err = f.post(ctx, s.url+"/v1/completions", warmUp(o.Model)); err != nil {
+			return nil, fmt.Errorf("warm up %s: %w", s.replica, err)
+		}
+	}
+	if err = f.waitExact(ctx); err != nil {
+		return nil, err
+	}
+	if err = f.ResetCaches(ctx); err != nil {
+		return nil, err
+	}
+	f.log.Info("fleet ready", "routers", f.RouterURLs(), "consul", f.consul.httpAddr)
+	return f, nil
+}
+
+// warmUp is a completion request of a few full blocks.
+func warmUp(model string) string {
+	return `{"model":` + strconv.Quote(model) + `,"prompt":"` + strings.Repeat("fleet warm up ", 24) + `","max_tokens":1}`
+}
+
+// startRouters starts o.Routers routers of a new generation and waits
+// until they route every shard in exact mode.
+func (f *Fleet) startRouters(ctx context.Context, scheduler string) error {
+	f.mu.Lock()
+	f.gen++
+	gen := f.gen
+	f.mu.Unlock()
+	for i := range f.o.Routers {
+		r, err := f.startRouter(ctx, fmt.Sprintf("router-%d-%d", gen, i), scheduler)
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.routers = append(f.routers, r)
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+// RouterURLs are the live routers' API base URLs.
+func (f *Fleet) RouterURLs() []string {
+	var out []string
+	for _, r := range f.liveRouters() {
+		out = append(out, r.url)
+	}
+	return out
+}
+
+// ConsulHTTPAddr is the Consul agent's HTTP API, host:port.
+func (f *Fleet) ConsulHTTPAddr() string { return f.consul.httpAddr }
+
+// ConsulDNSAddr is the Consul agent's DNS interface (UDP and TCP),
+// host:port, where llmgw-router.service.consul resolves to live routers.
+func (f *Fleet) ConsulDNSAddr() string { return f.consul.dnsAddr }
+
+// Shards are the running shards, in start order.
+func (f *Fleet) Shards() []Shard {
+	var out []Shard
+	for _, s := range f.runningShards() {
+		out = append(out, Shard{ReplicaID: s.replica, URL: s.url})
+	}
+	return out
+}
+
+func (f *Fleet) liveRouters() []*router {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*router
+	for _, r := range f.routers {
+		if !r.killed {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (f *Fleet) runningShards() []*shard {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*shard
+	for _, s := range f.shards {
+		if !s.stopped {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

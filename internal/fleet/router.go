@@ -1,0 +1,180 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// routerStartTimeout bounds a router's start, up to its registration.
+const routerStartTimeout = 30 * time.Second
+
+// routerGrace is how long a router may take to drain and deregister.
+const routerGrace = 10 * time.Second
+
+// router is one llmgw-router process.
+type router struct {
+	name      string
+	p         *proc
+	serviceID string
+	url       string // http://127.0.0.1:port, known once registered
+	killed    bool
+}
+
+// routerConf is what a router's config file says.
+type routerConf struct {
+	ConsulAddr string
+	ServiceID  string
+	Model      string
+	Scheduler  string // body of the scheduler block; "" for the default
+}
+
+// routerConfig renders a router's HCL config: both listeners on free
+// loopback ports, replicas from Consul service vllm, registration as
+// llmgw-router with a short check interval, the simulator's tokenizer for
+// the model. The KV token comes from the environment, not the file.
+func routerConfig(c routerConf) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `listen        = "127.0.0.1:0"
+ingest_listen = "127.0.0.1:0"
+log_level     = "info"
+
+consul {
+  address        = %q
+  services       = ["vllm"]
+  register       = true
+  service_id     = %q
+  check_interval = %q
+}
+
+model %q {
+  sim = true
+}
+`, c.ConsulAddr, c.ServiceID, checkInterval.String(), c.Model)
+	if c.Scheduler != "" {
+		fmt.Fprintf(&b, "\nscheduler {\n%s\n}\n", c.Scheduler)
+	}
+	return b.String()
+}
+
+// startRouter writes name's config and starts it, returning once it has
+// registered in Consul (its API then serves).
+func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*router, error) {
+	dir := filepath.Join(f.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	r := &router{name: name, serviceID: "llmgw-" + name}
+	path := filepath.Join(dir, "router.hcl")
+	conf := routerConfig(routerConf{ConsulAddr: f.consul.httpAddr, ServiceID: r.serviceID, Model: f.o.Model, Scheduler: scheduler})
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, fmt.Errorf("%s config: %w", name, err)
+	}
+	// LLMGW_* variables would override the file; the fleet's routers take
+	// only the token from the environment.
+	env := []string{"LLMGW_KV_TOKEN=" + f.token}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LLMGW_") {
+			env = append(env, kv)
+		}
+	}
+	var err error
+	r.p, err = startProc(name, filepath.Join(dir, "router.log"), []string{filepath.Join(f.o.BinDir, "llmgw-router"), "-config", path}, env)
+	if err != nil {
+		return nil, err
+	}
+	err = poll(ctx, routerStartTimeout, name+" to register in consul", func() error {
+		if r.p.exited() {
+			return fmt.Errorf("%s exited:\n%s", name, r.p.tail())
+		}
+		svc, _, err := f.consul.client.Agent().Service(r.serviceID, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return notYet("%v", err)
+		}
+		r.url = "http://" + svc.Address + ":" + strconv.Itoa(svc.Port)
+		return nil
+	})
+	if err != nil {
+		r.p.kill()
+		return nil, err
+	}
+	return r, nil
+}
+
+// stop ends the router gracefully (it deregisters itself), or kills it
+// after routerGrace.
+func (r *router) stop() { r.p.stop(routerGrace) }
+
+// replicaView is one replica in a router's /admin/replicas.
+type replicaView struct {
+	ID        string `json:"id"`
+	Mode      string `json:"mode"`
+	GPUBlocks int    `json:"gpu_blocks"`
+	CPUBlocks int    `json:"cpu_blocks"`
+}
+
+// replicas reads the router's /admin/replicas, by replica id.
+func (f *Fleet) replicas(ctx context.Context, routerURL string) (map[string]replicaView, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, routerURL+"/admin/replicas", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/admin/replicas: %s", routerURL, resp.Status)
+	}
+	var body struct {
+		Replicas []replicaView `json:"replicas"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("GET %s/admin/replicas: %w", routerURL, err)
+	}
+	out := make(map[string]replicaView, len(body.Replicas))
+	for _, r := range body.Replicas {
+		out[r.ID] = r
+	}
+	return out, nil
+}
+
+// waitRouters polls every live router until ok holds for its view of
+// every running shard.
+func (f *Fleet) waitRouters(ctx context.Context, what string, ok func(v replicaView, listed bool) bool) error {
+	return poll(ctx, readyTimeout, what, func() error {
+		for _, r := range f.liveRouters() {
+			if r.p.exited() {
+				return fmt.Errorf("%s exited:\n%s", r.name, r.p.tail())
+			}
+			views, err := f.replicas(ctx, r.url)
+			if err != nil {
+				return notYet("%s: %v", r.name, err)
+			}
+			for _, s := range f.runningShards() {
+				v, listed := views[s.replica]
+				if !ok(v, listed) {
+					return notYet("%s sees %s as %+v (listed %v)", r.name, s.replica, v, listed)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// waitExact waits until every live router routes every running shard in
+// exact mode.
+func (f *Fleet) waitExact(ctx context.Context) error {
+	return f.waitRouters(ctx, "every router to see every shard in exact mode", func(v replicaView, listed bool) bool {
+		return listed && v.Mode == "exact"
+	})
+}

@@ -1,0 +1,196 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/llmgw/llmgw/consul"
+	"github.com/llmgw/llmgw/plugin/pluginhost"
+	"github.com/llmgw/llmgw/plugin/proto/base"
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
+)
+
+// Timeouts of the driver-side steps.
+const (
+	shardReadyTimeout = 60 * time.Second
+	// stopTimeout is the kill_timeout Nomad passes to StopTask: SIGTERM,
+	// then SIGKILL of the engine's group after this long.
+	stopTimeout = 5 * time.Second
+	rpcTimeout  = 30 * time.Second
+)
+
+// shard is one vllm-sim task the driver runs, and its Consul service.
+type shard struct {
+	replica   string // <alloc id>/<task name>, as the driver names it
+	url       string
+	port      int
+	task      *pluginhost.Task
+	taskID    string
+	serviceID string
+	enginePid int
+	stopped   bool
+}
+
+// startDriver launches nomad-driver-vllm under the plugin host and gives it
+// the plugin config a Nomad agent would: the engine, where Consul is, and
+// the token that routers accept KV updates with.
+func (f *Fleet) startDriver(ctx context.Context) error {
+	h, err := pluginhost.Launch(filepath.Join(f.o.BinDir, "nomad-driver-vllm"), pluginhost.Options{
+		Logger: f.log.Named("driver"),
+	})
+	if err != nil {
+		return err
+	}
+	f.driver = h
+	cfg := map[string]any{
+		"engine":         filepath.Join(f.o.BinDir, "vllm-sim"),
+		"consul_address": f.consul.httpAddr,
+		"ingest_token":   f.token,
+	}
+	if f.o.FlushInterval > 0 {
+		cfg["kv_flush_interval"] = f.o.FlushInterval.String()
+	}
+	return h.SetConfig(ctx, cfg, &base.NomadConfig{Driver: &base.NomadDriverConfig{}})
+}
+
+// startShard allocates task i of the demo-sim job (jobs/demo-sim.nomad.hcl)
+// on a free port and starts it through the driver. It does not wait.
+func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	task, err := pluginhost.NewTask(filepath.Join(f.dir, "allocs"), pluginhost.TaskSpec{
+		Name: "sim", Group: "sim", Job: "demo-sim",
+		Ports: []*drivers.PortMapping{{Label: "http", Value: int32(ports[0]), HostIp: "127.0.0.1"}},
+		CPU:   500, Memory: 256,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shard %d: %w", i, err)
+	}
+	s := &shard{
+		replica: task.Config.GetAllocId() + "/" + task.Config.GetName(),
+		url:     "http://127.0.0.1:" + strconv.Itoa(ports[0]),
+		port:    ports[0],
+		task:    task,
+		taskID:  task.Config.GetId(),
+		// Nomad's own service id shape: no "/", which Consul's agent
+		// endpoints would reject.
+		serviceID: "_nomad-task-" + task.Config.GetAllocId() + "-sim-vllm-http",
+	}
+	config := map[string]any{
+		"model":             f.o.Model,
+		"served_model_name": f.o.Model,
+		"port":              "http",
+		"kv_events":         true,
+		"block_size":        blockSize,
+		"max_model_len":     8192,
+	}
+	if len(f.o.SimArgs) > 0 {
+		config["args"] = f.o.SimArgs
+	}
+	if err := f.driver.EncodeTaskConfig(ctx, task, config); err != nil {
+		task.Close()
+		return nil, fmt.Errorf("shard %d: %w", i, err)
+	}
+	if _, err := f.driver.Driver.StartTask(ctx, &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+		task.Close()
+		return nil, fmt.Errorf("shard %d: start task: %w", i, err)
+	}
+	return s, nil
+}
+
+// waitShardReady waits for the driver's health probe to pass, learns the
+// engine's pid, and registers the shard's service in Consul as Nomad does
+// from the jobspec's service block.
+func (f *Fleet) waitShardReady(ctx context.Context, s *shard) error {
+	err := poll(ctx, shardReadyTimeout, "shard "+s.replica+" to serve", func() error {
+		r, err := f.driver.Driver.InspectTask(ctx, &drivers.InspectTaskRequest{TaskId: s.taskID})
+		if err != nil {
+			return fmt.Errorf("inspect task: %w", err)
+		}
+		if r.GetTask().GetState() == drivers.TaskState_EXITED {
+			return fmt.Errorf("engine exited (%v):\n%s", r.GetTask().GetResult(), tailOf(s.task.Stderr.String()))
+		}
+		attrs := r.GetDriver().GetAttributes()
+		s.enginePid, _ = strconv.Atoi(attrs["engine_pid"])
+		if attrs["ready"] != "true" {
+			return notYet("driver reports ready=%q", attrs["ready"])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	_, err = consul.Register(ctx, f.consul.client, consul.Service{
+		Name: "vllm", ID: s.serviceID, Address: "127.0.0.1", Port: s.port,
+		Tags: []string{consul.ReplicaTag},
+		Meta: map[string]string{
+			consul.MetaModel:     f.o.Model,
+			consul.MetaReplica:   s.replica,
+			consul.MetaBlockSize: strconv.Itoa(blockSize),
+			consul.MetaKVEvents:  "true",
+		},
+		Check: consul.HTTPCheck{URL: s.url + "/health", Interval: checkInterval, Timeout: checkInterval},
+	})
+	return err
+}
+
+func (f *Fleet) deregister(ctx context.Context, s *shard) error {
+	if err := f.consul.client.Agent().ServiceDeregisterOpts(s.serviceID, (&api.QueryOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("deregister %s: %w", s.serviceID, err)
+	}
+	return nil
+}
+
+// stopTask stops and destroys the task through the driver, stops draining
+// its logs, and makes sure no process of the engine's group is left even
+// if the plugin misbehaved.
+func (f *Fleet) stopTask(ctx context.Context, s *shard) error {
+	defer s.task.Close()
+	defer f.killEngine(s)
+	if f.driver == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout+rpcTimeout)
+	defer cancel()
+	if _, err := f.driver.Driver.StopTask(ctx, &drivers.StopTaskRequest{TaskId: s.taskID, Timeout: durationpb.New(stopTimeout)}); err != nil {
+		return fmt.Errorf("stop task %s: %w", s.replica, err)
+	}
+	if _, err := f.driver.Driver.DestroyTask(ctx, &drivers.DestroyTaskRequest{TaskId: s.taskID, Force: true}); err != nil {
+		return fmt.Errorf("destroy task %s: %w", s.replica, err)
+	}
+	return nil
+}
+
+// killEngine is the last resort: SIGKILL to the engine's process group,
+// but only while that pid still runs our vllm-sim (pids are reused).
+func (f *Fleet) killEngine(s *shard) {
+	if s.enginePid <= 0 {
+		return
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(s.enginePid) + "/cmdline")
+	if err != nil || !strings.Contains(string(cmdline), filepath.Join(f.o.BinDir, "vllm-sim")) {
+		return
+	}
+	f.log.Warn("engine outlived its task; killing its process group", "replica", s.replica, "pid", s.enginePid)
+	_ = syscall.Kill(-s.enginePid, syscall.SIGKILL)
+}
+
+// tailOf is the end of a task log, for error messages.
+func tailOf(s string) string {
+	const max = 2 << 10
+	if len(s) > max {
+		return s[len(s)-max:]
+	}
+	return s
+}
