@@ -116,10 +116,16 @@ func routerConfig(token string) config.Config {
 
 func startRouter(t *testing.T, c config.Config) *server.Server {
 	t.Helper()
+	return startRouterLogTo(t, c, testWriter{t})
+}
+
+// startRouterLogTo is startRouter with the router's warnings written to out.
+func startRouterLogTo(t *testing.T, c config.Config, out io.Writer) *server.Server {
+	t.Helper()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "router", Level: hclog.Warn, Output: testWriter{t}})
+	log := hclog.New(&hclog.LoggerOptions{Name: "router", Level: hclog.Warn, Output: out})
 	s, err := server.Start(context.Background(), c, log)
 	if err != nil {
 		t.Fatal(err)

@@ -44,20 +44,10 @@ func postSnapshot(t *testing.T, ingest string, epoch uint64, replica string, blo
 	for i := range keys {
 		keys[i] = uint64(i+1) * 0x9E3779B97F4A7C15
 	}
-	body, err := kvwire.Encode(&kvwire.Update{Version: kvwire.Version, Driver: "n", Epoch: epoch, Snapshot: true,
+	err := kvwire.Send(context.Background(), http.DefaultClient, "http://"+ingest, "tok", &kvwire.Update{Version: kvwire.Version, Driver: "n", Epoch: epoch, Snapshot: true,
 		Replicas: []kvwire.Replica{{ID: replica, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: keys}}}}})
 	if err != nil {
 		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+ingest+kvwire.Path, bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer tok")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("ingest: %d", resp.StatusCode)
 	}
 }
 
