@@ -21,7 +21,7 @@ func BenchmarkStartStop(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer h.Close()
+	h.CloseAtEnd(b, shardGroups)
 	c := context.Background()
 	if err := h.SetConfig(c, map[string]any{"engine": simBin}, &base.NomadConfig{}); err != nil {
 		b.Fatal(err)

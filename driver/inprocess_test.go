@@ -56,6 +56,11 @@ func TestInProcessNoLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := pluginhost.KillLeftovers(resp.GetHandle(), shardGroups); err != nil && !t.Failed() {
+			t.Error(err)
+		}
+	})
 	id := task.Config.GetId()
 	insp, err := d1.InspectTask(c, &drivers.InspectTaskRequest{TaskId: id})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/llmgw/llmgw/driver"
 	"github.com/llmgw/llmgw/driver/supervisor"
 	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
@@ -63,7 +64,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // launch starts the real plugin binary and configures it as the agent's
-// long-lived instance would, with engine as the engine binary.
+// long-lived instance would, with engine as the engine binary. When the
+// test ends, every shard the host started or recovered is force-destroyed
+// and its process groups must be gone, so a test that fails halfway leaves
+// no supervisor or engine running.
 func launch(t *testing.T, engine string) *pluginhost.Host {
 	t.Helper()
 	h, err := pluginhost.Launch(pluginBin, pluginhost.Options{
@@ -72,12 +76,22 @@ func launch(t *testing.T, engine string) *pluginhost.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(h.Close)
+	h.CloseAtEnd(t, shardGroups)
 	nomad := &base.NomadConfig{Driver: &base.NomadDriverConfig{ClientMinPort: 14000, ClientMaxPort: 14512}}
 	if err := h.SetConfig(ctx(t), map[string]any{"engine": engine}, nomad); err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// shardGroups names the two process groups of a shard: the supervisor's
+// (it leads a session of its own) and the engine's.
+func shardGroups(h *drivers.TaskHandle) []int {
+	var st driver.TaskState
+	if json.Unmarshal(h.GetDriverState(), &st) != nil {
+		return nil
+	}
+	return []int{st.Supervisor.SupervisorPid, st.Supervisor.EnginePid}
 }
 
 func ctx(t *testing.T) context.Context {

@@ -2,8 +2,10 @@
 // plugin binary through go-plugin exactly as Nomad's client does (handshake,
 // gRPC only, the plugin's stderr re-logged), encodes configs the way Nomad's
 // pipeline does (HCL JSON, the plugin's hclspec schema, go-cty msgpack),
-// builds alloc and task directories with logmon-style stdout/stderr FIFOs, and
-// exposes the raw gRPC clients so a test can drive every RPC.
+// builds alloc and task directories with logmon-style stdout/stderr FIFOs,
+// exposes the raw gRPC clients so a test can drive every RPC, and, when a
+// test ends, destroys every task it started and kills any process group
+// they left (Reap, CloseAtEnd).
 //
 // It is test support, and it runs the driver for internal/fleet, which
 // plays a one-machine Nomad client for `llmgw demo` and the benchmarks; no
@@ -35,12 +37,14 @@ type Options struct {
 	Stderr io.Writer    // raw copy of the plugin's stderr; nil discards
 }
 
-// Host is one launched plugin process and its two gRPC clients.
+// Host is one launched plugin process and its two gRPC clients. Driver
+// remembers the tasks started or recovered through it, for Reap.
 type Host struct {
 	Base   base.BasePluginClient
 	Driver drivers.DriverClient
 
-	client *goplugin.Client
+	client  *goplugin.Client
+	tracked *trackingDriver // is Driver
 }
 
 // Launch starts the plugin binary at path and dispenses its base and driver
@@ -81,10 +85,13 @@ func Launch(path string, opts Options) (*Host, error) {
 		client.Kill()
 		return nil, fmt.Errorf("base plugin is a %T", b)
 	}
-	if h.Driver, ok = d.(drivers.DriverClient); !ok {
+	dc, ok := d.(drivers.DriverClient)
+	if !ok {
 		client.Kill()
 		return nil, fmt.Errorf("driver plugin is a %T", d)
 	}
+	h.tracked = &trackingDriver{DriverClient: dc}
+	h.Driver = h.tracked
 	return h, nil
 }
 

@@ -56,7 +56,7 @@ func launch(t *testing.T) *pluginhost.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(h.Close)
+	h.CloseAtEnd(t, testGroups)
 	return h
 }
 

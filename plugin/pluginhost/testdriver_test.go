@@ -65,6 +65,16 @@ type handleState struct {
 	Command string `json:"command"`
 }
 
+// testGroups names the one process group a test driver task runs in: its
+// command was started as a group leader.
+func testGroups(h *drivers.TaskHandle) []int {
+	var hs handleState
+	if json.Unmarshal(h.GetDriverState(), &hs) != nil {
+		return nil
+	}
+	return []int{hs.Pid}
+}
+
 func newTestDriver(ctx context.Context) *testDriver {
 	return &testDriver{ctx: ctx, events: make(chan *drivers.DriverTaskEvent, 64), tasks: map[string]*testTask{}}
 }
