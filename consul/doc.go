@@ -1,6 +1,7 @@
 // Package consul wraps github.com/hashicorp/consul/api for llmgw: service
 // registration with an HTTP health check, deregistration on shutdown, and
-// blocking-query watches of passing service instances. The nested module
+// blocking-query watches of service instances with their summed health
+// (Health: critical, maintenance, warning, passing). The nested module
 // consul/agent pins the MPL-2.0 Consul v1.14.11 build that tests and the demo
 // run as a real agent (bin/consul); consul/consultest starts it.
 //
@@ -29,8 +30,10 @@
 // # Watching
 //
 // The shape follows traefik's Consul catalog provider: fetch.go talks to
-// Consul and returns plain Instances; convert.go turns them into Replicas or
-// Routers (pure; one bad entry is skipped and reported, never fatal); watch.go
+// Consul and returns plain Instances with their health; convert.go turns
+// them into Replicas (passing, or draining when warning or in maintenance;
+// critical ones are left out) or Routers (passing only) (pure; one bad
+// entry is skipped and reported, never fatal); watch.go
 // runs blocking queries (WaitIndex, unchanged results skipped, capped backoff
 // on errors, the last known set kept while Consul is unreachable). A change is
 // a wake-up on a channel of capacity 1; the consumer then reads the whole set.

@@ -2,7 +2,11 @@
 // the config merged with the passing instances Consul reports, each joined
 // with its load (scheduler.Tracker), its KV state (exact mode when a driver
 // session holds it) and a circuit breaker fed by the proxy. A replica that
-// leaves the set leaves the block index at once.
+// leaves the set leaves the block index at once; a draining one (Consul
+// warning or maintenance) stays, with its KV state, marked for the
+// scheduler's healthy filter. It also keeps the LoRA adapters each replica
+// lists (SetAdapters), so an adapter's name resolves to the base replicas
+// serving it.
 //
 // It owns membership and per-replica health; it must not import driver/...,
 // gin or the HTTP API. Consul instances arrive through the Source interface

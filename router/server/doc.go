@@ -2,9 +2,11 @@
 // OpenAI API listener (router/gateway), the separate KV-ingest listener for
 // drivers (internal/kvwire's Receiver into router/ingest), the replica set
 // fed by the static config and Consul watches (router/replicas), engine
-// metrics scraping (router/enginemetrics), the router's own Consul
-// registration as llmgw-router with an HTTP check, and the expiry of silent
-// drivers.
+// metrics scraping (router/enginemetrics, which also brings each replica's
+// LoRA adapters), the per-replica capacity check that alarms when the index
+// holds more of a replica than its engine advertises, the router's own
+// Consul registration as llmgw-router with an HTTP check, and the expiry of
+// silent drivers.
 //
 // It owns process-level lifetime: Start opens every listener and goroutine,
 // Close stops them in reverse order and waits. cmd/llmgw-router only parses
