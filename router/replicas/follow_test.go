@@ -35,10 +35,10 @@ func register(t *testing.T, c *api.Client, id, model string) {
 	}
 }
 
-// TestFollowConsul runs a real Consul agent: replicas registered appear in
-// the set, a deregistered one leaves it, and static replicas stay.
-func TestFollowConsul(t *testing.T) {
-	agent := consultest.Start(t)
+// follow runs Follow over static and the agent's "vllm" replicas into a new
+// fixture until the test ends.
+func follow(t *testing.T, agent *consultest.Agent, static []Replica) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := consul.WatchReplicas(ctx, agent.Client, "vllm", consul.WatchOptions{WaitTime: time.Second})
 	if err != nil {
@@ -48,9 +48,17 @@ func TestFollowConsul(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Follow(ctx, f.set, []Replica{{ID: "static/1", Model: "m", Address: "h:1", Source: "static"}}, []NamedSource{{Service: "vllm", Source: w}})
+		Follow(ctx, f.set, static, []NamedSource{{Service: "vllm", Source: w}})
 	}()
 	t.Cleanup(func() { cancel(); <-done; w.Close() })
+	return f
+}
+
+// TestFollowConsul runs a real Consul agent: replicas registered appear in
+// the set, a deregistered one leaves it, and static replicas stay.
+func TestFollowConsul(t *testing.T) {
+	agent := consultest.Start(t)
+	f := follow(t, agent, []Replica{{ID: "static/1", Model: "m", Address: "h:1", Source: "static"}})
 
 	register(t, agent.Client, "r1", "m")
 	register(t, agent.Client, "r2", "m")
@@ -76,19 +84,8 @@ func TestFollowConsul(t *testing.T) {
 // KV state kept); critical, it leaves the set and the index at once.
 func TestFollowConsulDrain(t *testing.T) {
 	agent := consultest.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := consul.WatchReplicas(ctx, agent.Client, "vllm", consul.WatchOptions{WaitTime: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFixture()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		Follow(ctx, f.set, nil, []NamedSource{{Service: "vllm", Source: w}})
-	}()
-	t.Cleanup(func() { cancel(); <-done; w.Close() })
-	err = agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
+	f := follow(t, agent, nil)
+	err := agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
 		ID: "r1", Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: "127.0.0.1", Port: 9000,
 		Meta:  map[string]string{consul.MetaModel: "m", consul.MetaReplica: "r1/task"},
 		Check: &api.AgentServiceCheck{CheckID: "ttl-r1", TTL: "1h", Status: api.HealthPassing},
