@@ -202,6 +202,10 @@ func (s *Set) All() []Replica {
 func (s *Set) ForModel(model string) []Replica {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.forModelLocked(model)
+}
+
+func (s *Set) forModelLocked(model string) []Replica {
 	if rs, ok := s.byModel[model]; ok {
 		return rs
 	}
@@ -211,20 +215,32 @@ func (s *Set) ForModel(model string) []Replica {
 // Candidates returns model's replicas as scheduler candidates, with their
 // routing mode, breaker health and current load.
 func (s *Set) Candidates(model string) []scheduler.Candidate {
-	rs := s.ForModel(model)
+	return s.AppendCandidates(nil, model)
+}
+
+// AppendCandidates appends model's candidates to dst and returns it: what
+// Candidates returns, without allocating when dst has room. It is on every
+// request's path, so each source is read under one lock for all replicas.
+func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []scheduler.Candidate {
+	start := len(dst)
 	now := s.opts.Now()
-	out := make([]scheduler.Candidate, len(rs))
-	for i, r := range rs {
-		out[i] = scheduler.Candidate{
+	s.mu.RLock()
+	for _, r := range s.forModelLocked(model) {
+		b := s.breakers[r.ID]
+		dst = append(dst, scheduler.Candidate{
 			ID:       r.ID,
 			Model:    r.Model,
-			Mode:     s.Mode(r.ID),
-			Healthy:  s.closed(r.ID, now),
+			Healthy:  b == nil || !now.Before(b.openUntil),
 			Draining: r.Draining,
-			Load:     s.tracker.Load(r.ID),
-		}
+		})
 	}
-	return out
+	s.mu.RUnlock()
+	out := dst[start:]
+	for i := range out {
+		out[i].Mode = s.Mode(out[i].ID)
+	}
+	s.tracker.FillLoads(out)
+	return dst
 }
 
 // Mode is replica's prefix knowledge: exact while a driver session holds

@@ -121,6 +121,16 @@ func (h *history) record(keys []uint64, replica string) {
 	}
 }
 
+// matchStride is how many keys match steps at a time. Keys are recorded a
+// whole prompt at a time, and a chained key stands for its whole prefix,
+// so what a replica was sent is prefix-closed, with times that only fall
+// along a chain: a replica that holds a probed key holds the keys before
+// it. match therefore reads one key in matchStride, and every key only in
+// the stretch where a replica drops out, with the result of reading them
+// all. (A generation dropped in the middle of a chain can leave a hole;
+// then the replica may be credited past it, as index.LookupStride would.)
+const matchStride = 16
+
 // match calls fn with, for every replica that was sent keys[0] within ttl,
 // the number of leading keys it was sent (the walk stops once no replica
 // remains).
@@ -149,15 +159,23 @@ func (h *history) match(keys []uint64, fn func(replica string, depth int)) {
 			runs = append(runs, run{unpackID(p), 0, true})
 		})
 	}
+	held := func(k, id uint64) bool { return h.cur.has(k, id, cutoff) || h.prev.has(k, id, cutoff) }
 	alive := len(runs)
-	for i := 1; i < len(keys) && alive > 0; i++ {
+	for pos := 1; pos < len(keys) && alive > 0; {
+		end := min(pos+matchStride, len(keys)) // probe keys[end-1]
 		for j := range runs {
 			r := &runs[j]
-			if r.alive && !h.cur.has(keys[i], r.id, cutoff) && !h.prev.has(keys[i], r.id, cutoff) {
-				r.alive, r.depth = false, i
-				alive--
+			if !r.alive || held(keys[end-1], r.id) {
+				continue
 			}
+			d := pos // r drops out within keys[pos:end]: find where
+			for d < end-1 && held(keys[d], r.id) {
+				d++
+			}
+			r.alive, r.depth = false, d
+			alive--
 		}
+		pos = end
 	}
 	names := make([]string, len(runs))
 	for j, r := range runs {

@@ -60,6 +60,19 @@ func (t *Tracker) Load(replica string) Load {
 	return Load{}
 }
 
+// FillLoads sets each candidate's Load to its replica's current load (zero
+// when unknown), under one lock for all of them.
+func (t *Tracker) FillLoads(cands []Candidate) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range cands {
+		cands[i].Load = Load{}
+		if l := t.load[cands[i].ID]; l != nil {
+			cands[i].Load = *l
+		}
+	}
+}
+
 // Forget drops a replica that left the fleet. Requests still in flight to
 // it end harmlessly.
 func (t *Tracker) Forget(replica string) {

@@ -93,7 +93,15 @@ type PrefixScorer struct {
 	index PrefixIndex
 	spec  *history
 
-	pool sync.Pool // *[]index.Match
+	pool sync.Pool // *prefixScratch
+}
+
+// prefixScratch is one Score call's working memory, pooled so that scoring
+// allocates nothing in the steady state.
+type prefixScratch struct {
+	matches []index.Match
+	found   map[string]int // replica -> position in matches
+	spec    map[string]int // replica -> speculatively credited depth
 }
 
 func newPrefixScorer(name TypedName, p PrefixParams, ix PrefixIndex, now func() time.Time) *PrefixScorer {
@@ -119,22 +127,20 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	if !exact {
 		return
 	}
-	buf, _ := s.pool.Get().(*[]index.Match)
-	if buf == nil {
-		buf = new([]index.Match)
+	sc, _ := s.pool.Get().(*prefixScratch)
+	if sc == nil {
+		sc = &prefixScratch{found: map[string]int{}, spec: map[string]int{}}
 	}
-	matches := s.index.LookupStride(req.Model, req.Keys, s.p.strideFor(req), (*buf)[:0])
-	found := make(map[string]int, len(matches))
+	defer s.pool.Put(sc)
+	matches := s.index.LookupStride(req.Model, req.Keys, s.p.strideFor(req), sc.matches[:0])
+	sc.matches = matches
+	found, spec := sc.found, sc.spec
+	clear(found)
+	clear(spec)
 	for j, m := range matches {
 		found[m.Replica] = j
 	}
-	var spec map[string]int
-	s.spec.match(req.Keys, func(replica string, depth int) {
-		if spec == nil {
-			spec = map[string]int{}
-		}
-		spec[replica] = depth
-	})
+	s.spec.match(req.Keys, func(replica string, depth int) { spec[replica] = depth })
 	for i := range cands {
 		c := &cands[i]
 		if c.Mode != ModeExact {
@@ -153,8 +159,6 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		scores[i] = credit / float64(n)
 		req.noteCached(i, blocks, ModeExact)
 	}
-	*buf = matches
-	s.pool.Put(buf)
 }
 
 // Routed credits the prompt's blocks to an exact-mode replica for the

@@ -100,21 +100,30 @@ func (d Decision) CachedTokens(req *Request) int {
 }
 
 // Schedule chooses a replica for req among cands. cands is not modified.
+//
+// Schedule works in scratch memory kept in req, and the Decision's
+// Fallbacks, Scores and Filtered live there: they stay valid until req is
+// scheduled again. A caller that reuses one Request per request schedules
+// without allocating.
 func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidate) (Decision, error) {
 	var d Decision
 	if len(cands) == 0 {
 		return d, ErrNoReplica
 	}
-	live := append([]Candidate(nil), cands...)
+	c := &req.cycle
+	live := append(c.live[:0], cands...)
+	c.live = live
+	clear(c.filtered)
 	busyOnly := false
 	for _, f := range s.filters {
 		before := len(live)
 		live = f.Filter(ctx, req, live)
 		if n := before - len(live); n > 0 {
-			if d.Filtered == nil {
-				d.Filtered = map[string]int{}
+			if c.filtered == nil {
+				c.filtered = map[string]int{}
 			}
-			d.Filtered[f.TypedName().String()] += n
+			c.filtered[f.TypedName().String()] += n
+			d.Filtered = c.filtered
 		}
 		if len(live) == 0 {
 			_, busyOnly = f.(busyFilter)
@@ -129,10 +138,11 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 	}
 
 	req.resetCycle(len(live))
-	totals := make([]float64, len(live))
 	ns := len(s.scorers)
-	per := make([]float64, ns*len(live)) // per[j*ns+i]: scorer i, candidate j
-	scores := make([]float64, len(live))
+	c.totals = resize(c.totals, len(live))
+	c.per = resize(c.per, ns*len(live)) // per[j*ns+i]: scorer i, candidate j
+	c.scores = resize(c.scores, len(live))
+	totals, per, scores := c.totals, c.per, c.scores
 	for i, w := range s.scorers {
 		clear(scores)
 		w.Score(ctx, req, live, scores)
@@ -148,20 +158,30 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 	}
 
 	d.Scorers = s.names
-	// The chosen candidate first, then the rest by total, best first.
-	order := make([]int, 0, len(live))
+	// The chosen candidate first, then the rest by total, best first, ties
+	// in candidate order.
+	order := c.order[:0]
 	for j := range live {
 		if j != pick {
 			order = append(order, j)
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(totals[b], totals[a]) })
-	order = append(order, pick)
-	ranked := make([]Ranked, len(live))
-	for k, j := range order {
-		r := &ranked[(k+1)%len(ranked)]
+	slices.SortFunc(order, func(a, b int) int {
+		if x := cmp.Compare(totals[b], totals[a]); x != 0 {
+			return x
+		}
+		return cmp.Compare(a, b)
+	})
+	c.order = order
+	c.ranked = resize(c.ranked, len(live))
+	ranked := c.ranked
+	rank := func(r *Ranked, j int) {
 		*r = Ranked{Candidate: live[j], Total: totals[j], Scores: per[j*ns : (j+1)*ns : (j+1)*ns]}
 		r.CachedBlocks, r.Mode = req.predicted(j)
+	}
+	rank(&ranked[0], pick)
+	for k, j := range order {
+		rank(&ranked[k+1], j)
 	}
 	d.Chosen, d.Fallbacks = ranked[0], ranked[1:]
 	return d, nil

@@ -31,6 +31,15 @@ type Request struct {
 	cycle cycleState
 }
 
+// Reset makes r the request next, keeping the scratch memory earlier
+// Schedule calls left in r, so that scheduling a reused Request allocates
+// nothing. Decisions made for r before are invalid afterwards.
+func (r *Request) Reset(next Request) {
+	c := r.cycle
+	*r = next
+	r.cycle = c
+}
+
 // historyKeys are the keys routing history uses: exact keys when known.
 func (r *Request) historyKeys() []uint64 {
 	if r.Keys != nil {
@@ -62,17 +71,36 @@ type Candidate struct {
 }
 
 // cycleState carries per-request facts from scorers to the decision,
-// indexed like the candidates being scored. One Schedule call uses it at a
-// time, from one goroutine.
+// indexed like the candidates being scored, and the scratch memory Schedule
+// works in, kept so that scheduling a reused Request allocates nothing. One
+// Schedule call uses it at a time, from one goroutine.
 type cycleState struct {
 	cached []int  // predicted cached blocks per candidate
 	mode   []Mode // mode a candidate was scored in
+
+	live                []Candidate // the filters' survivors
+	totals, per, scores []float64
+	order               []int
+	ranked              []Ranked
+	filtered            map[string]int
 }
 
+// resetCycle sizes the per-candidate facts for n candidates, all zero.
 func (r *Request) resetCycle(n int) {
 	c := &r.cycle
-	c.cached = append(c.cached[:0], make([]int, n)...)
-	c.mode = append(c.mode[:0], make([]Mode, n)...)
+	c.cached = resize(c.cached, n)
+	c.mode = resize(c.mode, n)
+}
+
+// resize returns s with length n and every element zero, reusing its array
+// when it is large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // noteCached records that a scorer predicts blocks cached on candidate i in

@@ -1,0 +1,126 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/llmgw/llmgw/router/index"
+)
+
+// reuseFleet is eight exact replicas holding staggered prefixes of prompt,
+// one approx replica and one with an open breaker (so a filter drops it).
+func reuseFleet(t *testing.T, e *env, prompt []uint64) []Candidate {
+	t.Helper()
+	var cands []Candidate
+	for r := range 8 {
+		id := fmt.Sprintf("r%d", r)
+		e.store(t, id, index.Tier(r%2), prompt[:len(prompt)*r/8])
+		c := cand(id, ModeExact)
+		c.Load = Load{InFlight: r % 3, Waiting: float64(r % 2)}
+		cands = append(cands, c)
+	}
+	sick := cand("sick", ModeExact)
+	sick.Healthy = false
+	return append(cands, cand("approx", ModeApprox), sick)
+}
+
+// TestResetRequestDecidesAlike: a reused Request (Reset between requests)
+// gets the same decisions as a fresh Request per request, although its
+// decisions share scratch memory.
+func TestResetRequestDecidesAlike(t *testing.T) {
+	prompt := keys(1, 64)
+	fresh, reused := newEnv(t, DefaultConfig()), newEnv(t, DefaultConfig())
+	cands := reuseFleet(t, fresh, prompt)
+	reuseFleet(t, reused, prompt)
+	var req Request
+	for i := range 20 {
+		next := Request{Model: "m", Keys: prompt[:8+i*2], BlockTokens: 16, SessionID: fmt.Sprint("s", i%3)}
+		want := fresh.route(t, &next, cands)
+		req.Reset(next)
+		got := reused.route(t, &req, cands)
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("request %d: reused request decided differently (-fresh +reused):\n%s", i, d)
+		}
+	}
+}
+
+// TestScheduleReusedRequestAllocatesNothing: the decision path allocates
+// nothing once a reused Request holds its scratch memory (GC pauses are
+// what a router's p99 is made of).
+func TestScheduleReusedRequestAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	prompt := keys(1, 512)
+	e := newEnv(t, DefaultConfig())
+	cands := reuseFleet(t, e, prompt)
+	var req Request
+	schedule := func() {
+		req.Reset(Request{Model: "m", Keys: prompt, BlockTokens: 16, PromptTokens: 16 * len(prompt)})
+		d, err := e.s.Schedule(t.Context(), &req, cands)
+		// r6 holds 6/8 of the prompt on the GPU, r7 7/8 on the CPU only.
+		if err != nil || d.Chosen.Candidate.ID != "r6" {
+			t.Fatalf("decision %+v, %v; want r6", d.Chosen, err)
+		}
+	}
+	schedule()
+	if n := testing.AllocsPerRun(50, schedule); n != 0 {
+		t.Errorf("Schedule allocates %v times per decision; want 0", n)
+	}
+}
+
+func TestFillLoads(t *testing.T) {
+	tr := NewTracker()
+	end := tr.Begin("a", 100)
+	defer end()
+	tr.SetScraped("b", 2, 3, 0.5)
+	cands := []Candidate{cand("a", ModeExact), cand("b", ModeExact), cand("c", ModeExact)}
+	cands[2].Load = Load{InFlight: 9} // stale: c is unknown to the tracker
+	tr.FillLoads(cands)
+	want := []Load{{InFlight: 1, InFlightTokens: 100}, {Waiting: 2, Running: 3, KVUsage: 0.5}, {}}
+	for i, c := range cands {
+		if c.Load != want[i] {
+			t.Errorf("%s: load %+v; want %+v", c.ID, c.Load, want[i])
+		}
+	}
+}
+
+// TestHistoryMatchStrided: match reads one key in matchStride, yet finds
+// the depths that reading every key finds, for histories recorded as
+// routing records them (whole prompts, from their first block), across
+// expiries and replicas dropping out at every offset.
+func TestHistoryMatchStrided(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		c := newClock()
+		h := newHistory(time.Minute, 1<<20, c.now)
+		chains := [][]uint64{keys(1, 100), append(keys(1, 1+uint64(r.IntN(60))), keys(500, 600)...)}
+		for range 1 + r.IntN(8) {
+			ch := chains[r.IntN(len(chains))]
+			h.record(ch[:1+r.IntN(len(ch))], fmt.Sprint("r", r.IntN(4)))
+			c.advance(time.Duration(r.IntN(40)) * time.Second)
+		}
+		cutoff := h.ms(c.now().Add(-h.ttl))
+		for _, prompt := range chains {
+			want := map[string]int{}
+			for id, name := range h.names {
+				d := 0
+				for d < len(prompt) && (h.cur.has(prompt[d], uint64(id), cutoff) || h.prev.has(prompt[d], uint64(id), cutoff)) {
+					d++
+				}
+				if d > 0 {
+					want[name] = d
+				}
+			}
+			got := map[string]int{}
+			h.match(prompt, func(replica string, depth int) { got[replica] = depth })
+			if d := cmp.Diff(want, got); d != "" {
+				t.Fatalf("trial %d: strided match differs from reading every key (-want +got):\n%s", trial, d)
+			}
+		}
+	}
+}
