@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/llmgw/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/internal/fleet"
+)
+
+// runBench runs `llmgw bench`: it starts a fleet (Consul, routers, the
+// driver with vllm-sim shards), compares the policies on one workload,
+// prints the Markdown table and writes the files asked for. It returns the
+// exit code: 0, 1 when the run fails, 2 for bad usage.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parseBenchFlags(args, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "llmgw bench: %v\n%s\n", err, benchUsage)
+		return 2
+	}
+	w, setup, err := c.buildWorkload()
+	if err != nil {
+		fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
+		return 2
+	}
+	if c.binDir == "" {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
+			return 1
+		}
+		c.binDir = filepath.Dir(self)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	if err := benchOnFleet(ctx, c, args, w, setup, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.Workload, setup string, stdout, stderr io.Writer) error {
+	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: stderr})
+	fmt.Fprintf(stderr, "starting Consul, the driver with %d vllm-sim shards and %d routers\n", c.shards, c.routers)
+	f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
+		SimArgs: strings.Fields(c.simArgs), Log: log})
+	if err != nil {
+		return fmt.Errorf("start fleet: %w", err)
+	}
+	defer f.Close()
+	o := bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
+		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
+		Setup:   fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s), %d routers", setup, c.shards, simNote(c.simArgs), c.routers)}
+	var bar *progressbar.ProgressBar
+	o.OnStart = func(p bench.Policy) {
+		fmt.Fprintf(stderr, "policy %s\n", p.Name)
+		if c.progress {
+			bar = progressbar.NewOptions(len(w.Requests), progressbar.OptionSetWriter(stderr),
+				progressbar.OptionSetDescription(p.Name), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
+		}
+	}
+	o.OnResult = func(bench.Policy, client.Result) {
+		if bar != nil {
+			_ = bar.Add(1)
+		}
+	}
+	rep, err := bench.Run(ctx, f, o)
+	if err != nil {
+		return err
+	}
+	return writeReport(rep, c, stdout)
+}
+
+// simNote describes extra simulator flags in the setup line.
+func simNote(args string) string {
+	if args == "" {
+		return ""
+	}
+	return ", with " + args
+}
+
+// writeReport prints the Markdown and writes the files asked for: in
+// -out, the plots, report.json and report.md (linking the plots beside
+// it); in -doc, the same section linking the plots relative to the doc.
+func writeReport(rep *report.Report, c benchConfig, stdout io.Writer) error {
+	if c.outDir == "" {
+		fmt.Fprint(stdout, rep.Markdown(nil))
+		return nil
+	}
+	if err := os.MkdirAll(c.outDir, 0o755); err != nil {
+		return err
+	}
+	plots, err := rep.Plots(c.outDir)
+	if err != nil {
+		return err
+	}
+	js, err := rep.JSON()
+	if err != nil {
+		return err
+	}
+	md := rep.Markdown(plots)
+	fmt.Fprint(stdout, md)
+	if err := os.WriteFile(filepath.Join(c.outDir, "report.json"), js, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.outDir, "report.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if c.doc == "" {
+		return nil
+	}
+	rel, err := filepath.Rel(filepath.Dir(c.doc), c.outDir)
+	if err != nil {
+		return err
+	}
+	linked := make([]string, len(plots))
+	for i, p := range plots {
+		linked[i] = filepath.ToSlash(filepath.Join(rel, p))
+	}
+	old, err := os.ReadFile(c.doc)
+	if err != nil {
+		return err
+	}
+	doc, err := report.Splice(string(old), c.section, rep.Markdown(linked))
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.doc, err)
+	}
+	return os.WriteFile(c.doc, []byte(doc), 0o644)
+}

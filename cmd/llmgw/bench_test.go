@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/internal/bench/report"
+)
+
+// TestRunBenchUsage: bad flags and workloads exit 2 with a message, before
+// any process starts.
+func TestRunBenchUsage(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+	}{
+		{"unknown flag", []string{"-bogus"}, "usage: llmgw bench"},
+		{"stray argument", []string{"extra"}, `unexpected arguments ["extra"]`},
+		{"unknown policy", []string{"-policies", "round-robin,best"}, `unknown policy "best"`},
+		{"doc without out", []string{"-doc", "x.md"}, "-doc needs -out"},
+		{"no shards", []string{"-shards", "0"}, "-shards and -routers must be >= 1"},
+		{"unknown workload", []string{"-workload", "sharegpt"}, `unknown workload "sharegpt"`},
+		{"trace without file", []string{"-workload", "trace"}, "needs -trace FILE"},
+		{"missing trace", []string{"-workload", "trace", "-trace", "/nonexistent.jsonl"}, "/nonexistent.jsonl"},
+		{"bad chat", []string{"-users", "0"}, "chat workload: need users"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if got := runBench(context.Background(), tt.args, &stdout, &stderr); got != 2 {
+				t.Errorf("exit code %d; want 2 (stderr %q)", got, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr %q; want it to contain %q", stderr.String(), tt.stderr)
+			}
+		})
+	}
+}
+
+func TestBenchWorkloads(t *testing.T) {
+	for _, args := range [][]string{
+		{"-workload", "chat", "-users", "2", "-rounds", "2"},
+		{"-workload", "prefix", "-groups", "2", "-per-group", "2"},
+		{"-workload", "siblings", "-prompts", "2", "-samples", "3"},
+		{"-workload", "trace", "-trace", "../../internal/bench/trace/testdata/sample.jsonl", "-max-requests", "5"},
+	} {
+		c, err := parseBenchFlags(args, &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		w, setup, err := c.buildWorkload()
+		if err != nil || len(w.Requests) < 4 || setup == "" {
+			t.Errorf("%v: %d requests, setup %q, %v", args, len(w.Requests), setup, err)
+		}
+	}
+}
+
+// TestWriteReport: -out gets the plots, report.json and report.md; -doc
+// gets the section between its markers, linking the plots relative to it.
+func TestWriteReport(t *testing.T) {
+	dir := t.TempDir()
+	docPath := filepath.Join(dir, "docs", "BENCHMARKS.md")
+	if err := os.MkdirAll(filepath.Dir(docPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	begin, end := report.Markers("policies")
+	if err := os.WriteFile(docPath, []byte("# Benchmarks\n"+begin+"\nold\n"+end+"\ntail\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok := client.Result{Status: 200, Started: true, TTFT: 50 * time.Millisecond, E2E: 90 * time.Millisecond, PromptTokens: 64, CachedTokens: 48}
+	rep := &report.Report{Command: "llmgw bench", Workload: "chat", Requests: 1, PromptTokens: 64, ReusableTokens: 48,
+		Policies: []report.Summary{report.Summarize("precise-prefix", []client.Result{ok}, []int{48}, report.SLO{TTFT: time.Second, ITL: time.Second}, time.Second)}}
+	c := benchConfig{outDir: filepath.Join(dir, "docs", "bench"), doc: docPath, section: "policies"}
+	var stdout bytes.Buffer
+	if err := writeReport(rep, c, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.json", "report.md", report.TTFTPlot, report.HitPlot} {
+		if _, err := os.Stat(filepath.Join(c.outDir, f)); err != nil {
+			t.Errorf("-out lacks %s: %v", f, err)
+		}
+	}
+	doc, _ := os.ReadFile(docPath)
+	for _, want := range []string{"| precise-prefix | 50.0 ms", "](bench/ttft-cdf.png)", "\ntail\n"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("doc lacks %q:\n%s", want, doc)
+		}
+	}
+	if strings.Contains(string(doc), "old") {
+		t.Errorf("doc still holds the old section:\n%s", doc)
+	}
+	if !strings.Contains(stdout.String(), "](ttft-cdf.png)") {
+		t.Errorf("stdout links plots beside report.md? got:\n%s", stdout.String())
+	}
+}

@@ -1,0 +1,143 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/internal/fleet"
+)
+
+// binDir holds the binaries TestMain builds from this tree, so a stale bin/
+// cannot mislead the test.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bench-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/llmgw-router", "./cmd/nomad-driver-vllm", "./cmd/vllm-sim")
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build binaries: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestEndToEnd runs the whole chain (Consul, two routers, the driver under
+// the plugin host, four vllm-sim shards with the default latency model)
+// and checks what issue 7 asks of it: precise routing of a prefix-heavy
+// workload reaches at least 90% of the oracle's reusable tokens, and a
+// router killed mid-run loses no request that had not started streaming.
+func TestEndToEnd(t *testing.T) {
+	consul, err := consultest.Bin()
+	if err != nil {
+		t.Fatalf("consul agent binary unavailable (`make bin/consul` builds it): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, err := fleet.Start(ctx, fleet.Options{BinDir: binDir, ConsulBin: consul, Shards: 4, Routers: 2, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	precise, err := bench.SelectPolicies("precise-prefix")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("precise routing reaches the oracle", func(t *testing.T) {
+		w, err := workload.Chat(workload.ChatOptions{Users: 8, Rounds: 3, SystemTokens: 160, DocTokens: 800, UserTokens: 40, ReplyTokens: 8, Rate: 8, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := bench.Run(ctx, f, bench.Options{Workload: w, Policies: precise, Model: "sim-model", BlockSize: 16,
+			SLO: report.SLO{TTFT: time.Second, ITL: 100 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rep.Policies[0]
+		t.Logf("precise: %d ok, cached %d of %d prompt tokens, oracle %d (%.1f%%), TTFT p50 %.1f ms",
+			s.OK, s.CachedTokens, s.PromptTokens, s.OracleTokens, 100*s.OracleHitShare, s.TTFT.P50)
+		if s.OK != len(w.Requests) {
+			t.Errorf("%d of %d requests completed (%d shed, %d interrupted)", s.OK, len(w.Requests), s.Shed, s.Interrupted)
+		}
+		if s.OracleHitShare < 0.9 {
+			t.Errorf("precise routing hit %.1f%% of the oracle's reusable tokens; want >= 90%%", 100*s.OracleHitShare)
+		}
+	})
+
+	t.Run("a killed router loses no request that had not started streaming", func(t *testing.T) {
+		w, err := workload.SharedPrefix(workload.PrefixOptions{Groups: 4, PerGroup: 12, PrefixTokens: 200, SuffixTokens: 30, OutputTokens: 30, Rate: 16, Seed: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var results []client.Result
+		var ended atomic.Int32
+		kill := make(chan struct{})
+		var killed atomic.Bool
+		_, err = bench.Run(ctx, f, bench.Options{Workload: w, Policies: precise, Model: "sim-model", BlockSize: 16,
+			OnResult: func(_ bench.Policy, r client.Result) {
+				mu.Lock()
+				results = append(results, r)
+				mu.Unlock()
+				if ended.Add(1) == 8 {
+					close(kill)
+				}
+			},
+			During: func(ctx context.Context, _ bench.Policy) {
+				select {
+				case <-kill:
+					if err := f.KillRouter(0); err != nil {
+						t.Errorf("kill router 0: %v", err)
+						return
+					}
+					killed.Store(true)
+				case <-ctx.Done():
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !killed.Load() {
+			t.Fatal("the router was never killed")
+		}
+		retried, interrupted := 0, 0
+		for _, r := range results {
+			switch {
+			case r.OK():
+				if r.Attempts > 1 {
+					retried++
+				}
+			case r.Started:
+				interrupted++
+			default:
+				t.Errorf("request %d lost before streaming: status %d, %q after %d attempts", r.ID, r.Status, r.Err, r.Attempts)
+			}
+		}
+		if len(results) != len(w.Requests) {
+			t.Errorf("%d results; want %d", len(results), len(w.Requests))
+		}
+		t.Logf("after the kill: %d requests retried on the other router, %d interrupted while streaming", retried, interrupted)
+	})
+}

@@ -1,0 +1,24 @@
+# llmgw bench: routing policies compared on a local fleet (internal/bench,
+# `llmgw bench`).
+#
+#   make bench-policies   reruns the comparisons docs/BENCHMARKS.md reports
+#                         under "Routing policies": each rewrites its own
+#                         generated section there (between marker comments)
+#                         and its report.json, report.md and plots in
+#                         docs/bench/<section>/
+#   make bench            runs them too, before the Go benchmarks
+#
+# Each run starts Consul, the driver with four vllm-sim shards and two
+# routers (internal/fleet), then replays one deterministic workload per
+# policy: about 2 minutes for the chat comparison.
+
+BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1
+BENCH_TRACE_FLAGS ?= -workload trace -trace internal/bench/trace/testdata/sample.jsonl -rate 3 -seed 1
+
+.PHONY: bench-policies
+
+bench: bench-policies
+
+bench-policies: build bin/consul
+	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat -doc docs/BENCHMARKS.md -section chat
+	./bin/llmgw bench $(BENCH_TRACE_FLAGS) -out docs/bench/trace -doc docs/BENCHMARKS.md -section trace
