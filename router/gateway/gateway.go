@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -49,6 +50,7 @@ type Gateway struct {
 	engine *gin.Engine
 	tr     *transport
 	queue  *queue
+	plans  sync.Pool // *plan, reused so that scheduling allocates nothing
 }
 
 // New builds the gateway and its routes.
@@ -164,10 +166,27 @@ func (g *Gateway) readBody(c *gin.Context) ([]byte, bool) {
 // plan is a routing decision ready to proxy.
 type plan struct {
 	req      *openai.Request
-	sreq     scheduler.Request
+	sreq     scheduler.Request // its scratch memory is kept across reuses
+	cands    []scheduler.Candidate
 	decision scheduler.Decision
 	prompt   prompt.Result
 	total    time.Duration
+}
+
+func (g *Gateway) getPlan() *plan {
+	if p, ok := g.plans.Get().(*plan); ok {
+		return p
+	}
+	return &plan{}
+}
+
+// putPlan returns p for reuse once nothing refers to it or to its decision
+// (the proxy has returned), dropping what it holds of the request.
+func (g *Gateway) putPlan(p *plan) {
+	p.req, p.prompt, p.decision = nil, prompt.Result{}, scheduler.Decision{}
+	p.sreq.Reset(scheduler.Request{})
+	clear(p.cands)
+	g.plans.Put(p)
 }
 
 // errStatus is an error with the HTTP status the client gets.
@@ -206,8 +225,9 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	if err != nil {
 		return nil, &errStatus{http.StatusBadRequest, err.Error()}
 	}
-	p := &plan{req: req, prompt: res}
-	p.sreq = scheduler.Request{Model: base, Keys: res.Keys, ApproxKeys: res.ApproxKeys, BlockTokens: blockSize, PromptTokens: res.Tokens, SessionID: session}
+	p := g.getPlan()
+	p.req, p.prompt = req, res
+	p.sreq.Reset(scheduler.Request{Model: base, Keys: res.Keys, ApproxKeys: res.ApproxKeys, BlockTokens: blockSize, PromptTokens: res.Tokens, SessionID: session})
 	if res.Keys == nil {
 		p.sreq.BlockTokens = prompt.TextChunk / 4 // about four bytes per token
 	}
@@ -215,7 +235,8 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	waitStart := time.Now()
 	g.queue.wait(ctx, func() bool {
 		t0 := time.Now()
-		p.decision, err = g.d.Scheduler.Schedule(ctx, &p.sreq, g.d.Replicas.Candidates(req.Model))
+		p.cands = g.d.Replicas.AppendCandidates(p.cands[:0], req.Model)
+		p.decision, err = g.d.Scheduler.Schedule(ctx, &p.sreq, p.cands)
 		sched = time.Since(t0)
 		return !errors.Is(err, scheduler.ErrAllBusy)
 	})
@@ -270,6 +291,7 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			openai.WriteError(c.Writer, es.code, es.msg)
 			return
 		}
+		defer g.putPlan(p) // after the proxy, the last user of p, returns
 		rt := &route{body: body, attempts: g.attempts(p.decision), promptTokens: p.prompt.Tokens, blockTokens: p.sreq.BlockTokens, served: -1}
 		rt.onServed = func(chosen scheduler.Ranked) {
 			g.d.Scheduler.Routed(&p.sreq, &chosen.Candidate)
