@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"google.golang.org/grpc"
@@ -129,10 +128,19 @@ func KillLeftovers(hd *drivers.TaskHandle, groups GroupsFunc) error {
 	return errors.Join(errs...)
 }
 
+// TB is the part of testing.TB that CloseAtEnd needs; an interface of its
+// own keeps the testing package out of the binaries that use this package.
+type TB interface {
+	Cleanup(func())
+	Failed() bool
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
 // CloseAtEnd registers the host's end with t.Cleanup: Reap with a budget of
 // reapBudget, then Close. Reap's error fails the test, or is only logged
 // when the test has failed already (its leftovers are then expected).
-func (h *Host) CloseAtEnd(t testing.TB, groups GroupsFunc) {
+func (h *Host) CloseAtEnd(t TB, groups GroupsFunc) {
 	t.Cleanup(func() {
 		defer h.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), reapBudget)
