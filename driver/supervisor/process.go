@@ -39,10 +39,10 @@ func Attach(st State) (*Process, error) {
 		return nil, fmt.Errorf("attach: incomplete state %+v", st)
 	}
 	p := &Process{st: st, done: make(chan struct{}), stopped: make(chan struct{})}
-	start, err := startTime(st.SupervisorPid)
-	if err != nil || start != st.SupervisorStart {
-		// Gone (or the pid was reused): the supervisor has exited.
-		if _, rerr := os.Stat(st.ExitFile); rerr != nil {
+	// gone finishes an attach to a supervisor that has exited (its pid gone,
+	// or reused by another process): the exit file tells the result.
+	gone := func() (*Process, error) {
+		if _, err := os.Stat(st.ExitFile); err != nil {
 			return nil, fmt.Errorf("attach: supervisor %d is gone and left no exit status", st.SupervisorPid)
 		}
 		close(p.done)
@@ -50,20 +50,20 @@ func Attach(st State) (*Process, error) {
 		close(p.stopped)
 		return p, nil
 	}
+	if start, err := startTime(st.SupervisorPid); err != nil || start != st.SupervisorStart {
+		return gone()
+	}
 	pidfd, err := unix.PidfdOpen(st.SupervisorPid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return gone() // reaped since startTime read it
+	}
 	if err != nil {
 		return nil, fmt.Errorf("attach: pidfd for %d: %w", st.SupervisorPid, err)
 	}
 	// Re-check after opening: the pidfd now pins the process identity.
 	if start, err := startTime(st.SupervisorPid); err != nil || start != st.SupervisorStart {
 		unix.Close(pidfd)
-		if _, rerr := os.Stat(st.ExitFile); rerr != nil {
-			return nil, fmt.Errorf("attach: supervisor %d is gone and left no exit status", st.SupervisorPid)
-		}
-		close(p.done)
-		p.stopWatch = func() {}
-		close(p.stopped)
-		return p, nil
+		return gone()
 	}
 	var cancel [2]int
 	if err := unix.Pipe2(cancel[:], unix.O_CLOEXEC); err != nil {
