@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
@@ -26,7 +27,7 @@ func TestDestroyRunning(t *testing.T) {
 	if _, err := h.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the shard's group to vanish", func() bool { return groupGone(pid) })
+	poll.Until(t, "the shard's group to vanish", func() bool { return groupGone(pid) })
 	timeout := time.After(30 * time.Second)
 	for {
 		select {

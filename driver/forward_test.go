@@ -12,6 +12,7 @@ import (
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
@@ -67,14 +68,14 @@ func TestForwardToRouters(t *testing.T) {
 	}
 	// First the driver's own view (see waitInSync), then the router's.
 	waitInSync(t, func() map[string]string { return inspect(t, h, id).GetDriver().GetAttributes() }, url)
-	waitFor(t, "the router to hold the engine's blocks", func() bool {
+	poll.Until(t, "the router to hold the engine's blocks", func() bool {
 		gn, gs := truth(t, url)
 		rn, rs := routerView()
 		return gn > 0 && gn == rn && gs == rs
 	})
 
 	stop(t, h, id)
-	waitFor(t, "the router to hold nothing for the stopped replica", func() bool {
+	poll.Until(t, "the router to hold nothing for the stopped replica", func() bool {
 		n, _ := routerView()
 		return n == 0
 	})

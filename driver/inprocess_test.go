@@ -14,6 +14,7 @@ import (
 	"github.com/llmgw/llmgw/driver"
 	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin/nomadconfig"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
@@ -80,7 +81,7 @@ func TestInProcessNoLeaks(t *testing.T) {
 	// Stop only once the engine serves: before that it has no SIGTERM
 	// handler yet, and dies of the signal instead of exiting cleanly.
 	url := engineURL(task)
-	waitFor(t, "the engine to serve", func() bool {
+	poll.Until(t, "the engine to serve", func() bool {
 		resp, err := http.Get(url + "/health")
 		if err != nil {
 			return false
@@ -102,7 +103,7 @@ func TestInProcessNoLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := syscall.Kill(-pid, 0); err != syscall.ESRCH {
-		waitFor(t, "the shard's group to vanish", func() bool { return groupGone(pid) })
+		poll.Until(t, "the shard's group to vanish", func() bool { return groupGone(pid) })
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/llmgw/llmgw/driver"
 	"github.com/llmgw/llmgw/driver/supervisor"
 	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -98,17 +99,6 @@ func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return c
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // newTask allocates a task with an "http" port and encodes config.
@@ -241,7 +231,7 @@ func TestLifecycle(t *testing.T) {
 	}
 	ev.next(t, "engine started")
 	ev.next(t, "model ready")
-	waitFor(t, "uvicorn's line in the stderr FIFO", func() bool { return strings.Contains(task.Stderr.String(), "Uvicorn running on") })
+	poll.Until(t, "uvicorn's line in the stderr FIFO", func() bool { return strings.Contains(task.Stderr.String(), "Uvicorn running on") })
 
 	pid := enginePid(t, h, id)
 	environ, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
@@ -283,7 +273,7 @@ func TestLifecycle(t *testing.T) {
 	if _, err := h.Driver.SignalTask(ctx(t), &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGSTOP"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the engine to be stopped", func() bool { return procState(pid) == "T" })
+	poll.Until(t, "the engine to be stopped", func() bool { return procState(pid) == "T" })
 	if _, err := h.Driver.SignalTask(ctx(t), &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGNOPE"}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("unknown signal: %v", err)
 	}
@@ -304,7 +294,7 @@ func TestLifecycle(t *testing.T) {
 	if r.GetResult().GetSignal() != int32(syscall.SIGKILL) {
 		t.Errorf("wait %v; want SIGKILL after the timeout", r)
 	}
-	waitFor(t, "no process of the shard's group", func() bool { return groupGone(pid) })
+	poll.Until(t, "no process of the shard's group", func() bool { return groupGone(pid) })
 	if st := inspect(t, h, id).GetTask(); st.GetState() != drivers.TaskState_EXITED || !st.GetCompletedAt().IsValid() {
 		t.Errorf("inspect after stop: %v", st)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -359,7 +360,7 @@ func TestSupervisorLost(t *testing.T) {
 	if r.GetResult().GetExitCode() == 0 || !strings.Contains(r.GetErr(), "without recording") {
 		t.Errorf("wait %v; want a failure naming the lost supervisor", r)
 	}
-	waitFor(t, "the orphaned engine's group to be killed", func() bool { return groupGone(pid) })
+	poll.Until(t, "the orphaned engine's group to be killed", func() bool { return groupGone(pid) })
 }
 
 // TestDataParallelEvents: with data_parallel_size 2 each rank publishes on

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 func TestRouterEndpoints(t *testing.T) {
@@ -60,5 +61,5 @@ func TestForwarderWithConsul(t *testing.T) {
 	if err := reg.Deregister(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the session to stop", func() bool { return len(f.Status()) == 0 })
+	poll.Until(t, "the session to stop", func() bool { return len(f.Status()) == 0 })
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 // groundTruth turns vllm-sim's dump into canonical blocks. Keys chain over
@@ -99,7 +100,7 @@ func assertMatches(t *testing.T, what string, p *simProcess, s *Store, replica s
 	defer func() {
 		t.Logf("%s: %d blocks match; apply stats %+v", what, len(got), s.Stats())
 	}()
-	if poll(func() bool {
+	if poll.Within(poll.Timeout, func() bool {
 		want, resolved = groundTruth(p, known)
 		got = s.Blocks(replica)
 		return resolved && slices.Equal(got, want)
@@ -176,7 +177,7 @@ func TestEndToEndWithSim(t *testing.T) {
 	if len(keys) < 2 {
 		t.Fatalf("prompt of %d tokens gives %d blocks; want a longer prompt", len(tok.Tokens), len(keys))
 	}
-	waitFor(t, "the prompt's blocks", func() bool {
+	poll.Until(t, "the prompt's blocks", func() bool {
 		held := map[blockkey.Key]bool{}
 		for _, b := range s.Blocks(replica) {
 			if b.Tier == kvwire.TierGPU {

@@ -12,27 +12,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// waitFor polls cond until it holds, failing the test after a deadline.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if !poll(cond) {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
-// poll reports whether cond came to hold within the deadline (10 s),
-// checking every few milliseconds.
-func poll(cond func() bool) bool {
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
-
 // storedPayload encodes a batch with one BlockStored event in vLLM's 9-field
 // array schema. Test payloads use the reference's layout through a generic
 // msgpack encoder; the decoder's byte-exact tests use internal/kvvectors.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 // staticRouters is a RouterSource set by the test.
@@ -117,7 +118,7 @@ func forwarder(t *testing.T, s *Store, src RouterSource, token string) *Forwarde
 
 func waitMirror(t *testing.T, r *testRouter, s *Store, replica string) {
 	t.Helper()
-	waitFor(t, "router mirror to match the store", func() bool {
+	poll.Until(t, "router mirror to match the store", func() bool {
 		return slices.Equal(r.blocks(replica), s.Blocks(replica))
 	})
 }
@@ -136,9 +137,9 @@ func TestForwarderSnapshotThenDeltas(t *testing.T) {
 	waitMirror(t, r, s, "b")
 
 	s.Remove("a")
-	waitFor(t, "Remove to reach the router", func() bool { return len(r.blocks("a")) == 0 })
+	poll.Until(t, "Remove to reach the router", func() bool { return len(r.blocks("a")) == 0 })
 	// Sends are counted after the router's answer: wait for the count.
-	waitFor(t, "deltas counted", func() bool { st := first(f); return st.Sent >= 3 && st.Synced })
+	poll.Until(t, "deltas counted", func() bool { st := first(f); return st.Sent >= 3 && st.Synced })
 	if st := f.Status(); len(st) != 1 || st[0].Snapshots != 1 || st[0].Failures != 0 {
 		t.Errorf("status %+v; want one snapshot, then deltas only", st)
 	}
@@ -157,7 +158,7 @@ func TestForwarderResendsSnapshotAfterRouterRestart(t *testing.T) {
 	waitMirror(t, r, s, "a")
 	// The router applies the snapshot before it answers, and the session
 	// counts it after the answer.
-	waitFor(t, "the second snapshot counted", func() bool { return first(f).Snapshots == 2 })
+	poll.Until(t, "the second snapshot counted", func() bool { return first(f).Snapshots == 2 })
 }
 
 func TestForwarderRetriesWithBackoff(t *testing.T) {
@@ -167,7 +168,7 @@ func TestForwarderRetriesWithBackoff(t *testing.T) {
 	r.down.Store(true)
 	f := forwarder(t, s, newStaticRouters(r.endpoint("r1")), "secret")
 	apply(s, "a", 0, stored([]uint64{1}, nil, tk[:4], 4))
-	waitFor(t, "failed sends", func() bool { return first(f).Failures >= 3 })
+	poll.Until(t, "failed sends", func() bool { return first(f).Failures >= 3 })
 	r.down.Store(false)
 	waitMirror(t, r, s, "a")
 }
@@ -177,7 +178,7 @@ func TestForwarderWrongToken(t *testing.T) {
 	apply(s, "a", 0, stored([]uint64{1}, nil, toks(0, 4), 4))
 	r := startRouter(t, "secret")
 	f := forwarder(t, s, newStaticRouters(r.endpoint("r1")), "guess")
-	waitFor(t, "a rejected send", func() bool { return first(f).Failures > 0 })
+	poll.Until(t, "a rejected send", func() bool { return first(f).Failures > 0 })
 	if err := first(f).LastError; !errors.Is(err, kvwire.ErrUnauthorized) {
 		t.Errorf("last error %v; want ErrUnauthorized", err)
 	}
@@ -197,9 +198,9 @@ func TestForwarderFollowsRouterSet(t *testing.T) {
 	src.Set(r1.endpoint("r1"), r2.endpoint("r2"))
 	waitMirror(t, r2, s, "a")
 	src.Set(r2.endpoint("r2"))
-	waitFor(t, "r1's session to stop", func() bool { st := f.Status(); return len(st) == 1 && st[0].ID == "r2" })
+	poll.Until(t, "r1's session to stop", func() bool { st := f.Status(); return len(st) == 1 && st[0].ID == "r2" })
 	apply(s, "a", 0, removed(MediumGPU, 1))
-	waitFor(t, "r2 to see the removal", func() bool { return len(r2.blocks("a")) == 0 })
+	poll.Until(t, "r2 to see the removal", func() bool { return len(r2.blocks("a")) == 0 })
 }
 
 // TestStalledRouterDoesNotBlockIntake holds one router's answers until the

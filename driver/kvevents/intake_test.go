@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 func TestIntakeDataParallelRanks(t *testing.T) {
@@ -32,7 +33,7 @@ func TestIntakeDataParallelRanks(t *testing.T) {
 		e.publish(storedPayload(t, []uint64{uint64(rank)}, nil, tk, 4), false)
 		want = append(want, gpu(rank, key)...)
 	}
-	waitFor(t, "every rank", func() bool { return len(s.Blocks("r")) == 3 })
+	poll.Until(t, "every rank", func() bool { return len(s.Blocks("r")) == 3 })
 	if got := s.Blocks("r"); !slices.Equal(got, want) {
 		t.Errorf("blocks %v; want %v", got, want)
 	}

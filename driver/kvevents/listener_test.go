@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/poll"
 	"go.uber.org/goleak"
 )
 
@@ -64,7 +65,7 @@ func TestListenerAppliesLiveBatches(t *testing.T) {
 	for _, p := range payloads {
 		e.publish(p, false)
 	}
-	waitFor(t, "three batches", func() bool { return l.Stats().LastSeq == 2 })
+	poll.Until(t, "three batches", func() bool { return l.Stats().LastSeq == 2 })
 	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
 		t.Errorf("blocks %v; want %v", got, want)
 	}
@@ -91,7 +92,7 @@ func TestListenerRepairsGapsByReplay(t *testing.T) {
 			e.publish(payloads[3], false)
 			e.publish(removedPayload(t, 10), false)
 			e.publish(payloads[4], false)
-			waitFor(t, "all batches", func() bool { return l.Stats().LastSeq == 5 })
+			poll.Until(t, "all batches", func() bool { return l.Stats().LastSeq == 5 })
 			want := gpu(0, keys[1:]...)
 			if got := s.Blocks("r"); !slices.Equal(got, sortBlocks(want)) {
 				t.Errorf("blocks %v; want %v", got, want)
@@ -112,7 +113,7 @@ func TestListenerCountsLossWithoutReplay(t *testing.T) {
 	e.publish(payloads[0], false)
 	e.publish(payloads[1], true)
 	e.publish(payloads[2], false)
-	waitFor(t, "last batch", func() bool { return l.Stats().LastSeq == 2 })
+	poll.Until(t, "last batch", func() bool { return l.Stats().LastSeq == 2 })
 	if st := l.Stats(); st.Lost != 1 || st.Gaps != 1 {
 		t.Errorf("stats %+v; want one lost batch", st)
 	}
@@ -134,14 +135,14 @@ func TestListenerEngineRestart(t *testing.T) {
 	for _, p := range old {
 		e1.publish(p, false)
 	}
-	waitFor(t, "first engine's batches", func() bool { return l.Stats().LastSeq == 2 })
+	poll.Until(t, "first engine's batches", func() bool { return l.Stats().LastSeq == 2 })
 	e1.stop()
 
 	e2 := startFakeEngine(t, l.Endpoint(), replay, true)
 	fresh, keys := chainPayloads(t, 2, 50)
 	e2.publish(fresh[0], true) // lost live, recovered by replay from 0
 	e2.publish(fresh[1], false)
-	waitFor(t, "restart handled", func() bool { st := l.Stats(); return st.Restarts == 1 && st.LastSeq == 1 })
+	poll.Until(t, "restart handled", func() bool { st := l.Stats(); return st.Restarts == 1 && st.LastSeq == 1 })
 	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
 		t.Errorf("blocks %v; want only the new engine's %v", got, want)
 	}
@@ -162,7 +163,7 @@ func TestListenerRestartOnSamePort(t *testing.T) {
 	e := startFakeEngine(t, l1.Endpoint(), replay, false)
 	payloads, keys := chainPayloads(t, 4, 10)
 	e.publish(payloads[0], false)
-	waitFor(t, "first batch", func() bool { return l1.Stats().LastSeq == 0 })
+	poll.Until(t, "first batch", func() bool { return l1.Stats().LastSeq == 0 })
 	if err := l1.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestListenerRestartOnSamePort(t *testing.T) {
 	l2 := listen(t, cfg, s2)
 	e.awaitSubscriber()
 	e.publish(payloads[3], false)
-	waitFor(t, "catch-up", func() bool { return l2.Stats().LastSeq == 3 })
+	poll.Until(t, "catch-up", func() bool { return l2.Stats().LastSeq == 3 })
 	if got, want := s2.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
 		t.Errorf("blocks %v; want %v", got, want)
 	}
@@ -193,7 +194,7 @@ func TestListenerSkipsBadMessages(t *testing.T) {
 	e.publish([]byte{0xc1}, false)
 	payloads, keys := chainPayloads(t, 1, 10)
 	e.publish(payloads[0], false)
-	waitFor(t, "good batch", func() bool { return l.Stats().LastSeq == 1 })
+	poll.Until(t, "good batch", func() bool { return l.Stats().LastSeq == 1 })
 	st := l.Stats()
 	if st.BadFrames != 2 || st.Malformed != 1 || st.Batches != 1 || st.Lost != 0 {
 		t.Errorf("stats %+v; want 2 bad frames, 1 malformed, 1 batch", st)
@@ -235,7 +236,7 @@ func TestListenerReplayCooldown(t *testing.T) {
 	e.publish(payloads[2], false)
 	e.publish(payloads[3], true)
 	e.publish(payloads[4], false)
-	waitFor(t, "last batch", func() bool { return l.Stats().LastSeq == 4 })
+	poll.Until(t, "last batch", func() bool { return l.Stats().LastSeq == 4 })
 	if st := l.Stats(); st.ReplayFails != 1 || st.Lost != 2 || st.Gaps != 2 {
 		t.Errorf("stats %+v; want 1 failed replay, then 2 lost batches without retrying", st)
 	}
@@ -252,16 +253,16 @@ func TestListenerEngineRestartedByDriver(t *testing.T) {
 	for _, p := range old {
 		e.publish(p, false)
 	}
-	waitFor(t, "old engine's batches", func() bool { return l.Stats().LastSeq == 1 })
+	poll.Until(t, "old engine's batches", func() bool { return l.Stats().LastSeq == 1 })
 	l.EngineRestarted()
-	waitFor(t, "restart handled", func() bool { return l.Stats().Restarts == 1 })
+	poll.Until(t, "restart handled", func() bool { return l.Stats().Restarts == 1 })
 	if got := s.Blocks("r"); len(got) != 0 {
 		t.Fatalf("blocks after restart %v; want none", got)
 	}
 	fresh, keys := chainPayloads(t, 1, 50)
 	e.seq = 0 // the new engine counts from 0 again
 	e.publish(fresh[0], false)
-	waitFor(t, "new engine's batch", func() bool { return l.Stats().LastSeq == 0 && len(s.Blocks("r")) == 1 })
+	poll.Until(t, "new engine's batch", func() bool { return l.Stats().LastSeq == 0 && len(s.Blocks("r")) == 1 })
 	if got := s.Blocks("r"); !slices.Equal(got, gpu(0, keys...)) {
 		t.Errorf("blocks %v; want %v", got, keys)
 	}
@@ -278,7 +279,7 @@ func TestListenerCatchesUpWhenQuiet(t *testing.T) {
 	payloads, keys := chainPayloads(t, 2, 10)
 	e.publish(payloads[0], true) // both lost, and nothing follows
 	e.publish(payloads[1], true)
-	waitFor(t, "the quiet listener to catch up", func() bool { return l.Stats().LastSeq == 1 })
+	poll.Until(t, "the quiet listener to catch up", func() bool { return l.Stats().LastSeq == 1 })
 	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
 		t.Errorf("blocks %v; want %v", got, want)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/internal/simproc"
 )
 
@@ -46,7 +47,7 @@ func startSim(t *testing.T, args ...string) *simProcess {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	waitFor(t, "vllm-sim /health", func() bool {
+	poll.Until(t, "vllm-sim /health", func() bool {
 		resp, err := http.Get(p.URL + "/health")
 		if err != nil {
 			return false

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmgw/llmgw/driver/supervisor"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 // TestMain doubles as the plugin binary's supervise mode.
@@ -43,17 +44,6 @@ func (e env) spec(script string) supervisor.Spec {
 	return supervisor.Spec{
 		Argv: []string{"sh", "-c", script}, Env: []string{"PATH=" + os.Getenv("PATH"), "GREETING=hello"},
 		Dir: e.dir, Stdout: e.stdout, Stderr: e.stderr, ExitFile: filepath.Join(e.dir, "private", "exit.json"),
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -99,7 +89,7 @@ func TestSignalKillsTheWholeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	waitFor(t, "the worker", func() bool {
+	poll.Until(t, "the worker", func() bool {
 		u, _ := p.Usage()
 		return len(u.Pids) == 2
 	})
@@ -113,7 +103,7 @@ func TestSignalKillsTheWholeGroup(t *testing.T) {
 	if ex := wait(t, p); ex.Signal != int(syscall.SIGTERM) || ex.Code != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit %+v; want SIGTERM", ex)
 	}
-	waitFor(t, "the process group to vanish", func() bool { return syscall.Kill(-p.EnginePid(), 0) == syscall.ESRCH })
+	poll.Until(t, "the process group to vanish", func() bool { return syscall.Kill(-p.EnginePid(), 0) == syscall.ESRCH })
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Errorf("signal after exit: %v", err)
 	}

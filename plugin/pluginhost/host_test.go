@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
@@ -65,18 +66,6 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func ctx(t *testing.T) context.Context {
@@ -219,8 +208,8 @@ func TestTaskLifecycle(t *testing.T) {
 	}
 
 	// The port was interpolated by the host before the plugin saw the config.
-	waitFor(t, "stdout through the FIFO", func() bool { return strings.Contains(task.Stdout.String(), "port=25470") })
-	waitFor(t, "stderr through the FIFO", func() bool { return strings.Contains(task.Stderr.String(), "to-stderr") })
+	poll.Until(t, "stdout through the FIFO", func() bool { return strings.Contains(task.Stdout.String(), "port=25470") })
+	poll.Until(t, "stderr through the FIFO", func() bool { return strings.Contains(task.Stderr.String(), "to-stderr") })
 	logFile, err := os.ReadFile(filepath.Join(task.Config.GetAllocDir(), "alloc", "logs", "web.stdout.0"))
 	if err != nil || !strings.Contains(string(logFile), "port=25470") {
 		t.Errorf("logmon-style log file: %q, %v", logFile, err)
@@ -254,7 +243,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if _, err := h.Driver.SignalTask(c, &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGHUP"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the HUP trap", func() bool { return strings.Contains(task.Stdout.String(), "got-hup") })
+	poll.Until(t, "the HUP trap", func() bool { return strings.Contains(task.Stdout.String(), "got-hup") })
 	if _, err := h.Driver.SignalTask(c, &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGBOGUS"}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("bogus signal: got %v", err)
 	}
@@ -294,7 +283,7 @@ func TestTaskLifecycle(t *testing.T) {
 		t.Errorf("wait result %v; want killed by SIGKILL after the timeout", r.GetResult())
 	}
 	// Killed members may linger briefly as zombies until init reaps them.
-	waitFor(t, "the process group to vanish", func() bool { return syscall.Kill(-hs.Pid, 0) == syscall.ESRCH })
+	poll.Until(t, "the process group to vanish", func() bool { return syscall.Kill(-hs.Pid, 0) == syscall.ESRCH })
 	insp, err = h.Driver.InspectTask(c, &drivers.InspectTaskRequest{TaskId: id})
 	if err != nil || insp.GetTask().GetState() != drivers.TaskState_EXITED || !insp.GetTask().GetCompletedAt().IsValid() {
 		t.Errorf("inspect after stop: %v, %v", insp, err)

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -52,7 +53,7 @@ func TestReapDestroysStartedTasks(t *testing.T) {
 	if err := h.Reap(ctx(t), testGroups); err != nil {
 		t.Fatalf("reap: %v", err)
 	}
-	waitFor(t, "the task's group to vanish", func() bool { return groupGone(pgid) })
+	poll.Until(t, "the task's group to vanish", func() bool { return groupGone(pgid) })
 	insp, err := h.Driver.InspectTask(ctx(t), &drivers.InspectTaskRequest{TaskId: handle.GetConfig().GetId()})
 	if err == nil {
 		t.Errorf("the plugin still knows the task after Reap: %v", insp.GetTask())
@@ -74,7 +75,7 @@ func TestReapKillsWhatACrashLeft(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "outlived its task; killed it") {
 		t.Errorf("reap after a crash: %v; want the leftover group named", err)
 	}
-	waitFor(t, "the orphaned group to vanish", func() bool { return groupGone(pgid) })
+	poll.Until(t, "the orphaned group to vanish", func() bool { return groupGone(pgid) })
 	if err := h.Reap(ctx(t), testGroups); err != nil {
 		t.Errorf("second reap: %v; want nothing left to kill", err)
 	}

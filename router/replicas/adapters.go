@@ -69,8 +69,20 @@ func (s *Set) SetAdapters(replica string, names []string) {
 	names = slices.Clone(names)
 	sort.Strings(names)
 	names = slices.Compact(names)
+	same := func() bool {
+		_, ok := s.byID[replica]
+		return !ok || slices.Equal(names, s.lora.byReplica[replica])
+	}
+	// Every scrape reports the adapters again; most change nothing, and
+	// those take only the read lock the request path shares.
+	s.mu.RLock()
+	unchanged := same()
+	s.mu.RUnlock()
+	if unchanged {
+		return
+	}
 	s.mu.Lock()
-	if _, ok := s.byID[replica]; !ok || slices.Equal(names, s.lora.byReplica[replica]) {
+	if same() {
 		s.mu.Unlock()
 		return
 	}
