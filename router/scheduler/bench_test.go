@@ -54,7 +54,7 @@ func BenchmarkSchedule(b *testing.B) {
 				b.Fatal(err)
 			}
 			cfg := DefaultConfig()
-			cfg.Scorers[0].Params = []byte(fmt.Sprintf(`{"stride": %d}`, c.stride))
+			cfg.Scorers[0].Params = []byte(fmt.Sprintf(`{"stride": %d, "long_prompt_tokens": 0}`, c.stride)) // the stride as given, not the automatic one
 			s, err := reg.Build(cfg, Deps{Index: models, Rand: rand.NewPCG(1, 1)})
 			if err != nil {
 				b.Fatal(err)
