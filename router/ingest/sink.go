@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -36,6 +37,11 @@ type Sink struct {
 	blockSz map[string]int             // replica -> block size drivers report
 	waiting map[string]map[string]bool // unknown replica -> drivers that mentioned it
 	stats   Stats
+
+	// synced is the set of owner's replicas as of the end of the last
+	// update or drop, replaced whole, so that Synced (on every request's
+	// path) never waits for an update holding mu.
+	synced atomic.Pointer[map[string]bool]
 }
 
 // NewSink returns a Sink writing into models.
@@ -66,6 +72,7 @@ func toTier(t kvwire.Tier) (index.Tier, error) {
 func (s *Sink) ApplyUpdate(u *kvwire.Update) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publishSynced()
 	s.stats.Updates++
 	held := s.drivers[u.Driver]
 	if u.Snapshot {
@@ -170,6 +177,7 @@ func (s *Sink) dropLocked(replica string) {
 func (s *Sink) Drop(replica string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publishSynced()
 	driver, held := s.owner[replica]
 	s.dropLocked(replica)
 	delete(s.waiting, replica)
@@ -196,11 +204,29 @@ func (s *Sink) Joined(replica string) []string {
 
 // Synced reports whether a live driver session holds replica's KV state,
 // which makes the replica's routing mode exact.
+// It takes no lock: an update being applied does not delay it.
 func (s *Sink) Synced(replica string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.owner[replica]
-	return ok
+	m := s.synced.Load()
+	return m != nil && (*m)[replica]
+}
+
+// publishSynced makes synced match owner's replicas, copying only when
+// they changed. Called with mu held.
+func (s *Sink) publishSynced() {
+	if cur := s.synced.Load(); cur != nil && len(*cur) == len(s.owner) {
+		same := true
+		for id := range s.owner {
+			same = same && (*cur)[id]
+		}
+		if same {
+			return
+		}
+	}
+	m := make(map[string]bool, len(s.owner))
+	for id := range s.owner {
+		m[id] = true
+	}
+	s.synced.Store(&m)
 }
 
 // BlockSize is the block size drivers report for replica (0: unknown).
