@@ -14,9 +14,10 @@ func (f *ModelFilter) Filter(_ context.Context, req *Request, cands []Candidate)
 	return keep(cands, func(c *Candidate) bool { return c.Model == req.Model })
 }
 
-// HealthyFilter keeps healthy candidates that are not draining: a draining
-// replica (its Consul check is warning or its job is stopping) finishes its
-// streams but takes nothing new.
+// HealthyFilter keeps healthy candidates (breaker closed) that are not
+// draining: a draining replica (its Consul check warns, or it or its node
+// is in maintenance mode) finishes its streams but takes nothing new, and
+// keeps its KV state in the index for when it passes again.
 type HealthyFilter struct{ name TypedName }
 
 func (f *HealthyFilter) TypedName() TypedName { return f.name }
