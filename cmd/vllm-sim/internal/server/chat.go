@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -92,13 +91,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.streamChat(w, id, model, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
-	res, err := g.wait()
-	if err != nil {
-		return // the client went away
-	}
-	text, err := s.tok.Decode(res.ids, true)
-	if err != nil {
-		writeError(w, fmt.Errorf("decode output: %w", err))
+	res, text, ok := s.finish(w, g)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, chatResponse{

@@ -88,13 +88,8 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := completionResponse{ID: id, Object: "text_completion", Created: time.Now().Unix(), Model: model, Usage: &usage{PromptTokensDetails: &promptDetails{}}}
 	for i, g := range gens {
-		res, err := g.wait()
-		if err != nil {
-			return // the client went away
-		}
-		text, err := s.tok.Decode(res.ids, true)
-		if err != nil {
-			writeError(w, fmt.Errorf("decode output: %w", err))
+		res, text, ok := s.finish(w, g)
+		if !ok {
 			return
 		}
 		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: text, FinishReason: &res.reason})

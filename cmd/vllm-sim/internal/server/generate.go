@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"time"
 
@@ -105,6 +106,22 @@ func (g *generation) wait() (result, error) {
 		}
 	}
 	return res, fmt.Errorf("engine closed the request")
+}
+
+// finish waits for a non-streamed generation and decodes its text. When it
+// reports false the reply is settled: the client went away, or the decode
+// error has been written.
+func (s *Server) finish(w http.ResponseWriter, g *generation) (result, string, bool) {
+	res, err := g.wait()
+	if err != nil {
+		return res, "", false // the client went away
+	}
+	text, err := s.tok.Decode(res.ids, true)
+	if err != nil {
+		writeError(w, fmt.Errorf("decode output: %w", err))
+		return res, "", false
+	}
+	return res, text, true
 }
 
 // detok turns a growing id list into text deltas, holding back a delta that
