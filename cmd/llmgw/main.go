@@ -1,6 +1,6 @@
 // Command llmgw is the operator's CLI:
 //
-//	llmgw demo                    start simulated engines and show what prefix-aware routing buys
+//	llmgw demo                    run Consul, the driver, vllm-sim shards and routers locally; compare routing policies
 //	llmgw jobs validate FILE...   check jobspecs' vllm tasks before `nomad job run`
 //	llmgw jobs run FILE           validate, submit to Nomad and follow the deployment
 //	llmgw status                  the fleet as each router sees it: replicas, routing mode, index size, load
@@ -18,7 +18,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/demo"
 )
 
-const usage = `usage: llmgw demo [-engines N] [-users N] [-rounds N]
+const usage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST]
        llmgw jobs validate FILE...
        llmgw jobs run [-address URL] FILE
        llmgw status [-consul ADDR] [-router HOST:PORT]...
@@ -52,14 +52,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "llmgw demo: %v\n%s\n", err, usage)
 		os.Exit(2)
 	}
-	if cfg.SimBinary == "" {
-		self, err := os.Executable()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "llmgw demo: %v\n", err)
-			os.Exit(1)
-		}
-		cfg.SimBinary = filepath.Join(filepath.Dir(self), "vllm-sim")
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "llmgw demo: %v\n", err)
+		os.Exit(1)
 	}
+	cfg.BinDir = filepath.Dir(self) // the binaries `make build` puts beside llmgw
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := demo.Run(ctx, cfg, os.Stdout); err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
+
+	"github.com/llmgw/llmgw/internal/fleet/fleettest"
 )
 
 // TestStartFailsCleanly: a shard whose engine cannot start fails Start
@@ -27,7 +29,7 @@ func TestStartFailsCleanly(t *testing.T) {
 	if !strings.Contains(err.Error(), "engine exited") || !strings.Contains(err.Error(), `--max-num-seqs: not an integer: "many"`) {
 		t.Errorf("error %q; want the engine's exit and its complaint about the flag", err)
 	}
-	checkNoProcesses(t, o.WorkDir)
+	fleettest.CheckNone(t, o.WorkDir)
 	goleak.VerifyNone(t)
 }
 
@@ -50,7 +52,7 @@ func TestStartCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v; want context.Canceled", err)
 	}
-	checkNoProcesses(t, o.WorkDir)
+	fleettest.CheckNone(t, o.WorkDir)
 	goleak.VerifyNone(t)
 }
 

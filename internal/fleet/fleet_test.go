@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 	"go.uber.org/goleak"
+
+	"github.com/llmgw/llmgw/internal/fleet/fleettest"
 )
 
 // TestFleet runs the whole chain once and goes through every operation in
@@ -44,7 +46,7 @@ func TestFleet(t *testing.T) {
 
 	// The leak check at the end must see what runs now: Consul, the
 	// plugin, two routers, and a supervisor and an engine per shard.
-	if running := leftovers(o.WorkDir); len(running) < 10 {
+	if running := fleettest.Leftovers(o.WorkDir); len(running) < 10 {
 		t.Fatalf("the process scan finds %d processes of the running fleet; want at least 10:\n%s", len(running), strings.Join(running, "\n"))
 	}
 
@@ -225,7 +227,7 @@ func TestFleet(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 	closed = true
-	checkNoProcesses(t, o.WorkDir)
+	fleettest.CheckNone(t, o.WorkDir)
 	goleak.VerifyNone(t)
 }
 

@@ -8,37 +8,20 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/fleet/fleettest"
 )
 
-// binDir holds the binaries TestMain builds from this tree, so a stale
-// bin/ cannot mislead the tests.
-var binDir string
+// bins are the fleet's binaries, built from this tree once.
+var bins fleettest.Binaries
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fleet-test-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/llmgw-router", "./cmd/nomad-driver-vllm", "./cmd/vllm-sim")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build binaries: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	binDir = dir
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
@@ -46,14 +29,7 @@ func TestMain(m *testing.M) {
 // can inspect after Close.
 func options(t *testing.T) Options {
 	t.Helper()
-	bin, err := consultest.Bin()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("consul agent binary unavailable: %v", err)
-		}
-		t.Skipf("skipping: consul agent binary unavailable (%v); `make bin/consul` builds it", err)
-	}
-	return Options{BinDir: binDir, ConsulBin: bin, Shards: 3, Routers: 2, WorkDir: t.TempDir(),
+	return Options{BinDir: bins.Dir(t), Shards: 3, Routers: 2, WorkDir: t.TempDir(),
 		SimArgs: []string{"--sim-latency=false"}}
 }
 
@@ -70,43 +46,6 @@ func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
 		t.Fatal(err)
 	}
 	return time.Since(start)
-}
-
-// leftovers lists processes the fleet may have started that still exist:
-// our own children, and anything whose command line or working directory
-// lies in the work dir (supervisors, engines, routers). Zombies whose
-// parent is not us are their parent's to reap, and are not counted.
-func leftovers(dir string) []string {
-	var out []string
-	me := strconv.Itoa(os.Getpid())
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid := e.Name()
-		if _, err := strconv.Atoi(pid); err != nil || pid == me {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		state, ppid := f[0], f[1]
-		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
-		cwd, _ := os.Readlink("/proc/" + pid + "/cwd")
-		mine := ppid == me || strings.Contains(string(cmdline), dir) || strings.HasPrefix(cwd, dir)
-		if mine && (state != "Z" || ppid == me) {
-			out = append(out, fmt.Sprintf("pid %s (%s, parent %s): %s", pid, state, ppid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
-		}
-	}
-	return out
-}
-
-// checkNoProcesses fails the test if any process of the fleet survived.
-func checkNoProcesses(t *testing.T, dir string) {
-	t.Helper()
-	if left := leftovers(dir); len(left) > 0 {
-		t.Errorf("processes left after Close:\n%s", strings.Join(left, "\n"))
-	}
 }
 
 // routed is one request's answer through a router.

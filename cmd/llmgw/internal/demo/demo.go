@@ -1,169 +1,156 @@
-// Package demo runs llmgw's local demonstration: a fleet of vllm-sim engines
-// and a multi-turn chat workload sent under different routing policies, with
-// the cache-hit share and TTFT of each. Later the demo routes through
-// llmgw-router; today the policies are applied by the client so the effect of
-// prefix affinity is visible on its own.
+// Package demo runs llmgw's local demonstration on a real chain
+// (internal/fleet): a Consul agent, nomad-driver-vllm under the plugin host
+// running vllm-sim shards with KV events, and llmgw-router processes. It
+// sends one short multi-turn chat workload per routing policy through the
+// routers, found by Consul DNS (internal/bench), shows a progress bar, and
+// prints each policy's cache-hit share and TTFT. Every process it started
+// is stopped, also when ctx is cancelled (Ctrl-C).
 package demo
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"slices"
-	"sync"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/simproc"
+	"github.com/hashicorp/go-hclog"
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/llmgw/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/internal/fleet"
 )
 
 // Config sizes the demo.
 type Config struct {
-	SimBinary string
-	Engines   int
-	Users     int
-	Rounds    int
+	BinDir  string // llmgw-router, nomad-driver-vllm, vllm-sim, consul ("" = <repo>/bin)
+	Shards  int
+	Routers int
+	Users   int
+	Rounds  int
+	// MaxTokens is each answer's length.
 	MaxTokens int
+	// Rate is the workload's arrival rate in requests per second.
+	Rate float64
+	// Policies is a comma-separated list (see internal/bench); "" runs all.
+	Policies string
+	// Progress draws a progress bar per policy on the output.
+	Progress bool
+	// SimArgs are extra vllm-sim flags (the tests turn the latency model off).
+	SimArgs []string
+	// WorkDir keeps the fleet's logs and state ("" = a temporary directory,
+	// removed at the end).
+	WorkDir string
 }
 
 // ParseFlags reads the demo's flags.
 func ParseFlags(args []string) (Config, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	c := Config{}
-	fs.StringVar(&c.SimBinary, "sim", "", "vllm-sim binary (default: next to llmgw)")
-	fs.IntVar(&c.Engines, "engines", 4, "simulated engines")
-	fs.IntVar(&c.Users, "users", 24, "concurrent chat users")
+	c := Config{Progress: true}
+	fs.IntVar(&c.Shards, "shards", 4, "vllm-sim shards, run by the driver")
+	fs.IntVar(&c.Routers, "routers", 2, "llmgw-router processes")
+	fs.IntVar(&c.Users, "users", 16, "chat users")
 	fs.IntVar(&c.Rounds, "rounds", 4, "turns per user")
-	fs.IntVar(&c.MaxTokens, "max-tokens", 24, "tokens per answer")
+	fs.IntVar(&c.MaxTokens, "max-tokens", 16, "tokens per answer")
+	fs.Float64Var(&c.Rate, "rate", 8, "requests per second (Poisson arrivals)")
+	fs.StringVar(&c.Policies, "policies", "", "comma-separated routing policies (default: all)")
+	fs.BoolVar(&c.Progress, "progress", true, "draw a progress bar per policy")
+	fs.StringVar(&c.WorkDir, "workdir", "", "keep the processes' logs here (default: a temporary directory, removed)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	for name, v := range map[string]int{"engines": c.Engines, "users": c.Users, "rounds": c.Rounds, "max-tokens": c.MaxTokens} {
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for name, v := range map[string]int{"shards": c.Shards, "routers": c.Routers, "users": c.Users, "rounds": c.Rounds, "max-tokens": c.MaxTokens} {
 		if v < 1 {
 			return c, fmt.Errorf("-%s must be at least 1, got %d", name, v)
 		}
 	}
+	if c.Rate <= 0 {
+		return c, fmt.Errorf("-rate must be positive, got %v", c.Rate)
+	}
+	if _, err := c.policies(); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
-// policy picks an engine for a user's turn.
-type policy struct {
-	name string
-	pick func(user, turn, n int, seq int) int
+func (c Config) policies() ([]bench.Policy, error) {
+	if c.Policies == "" {
+		return bench.Policies(), nil
+	}
+	return bench.SelectPolicies(c.Policies)
 }
 
-var policies = []policy{
-	{"round-robin", func(_, _, n, seq int) int { return seq % n }},
-	{"conversation-affinity", func(user, _, n, _ int) int { return user % n }},
-}
+// The chat workload's shape: a shared system prompt, a document private
+// to each user opening the conversation, short questions.
+const (
+	systemTokens = 400
+	docTokens    = 800
+	userTokens   = 40
+	blockSize    = 16 // the fleet's shards
+)
 
-// Run starts the engines, runs every policy on a cold cache, prints a table
-// and stops every process it started, also when ctx is cancelled.
+// Run starts the fleet, runs the workload once per policy on empty caches,
+// prints a table and stops the fleet.
 func Run(ctx context.Context, cfg Config, out io.Writer) error {
-	fmt.Fprintf(out, "starting %d vllm-sim engines (latency model on)...\n", cfg.Engines)
-	var engines []*simproc.Proc
+	policies, err := cfg.policies()
+	if err != nil {
+		return err
+	}
+	w, err := workload.Chat(workload.ChatOptions{Users: cfg.Users, Rounds: cfg.Rounds,
+		SystemTokens: systemTokens, DocTokens: docTokens, UserTokens: userTokens, ReplyTokens: cfg.MaxTokens,
+		Rate: cfg.Rate, Seed: 1})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "starting Consul, nomad-driver-vllm with %d vllm-sim shards, and %d llmgw-routers...\n", cfg.Shards, cfg.Routers)
+	start := time.Now()
+	f, err := fleet.Start(ctx, fleet.Options{BinDir: cfg.BinDir, Shards: cfg.Shards, Routers: cfg.Routers, SimArgs: cfg.SimArgs, WorkDir: cfg.WorkDir,
+		Log: hclog.New(&hclog.LoggerOptions{Name: "fleet", Level: hclog.Warn, Output: out})})
+	if err != nil {
+		return fmt.Errorf("start the fleet: %w", err)
+	}
 	defer func() {
-		for _, e := range engines {
-			e.Stop()
-		}
+		fmt.Fprintln(out, "stopping every process...")
+		f.Close()
 	}()
-	for range cfg.Engines {
-		e, err := simproc.Start(ctx, simproc.Options{
-			Binary: cfg.SimBinary,
-			Args:   []string{"demo-model", "--host", "127.0.0.1", "--port", "0", "--max-num-seqs", "8", "--num-gpu-blocks-override", "4096"},
-		}, 30*time.Second)
-		if err != nil {
-			return err
+	fmt.Fprintf(out, "fleet up in %s; routers at %v\n", time.Since(start).Round(100*time.Millisecond), f.RouterURLs())
+	fmt.Fprintf(out, "%d users x %d turns at %g req/s: shared %d-token system prompt, a %d-token document per user, %d-token answers, streamed\n\n",
+		cfg.Users, cfg.Rounds, cfg.Rate, systemTokens, docTokens, cfg.MaxTokens)
+
+	var bar *progressbar.ProgressBar
+	o := bench.Options{Workload: w, Policies: policies, Model: "sim-model", BlockSize: blockSize}
+	o.OnStart = func(p bench.Policy) {
+		if cfg.Progress {
+			bar = progressbar.NewOptions(len(w.Requests), progressbar.OptionSetWriter(out),
+				progressbar.OptionSetDescription(fmt.Sprintf("%-15s", p.Name)), progressbar.OptionShowCount(),
+				progressbar.OptionClearOnFinish())
 		}
-		engines = append(engines, e)
 	}
-	fmt.Fprintf(out, "%d users x %d turns, shared system prompt, %d-token answers, streaming\n\n", cfg.Users, cfg.Rounds, cfg.MaxTokens)
-	fmt.Fprintf(out, "%-22s %8s %12s %10s %10s\n", "policy", "requests", "cache hits", "TTFT p50", "TTFT p99")
-	for _, p := range policies {
-		for _, e := range engines {
-			if err := post(ctx, e.URL+"/reset_prefix_cache", nil, nil); err != nil {
-				return fmt.Errorf("reset %s: %w", e.URL, err)
-			}
+	o.OnResult = func(bench.Policy, client.Result) {
+		if bar != nil {
+			_ = bar.Add(1)
 		}
-		res, err := runWorkload(ctx, cfg, engines, p)
-		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		fmt.Fprintf(out, "%-22s %8d %11.1f%% %10s %10s\n", p.name, len(res.ttfts), 100*res.hitShare(),
-			pct(res.ttfts, 50).Round(time.Millisecond), pct(res.ttfts, 99).Round(time.Millisecond))
 	}
+	rep, err := bench.Run(ctx, f, o)
+	if err != nil {
+		return err
+	}
+	printTable(out, rep.Policies)
 	return nil
 }
 
-type results struct {
-	mu             sync.Mutex
-	ttfts          []time.Duration
-	prompt, cached int
-}
-
-func (r *results) hitShare() float64 {
-	if r.prompt == 0 {
-		return 0
+// printTable shows what each policy did.
+func printTable(out io.Writer, rows []report.Summary) {
+	fmt.Fprintf(out, "%-16s %8s %6s %11s %10s %10s\n", "policy", "requests", "failed", "cache hits", "TTFT p50", "TTFT p99")
+	for _, s := range rows {
+		fmt.Fprintf(out, "%-16s %8d %6d %10.1f%% %8.0fms %8.0fms\n", s.Policy, s.Requests, s.Requests-s.OK,
+			100*s.CachedShare, float64(s.TTFT.P50), float64(s.TTFT.P99))
 	}
-	return float64(r.cached) / float64(r.prompt)
 }
-
-func pct(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
-}
-
-// runWorkload plays every user's conversation concurrently, turns in order.
-func runWorkload(ctx context.Context, cfg Config, engines []*simproc.Proc, p policy) (*results, error) {
-	res := &results{}
-	var seq int
-	var seqMu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, cfg.Users)
-	for u := range cfg.Users {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conv := newConversation(u)
-			for turn := range cfg.Rounds {
-				seqMu.Lock()
-				i := p.pick(u, turn, len(engines), seq)
-				seq++
-				seqMu.Unlock()
-				t, err := conv.turn(ctx, engines[i].URL, cfg.MaxTokens)
-				if err != nil {
-					errs <- err
-					return
-				}
-				res.mu.Lock()
-				res.ttfts = append(res.ttfts, t.ttft)
-				res.prompt += t.prompt
-				res.cached += t.cached
-				res.mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := errors.Join(collect(errs)...); err != nil {
-		return nil, err
-	}
-	return res, nil
-}
-
-func collect(errs <-chan error) []error {
-	var out []error
-	for err := range errs {
-		out = append(out, err)
-	}
-	return out
-}
-
-var client = &http.Client{Timeout: 2 * time.Minute}

@@ -5,76 +5,125 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/llmgw/llmgw/internal/fleet/fleettest"
 )
 
+var bins fleettest.Binaries
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	bins.Remove()
+	os.Exit(code)
+}
+
 func TestParseFlags(t *testing.T) {
-	c, err := ParseFlags([]string{"-engines", "2", "-users", "3"})
-	if err != nil || c.Engines != 2 || c.Users != 3 || c.Rounds != 4 || c.MaxTokens != 24 {
-		t.Errorf("ParseFlags = %+v, %v; want 2 engines, 3 users and defaults", c, err)
+	c, err := ParseFlags([]string{"-shards", "2", "-users", "3", "-policies", "round-robin,precise-prefix"})
+	if err != nil || c.Shards != 2 || c.Users != 3 || c.Routers != 2 || c.Rounds != 4 || c.MaxTokens != 16 || !c.Progress {
+		t.Errorf("ParseFlags = %+v, %v; want 2 shards, 3 users and defaults", c, err)
 	}
-	for _, bad := range [][]string{{"-engines", "0"}, {"-rounds", "x"}, {"-nope"}} {
-		if _, err := ParseFlags(bad); err == nil {
-			t.Errorf("ParseFlags(%q) accepted", bad)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-shards", "0"}, "-shards must be at least 1"},
+		{[]string{"-rounds", "x"}, "invalid value"},
+		{[]string{"-rate", "0"}, "-rate must be positive"},
+		{[]string{"-policies", "fastest"}, `unknown policy "fastest"`},
+		{[]string{"-nope"}, "not defined"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		if _, err := ParseFlags(tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParseFlags(%q): %v; want an error mentioning %q", tt.args, err, tt.want)
 		}
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	d := []time.Duration{5, 1, 4, 2, 3}
-	if pct(d, 50) != 3 || pct(d, 99) != 5 || pct(nil, 50) != 0 {
-		t.Errorf("pct: p50 %v p99 %v; want 3 and 5", pct(d, 50), pct(d, 99))
-	}
+var row = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)%\s+(\d+)ms\s+(\d+)ms$`)
+
+// small is a demo that runs in seconds: two latency-free shards, one
+// router, two policies.
+func small(t *testing.T) Config {
+	return Config{BinDir: bins.Dir(t), Shards: 2, Routers: 1, Users: 3, Rounds: 2, MaxTokens: 4, Rate: 50,
+		Policies: "round-robin,precise-prefix", SimArgs: []string{"--sim-latency=false"}, WorkDir: t.TempDir()}
 }
 
-var row = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+([\d.]+)%`)
-
-// TestRunDemo runs the demo on two real vllm-sim processes.
+// TestRunDemo runs the demo on a real fleet and reads its table.
 func TestRunDemo(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	sim := filepath.Join(t.TempDir(), "vllm-sim")
-	if out, err := exec.Command("go", "build", "-o", sim, "github.com/llmgw/llmgw/cmd/vllm-sim").CombinedOutput(); err != nil {
-		t.Fatalf("build vllm-sim: %v\n%s", err, out)
+	if testing.Short() {
+		t.Skip("starts a fleet")
 	}
+	cfg := small(t)
 	var out bytes.Buffer
-	cfg := Config{SimBinary: sim, Engines: 2, Users: 2, Rounds: 2, MaxTokens: 4}
 	if err := Run(context.Background(), cfg, &out); err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
 	rows := row.FindAllStringSubmatch(out.String(), -1)
-	if len(rows) != 2 || rows[0][1] != "round-robin" || rows[1][1] != "conversation-affinity" {
+	if len(rows) != 2 || rows[0][1] != "round-robin" || rows[1][1] != "precise-prefix" {
 		t.Fatalf("table rows %q in\n%s", rows, out.String())
 	}
 	for _, r := range rows {
-		if r[2] != "4" {
-			t.Errorf("%s ran %s requests; want 4", r[1], r[2])
+		if r[2] != "6" || r[3] != "0" {
+			t.Errorf("%s: %s requests, %s failed; want 6 and 0\n%s", r[1], r[2], r[3], out.String())
 		}
 	}
-	// With affinity each second turn finds its whole history cached.
-	if share, _ := strconv.ParseFloat(rows[1][3], 64); share < 40 {
-		t.Errorf("affinity cache-hit share %v%%; want at least 40%%\n%s", share, out.String())
+	// Each second turn carries its first turn's prompt: precise routing
+	// finds it cached.
+	if share, _ := strconv.ParseFloat(rows[1][4], 64); share <= 0 {
+		t.Errorf("precise-prefix cache-hit share %v%%; want some\n%s", share, out.String())
 	}
+	fleettest.CheckNone(t, cfg.WorkDir)
+	goleak.VerifyNone(t)
 }
 
-// An engine that never becomes ready is stopped and reaped when the demo is
-// cancelled (Ctrl-C): the goroutine that waits on it must be gone.
-func TestRunStopsEnginesOnCancel(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	hang := filepath.Join(t.TempDir(), "hang")
-	if err := os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
-		t.Fatal(err)
+// TestRunStopsEverythingOnCancel: Ctrl-C (a cancelled context) once the
+// fleet is up ends the demo with the context's error and leaves no process.
+func TestRunStopsEverythingOnCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a fleet")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	cfg := small(t)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err := Run(ctx, Config{SimBinary: hang, Engines: 1, Users: 1, Rounds: 1, MaxTokens: 1}, &bytes.Buffer{})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Run: %v; want the context's deadline error", err)
+	out := &cancelWriter{on: "fleet up", cancel: cancel}
+	err := Run(ctx, cfg, out)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v; want the context's cancellation\n%s", err, out.String())
 	}
+	if !strings.Contains(out.String(), "stopping every process") {
+		t.Errorf("output lacks the shutdown:\n%s", out.String())
+	}
+	fleettest.CheckNone(t, cfg.WorkDir)
+	goleak.VerifyNone(t)
+}
+
+// cancelWriter cancels once the output contains on.
+type cancelWriter struct {
+	on     string
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	b      bytes.Buffer
+}
+
+func (w *cancelWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.on) {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+func (w *cancelWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
