@@ -74,8 +74,11 @@ type walk struct {
 // missing key.
 func (w *walk) scan(from, to int) {
 	keys := w.keys
+	for i := from + 1; i < min(from+touchAhead, to); i++ {
+		w.sink += w.ix.shard(keys[i]).touch(keys[i])
+	}
 	for i := from; i < to; i++ {
-		if i > from && i+touchAhead < to {
+		if i+touchAhead < to {
 			w.sink += w.ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
 		}
 		e := w.ix.shard(keys[i]).get(keys[i])
