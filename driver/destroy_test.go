@@ -17,9 +17,7 @@ func TestDestroyRunning(t *testing.T) {
 	ev := watchEvents(t, h)
 	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
-	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, h, task.Config)
 	pid := enginePid(t, h, id)
 	if _, err := h.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id}); err == nil {
 		t.Error("destroying a running task without force succeeded")

@@ -13,7 +13,6 @@ import (
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
 // TestForwardToRouters runs the whole KV path with a real Consul agent: a
@@ -49,9 +48,7 @@ func TestForwardToRouters(t *testing.T) {
 	ev := watchEvents(t, h)
 	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
-	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, h, task.Config)
 	ev.next(t, "model ready")
 	url := engineURL(task)
 	complete(t, url, strings.Repeat("one two three four five six ", 10))

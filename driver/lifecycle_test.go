@@ -119,6 +119,17 @@ func newTask(t *testing.T, h *pluginhost.Host, config map[string]any) *pluginhos
 	return task
 }
 
+// start starts the task on h, failing the test if the plugin refuses, and
+// returns its handle.
+func start(t *testing.T, h *pluginhost.Host, cfg *drivers.TaskConfig) *drivers.TaskHandle {
+	t.Helper()
+	resp, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetHandle()
+}
+
 // events collects the TaskEvents stream in the background.
 type events struct {
 	ch chan *drivers.DriverTaskEvent
@@ -218,11 +229,7 @@ func TestLifecycle(t *testing.T) {
 	ev := watchEvents(t, h)
 	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
-	resp, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if hd := resp.GetHandle(); hd.GetConfig().GetId() != id || len(hd.GetDriverState()) == 0 || hd.GetVersion() != 1 {
+	if hd := start(t, h, task.Config); hd.GetConfig().GetId() != id || len(hd.GetDriverState()) == 0 || hd.GetVersion() != 1 {
 		t.Fatalf("handle %v", hd)
 	}
 	kv := ev.next(t, "KV events")
@@ -314,9 +321,7 @@ func TestGracefulStop(t *testing.T) {
 	ev := watchEvents(t, h)
 	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
-	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, h, task.Config)
 	if e := ev.next(t, "KV events"); !strings.Contains(e.GetMessage(), "kv_events is not set") {
 		t.Errorf("event %q; want events off because not asked", e.GetMessage())
 	}
@@ -338,9 +343,7 @@ func TestExecStreaming(t *testing.T) {
 	h := launch(t, simBin)
 	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
-	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, h, task.Config)
 	defer stop(t, h, id)
 	s, err := h.Driver.ExecTaskStreaming(ctx(t))
 	if err != nil {

@@ -25,28 +25,39 @@ import (
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
-// truth is the engine's own view of its cache, as canonical block keys:
-// what the driver's block state must equal.
-func truth(t *testing.T, url string) (n int, sum uint64) {
+// engineBlock is one block of vllm-sim's /debug/kv/blocks dump.
+type engineBlock struct {
+	Hash     uint64   `json:"hash"`
+	Parent   *uint64  `json:"parent"`
+	TokenIDs []uint32 `json:"token_ids"`
+	Medium   string   `json:"medium"`
+	Rank     int      `json:"dp_rank"`
+}
+
+// engineBlocks reads the engine's own view of its cache.
+func engineBlocks(t *testing.T, url string) []engineBlock {
 	t.Helper()
 	resp, err := http.Get(url + "/debug/kv/blocks")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var gt struct {
-		Blocks []struct {
-			Hash     uint64   `json:"hash"`
-			Parent   *uint64  `json:"parent"`
-			TokenIDs []uint32 `json:"token_ids"`
-			Medium   string   `json:"medium"`
-		} `json:"blocks"`
+	var dump struct {
+		Blocks []engineBlock `json:"blocks"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&gt); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(&dump); err != nil {
 		t.Fatal(err)
 	}
+	return dump.Blocks
+}
+
+// truth is the engine's own view of its cache, as canonical block keys:
+// what the driver's block state must equal.
+func truth(t *testing.T, url string) (n int, sum uint64) {
+	t.Helper()
+	blocks := engineBlocks(t, url)
 	byHash := map[uint64]int{}
-	for i, b := range gt.Blocks {
+	for i, b := range blocks {
 		byHash[b.Hash] = i
 	}
 	keys := map[uint64]blockkey.Key{}
@@ -55,7 +66,7 @@ func truth(t *testing.T, url string) (n int, sum uint64) {
 		if k, ok := keys[h]; ok {
 			return k
 		}
-		b := gt.Blocks[byHash[h]]
+		b := blocks[byHash[h]]
 		parent := blockkey.Root("")
 		if b.Parent != nil {
 			parent = key(*b.Parent)
@@ -64,7 +75,7 @@ func truth(t *testing.T, url string) (n int, sum uint64) {
 		keys[h] = k
 		return k
 	}
-	for _, b := range gt.Blocks {
+	for _, b := range blocks {
 		n++
 		sum += uint64(key(b.Hash))
 	}
@@ -118,10 +129,7 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	ev := watchEvents(t, h1)
 	task := newTask(t, h1, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
-	resp, err := h1.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config})
-	if err != nil {
-		t.Fatal(err)
-	}
+	started := start(t, h1, task.Config)
 	ev.next(t, "model ready")
 	url := engineURL(task)
 	pid := enginePid(t, h1, id)
@@ -141,7 +149,7 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	h2 := launch(t, simBin)
 	ev2 := watchEvents(t, h2)
 	// After an agent restart Nomad has lost the raw task config.
-	handle := proto.Clone(resp.GetHandle()).(*drivers.TaskHandle)
+	handle := proto.Clone(started).(*drivers.TaskHandle)
 	handle.Config.MsgpackDriverConfig = nil
 	if _, err := h2.Driver.RecoverTask(ctx(t), &drivers.RecoverTaskRequest{Handle: handle}); err != nil {
 		t.Fatal(err)
@@ -250,9 +258,7 @@ func TestNonLeaderGetsNoEvents(t *testing.T) {
 	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true,
 		"shard": []map[string]any{{"rank": 1, "count": 2, "leader_address": "127.0.0.1:29500"}},
 		"args":  []string{"--sim-latency=false", "--port", strconv.Itoa(netport.FreeTCP(t))}})
-	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, h, task.Config)
 	if e := ev.next(t, "KV events off"); !strings.Contains(e.GetMessage(), "rank 1 is not the leader") {
 		t.Errorf("event %q", e.GetMessage())
 	}
@@ -295,9 +301,7 @@ func TestRestartReusesListener(t *testing.T) {
 	ev := watchEvents(t, h)
 	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
 	first := task.Config.GetId()
-	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, h, task.Config)
 	ev.next(t, "model ready")
 	port := inspect(t, h, first).GetDriver().GetAttributes()["kv_port"]
 	if err := syscall.Kill(enginePid(t, h, first), syscall.SIGKILL); err != nil {
@@ -309,9 +313,7 @@ func TestRestartReusesListener(t *testing.T) {
 
 	again := proto.Clone(task.Config).(*drivers.TaskConfig)
 	again.Id = again.GetAllocId() + "/" + again.GetName() + "/restart1"
-	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: again}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, h, again)
 	if e := ev.next(t, "restart seen"); !strings.HasSuffix(e.GetMessage(), port) {
 		t.Errorf("event %q; want the restart to keep port %s", e.GetMessage(), port)
 	}
@@ -337,16 +339,13 @@ func TestSupervisorLost(t *testing.T) {
 	h := launch(t, simBin)
 	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
-	resp, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config})
-	if err != nil {
-		t.Fatal(err)
-	}
+	started := start(t, h, task.Config)
 	var st struct {
 		Supervisor struct {
 			Pid int `json:"supervisor_pid"`
 		} `json:"supervisor"`
 	}
-	if err := json.Unmarshal(resp.GetHandle().GetDriverState(), &st); err != nil || st.Supervisor.Pid == 0 {
+	if err := json.Unmarshal(started.GetDriverState(), &st); err != nil || st.Supervisor.Pid == 0 {
 		t.Fatalf("driver state: %v", err)
 	}
 	pid := enginePid(t, h, id)
@@ -373,9 +372,7 @@ func TestDataParallelEvents(t *testing.T) {
 	// engine's least-loaded rank choice spreads them over both ranks.
 	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "data_parallel_size": 2})
 	id := task.Config.GetId()
-	if _, err := h.Driver.StartTask(ctx(t), &drivers.StartTaskRequest{Task: task.Config}); err != nil {
-		t.Fatal(err)
-	}
+	start(t, h, task.Config)
 	defer stop(t, h, id)
 	ev.next(t, "model ready")
 	url := engineURL(task)
@@ -395,21 +392,8 @@ func TestDataParallelEvents(t *testing.T) {
 	}
 	wg.Wait()
 	waitInSync(t, func() map[string]string { return inspect(t, h, id).GetDriver().GetAttributes() }, url)
-	resp, err := http.Get(url + "/debug/kv/blocks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var gt struct {
-		Blocks []struct {
-			Rank int `json:"dp_rank"`
-		} `json:"blocks"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&gt); err != nil {
-		t.Fatal(err)
-	}
 	ranks := map[int]bool{}
-	for _, b := range gt.Blocks {
+	for _, b := range engineBlocks(t, url) {
 		ranks[b.Rank] = true
 	}
 	if len(ranks) != 2 {
