@@ -9,9 +9,11 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -61,6 +63,12 @@ func ParseFlags(args []string) (Config, error) {
 	fs.BoolVar(&c.Progress, "progress", true, "draw a progress bar per policy")
 	fs.StringVar(&c.WorkDir, "workdir", "", "keep the processes' logs here (default: a temporary directory, removed)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			var b strings.Builder
+			fs.SetOutput(&b)
+			fs.PrintDefaults()
+			return c, fmt.Errorf("flags:\n%s", b.String())
+		}
 		return c, err
 	}
 	if fs.NArg() > 0 {

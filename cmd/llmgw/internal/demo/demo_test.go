@@ -39,6 +39,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-policies", "fastest"}, `unknown policy "fastest"`},
 		{[]string{"-nope"}, "not defined"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"-h"}, "-policies string"},
 	} {
 		if _, err := ParseFlags(tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ParseFlags(%q): %v; want an error mentioning %q", tt.args, err, tt.want)
