@@ -64,9 +64,11 @@ func BenchmarkSchedule(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime(b)
+			req := &Request{}
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
-				req := &Request{Model: "m", Keys: prompt, BlockTokens: 16}
+				// Reused, as the gateway reuses it (and its scratch) per request.
+				req.Reset(Request{Model: "m", Keys: prompt, BlockTokens: 16})
 				d, err := s.Schedule(ctx, req, cands)
 				if err != nil {
 					b.Fatal(err)
