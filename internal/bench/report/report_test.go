@@ -15,13 +15,15 @@ import (
 )
 
 func ok(ttft time.Duration, gaps []time.Duration, prompt, cached int) client.Result {
-	return client.Result{Status: 200, Started: true, TTFT: ttft, E2E: ttft + 100*time.Millisecond, ITL: gaps, PromptTokens: prompt, CachedTokens: cached}
+	return client.Result{Status: 200, Started: true, Replica: "r1", TTFT: ttft, E2E: ttft + 100*time.Millisecond, ITL: gaps, PromptTokens: prompt, CachedTokens: cached}
 }
 
 func TestSummarize(t *testing.T) {
 	ms := time.Millisecond
+	other := ok(100*ms, []time.Duration{10 * ms, 10 * ms}, 100, 64)
+	other.Replica = "r2"
 	results := []client.Result{
-		ok(100*ms, []time.Duration{10 * ms, 10 * ms}, 100, 64),
+		other,
 		ok(300*ms, []time.Duration{30 * ms}, 100, 0),  // misses the ITL SLO
 		ok(2000*ms, []time.Duration{10 * ms}, 50, 32), // misses the TTFT SLO
 		{Status: 429, Err: "status 429", Attempts: 6}, // shed
@@ -37,6 +39,7 @@ func TestSummarize(t *testing.T) {
 		Goodput: 0.5, GoodputShare: 0.2,
 		PromptTokens: 250, CachedTokens: 96, CachedShare: 96.0 / 250,
 		OracleTokens: 176, OracleHitShare: 96.0 / 176,
+		BusiestShare: 2.0 / 3,
 	}
 	if diff := cmp.Diff(want, s, cmp.AllowUnexported(Summary{}), cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".ttfts" }, cmp.Ignore())); diff != "" {
 		t.Errorf("summary (-want +got):\n%s", diff)
@@ -78,7 +81,7 @@ func TestMarkdownAndJSON(t *testing.T) {
 		"Command: `llmgw bench -rate 4`",
 		"could reuse 160 of 200 prompt tokens (80.0%)",
 		"| precise | 40.0 ms | 60.0 ms |",
-		"| 80.0% | 100.0% |",
+		"| 80.0% | 100.0% | 100.0% |",
 		"![ttft-cdf](bench/ttft-cdf.png)",
 	} {
 		if !strings.Contains(md, want) {

@@ -51,6 +51,10 @@ type Summary struct {
 	// requests; OracleHitShare is CachedTokens / OracleTokens.
 	OracleTokens   int     `json:"oracle_tokens"`
 	OracleHitShare float64 `json:"oracle_hit_share"`
+	// BusiestShare is the share of completed requests served by the
+	// replica that served the most (1/shards is an even spread), from the
+	// router's X-Llmgw-Replica header.
+	BusiestShare float64 `json:"busiest_replica_share"`
 
 	ttfts []time.Duration // sorted, for the CDF plot
 }
@@ -61,6 +65,7 @@ func Summarize(policy string, results []client.Result, reusable []int, slo SLO, 
 	s := Summary{Policy: policy, Duration: duration, Requests: len(results)}
 	var ttft, itl, e2e []time.Duration
 	good := 0
+	perReplica := map[string]int{}
 	for i, r := range results {
 		switch {
 		case r.OK():
@@ -72,6 +77,7 @@ func Summarize(policy string, results []client.Result, reusable []int, slo SLO, 
 			continue
 		}
 		s.OK++
+		perReplica[r.Replica]++
 		ttft = append(ttft, r.TTFT)
 		e2e = append(e2e, r.E2E)
 		itl = append(itl, r.ITL...)
@@ -92,6 +98,11 @@ func Summarize(policy string, results []client.Result, reusable []int, slo SLO, 
 	s.GoodputShare = ratio(good, s.Requests)
 	s.CachedShare = ratio(s.CachedTokens, s.PromptTokens)
 	s.OracleHitShare = ratio(s.CachedTokens, s.OracleTokens)
+	busiest := 0
+	for _, n := range perReplica {
+		busiest = max(busiest, n)
+	}
+	s.BusiestShare = ratio(busiest, s.OK)
 	return s
 }
 
