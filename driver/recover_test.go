@@ -20,35 +20,20 @@ import (
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/simproc"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
-// engineBlock is one block of vllm-sim's /debug/kv/blocks dump.
-type engineBlock struct {
-	Hash     uint64   `json:"hash"`
-	Parent   *uint64  `json:"parent"`
-	TokenIDs []uint32 `json:"token_ids"`
-	Medium   string   `json:"medium"`
-	Rank     int      `json:"dp_rank"`
-}
-
 // engineBlocks reads the engine's own view of its cache.
-func engineBlocks(t *testing.T, url string) []engineBlock {
+func engineBlocks(t *testing.T, url string) []simproc.Block {
 	t.Helper()
-	resp, err := http.Get(url + "/debug/kv/blocks")
+	d, err := simproc.ReadDump(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var dump struct {
-		Blocks []engineBlock `json:"blocks"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&dump); err != nil {
-		t.Fatal(err)
-	}
-	return dump.Blocks
+	return d.Blocks
 }
 
 // truth is the engine's own view of its cache, as canonical block keys:
@@ -394,7 +379,7 @@ func TestDataParallelEvents(t *testing.T) {
 	waitInSync(t, func() map[string]string { return inspect(t, h, id).GetDriver().GetAttributes() }, url)
 	ranks := map[int]bool{}
 	for _, b := range engineBlocks(t, url) {
-		ranks[b.Rank] = true
+		ranks[b.DPRank] = true
 	}
 	if len(ranks) != 2 {
 		t.Errorf("blocks on ranks %v; want both ranks to hold some", ranks)

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // evt is a decoded KV event, read generically (not with the simulator's
@@ -271,26 +271,11 @@ func toU64(t *testing.T, v any) uint64 {
 	return 0
 }
 
-// dumpBlock is one entry of /debug/kv/blocks.
-type dumpBlock struct {
-	Hash     uint64   `json:"hash"`
-	Parent   *uint64  `json:"parent"`
-	TokenIDs []uint32 `json:"token_ids"`
-	Medium   string   `json:"medium"`
-	DPRank   int      `json:"dp_rank"`
-}
-
-func dump(t *testing.T, p proc) []dumpBlock {
+// dump reads the simulator's ground truth: every block its caches hold.
+func dump(t *testing.T, p proc) []simproc.Block {
 	t.Helper()
-	resp, err := http.Get(p.URL + "/debug/kv/blocks")
+	d, err := simproc.ReadDump(t.Context(), p.URL)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var d struct {
-		Blocks []dumpBlock `json:"blocks"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
 		t.Fatal(err)
 	}
 	return d.Blocks
@@ -334,7 +319,7 @@ func apply(batches []batch) state {
 }
 
 // truth counts the dump's blocks the same way.
-func truth(blocks []dumpBlock) map[string]map[uint64]int {
+func truth(blocks []simproc.Block) map[string]map[uint64]int {
 	m := map[string]map[uint64]int{"GPU": {}, "CPU": {}}
 	for _, b := range blocks {
 		m[b.Medium][b.Hash]++

@@ -8,6 +8,7 @@ import (
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // groundTruth turns vllm-sim's dump into canonical blocks. Keys chain over
@@ -16,8 +17,8 @@ import (
 // still resolves if an earlier dump saw its chain. ok is false when a block
 // cannot be resolved yet.
 func groundTruth(p *simProcess, known map[uint64]blockkey.Key) (blocks []Block, ok bool) {
-	_, dump := p.dump()
-	byHash := map[uint64]simBlock{}
+	dump := p.dump()
+	byHash := map[uint64]simproc.Block{}
 	for _, b := range dump {
 		if len(b.TokenIDs) > 0 {
 			byHash[b.Hash] = b

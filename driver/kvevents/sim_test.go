@@ -109,30 +109,14 @@ func (p *simProcess) tryComplete(prompt string) error {
 	return nil
 }
 
-// simBlock is one entry of vllm-sim's ground-truth dump.
-type simBlock struct {
-	Hash     uint64   `json:"hash"`
-	Parent   *uint64  `json:"parent"`
-	TokenIDs []uint32 `json:"token_ids"`
-	Medium   string   `json:"medium"`
-	DPRank   int      `json:"dp_rank"`
-}
-
-func (p *simProcess) dump() (blockSize int, blocks []simBlock) {
+// dump reads the simulator's ground truth: every block its caches hold.
+func (p *simProcess) dump() []simproc.Block {
 	p.t.Helper()
-	resp, err := http.Get(p.URL + "/debug/kv/blocks")
+	d, err := simproc.ReadDump(p.t.Context(), p.URL)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var d struct {
-		BlockSize int        `json:"block_size"`
-		Blocks    []simBlock `json:"blocks"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
-		p.t.Fatal(err)
-	}
-	return d.BlockSize, d.Blocks
+	return d.Blocks
 }
 
 // prompts returns a workload: n prompts over a few shared prefixes, long
