@@ -5,7 +5,8 @@
 // SIGKILL of its process group, always reaping it.
 //
 // The demo and the tests of several packages start simulators; this is the
-// one place that knows how. It imports only the standard library.
+// one place that knows how, and that reads a simulator's ground-truth dump
+// of its caches (ReadDump). It imports only the standard library.
 package simproc
 
 import (
