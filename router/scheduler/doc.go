@@ -10,6 +10,11 @@
 // turns a Config into a Scheduler, decoding each plugin's parameters
 // strictly. README.md documents every plugin and its parameters.
 //
+// Scheduling runs on every request, so its path allocates nothing: Schedule
+// works in scratch memory kept in the Request (Request.Reset keeps it for
+// the next request; the router pools its Requests), and plugins pool their
+// own (TestScheduleReusedRequestAllocatesNothing holds this).
+//
 // The package owns scheduling policy and the per-plugin state it needs. It
 // reads the precise index through the PrefixIndex interface (router/index
 // provides it) and must not import driver/..., HTTP frameworks, or other
