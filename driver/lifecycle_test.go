@@ -285,21 +285,13 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("unknown signal: %v", err)
 	}
 
-	waited := make(chan *drivers.WaitTaskResponse, 1)
-	go func() {
-		r, err := h.Driver.WaitTask(context.Background(), &drivers.WaitTaskRequest{TaskId: id})
-		if err != nil {
-			t.Errorf("wait: %v", err)
-		}
-		waited <- r
-	}()
+	waited := h.WaitAsync(ctx(t), id)
 	if _, err := h.Driver.StopTask(ctx(t), &drivers.StopTaskRequest{TaskId: id, Timeout: durationpb.New(300 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
 	ev.next(t, "engine did not stop within")
-	r := <-waited
-	if r.GetResult().GetSignal() != int32(syscall.SIGKILL) {
-		t.Errorf("wait %v; want SIGKILL after the timeout", r)
+	if w := <-waited; w.Err != nil || w.Resp.GetResult().GetSignal() != int32(syscall.SIGKILL) {
+		t.Errorf("wait %v, %v; want SIGKILL after the timeout", w.Resp, w.Err)
 	}
 	poll.Until(t, "no process of the shard's group", func() bool { return groupGone(pid) })
 	if st := inspect(t, h, id).GetTask(); st.GetState() != drivers.TaskState_EXITED || !st.GetCompletedAt().IsValid() {

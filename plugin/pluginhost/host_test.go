@@ -266,21 +266,13 @@ func TestTaskLifecycle(t *testing.T) {
 		t.Errorf("recover from garbage driver_state: got %v", err)
 	}
 
-	waited := make(chan *drivers.WaitTaskResponse, 1)
-	go func() {
-		r, err := h.Driver.WaitTask(context.Background(), &drivers.WaitTaskRequest{TaskId: id})
-		if err != nil {
-			t.Errorf("wait: %v", err)
-		}
-		waited <- r
-	}()
+	waited := h.WaitAsync(c, id)
 	// The shell ignores SIGINT, so the stop must escalate to SIGKILL.
 	if _, err := h.Driver.StopTask(c, &drivers.StopTaskRequest{TaskId: id, Timeout: durationpb.New(200 * time.Millisecond)}); err != nil {
 		t.Fatal(err)
 	}
-	r := <-waited
-	if r.GetResult().GetSignal() != int32(syscall.SIGKILL) {
-		t.Errorf("wait result %v; want killed by SIGKILL after the timeout", r.GetResult())
+	if w := <-waited; w.Err != nil || w.Resp.GetResult().GetSignal() != int32(syscall.SIGKILL) {
+		t.Errorf("wait %v, %v; want killed by SIGKILL after the timeout", w.Resp, w.Err)
 	}
 	// Killed members may linger briefly as zombies until init reaps them.
 	poll.Until(t, "the process group to vanish", func() bool { return syscall.Kill(-hs.Pid, 0) == syscall.ESRCH })

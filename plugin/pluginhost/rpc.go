@@ -54,6 +54,24 @@ func (h *Host) EncodeTaskConfig(ctx context.Context, t *Task, config map[string]
 	return nil
 }
 
+// Waited is what a WaitTask call answered.
+type Waited struct {
+	Resp *drivers.WaitTaskResponse
+	Err  error
+}
+
+// WaitAsync calls WaitTask for task id in the background, as Nomad's task
+// runner keeps a WaitTask open while it stops a task, and delivers the
+// answer on the returned channel. Cancelling ctx ends the call.
+func (h *Host) WaitAsync(ctx context.Context, id string) <-chan Waited {
+	ch := make(chan Waited, 1)
+	go func() {
+		r, err := h.Driver.WaitTask(ctx, &drivers.WaitTaskRequest{TaskId: id})
+		ch <- Waited{r, err}
+	}()
+	return ch
+}
+
 // CheckPluginInfo validates a plugin's identity as the agent's loader does:
 // a driver, speaking API 0.1.0, with a semver version and a name.
 func CheckPluginInfo(info *base.PluginInfoResponse) error {
