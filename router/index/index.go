@@ -252,10 +252,10 @@ func (ix *Index) touchGroup(keys []uint64) {
 	ix.sink += sum
 }
 
-func (ix *Index) add(hs int, t Tier, keys []uint64) {
-	bit := uint64(1) << hs
-	max := int64(ix.opts.MaxKeys)
-	added := int64(0)
+// change runs fn on each key inside its shard's write bracket, touching
+// the keys a group at a time first (see writeGroup). fn must not call out
+// of the Index: readers of the shard retry until it returns.
+func (ix *Index) change(keys []uint64, fn func(sh *shard, k uint64)) {
 	for len(keys) > 0 {
 		g := keys[:min(len(keys), writeGroup)]
 		keys = keys[len(g):]
@@ -263,56 +263,58 @@ func (ix *Index) add(hs int, t Tier, keys []uint64) {
 		for _, k := range g {
 			sh := ix.shard(k)
 			sh.begin()
-			var s *slot
-			if max > 0 && ix.keys.Load()+added >= max {
-				if s = sh.t.ref(k, false); s == nil {
-					sh.end()
-					ix.keys.Add(added) // the callback reports the count
-					added = 0
-					ix.reject()
-					continue
-				}
-			} else {
-				s = sh.t.ref(k, true)
-			}
-			switch p := s.tier(t); {
-			case s.empty(): // just inserted: its holder sets are zero
-				p.Store(bit)
-				ix.counts[hs][t]++
-				added++
-			case p.Load()&bit == 0:
-				p.Or(bit)
-				ix.counts[hs][t]++
-			}
+			fn(sh, k)
 			sh.end()
 		}
 	}
+}
+
+func (ix *Index) add(hs int, t Tier, keys []uint64) {
+	bit := uint64(1) << hs
+	max := int64(ix.opts.MaxKeys)
+	var added int64
+	rejected := 0
+	ix.change(keys, func(sh *shard, k uint64) {
+		var s *slot
+		if max > 0 && ix.keys.Load()+added >= max {
+			if s = sh.t.ref(k, false); s == nil {
+				rejected++
+				return
+			}
+		} else {
+			s = sh.t.ref(k, true)
+		}
+		switch p := s.tier(t); {
+		case s.empty(): // just inserted: its holder sets are zero
+			p.Store(bit)
+			ix.counts[hs][t]++
+			added++
+		case p.Load()&bit == 0:
+			p.Or(bit)
+			ix.counts[hs][t]++
+		}
+	})
 	ix.keys.Add(added)
+	for range rejected {
+		ix.reject()
+	}
 }
 
 func (ix *Index) del(hs int, t Tier, keys []uint64) {
 	bit := uint64(1) << hs
 	removed := 0
-	for len(keys) > 0 {
-		g := keys[:min(len(keys), writeGroup)]
-		keys = keys[len(g):]
-		ix.touchGroup(g)
-		for _, k := range g {
-			sh := ix.shard(k)
-			sh.begin()
-			if s := sh.t.ref(k, false); s != nil {
-				if p := s.tier(t); p.Load()&bit != 0 {
-					p.And(^bit)
-					ix.counts[hs][t]--
-					if s.empty() {
-						sh.t.remove(k)
-						removed++
-					}
+	ix.change(keys, func(sh *shard, k uint64) {
+		if s := sh.t.ref(k, false); s != nil {
+			if p := s.tier(t); p.Load()&bit != 0 {
+				p.And(^bit)
+				ix.counts[hs][t]--
+				if s.empty() {
+					sh.t.remove(k)
+					removed++
 				}
 			}
-			sh.end()
 		}
-	}
+	})
 	ix.dropped(removed)
 }
 
