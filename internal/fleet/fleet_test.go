@@ -177,8 +177,27 @@ func TestFleet(t *testing.T) {
 		}
 	})
 
+	t.Run("a router config the router refuses fails RestartRouters", func(t *testing.T) {
+		err := f.RestartRouters(ctx, "scorer \"no-such-scorer\" {}\npicker \"max-score\" {}")
+		if err == nil || !strings.Contains(err.Error(), "no-such-scorer") {
+			t.Fatalf("RestartRouters with an unknown scorer: %v; want the router's complaint naming it", err)
+		}
+		if got := f.RouterURLs(); len(got) != 0 {
+			t.Errorf("RouterURLs() = %v after the failed restart; want none", got)
+		}
+		if err := f.RestartRouters(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.RouterURLs(); len(got) != 2 {
+			t.Errorf("RouterURLs() = %v; want 2 routers again", got)
+		}
+	})
+
 	t.Run("a killed router leaves Consul DNS, the other serves on", func(t *testing.T) {
 		routers := f.RouterURLs()
+		if len(routers) != 2 {
+			t.Fatalf("routers %v; want 2 to kill one", routers)
+		}
 		killed, survivor := f.routers[0], f.routers[1]
 		if err := f.KillRouter(0); err != nil {
 			t.Fatal(err)
