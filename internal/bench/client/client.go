@@ -90,8 +90,10 @@ func (c *Client) Close() { c.o.HTTP.CloseIdleConnections() }
 type forgetter interface{ Forget() }
 
 // Do sends r and streams its answer. It tries routers in turn, starting at
-// one chosen by the request's ID so that load spreads, and retries on
-// another router whenever nothing of the answer has arrived yet.
+// one chosen by the request's ID in the list Routers returned (Consul
+// shuffles its DNS answers, so through ConsulDNS the first router is
+// effectively random, as for any DNS client), and retries on another
+// router whenever nothing of the answer has arrived yet.
 func (c *Client) Do(ctx context.Context, r *workload.Request) Result {
 	res := Result{ID: r.ID}
 	body, err := r.Body(c.o.Model)
