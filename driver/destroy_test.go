@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
@@ -25,7 +26,7 @@ func TestDestroyRunning(t *testing.T) {
 	if _, err := h.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id, Force: true}); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, "the shard's group to vanish", func() bool { return groupGone(pid) })
+	poll.Until(t, "the shard's group to vanish", func() bool { return pluginhost.GroupGone(pid) })
 	timeout := time.After(30 * time.Second)
 	for {
 		select {

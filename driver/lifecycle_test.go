@@ -219,8 +219,6 @@ func procState(pid int) string {
 	return f[0]
 }
 
-func groupGone(pgid int) bool { return syscall.Kill(-pgid, 0) == syscall.ESRCH }
-
 // TestLifecycle drives one vllm-sim shard through the whole task
 // lifecycle: start, KV and health events, logs in the FIFOs, stats, exec,
 // signals, a stop that must escalate to SIGKILL, and destroy.
@@ -293,7 +291,7 @@ func TestLifecycle(t *testing.T) {
 	if w := <-waited; w.Err != nil || w.Resp.GetResult().GetSignal() != int32(syscall.SIGKILL) {
 		t.Errorf("wait %v, %v; want SIGKILL after the timeout", w.Resp, w.Err)
 	}
-	poll.Until(t, "no process of the shard's group", func() bool { return groupGone(pid) })
+	poll.Until(t, "no process of the shard's group", func() bool { return pluginhost.GroupGone(pid) })
 	if st := inspect(t, h, id).GetTask(); st.GetState() != drivers.TaskState_EXITED || !st.GetCompletedAt().IsValid() {
 		t.Errorf("inspect after stop: %v", st)
 	}

@@ -125,7 +125,7 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	if err := h1.Crash(); err != nil {
 		t.Fatal(err)
 	}
-	if groupGone(pid) {
+	if pluginhost.GroupGone(pid) {
 		t.Fatal("the shard died with the plugin")
 	}
 	// Blocks stored while no plugin listens: only replay can deliver them.
@@ -344,7 +344,7 @@ func TestSupervisorLost(t *testing.T) {
 	if r.GetResult().GetExitCode() == 0 || !strings.Contains(r.GetErr(), "without recording") {
 		t.Errorf("wait %v; want a failure naming the lost supervisor", r)
 	}
-	poll.Until(t, "the orphaned engine's group to be killed", func() bool { return groupGone(pid) })
+	poll.Until(t, "the orphaned engine's group to be killed", func() bool { return pluginhost.GroupGone(pid) })
 }
 
 // TestDataParallelEvents: with data_parallel_size 2 each rank publishes on

@@ -274,8 +274,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if w := <-waited; w.Err != nil || w.Resp.GetResult().GetSignal() != int32(syscall.SIGKILL) {
 		t.Errorf("wait %v, %v; want killed by SIGKILL after the timeout", w.Resp, w.Err)
 	}
-	// Killed members may linger briefly as zombies until init reaps them.
-	poll.Until(t, "the process group to vanish", func() bool { return syscall.Kill(-hs.Pid, 0) == syscall.ESRCH })
+	poll.Until(t, "the process group to vanish", func() bool { return pluginhost.GroupGone(hs.Pid) })
 	insp, err = h.Driver.InspectTask(c, &drivers.InspectTaskRequest{TaskId: id})
 	if err != nil || insp.GetTask().GetState() != drivers.TaskState_EXITED || !insp.GetTask().GetCompletedAt().IsValid() {
 		t.Errorf("inspect after stop: %v, %v", insp, err)

@@ -172,6 +172,11 @@ func waitEmpty(ctx context.Context, pgid int) {
 	}
 }
 
+// GroupGone reports whether process group pgid has no live member left.
+// Unlike kill(-pgid, 0), it does not count zombies: they have exited and
+// wait only for their parent (or init) to reap them.
+func GroupGone(pgid int) bool { return len(liveMembers(pgid)) == 0 }
+
 // liveMembers lists the processes of group pgid that have not exited.
 // Zombies are dead already (they wait only for their parent to reap them),
 // so they do not count.

@@ -3,7 +3,6 @@ package pluginhost_test
 import (
 	"encoding/json"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/poll"
@@ -40,8 +39,6 @@ func startStubborn(t *testing.T, h *pluginhost.Host) (*drivers.TaskHandle, int) 
 	return resp.GetHandle(), hs.Pid
 }
 
-func groupGone(pgid int) bool { return syscall.Kill(-pgid, 0) == syscall.ESRCH }
-
 // TestReapDestroysStartedTasks: Reap force-destroys a task the test left
 // running, through the plugin, and reports nothing wrong.
 func TestReapDestroysStartedTasks(t *testing.T) {
@@ -53,7 +50,7 @@ func TestReapDestroysStartedTasks(t *testing.T) {
 	if err := h.Reap(ctx(t), testGroups); err != nil {
 		t.Fatalf("reap: %v", err)
 	}
-	poll.Until(t, "the task's group to vanish", func() bool { return groupGone(pgid) })
+	poll.Until(t, "the task's group to vanish", func() bool { return pluginhost.GroupGone(pgid) })
 	insp, err := h.Driver.InspectTask(ctx(t), &drivers.InspectTaskRequest{TaskId: handle.GetConfig().GetId()})
 	if err == nil {
 		t.Errorf("the plugin still knows the task after Reap: %v", insp.GetTask())
@@ -68,14 +65,14 @@ func TestReapKillsWhatACrashLeft(t *testing.T) {
 	if err := h.Crash(); err != nil {
 		t.Fatal(err)
 	}
-	if groupGone(pgid) {
+	if pluginhost.GroupGone(pgid) {
 		t.Fatal("the task died with the plugin; this test needs it to outlive it")
 	}
 	err := h.Reap(ctx(t), testGroups)
 	if err == nil || !strings.Contains(err.Error(), "outlived its task; killed it") {
 		t.Errorf("reap after a crash: %v; want the leftover group named", err)
 	}
-	poll.Until(t, "the orphaned group to vanish", func() bool { return groupGone(pgid) })
+	poll.Until(t, "the orphaned group to vanish", func() bool { return pluginhost.GroupGone(pgid) })
 	if err := h.Reap(ctx(t), testGroups); err != nil {
 		t.Errorf("second reap: %v; want nothing left to kill", err)
 	}
