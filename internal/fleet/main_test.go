@@ -19,11 +19,7 @@ import (
 // bins are the fleet's binaries, built from this tree once.
 var bins fleettest.Binaries
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	bins.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.RunTests(m)) }
 
 // options are a small fleet of latency-free shards in a work dir the test
 // can inspect after Close.

@@ -29,8 +29,8 @@ var commands = []string{
 }
 
 // Binaries is a directory of freshly built fleet binaries, shared by the
-// tests of one package: declare one package-level value and call Remove
-// from TestMain.
+// tests of one package: declare one package-level value, and let TestMain
+// call RunTests (or Remove after the tests).
 type Binaries struct {
 	once sync.Once
 	dir  string
@@ -71,6 +71,14 @@ func build(consul string) (string, error) {
 		return "", fmt.Errorf("link consul: %w", err)
 	}
 	return dir, nil
+}
+
+// RunTests runs a package's tests and then Remove: a TestMain's whole body
+// is os.Exit(bins.RunTests(m)).
+func (b *Binaries) RunTests(m *testing.M) int {
+	code := m.Run()
+	b.Remove()
+	return code
 }
 
 // Remove deletes what Dir built, if anything.

@@ -18,11 +18,7 @@ import (
 
 var bins fleettest.Binaries
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	bins.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.RunTests(m)) }
 
 func TestParseFlags(t *testing.T) {
 	c, err := ParseFlags([]string{"-shards", "2", "-users", "3", "-policies", "round-robin,precise-prefix"})
