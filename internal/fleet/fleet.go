@@ -257,6 +257,10 @@ func (f *Fleet) ConsulHTTPAddr() string { return f.consul.httpAddr }
 // host:port, where llmgw-router.service.consul resolves to live routers.
 func (f *Fleet) ConsulDNSAddr() string { return f.consul.dnsAddr }
 
+// WorkDir holds every process's log (consul.log, router-*/router.log, each
+// task's alloc/logs) while the fleet runs.
+func (f *Fleet) WorkDir() string { return f.dir }
+
 // Shards are the running shards, in start order.
 func (f *Fleet) Shards() []Shard {
 	var out []Shard

@@ -35,6 +35,9 @@ func TestFleet(t *testing.T) {
 		}
 	}()
 
+	if f.WorkDir() != o.WorkDir {
+		t.Errorf("WorkDir() = %q; want %q", f.WorkDir(), o.WorkDir)
+	}
 	shards := f.Shards()
 	ids := map[string]bool{}
 	for _, s := range shards {
