@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,34 +11,19 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/bench"
 	"github.com/llmgw/llmgw/internal/bench/client"
 	"github.com/llmgw/llmgw/internal/bench/report"
 	"github.com/llmgw/llmgw/internal/bench/workload"
 	"github.com/llmgw/llmgw/internal/fleet"
+	"github.com/llmgw/llmgw/internal/fleet/fleettest"
 )
 
-// binDir holds the binaries TestMain builds from this tree, so a stale bin/
-// cannot mislead the test.
-var binDir string
+// bins builds the fleet's binaries from this tree once per test process.
+var bins fleettest.Binaries
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "bench-test-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/llmgw-router", "./cmd/nomad-driver-vllm", "./cmd/vllm-sim")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build binaries: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
+	code := bins.RunTests(m)
 	if code == 0 {
 		// Every goroutine of the fleet, the client and the run is gone.
 		if err := goleak.Find(); err != nil {
@@ -57,16 +40,15 @@ func TestMain(m *testing.M) {
 // workload reaches at least 90% of the oracle's reusable tokens, and a
 // router killed mid-run loses no request that had not started streaming.
 func TestEndToEnd(t *testing.T) {
-	consul, err := consultest.Bin()
-	if err != nil {
-		t.Fatalf("consul agent binary unavailable (`make bin/consul` builds it): %v", err)
-	}
+	bin := bins.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f, err := fleet.Start(ctx, fleet.Options{BinDir: binDir, ConsulBin: consul, Shards: 4, Routers: 2, WorkDir: t.TempDir()})
+	work := t.TempDir()
+	f, err := fleet.Start(ctx, fleet.Options{BinDir: bin, Shards: 4, Routers: 2, WorkDir: work})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer fleettest.CheckNone(t, work)
 	defer f.Close()
 	precise, err := bench.SelectPolicies("precise-prefix")
 	if err != nil {
