@@ -61,6 +61,26 @@ var contracts = map[string][]string{
 	"internal/netport":      nil,
 	"plugin/msgpackdump":    nil,
 	"internal/poll":         nil,
+	"internal/bench/trace":  nil,
+	"internal/bench/oracle": {"github.com/llmgw/llmgw/internal/blockkey"},
+	"internal/bench/workload": {
+		"github.com/llmgw/llmgw/internal/bench/trace",
+		"github.com/llmgw/llmgw/internal/simtokenizer",
+	},
+	"internal/bench/client": {"github.com/llmgw/llmgw/internal/bench/workload"},
+	"internal/bench/report": {
+		"github.com/llmgw/llmgw/internal/bench/client",
+		"gonum.org/v1/plot",
+		"gonum.org/v1/plot/plotter",
+		"gonum.org/v1/plot/plotutil",
+		"gonum.org/v1/plot/vg",
+	},
+	"internal/bench": {
+		"github.com/llmgw/llmgw/internal/bench/client",
+		"github.com/llmgw/llmgw/internal/bench/oracle",
+		"github.com/llmgw/llmgw/internal/bench/report",
+		"github.com/llmgw/llmgw/internal/bench/workload",
+	},
 }
 
 // TestPackageContracts enforces each package comment's promise about its
