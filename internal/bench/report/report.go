@@ -39,7 +39,11 @@ func (r *Report) JSON() ([]byte, error) {
 func (r *Report) Markdown(plots []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Command: `%s`\n\n", r.Command)
-	fmt.Fprintf(&b, "Workload `%s`: %d requests at %g req/s; %s.\n", r.Workload, r.Requests, r.Rate, r.Setup)
+	pace := fmt.Sprintf("at %g req/s", r.Rate)
+	if r.Rate <= 0 {
+		pace = "on the workload's own schedule"
+	}
+	fmt.Fprintf(&b, "Workload `%s`: %d requests %s; %s.\n", r.Workload, r.Requests, pace, r.Setup)
 	fmt.Fprintf(&b, "The oracle (an infinite cache shared by the fleet, the last prompt token recomputed) could reuse %d of %d prompt tokens (%s).\n",
 		r.ReusableTokens, r.PromptTokens, pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
 	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s; \"busiest replica\" is the share of requests the most used replica served.\n\n", r.SLO.TTFT, r.SLO.ITL)

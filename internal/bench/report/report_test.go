@@ -88,6 +88,10 @@ func TestMarkdownAndJSON(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
+	r.Rate = 0
+	if md := r.Markdown(nil); !strings.Contains(md, "2 requests on the workload's own schedule") {
+		t.Errorf("rate 0 markdown:\n%s", md)
+	}
 	if got := r.Speedup("precise", "round-robin"); got != 10 {
 		t.Errorf("speedup %v; want 10 (400 ms / 40 ms)", got)
 	}
