@@ -3,6 +3,7 @@ package blockkey
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/zeebo/xxh3"
@@ -78,10 +79,21 @@ func Keys(dst []Key, parent Key, tokens []uint32, blockSize int) []Key {
 	if blockSize <= 0 {
 		return dst
 	}
-	for len(tokens) >= blockSize {
-		parent = Chain(parent, tokens[:blockSize], nil)
+	dst = slices.Grow(dst, len(tokens)/blockSize)
+	if !nativeLE {
+		for len(tokens) >= blockSize {
+			parent = Chain(parent, tokens[:blockSize], nil)
+			dst = append(dst, parent)
+			tokens = tokens[blockSize:]
+		}
+		return dst
+	}
+	// Chain's little-endian path, inlined: this loop is the router's
+	// per-request hashing, one call per block.
+	b := leView(tokens)
+	for n := 4 * blockSize; len(b) >= n; b = b[n:] {
+		parent = Key(xxh3.HashSeed(b[:n], uint64(parent)))
 		dst = append(dst, parent)
-		tokens = tokens[blockSize:]
 	}
 	return dst
 }

@@ -2,6 +2,7 @@ package blockkey
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/zeebo/xxh3"
@@ -58,9 +59,14 @@ func TestChainMatchesDocumentedLayout(t *testing.T) {
 // TestPortablePath runs Chain as on a big-endian machine (tokens copied in
 // the layout's byte order) and checks it agrees with the layout.
 func TestPortablePath(t *testing.T) {
+	toks := seqTokens(100, 7)
+	native := Keys(nil, Root(""), toks, 16)
 	saved := nativeLE
 	nativeLE = false
 	t.Cleanup(func() { nativeLE = saved })
+	if d := Keys(nil, Root(""), toks, 16); !slices.Equal(d, native) {
+		t.Errorf("portable Keys = %#x; in place %#x", d, native)
+	}
 	parent := Root("lora")
 	for _, tt := range chainCases {
 		want := layout(parent, tt.tokens, tt.extra)
