@@ -2,9 +2,28 @@
 // router's block index (router/index): a Sink for kvwire.Receiver that
 // translates snapshots, resets, deletions and additions into Index calls on
 // the replica's model index, and remembers which replicas have live KV state
-// (exact routing mode) and which driver speaks for each.
+// (exact routing mode) and which driver speaks for each (Owner).
 //
-// It owns that per-replica KV bookkeeping, and the ingest HTTP handler that
-// wraps the Receiver with metrics. It must not import driver/..., gin, or the
-// HTTP API; the replica set tells it which model a replica serves.
+// # State that arrives before the replica
+//
+// A driver reports a replica as soon as its engine runs, while the router
+// lists it only once Consul does (after the replica's health check passes),
+// so state often arrives first. The Sink keeps it, bounded (Options: a
+// replica count, a key count and an age; what is discarded is counted in
+// Stats.Discarded and logged at debug level), follows it with the driver's
+// deltas, and moves it into the index the moment the replica joins (Joined,
+// or the replica's next update if that comes first): the replica is exact at
+// once.
+//
+// The alternative, asking the driver for a snapshot when a replica joins,
+// cannot be immediate: drivers post to routers and never the other way, so
+// the request (kvwire.Receiver.Forget) is only answered by the driver's next
+// update, which in a quiet fleet is its keep-alive, up to 10 s later. That
+// path remains the fallback for state the Sink could not keep (discarded at
+// a bound, or dropped when the replica left the set and its later deltas
+// could not be followed): Joined names those drivers.
+//
+// It owns that per-replica KV bookkeeping (the ingest listener that wraps
+// the Receiver is router/server's). It must not import driver/..., gin, or
+// the HTTP API; the replica set tells it which model a replica serves.
 package ingest

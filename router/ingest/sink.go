@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -16,13 +17,39 @@ import (
 // when the replica is not (yet) known.
 type ModelOf func(replica string) (string, bool)
 
-// Stats are the ingest counters, for metrics.
+// Stats are the ingest counters and gauges, for metrics.
 type Stats struct {
 	Updates   uint64 // updates applied
 	Snapshots uint64 // of which snapshots
 	Keys      uint64 // keys added or deleted
-	Unknown   uint64 // replica entries dropped because the replica is unknown
-	Errors    uint64 // index refusals (e.g. too many holders)
+	// Unknown counts replica entries for a replica not listed yet that
+	// could not be kept (its driver's earlier state was discarded): the
+	// driver is asked for a snapshot when the replica joins.
+	Unknown uint64
+	Errors  uint64 // index refusals (e.g. too many holders), bad tiers
+	// Kept counts replica entries kept for a replica not listed yet;
+	// Adopted the kept states moved into the index when their replica
+	// joined; Discarded the kept states dropped, by reason (Discard*).
+	Kept      uint64
+	Adopted   uint64
+	Discarded map[string]uint64
+	// Pending and PendingKeys are what is kept now: replicas and keys.
+	Pending     int
+	PendingKeys int
+}
+
+// Options bound the state a Sink keeps for replicas the replica set does
+// not list yet; zero values take the defaults.
+type Options struct {
+	Logger hclog.Logger
+	// PendingReplicas, PendingKeys and PendingAge bound that state: past
+	// either count the oldest replica's state is discarded, and so is any
+	// kept longer than PendingAge (checked on every update; drivers send
+	// at least every keep-alive).
+	PendingReplicas int
+	PendingKeys     int
+	PendingAge      time.Duration
+	Now             func() time.Time
 }
 
 // Sink applies accepted updates to the index. Safe for concurrent use.
@@ -30,13 +57,17 @@ type Sink struct {
 	models  *index.Models
 	modelOf ModelOf
 	log     hclog.Logger
+	opts    Options
 
 	mu      sync.Mutex
 	drivers map[string]map[string]bool // driver -> replicas it holds state for
 	owner   map[string]string          // replica -> driver with live state
 	blockSz map[string]int             // replica -> block size drivers report
-	waiting map[string]map[string]bool // unknown replica -> drivers that mentioned it
-	stats   Stats
+	waiting map[string]map[string]bool // unknown replica -> drivers to ask for a snapshot when it joins
+	pending map[string]*pending        // unknown replica -> state kept for it
+	// pendingKeys is the keys in pending, in all.
+	pendingKeys int
+	stats       Stats
 
 	// synced is the set of owner's replicas as of the end of the last
 	// update or drop, replaced whole, so that Synced (on every request's
@@ -44,17 +75,36 @@ type Sink struct {
 	synced atomic.Pointer[map[string]bool]
 }
 
-// NewSink returns a Sink writing into models.
+// NewSink returns a Sink writing into models, with the default bounds.
 func NewSink(models *index.Models, modelOf ModelOf, log hclog.Logger) *Sink {
-	if log == nil {
-		log = hclog.NewNullLogger()
+	return NewSinkWith(models, modelOf, Options{Logger: log})
+}
+
+// NewSinkWith returns a Sink writing into models, bounded by opts.
+func NewSinkWith(models *index.Models, modelOf ModelOf, opts Options) *Sink {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.PendingReplicas <= 0 {
+		opts.PendingReplicas = DefaultPendingReplicas
+	}
+	if opts.PendingKeys <= 0 {
+		opts.PendingKeys = DefaultPendingKeys
+	}
+	if opts.PendingAge <= 0 {
+		opts.PendingAge = DefaultPendingAge
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &Sink{
-		models: models, modelOf: modelOf, log: log,
+		models: models, modelOf: modelOf, log: opts.Logger, opts: opts,
 		drivers: map[string]map[string]bool{},
 		owner:   map[string]string{},
 		blockSz: map[string]int{},
 		waiting: map[string]map[string]bool{},
+		pending: map[string]*pending{},
+		stats:   Stats{Discarded: map[string]uint64{}},
 	}
 }
 
@@ -73,10 +123,12 @@ func (s *Sink) ApplyUpdate(u *kvwire.Update) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.publishSynced()
+	defer s.boundPendingLocked()
 	s.stats.Updates++
 	held := s.drivers[u.Driver]
 	if u.Snapshot {
 		s.stats.Snapshots++
+		s.dropDriverPendingLocked(u.Driver)
 		listed := make(map[string]bool, len(u.Replicas))
 		for _, r := range u.Replicas {
 			listed[r.ID] = true
@@ -87,38 +139,24 @@ func (s *Sink) ApplyUpdate(u *kvwire.Update) {
 				s.dropLocked(id)
 			}
 		}
-		held = map[string]bool{}
-		s.drivers[u.Driver] = held
-		if len(u.Replicas) == 0 && u.Epoch == 0 {
-			delete(s.drivers, u.Driver) // Receiver.Expire: the driver is gone
-		}
-	} else if held == nil {
-		held = map[string]bool{}
-		s.drivers[u.Driver] = held
+		delete(s.drivers, u.Driver) // Receiver.Expire sends no replicas: the driver is gone
 	}
 	for i := range u.Replicas {
-		s.applyReplica(u.Driver, held, &u.Replicas[i], u.Snapshot)
+		s.applyReplica(u.Driver, &u.Replicas[i], u.Snapshot)
 	}
 }
 
-func (s *Sink) applyReplica(driver string, held map[string]bool, r *kvwire.Replica, snapshot bool) {
+func (s *Sink) applyReplica(driver string, r *kvwire.Replica, snapshot bool) {
 	model, ok := s.modelOf(r.ID)
 	if !ok {
-		// Not in the replica set yet: remember who spoke of it, so that
-		// when it appears that driver is asked for a snapshot.
-		s.stats.Unknown++
-		if s.waiting[r.ID] == nil {
-			s.waiting[r.ID] = map[string]bool{}
-		}
-		s.waiting[r.ID][driver] = true
+		// Not in the replica set yet (Consul lists it later): keep its
+		// state, to be adopted when it joins.
+		s.keepLocked(driver, r, snapshot || r.Reset)
 		return
 	}
-	if prev, ok := s.owner[r.ID]; ok && prev != driver {
-		s.log.Warn("replica moved to another driver", "replica", r.ID, "from", prev, "to", driver)
-		delete(s.drivers[prev], r.ID)
-	}
-	s.owner[r.ID] = driver
-	held[r.ID] = true
+	// It joined since its state was kept, and Joined has not run yet.
+	s.adoptLocked(r.ID, model)
+	s.claimLocked(r.ID, driver)
 	if r.BlockSize > 0 {
 		s.blockSz[r.ID] = r.BlockSize
 	}
@@ -160,6 +198,21 @@ func (s *Sink) applyReplica(driver string, held map[string]bool, r *kvwire.Repli
 	}
 }
 
+// claimLocked makes driver the owner of replica's KV state.
+func (s *Sink) claimLocked(replica, driver string) {
+	if prev, ok := s.owner[replica]; ok && prev != driver {
+		s.log.Warn("replica moved to another driver", "replica", replica, "from", prev, "to", driver)
+		delete(s.drivers[prev], replica)
+	}
+	s.owner[replica] = driver
+	held := s.drivers[driver]
+	if held == nil {
+		held = map[string]bool{}
+		s.drivers[driver] = held
+	}
+	held[replica] = true
+}
+
 // dropLocked forgets replica's KV state and removes it from the index.
 func (s *Sink) dropLocked(replica string) {
 	if d, ok := s.owner[replica]; ok {
@@ -180,18 +233,26 @@ func (s *Sink) Drop(replica string) {
 	defer s.publishSynced()
 	driver, held := s.owner[replica]
 	s.dropLocked(replica)
+	s.forgetPendingLocked(replica)
 	delete(s.waiting, replica)
 	if held {
-		s.waiting[replica] = map[string]bool{driver: true}
+		s.waitFor(replica, driver)
 	}
 }
 
-// Joined is told that replica entered the replica set. It returns the
-// drivers that sent state for it while it was unknown; the caller asks each
-// for a snapshot (kvwire.Receiver.Forget), so the state arrives again.
+// Joined is told that replica entered the replica set. State a driver sent
+// for it before (kept while the replica was unknown) goes into the index
+// now, so the replica is exact at once. It returns the drivers whose state
+// for it could not be kept (discarded at a bound, or dropped when it left
+// the set); the caller asks each for a snapshot (kvwire.Receiver.Forget),
+// which arrives with that driver's next update.
 func (s *Sink) Joined(replica string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.publishSynced()
+	if model, ok := s.modelOf(replica); ok {
+		s.adoptLocked(replica, model)
+	}
 	w := s.waiting[replica]
 	delete(s.waiting, replica)
 	out := make([]string, 0, len(w))
@@ -236,11 +297,26 @@ func (s *Sink) BlockSize(replica string) int {
 	return s.blockSz[replica]
 }
 
-// Stats returns the counters.
+// Owner returns the driver whose session holds replica's KV state, so the
+// router can ask that driver for a fresh snapshot; false when none does.
+func (s *Sink) Owner(replica string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.owner[replica]
+	return d, ok
+}
+
+// Stats returns the counters and what is kept for unknown replicas now.
 func (s *Sink) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	st.Discarded = make(map[string]uint64, len(s.stats.Discarded))
+	for k, v := range s.stats.Discarded {
+		st.Discarded[k] = v
+	}
+	st.Pending, st.PendingKeys = len(s.pending), s.pendingKeys
+	return st
 }
 
 var _ kvwire.Sink = (*Sink)(nil)

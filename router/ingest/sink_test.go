@@ -90,36 +90,36 @@ func TestSinkApply(t *testing.T) {
 	}
 }
 
-func TestSinkUnknownReplicaAndDrop(t *testing.T) {
-	known := map[string]string{}
+func TestSinkDropAndRejoin(t *testing.T) {
+	known := map[string]string{"a/1": "m"}
 	ms := index.NewModels(index.Options{})
 	s := NewSink(ms, func(id string) (string, bool) { m, ok := known[id]; return m, ok }, nil)
-	snap := kvwire.Update{Driver: "d1", Epoch: 1, Snapshot: true, Replicas: []kvwire.Replica{
+	s.ApplyUpdate(&kvwire.Update{Driver: "d1", Epoch: 1, Snapshot: true, Replicas: []kvwire.Replica{
 		{ID: "a/1", Groups: []kvwire.Group{group(0, kvwire.TierGPU, []uint64{1})}},
-	}}
-	s.ApplyUpdate(&snap)
-	if s.Synced("a/1") || s.Stats().Unknown != 1 {
-		t.Fatalf("unknown replica applied: synced %v stats %+v", s.Synced("a/1"), s.Stats())
-	}
-	known["a/1"] = "m"
-	if got := s.Joined("a/1"); !cmp.Equal(got, []string{"d1"}) {
-		t.Errorf("Joined = %v; want [d1]", got)
-	}
-	if got := s.Joined("a/1"); len(got) != 0 {
-		t.Errorf("second Joined = %v; want none", got)
-	}
-	snap.Epoch = 2
-	s.ApplyUpdate(&snap)
+	}})
 	if d := cmp.Diff(map[string]int{"a/1": 1}, holders(ms, "m", 1)); d != "" {
 		t.Errorf("after snapshot (-want +got):\n%s", d)
 	}
 	s.Drop("a/1")
+	delete(known, "a/1")
 	if got := holders(ms, "m", 1); len(got) != 0 || s.Synced("a/1") {
 		t.Errorf("after Drop: holders %v, synced %v", got, s.Synced("a/1"))
 	}
+	// Its driver goes on with deltas from state the Sink no longer has:
+	// they cannot be kept.
+	s.ApplyUpdate(&kvwire.Update{Driver: "d1", Epoch: 1, Seq: 1, Replicas: []kvwire.Replica{
+		{ID: "a/1", Groups: []kvwire.Group{group(0, kvwire.TierGPU, []uint64{2})}},
+	}})
+	if st := s.Stats(); st.Unknown != 1 || st.Pending != 0 {
+		t.Errorf("delta after Drop: stats %+v; want 1 unknown, nothing pending", st)
+	}
 	// Back again (a flapping check): its driver must resend a snapshot.
+	known["a/1"] = "m"
 	if got := s.Joined("a/1"); !cmp.Equal(got, []string{"d1"}) {
 		t.Errorf("Joined after Drop = %v; want [d1]", got)
+	}
+	if got := s.Joined("a/1"); len(got) != 0 {
+		t.Errorf("second Joined = %v; want none", got)
 	}
 }
 

@@ -33,6 +33,8 @@ type Replica struct {
 }
 
 // KVState is the part of the KV ingest the set needs (router/ingest.Sink).
+// Joined adopts state that arrived before the replica did and returns the
+// drivers that must be asked for a snapshot instead.
 type KVState interface {
 	Synced(replica string) bool
 	Drop(replica string)
@@ -43,8 +45,8 @@ type KVState interface {
 type Options struct {
 	// Logger receives membership changes.
 	Logger hclog.Logger
-	// Resnapshot is called with the drivers that sent KV state for a replica
-	// before it joined, so they are asked for a snapshot
+	// Resnapshot is called with the drivers whose KV state for a joining
+	// replica the ingest could not keep, so they are asked for a snapshot
 	// (kvwire.Receiver.Forget).
 	Resnapshot func(drivers []string)
 	// BreakerFailures consecutive failures open a replica's breaker
@@ -91,7 +93,8 @@ func New(kv KVState, tracker *scheduler.Tracker, opts Options) *Set {
 
 // Replace makes list the whole set. Replicas that left are dropped from the
 // index, the load tracker and the breakers before Replace returns; replicas
-// that joined ask their drivers for a snapshot if state arrived early. A
+// that joined take the KV state that arrived before them (KVState.Joined),
+// or ask their drivers for a snapshot where it could not be kept. A
 // replica id listed twice keeps its first entry.
 func (s *Set) Replace(list []Replica) {
 	next := make(map[string]Replica, len(list))

@@ -75,12 +75,24 @@ func TestReplaceAndCandidates(t *testing.T) {
 	}
 }
 
-func TestEarlyKVStateResnapshots(t *testing.T) {
+// TestEarlyKVState: state that arrived before the replica is adopted when
+// it joins (exact at once, no snapshot asked); a replica that left and came
+// back, whose driver's deltas were not followed meanwhile, asks its driver
+// for a snapshot.
+func TestEarlyKVState(t *testing.T) {
 	f := newFixture()
 	f.snapshot("d7", 1, "x/1") // before the replica is known
 	f.set.Replace([]Replica{{ID: "x/1", Model: "m", Address: "h:1"}})
+	if len(f.resnap) != 0 || f.set.Mode("x/1") != scheduler.ModeExact {
+		t.Errorf("after joining: resnapshot %v, mode %s; want none, exact", f.resnap, f.set.Mode("x/1"))
+	}
+	if m := f.models.Lookup("m", []uint64{42}, nil); len(m) != 1 || m[0].Replica != "x/1" {
+		t.Errorf("lookup %v; want x/1 holding the early block", m)
+	}
+	f.set.Replace(nil)
+	f.set.Replace([]Replica{{ID: "x/1", Model: "m", Address: "h:1"}})
 	if d := cmp.Diff([]string{"d7"}, f.resnap); d != "" {
-		t.Errorf("resnapshot (-want +got):\n%s", d)
+		t.Errorf("resnapshot after rejoining (-want +got):\n%s", d)
 	}
 }
 

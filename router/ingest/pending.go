@@ -1,0 +1,213 @@
+package ingest
+
+import (
+	"sort"
+	"time"
+
+	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/router/index"
+)
+
+// Default bounds on the state kept for replicas the replica set does not
+// list yet (see Options).
+const (
+	DefaultPendingReplicas = 256
+	DefaultPendingKeys     = 1 << 20
+	DefaultPendingAge      = 10 * time.Minute
+)
+
+// Reasons a pending replica's state is discarded, as reported in
+// Stats.Discarded and the ingest metric.
+const (
+	DiscardAge      = "age"      // older than Options.PendingAge
+	DiscardReplicas = "replicas" // more than Options.PendingReplicas
+	DiscardKeys     = "keys"     // more than Options.PendingKeys in all
+)
+
+// pending is the KV state one driver reported for a replica the replica set
+// does not list yet: complete (it started from a snapshot, a reset, or the
+// driver's first mention of the replica in a session the Sink followed from
+// its snapshot) and kept current by the driver's deltas, so that it can be
+// adopted into the index as is when the replica joins.
+type pending struct {
+	driver  string
+	blockSz int
+	since   time.Time // when it was first kept: the age bound counts from here
+	keys    int
+	groups  map[rankTier]map[uint64]struct{}
+}
+
+type rankTier struct {
+	rank int
+	tier index.Tier
+}
+
+// keepLocked records r, from driver, for a replica not in the replica set.
+// fresh says r is the replica's complete state (snapshot or reset); a delta
+// is applied to what is kept, or starts from nothing on the driver's first
+// mention. A driver whose deltas for the replica were lost (it is in
+// waiting) cannot be followed until it sends a snapshot or a reset: the
+// replica stays waiting.
+func (s *Sink) keepLocked(driver string, r *kvwire.Replica, fresh bool) {
+	p := s.pending[r.ID]
+	if p != nil && p.driver != driver {
+		s.log.Warn("replica not listed yet moved to another driver", "replica", r.ID, "from", p.driver, "to", driver)
+		s.forgetPendingLocked(r.ID)
+		p = nil
+	}
+	if p == nil && !fresh && s.waiting[r.ID][driver] {
+		s.stats.Unknown++
+		return
+	}
+	groups := make([]rankTier, len(r.Groups))
+	for i, g := range r.Groups {
+		t, err := toTier(g.Tier)
+		if err != nil {
+			s.stats.Errors++
+			s.log.Error("apply kv update", "replica", r.ID, "driver", driver, "error", err)
+			return
+		}
+		groups[i] = rankTier{g.Rank, t}
+	}
+	if p == nil || fresh {
+		s.forgetPendingLocked(r.ID)
+		p = &pending{driver: driver, since: s.opts.Now(), groups: map[rankTier]map[uint64]struct{}{}}
+		s.pending[r.ID] = p
+	}
+	delete(s.waiting[r.ID], driver)
+	if len(s.waiting[r.ID]) == 0 {
+		delete(s.waiting, r.ID)
+	}
+	if r.BlockSize > 0 {
+		p.blockSz = r.BlockSize
+	}
+	before := p.keys
+	for i, g := range r.Groups {
+		set := p.groups[groups[i]]
+		if set == nil {
+			set = map[uint64]struct{}{}
+			p.groups[groups[i]] = set
+		}
+		for _, k := range g.Del {
+			delete(set, k)
+		}
+		for _, k := range g.Add {
+			set[k] = struct{}{}
+		}
+		s.stats.Keys += uint64(len(g.Add) + len(g.Del))
+	}
+	p.keys = 0
+	for _, set := range p.groups {
+		p.keys += len(set)
+	}
+	s.pendingKeys += p.keys - before
+	s.stats.Kept++
+}
+
+// adoptLocked moves replica's pending state, if any, into model's index
+// and makes its driver the replica's owner, so the replica is exact at
+// once. It reports whether there was state to adopt.
+func (s *Sink) adoptLocked(replica, model string) bool {
+	p := s.pending[replica]
+	if p == nil {
+		return false
+	}
+	s.forgetPendingLocked(replica)
+	blocks := make([]index.Blocks, 0, len(p.groups))
+	for rt, set := range p.groups {
+		keys := make([]uint64, 0, len(set))
+		for k := range set {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		blocks = append(blocks, index.Blocks{Rank: rt.rank, Tier: rt.tier, Keys: keys})
+	}
+	sort.Slice(blocks, func(i, j int) bool {
+		return blocks[i].Rank < blocks[j].Rank || blocks[i].Rank == blocks[j].Rank && blocks[i].Tier < blocks[j].Tier
+	})
+	if err := s.models.For(model).Replace(replica, blocks); err != nil {
+		s.stats.Errors++
+		s.log.Error("adopt kv state kept before the replica joined", "replica", replica, "driver", p.driver, "error", err)
+		return false
+	}
+	s.claimLocked(replica, p.driver)
+	if p.blockSz > 0 {
+		s.blockSz[replica] = p.blockSz
+	}
+	s.stats.Adopted++
+	s.log.Debug("adopted kv state kept before the replica joined", "replica", replica, "driver", p.driver, "keys", p.keys, "waited", s.opts.Now().Sub(p.since))
+	return true
+}
+
+// forgetPendingLocked removes replica's pending state, if any.
+func (s *Sink) forgetPendingLocked(replica string) {
+	if p := s.pending[replica]; p != nil {
+		s.pendingKeys -= p.keys
+		delete(s.pending, replica)
+	}
+}
+
+// discardLocked drops replica's pending state for reason, counted and
+// logged. Its driver's later deltas cannot rebuild it, so the driver waits
+// to be asked for a snapshot when the replica joins.
+func (s *Sink) discardLocked(replica, reason string) {
+	p := s.pending[replica]
+	s.forgetPendingLocked(replica)
+	s.stats.Discarded[reason]++
+	s.waitFor(replica, p.driver)
+	s.log.Debug("discarded kv state of a replica not listed yet", "replica", replica, "driver", p.driver,
+		"reason", reason, "keys", p.keys, "age", s.opts.Now().Sub(p.since))
+}
+
+// waitFor notes that driver spoke of replica while the Sink could not keep
+// its state, so the driver is asked for a snapshot when the replica joins.
+func (s *Sink) waitFor(replica, driver string) {
+	if s.waiting[replica] == nil {
+		s.waiting[replica] = map[string]bool{}
+	}
+	s.waiting[replica][driver] = true
+}
+
+// boundPendingLocked enforces the age, count and key bounds, discarding
+// the oldest state first.
+func (s *Sink) boundPendingLocked() {
+	if len(s.pending) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(s.pending))
+	for id := range s.pending {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		a, b := s.pending[ids[i]], s.pending[ids[j]]
+		return a.since.Before(b.since) || a.since.Equal(b.since) && ids[i] < ids[j]
+	})
+	cutoff := s.opts.Now().Add(-s.opts.PendingAge)
+	for _, id := range ids {
+		switch {
+		case s.pending[id].since.Before(cutoff):
+			s.discardLocked(id, DiscardAge)
+		case len(s.pending) > s.opts.PendingReplicas:
+			s.discardLocked(id, DiscardReplicas)
+		case s.pendingKeys > s.opts.PendingKeys:
+			s.discardLocked(id, DiscardKeys)
+		}
+	}
+}
+
+// dropDriverPendingLocked forgets what driver said about replicas not
+// listed yet: a snapshot restates all of a driver's state (what it lists is
+// kept again, fresh) and an expiry ends it.
+func (s *Sink) dropDriverPendingLocked(driver string) {
+	for id, p := range s.pending {
+		if p.driver == driver {
+			s.forgetPendingLocked(id)
+		}
+	}
+	for id, ds := range s.waiting {
+		delete(ds, driver)
+		if len(ds) == 0 {
+			delete(s.waiting, id)
+		}
+	}
+}
