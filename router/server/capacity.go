@@ -4,10 +4,13 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/replicas"
 )
 
@@ -16,25 +19,57 @@ import (
 // The same slack applies per replica in the oversize check.
 const capacitySlack = 1.25
 
+// resnapshotEvery is the shortest gap between two snapshot requests to one
+// driver for oversized replicas: a snapshot costs the driver a full copy of
+// its state, and one that does not clear the alarm (an engine misreporting
+// its capacity) must not turn into a snapshot every check.
+const resnapshotEvery = time.Minute
+
+// driverSessions reaches the driver behind a replica: Owner is
+// ingest.Sink's, Resnapshot ends the driver's session
+// (kvwire.Receiver.Forget) so its next update is answered "snapshot
+// required" and it sends its full state.
+type driverSessions interface {
+	Owner(replica string) (driver string, ok bool)
+	Resnapshot(driver string)
+}
+
+// ingestSessions is the router's driverSessions.
+type ingestSessions struct {
+	sink     *ingest.Sink
+	receiver *kvwire.Receiver
+}
+
+func (i ingestSessions) Owner(replica string) (string, bool) { return i.sink.Owner(replica) }
+func (i ingestSessions) Resnapshot(driver string)            { i.receiver.Forget(driver) }
+
 // capacity bounds each model's index by the KV blocks its replicas
 // advertise (vllm:cache_config_info), so a stale or runaway index cannot
 // grow without limit, and checks each replica's share of the index against
 // its own advertised capacity (index.Models.Oversized): a replica holding
 // more blocks than its engine has room for means the index missed
-// removals, which the router reports as an alarm.
+// removals, which the router reports as an alarm and repairs by asking the
+// replica's driver for a fresh snapshot (at most once per resnapshotEvery
+// per driver), which replaces the replica's share of the index.
 type capacity struct {
-	models *index.Models
-	reps   *replicas.Set
-	log    hclog.Logger
+	models   *index.Models
+	reps     *replicas.Set
+	log      hclog.Logger
+	sessions driverSessions // nil: alarm only
+	now      func() time.Time
 
 	mu        sync.Mutex
 	adv       map[string][2]int // replica -> advertised blocks per tier
 	limit     map[string]int    // model -> MaxKeys last set
 	oversized map[string]index.Oversize
+	asked     map[string]time.Time // driver -> when it was last asked for a snapshot
+	repairs   map[string]uint64    // replica -> snapshots asked for it
 }
 
-func newCapacity(models *index.Models, set *replicas.Set, log hclog.Logger) *capacity {
-	return &capacity{models: models, reps: set, log: log, adv: map[string][2]int{}, limit: map[string]int{}, oversized: map[string]index.Oversize{}}
+func newCapacity(models *index.Models, set *replicas.Set, sessions driverSessions, log hclog.Logger) *capacity {
+	return &capacity{models: models, reps: set, log: log, sessions: sessions, now: time.Now,
+		adv: map[string][2]int{}, limit: map[string]int{}, oversized: map[string]index.Oversize{},
+		asked: map[string]time.Time{}, repairs: map[string]uint64{}}
 }
 
 // observe records replica's advertised GPU and CPU blocks from a scrape and
@@ -71,6 +106,12 @@ func (c *capacity) check() {
 	for id := range c.adv {
 		if _, ok := c.reps.Get(id); !ok {
 			delete(c.adv, id)
+			delete(c.repairs, id)
+		}
+	}
+	for d, at := range c.asked {
+		if c.now().Sub(at) >= resnapshotEvery {
+			delete(c.asked, d)
 		}
 	}
 	adv := make(map[string][2]int, len(c.adv))
@@ -108,6 +149,34 @@ func (c *capacity) check() {
 			c.log.Info("replica's share of the block index is within its KV capacity again", "replica", o.Replica, "tier", o.Tier.String())
 		}
 	}
+	for _, k := range sortedKeys(now) {
+		c.repair(now[k].Replica)
+	}
+}
+
+// repair asks the driver holding an oversized replica's state for a fresh
+// snapshot, unless that driver was asked less than resnapshotEvery ago
+// (for this replica or another: one snapshot restates all of a driver's
+// replicas).
+func (c *capacity) repair(replica string) {
+	if c.sessions == nil {
+		return
+	}
+	driver, ok := c.sessions.Owner(replica)
+	if !ok {
+		return // no session: the driver's next update starts with a snapshot anyway
+	}
+	c.mu.Lock()
+	now := c.now()
+	if at, ok := c.asked[driver]; ok && now.Sub(at) < resnapshotEvery {
+		c.mu.Unlock()
+		return
+	}
+	c.asked[driver] = now
+	c.repairs[replica]++
+	c.mu.Unlock()
+	c.sessions.Resnapshot(driver)
+	c.log.Warn("asked the replica's driver for a fresh snapshot to repair its index share", "replica", replica, "driver", driver)
 }
 
 // Advertised returns replica's advertised blocks per tier and whether a
@@ -126,6 +195,13 @@ func (c *capacity) Oversized(replica string, t index.Tier) bool {
 	defer c.mu.Unlock()
 	_, ok := c.oversized[oversizeKey(replica, t)]
 	return ok
+}
+
+// Repairs returns how many snapshots were asked for replica's oversize.
+func (c *capacity) Repairs(replica string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.repairs[replica]
 }
 
 // Limits returns each model's key cap (0: none known yet).

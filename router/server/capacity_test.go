@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
@@ -112,9 +114,16 @@ func TestOversizeAlarm(t *testing.T) {
 		`llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 0`)
 
 	postSnapshot(t, s.IngestAddr(), 2, "a/1", 20)
-	waitMetrics(t, s.Addr(), `llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 1`)
+	waitMetrics(t, s.Addr(), `llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 1`,
+		`llmgw_replica_index_resnapshots_total{model="m",replica="a/1"} 1`)
 	if l := logs.String(); !strings.Contains(l, "exceeds its advertised KV capacity") || !strings.Contains(l, "indexed_blocks=20") || !strings.Contains(l, "capacity_blocks=8") {
 		t.Errorf("no oversize warning naming 20 indexed and 8 advertised blocks in the log:\n%s", l)
+	}
+	// The repair: the driver's next delta is answered "snapshot required".
+	err = kvwire.Send(context.Background(), http.DefaultClient, "http://"+s.IngestAddr(), "tok",
+		&kvwire.Update{Version: kvwire.Version, Driver: "n", Epoch: 2, Seq: 1})
+	if !errors.Is(err, kvwire.ErrSnapshotRequired) {
+		t.Errorf("driver's delta after the alarm: %v; want snapshot required", err)
 	}
 
 	postSnapshot(t, s.IngestAddr(), 3, "a/1", 4)
@@ -124,5 +133,47 @@ func TestOversizeAlarm(t *testing.T) {
 	}
 	if _, b := get(t, "http://"+s.Addr()+"/v1/models"); !strings.Contains(b, `"id":"sql"`) || !strings.Contains(b, `"parent":"m"`) {
 		t.Errorf("/v1/models lacks the scraped adapter: %s", b)
+	}
+}
+
+// fakeSessions records the drivers asked for a snapshot.
+type fakeSessions struct {
+	owners map[string]string
+	asked  []string
+}
+
+func (f *fakeSessions) Owner(replica string) (string, bool) { d, ok := f.owners[replica]; return d, ok }
+func (f *fakeSessions) Resnapshot(driver string)            { f.asked = append(f.asked, driver) }
+
+// TestRepairRateLimited: an oversized replica's driver is asked for a
+// snapshot at most once per resnapshotEvery, whichever of its replicas is
+// oversized; other drivers are not held back, and a replica with no
+// driver session asks nobody.
+func TestRepairRateLimited(t *testing.T) {
+	fs := &fakeSessions{owners: map[string]string{"a/1": "d1", "b/1": "d1", "c/1": "d2"}}
+	c := newCapacity(nil, nil, fs, hclog.NewNullLogger())
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+	steps := []struct {
+		after    time.Duration
+		replicas []string
+		want     []string // drivers asked so far
+	}{
+		{0, []string{"a/1"}, []string{"d1"}},
+		{time.Second, []string{"a/1", "b/1", "c/1"}, []string{"d1", "d2"}},
+		{resnapshotEvery - 2*time.Second, []string{"a/1", "x/1"}, []string{"d1", "d2"}},
+		{2 * time.Second, []string{"b/1"}, []string{"d1", "d2", "d1"}},
+	}
+	for i, st := range steps {
+		now = now.Add(st.after)
+		for _, r := range st.replicas {
+			c.repair(r)
+		}
+		if !cmp.Equal(fs.asked, st.want) {
+			t.Errorf("step %d: asked %v; want %v", i, fs.asked, st.want)
+		}
+	}
+	if got := [2]uint64{c.Repairs("a/1"), c.Repairs("b/1")}; got != [2]uint64{1, 1} {
+		t.Errorf("repairs of a/1, b/1 = %v; want [1 1]", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/ingest"
 )
 
 var (
@@ -31,8 +32,16 @@ var (
 		"Key cap of each model's index from advertised KV capacity (0: unknown).", []string{"model"}, nil)
 	descIndexRejected = prometheus.NewDesc("llmgw_index_rejected_total",
 		"Block stores dropped because a model's index was at its cap (alarm).", []string{"model"}, nil)
+	descResnapshots = prometheus.NewDesc("llmgw_replica_index_resnapshots_total",
+		"Fresh snapshots asked of a replica's driver because its index share was oversized (the repair; at most one per driver a minute).", []string{"replica", "model"}, nil)
 	descIngest = prometheus.NewDesc("llmgw_kv_ingest_total",
-		"KV ingest events by kind (updates, snapshots, keys, unknown_replica, errors).", []string{"kind"}, nil)
+		"KV ingest events by kind (updates, snapshots, keys, unknown_replica: could not be kept, kept: state kept for a replica Consul does not list yet, adopted: kept state moved into the index when it joined, errors).", []string{"kind"}, nil)
+	descPendingDiscarded = prometheus.NewDesc("llmgw_kv_ingest_pending_discarded_total",
+		"KV state kept for replicas Consul does not list yet, discarded at a bound (age, replicas, keys); their drivers are asked for a snapshot when they join.", []string{"reason"}, nil)
+	descPendingReplicas = prometheus.NewDesc("llmgw_kv_ingest_pending_replicas",
+		"Replicas Consul does not list yet whose KV state the router keeps.", nil, nil)
+	descPendingKeys = prometheus.NewDesc("llmgw_kv_ingest_pending_keys",
+		"Block keys kept for replicas Consul does not list yet.", nil, nil)
 )
 
 // collector reads the router's state at scrape time.
@@ -40,7 +49,8 @@ type collector struct{ s *Server }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descDraining,
-		descReplicaBlocks, descReplicaCapacity, descOversized, descIndexKeys, descIndexMax, descIndexRejected, descIngest} {
+		descReplicaBlocks, descReplicaCapacity, descOversized, descIndexKeys, descIndexMax, descIndexRejected,
+		descResnapshots, descIngest, descPendingDiscarded, descPendingReplicas, descPendingKeys} {
 		ch <- d
 	}
 }
@@ -68,6 +78,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descEventsMissing, missing, r.ID)
 		gauge(descDraining, b2f(r.Draining), r.ID, r.Health)
 		c.collectCapacity(gauge, r.ID, r.Model)
+		ch <- prometheus.MustNewConstMetric(descResnapshots, prometheus.CounterValue, float64(s.capacity.Repairs(r.ID)), r.ID, r.Model)
 	}
 	limits := s.capacity.Limits()
 	for _, m := range s.set.Models() {
@@ -77,9 +88,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descIndexRejected, prometheus.CounterValue, float64(st.Rejected), m)
 	}
 	is := s.sink.Stats()
-	for kind, v := range map[string]uint64{"updates": is.Updates, "snapshots": is.Snapshots, "keys": is.Keys, "unknown_replica": is.Unknown, "errors": is.Errors} {
+	for kind, v := range map[string]uint64{"updates": is.Updates, "snapshots": is.Snapshots, "keys": is.Keys, "unknown_replica": is.Unknown,
+		"kept": is.Kept, "adopted": is.Adopted, "errors": is.Errors} {
 		ch <- prometheus.MustNewConstMetric(descIngest, prometheus.CounterValue, float64(v), kind)
 	}
+	for _, reason := range []string{ingest.DiscardAge, ingest.DiscardReplicas, ingest.DiscardKeys} {
+		ch <- prometheus.MustNewConstMetric(descPendingDiscarded, prometheus.CounterValue, float64(is.Discarded[reason]), reason)
+	}
+	gauge(descPendingReplicas, float64(is.Pending))
+	gauge(descPendingKeys, float64(is.PendingKeys))
 }
 
 // collectCapacity exports a replica's index share, advertised capacity and

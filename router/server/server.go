@@ -98,7 +98,11 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 	} else {
 		log.Warn("no kv_token configured: KV ingest is off and every replica routes in approx mode")
 	}
-	s.capacity = newCapacity(s.models, s.set, log.Named("capacity"))
+	var sessions driverSessions
+	if s.receiver != nil {
+		sessions = ingestSessions{sink: s.sink, receiver: s.receiver}
+	}
+	s.capacity = newCapacity(s.models, s.set, sessions, log.Named("capacity"))
 
 	sources := map[string]prompt.Source{}
 	for name, m := range cfg.Models {
