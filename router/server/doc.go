@@ -4,7 +4,8 @@
 // fed by the static config and Consul watches (router/replicas), engine
 // metrics scraping (router/enginemetrics, which also brings each replica's
 // LoRA adapters), the per-replica capacity check that alarms when the index
-// holds more of a replica than its engine advertises, the router's own
+// holds more of a replica than its engine advertises and repairs it by
+// asking that replica's driver for a fresh snapshot, the router's own
 // Consul registration as llmgw-router with an HTTP check, and the expiry of
 // silent drivers.
 //
