@@ -1,6 +1,7 @@
 // Package status is `llmgw status`: it asks every router what it sees of
 // the fleet (GET /admin/replicas) and prints one table per router: each
-// replica's model, routing mode, health, indexed KV blocks and load.
+// replica's model, routing mode, breaker health, Consul health and whether
+// it drains, indexed KV blocks, load, and the LoRA adapters it serves.
 //
 // Routers are found in Consul (passing llmgw-router instances) unless they
 // are named directly. It imports consul/ and the Consul API client; it
@@ -16,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -37,13 +39,18 @@ type Options struct {
 
 // replica is one row of a router's /admin/replicas answer.
 type replica struct {
-	ID        string `json:"id"`
-	Model     string `json:"model"`
-	Mode      string `json:"mode"`
-	Healthy   bool   `json:"healthy"`
-	KVEvents  bool   `json:"kv_events"`
-	GPUBlocks int    `json:"gpu_blocks"`
-	CPUBlocks int    `json:"cpu_blocks"`
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Mode    string `json:"mode"`
+	Healthy bool   `json:"healthy"`
+	// Health is the Consul check state ("" for static replicas); Draining
+	// is set while it warns or is in maintenance.
+	Health    string   `json:"health"`
+	Draining  bool     `json:"draining"`
+	Adapters  []string `json:"adapters"`
+	KVEvents  bool     `json:"kv_events"`
+	GPUBlocks int      `json:"gpu_blocks"`
+	CPUBlocks int      `json:"cpu_blocks"`
 	Load      struct {
 		InFlight int
 		Waiting  float64
@@ -139,10 +146,20 @@ func fetch(ctx context.Context, client *http.Client, addr string) ([]replica, er
 func printRouter(w io.Writer, router string, replicas []replica) error {
 	fmt.Fprintf(w, "router %s: %d replicas\n", router, len(replicas))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  REPLICA\tMODEL\tMODE\tHEALTHY\tKV EVENTS\tGPU BLOCKS\tCPU BLOCKS\tIN FLIGHT\tRUNNING\tWAITING\tKV USAGE")
+	fmt.Fprintln(tw, "  REPLICA\tMODEL\tMODE\tHEALTHY\tCONSUL\tDRAINING\tKV EVENTS\tGPU BLOCKS\tCPU BLOCKS\tIN FLIGHT\tRUNNING\tWAITING\tKV USAGE\tADAPTERS")
 	for _, r := range replicas {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\t%t\t%d\t%d\t%d\t%g\t%g\t%.0f%%\n", r.ID, r.Model, r.Mode, r.Healthy, r.KVEvents,
-			r.GPUBlocks, r.CPUBlocks, r.Load.InFlight, r.Load.Running, r.Load.Waiting, r.Load.KVUsage*100)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\t%s\t%t\t%t\t%d\t%d\t%d\t%g\t%g\t%.0f%%\t%s\n", r.ID, r.Model, r.Mode, r.Healthy,
+			orDash(r.Health), r.Draining, r.KVEvents,
+			r.GPUBlocks, r.CPUBlocks, r.Load.InFlight, r.Load.Running, r.Load.Waiting, r.Load.KVUsage*100, orDash(strings.Join(r.Adapters, ",")))
 	}
 	return tw.Flush()
+}
+
+// orDash keeps a table cell from being empty, so every row has as many
+// fields as the header.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -3,33 +3,56 @@ package status
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/consul/api"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
+	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/server"
 )
 
-// startRouter runs a real router with one static replica (nothing listens
-// at its address, so it is routed without prefix information), registered
-// in Consul when consulAddr is set.
+// fakeEngine serves the parts of vLLM's API the router scrapes: /metrics
+// and a model listing with one LoRA adapter, "sql".
+func fakeEngine(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/models" {
+			io.WriteString(w, `{"object":"list","data":[{"id":"sim-model","parent":null},{"id":"sql","parent":"sim-model"}]}`)
+			return
+		}
+		io.WriteString(w, "vllm:num_requests_waiting 0\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// startRouter runs a real router with one static replica, a fake engine
+// serving one adapter (it has no KV events, so it is routed without
+// prefix information), registered in Consul when consulAddr is set and
+// then also watching the Consul service "vllm" for replicas.
 func startRouter(t *testing.T, consulAddr string) *server.Server {
 	t.Helper()
 	c := config.Default()
 	c.Listen, c.IngestListen = "127.0.0.1:0", "127.0.0.1:0"
 	c.Models = map[string]config.Model{"sim-model": {Sim: true}}
-	c.Replicas = []config.StaticReplica{{ID: "alloc-1/sim", Model: "sim-model", Address: "127.0.0.1:9", BlockSize: 16}}
+	c.Replicas = []config.StaticReplica{{ID: "alloc-1/sim", Model: "sim-model", Address: fakeEngine(t), BlockSize: 16}}
+	c.ScrapeInterval = 50 * time.Millisecond
 	if consulAddr != "" {
 		c.Consul.Address = consulAddr
 		c.Consul.Register = true
 		c.Consul.CheckInterval = time.Second
+		c.Consul.Services = []string{"vllm"}
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -42,34 +65,94 @@ func startRouter(t *testing.T, consulAddr string) *server.Server {
 	return s
 }
 
+// Columns of a replica row, as strings.Fields splits it.
+const (
+	colReplica  = 0
+	colModel    = 1
+	colConsul   = 4
+	colDraining = 5
+	colAdapters = 13
+	columns     = 14
+)
+
+// rows splits Run's output into each replica's fields, by replica id.
+func rows(out string) map[string][]string {
+	m := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.Contains(f[0], "/") {
+			m[f[colReplica]] = f
+		}
+	}
+	return m
+}
+
+// TestStatusFromConsul: the router is found in Consul, and its replicas
+// show with their Consul health, draining state and adapters: a Consul
+// replica whose check warns drains; the static one has no Consul health
+// and serves the adapter "sql".
 func TestStatusFromConsul(t *testing.T) {
+	// Runs last, once the router, the fake engine and Consul are gone:
+	// neither Run nor they leave goroutines behind.
+	t.Cleanup(func() { goleak.VerifyNone(t) })
 	agent := consultest.Start(t)
+	err := agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
+		ID: "vllm-alloc-2", Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: "127.0.0.1", Port: 9,
+		Meta:  map[string]string{consul.MetaModel: "sim-model", consul.MetaReplica: "alloc-2/sim"},
+		Check: &api.AgentServiceCheck{TTL: "1h", Status: api.HealthWarning},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := startRouter(t, agent.Addr)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // Run leaves nothing behind
+	want := map[string][]string{
+		"alloc-1/sim": {colConsul: "-", colDraining: "false", colAdapters: "sql"},
+		"alloc-2/sim": {colConsul: "warning", colDraining: "true", colAdapters: "-"},
+	}
 	var out bytes.Buffer
-	// The router is found once its health check passes; Run waits for that
-	// within its timeout.
+	// The router is found once its health check passes, and the adapter
+	// once it is scraped; Run waits for the first within its timeout.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out.Reset()
 		err := Run(context.Background(), Options{Consul: agent.Addr, Timeout: 2 * time.Second}, &out)
-		if err == nil {
+		if err == nil && matches(rows(out.String()), want) == "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("status never found the router: %v", err)
+			t.Fatalf("status never showed the replicas as wanted (%v; %s):\n%s", err, matches(rows(out.String()), want), out.String())
 		}
+		time.Sleep(50 * time.Millisecond) // polling a condition, with a deadline
 	}
-	for _, want := range []string{"router " + r.Addr() + ": 1 replicas", "alloc-1/sim", "sim-model", "MODE"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+	for _, w := range []string{"router " + r.Addr() + ": 2 replicas", "MODE", "CONSUL", "DRAINING", "ADAPTERS"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
 		}
 	}
 }
 
+// matches says how got differs from want (non-empty cells of want, by
+// column), or "" when it does not.
+func matches(got, want map[string][]string) string {
+	for id, cells := range want {
+		row, ok := got[id]
+		if !ok {
+			return "no row for " + id
+		}
+		if len(row) != columns {
+			return fmt.Sprintf("%s: %d columns; want %d", id, len(row), columns)
+		}
+		for col, w := range cells {
+			if w != "" && row[col] != w {
+				return fmt.Sprintf("%s column %d: %q; want %q", id, col, row[col], w)
+			}
+		}
+	}
+	return ""
+}
+
 func TestStatusDirect(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs last, as above
 	r := startRouter(t, "")
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var out bytes.Buffer
 	if err := Run(context.Background(), Options{Routers: []string{r.Addr()}}, &out); err != nil {
 		t.Fatal(err)
@@ -78,9 +161,9 @@ func TestStatusDirect(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("got %d lines; want a router line, a header and one replica:\n%s", len(lines), out.String())
 	}
-	fields := strings.Fields(lines[2])
-	if fields[0] != "alloc-1/sim" || fields[1] != "sim-model" {
-		t.Errorf("replica row %q; want alloc-1/sim sim-model ...", lines[2])
+	want := map[string][]string{"alloc-1/sim": {colModel: "sim-model", colConsul: "-", colDraining: "false"}}
+	if d := matches(rows(out.String()), want); d != "" {
+		t.Errorf("%s:\n%s", d, out.String())
 	}
 }
 
