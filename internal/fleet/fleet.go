@@ -195,10 +195,10 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	// A replica is exact once its driver has reported state for it, and an
-	// engine reports only when its cache changes: one request each. Sent
-	// once the routers list every shard: state about a replica a router
-	// does not know yet is dropped, and the router then waits for the
-	// driver's next update (up to its 10 s keep-alive) to ask for it again.
+	// engine reports only when its cache changes: one request each.
+	// Routers keep state that reaches them before they list a replica
+	// (router/ingest), so the warm-up need not wait for the listing;
+	// waitExact below checks listing and mode together.
 	if err = f.waitRouters(ctx, "every router to list every shard", func(_ replicaView, listed bool) bool { return listed }); err != nil {
 		return nil, err
 	}
