@@ -128,6 +128,7 @@ func (s *Sink) adoptLocked(replica, model string) bool {
 	if err := s.models.For(model).Replace(replica, blocks); err != nil {
 		s.stats.Errors++
 		s.log.Error("adopt kv state kept before the replica joined", "replica", replica, "driver", p.driver, "error", err)
+		s.waitFor(replica, p.driver)
 		return false
 	}
 	s.claimLocked(replica, p.driver)

@@ -186,12 +186,29 @@ func FuzzApply(f *testing.F) {
 			return
 		}
 		ms := index.NewModels(index.Options{MaxKeys: 1000})
-		s := NewSink(ms, func(id string) (string, bool) { return "m", id != "" }, nil)
+		joined := map[string]bool{}
+		// Replicas with an odd-length id are listed from the start, the
+		// others only once joined: their state is kept until then.
+		s := NewSinkWith(ms, func(id string) (string, bool) { return "m", len(id)%2 == 1 || joined[id] }, Options{PendingKeys: 64, PendingReplicas: 4})
 		s.ApplyUpdate(u)
 		s.ApplyUpdate(u)
 		named := map[string]bool{}
 		for _, r := range u.Replicas {
 			named[r.ID] = true
+		}
+		keys := 0
+		for _, p := range s.pending {
+			keys += p.keys
+		}
+		if st := s.Stats(); st.PendingKeys != keys || st.PendingKeys > 64 || st.Pending > 4 {
+			t.Fatalf("pending keys %d (counted %d), %d replicas; bounds 64 keys, 4 replicas", st.PendingKeys, keys, st.Pending)
+		}
+		for id := range named {
+			joined[id] = true
+			s.Joined(id)
+		}
+		if st := s.Stats(); st.Pending != 0 || st.PendingKeys != 0 {
+			t.Fatalf("kept state left after every replica joined: %+v", st)
 		}
 		for id := range s.owner {
 			if !named[id] {
