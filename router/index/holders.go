@@ -23,8 +23,10 @@ type table struct {
 	live    uint64
 	holders [MaxHolders]holder
 	// group[s] is the lowest live slot of the same replica as slot s, so
-	// Lookup merges a replica's ranks without comparing names.
+	// Lookup merges a replica's ranks without comparing names; byName maps
+	// each live replica to its group.
 	group   [MaxHolders]uint8
+	byName  map[string]uint8
 	readers atomic.Int64
 }
 
@@ -67,6 +69,7 @@ func (ix *Index) publish(edit func(*table)) {
 		}
 		t.group[s] = g
 	}
+	t.byName = first
 	ix.tab.Store(t)
 	// A replaced table with no reader now never gets one (acquire re-checks
 	// the current table), so only tables still being read are kept.

@@ -33,9 +33,52 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 func (ix *Index) LookupStride(keys []uint64, stride int, dst []Match) []Match {
 	tab := ix.acquire()
 	defer release(tab)
-	w := walk{ix: ix, keys: keys, active: tab.live, onGPU: tab.live}
-	if w.active == 0 || len(keys) == 0 {
+	var w walk
+	if !w.run(ix, tab, keys, stride) {
 		return dst
+	}
+	best := w.best(tab)
+	for live := tab.live; live != 0; live &= live - 1 {
+		s := bits.TrailingZeros64(live)
+		if tab.group[s] == uint8(s) && best[s] >= 0 {
+			dst = append(dst, w.match(tab, best[s]))
+		}
+	}
+	return dst
+}
+
+// LookupReplicas is LookupStride with the matches in the caller's order:
+// it returns out resized to len(replicas), where out[i] is the match of
+// replicas[i], or the zero Match when it holds no block of the prompt (or
+// is unknown). The scheduler scores its candidates this way without
+// joining the matches to them by name on every request.
+func (ix *Index) LookupReplicas(keys []uint64, stride int, replicas []string, out []Match) []Match {
+	if cap(out) < len(replicas) {
+		out = make([]Match, len(replicas))
+	}
+	out = out[:len(replicas)]
+	clear(out)
+	tab := ix.acquire()
+	defer release(tab)
+	var w walk
+	if !w.run(ix, tab, keys, stride) {
+		return out
+	}
+	best := w.best(tab)
+	for i, name := range replicas {
+		if g, ok := tab.byName[name]; ok && best[g] >= 0 {
+			out[i] = w.match(tab, best[g])
+		}
+	}
+	return out
+}
+
+// run walks keys for the holders live in tab; false when there is nothing
+// to walk.
+func (w *walk) run(ix *Index, tab *table, keys []uint64, stride int) bool {
+	*w = walk{ix: ix, keys: keys, active: tab.live, onGPU: tab.live}
+	if w.active == 0 || len(keys) == 0 {
+		return false
 	}
 	if stride <= 1 {
 		w.scan(0, len(keys))
@@ -57,7 +100,7 @@ func (ix *Index) LookupStride(keys []uint64, stride int, dst []Match) []Match {
 	for a := w.active; a != 0; a &= a - 1 {
 		w.depth[bits.TrailingZeros64(a)] = int32(len(keys))
 	}
-	return w.matches(tab, dst)
+	return true
 }
 
 // walk is the state of one Lookup.
@@ -96,8 +139,9 @@ func (w *walk) scan(from, to int) {
 	}
 }
 
-// matches appends one Match per replica, its best rank, in slot order.
-func (w *walk) matches(tab *table, dst []Match) []Match {
+// best returns, per replica group (its lowest live slot), the slot of its
+// best rank, or -1 where no rank holds the first key.
+func (w *walk) best(tab *table) [MaxHolders]int8 {
 	var best [MaxHolders]int8
 	for i := range best {
 		best[i] = -1
@@ -114,16 +158,13 @@ func (w *walk) matches(tab *table, dst []Match) []Match {
 			best[g] = int8(s)
 		}
 	}
-	for live := tab.live; live != 0; live &= live - 1 {
-		s := bits.TrailingZeros64(live)
-		if tab.group[s] != uint8(s) || best[s] < 0 {
-			continue
-		}
-		b := best[s]
-		h := tab.holders[b]
-		dst = append(dst, Match{Replica: h.replica, Rank: h.rank, Blocks: int(depth[b]), GPUBlocks: int(depth[b] - cpuOnly[b])})
-	}
-	return dst
+	return best
+}
+
+// match is the Match of slot s.
+func (w *walk) match(tab *table, s int8) Match {
+	h := tab.holders[s]
+	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.depth[s]), GPUBlocks: int(w.depth[s] - w.cpuOnly[s])}
 }
 
 // better orders a replica's ranks: longest match, then most GPU blocks,

@@ -127,6 +127,14 @@ func TestIndexMatchesModel(t *testing.T) {
 		if d := cmp.Diff(ref.lookup(prompt), got); d != "" {
 			t.Fatalf("step %d: lookup differs from the model (-want +got):\n%s", step, d)
 		}
+		// The same walk, answered in the caller's order of replicas
+		// (one of them never known).
+		names := []string{"d", "unknown", "b", "a", "c"}
+		for i, m := range ix.LookupReplicas(prompt, 1, names, nil) {
+			if want := got[names[i]]; m != want {
+				t.Fatalf("step %d: LookupReplicas[%s] = %+v; want %+v", step, names[i], m, want)
+			}
+		}
 		var keysHeld int
 		distinct := map[uint64]bool{}
 		for _, sets := range ref {
@@ -194,5 +202,21 @@ func TestLookupStrideHole(t *testing.T) {
 	}
 	if got := ix.LookupStride(prompt, 32, nil)[0].Blocks; got != len(prompt) {
 		t.Errorf("strided walk: %d blocks; want %d (the hole is skipped)", got, len(prompt))
+	}
+}
+
+func TestModelsLookupReplicas(t *testing.T) {
+	ms := NewModels(Options{})
+	if err := ms.For("m").Update("a", []Change{{Tier: GPU, Add: []uint64{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	stale := []Match{{Replica: "old", Blocks: 9}, {Replica: "old"}, {Replica: "old"}}
+	got := ms.LookupReplicas("m", []uint64{1, 2, 3}, 1, []string{"b", "a"}, stale)
+	if want := []Match{{}, {Replica: "a", Blocks: 2, GPUBlocks: 2}}; !cmp.Equal(got, want) {
+		t.Errorf("known model: %+v; want %+v", got, want)
+	}
+	got = ms.LookupReplicas("other", []uint64{1}, 1, []string{"a", "b"}, stale)
+	if want := []Match{{}, {}}; !cmp.Equal(got, want) {
+		t.Errorf("unknown model: %+v; want %+v", got, want)
 	}
 }

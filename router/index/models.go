@@ -17,41 +17,46 @@ func NewModels(opts Options) *Models { return &Models{opts: opts, m: map[string]
 
 // For returns model's Index, creating it on first use.
 func (ms *Models) For(model string) *Index {
-	ms.mu.RLock()
-	ix := ms.m[model]
-	ms.mu.RUnlock()
-	if ix != nil {
+	if ix := ms.get(model); ix != nil {
 		return ix
 	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	if ix = ms.m[model]; ix == nil {
+	ix := ms.m[model]
+	if ix == nil {
 		ix = New(ms.opts)
 		ms.m[model] = ix
 	}
 	return ix
 }
 
+// get returns model's Index, nil when there is none.
+func (ms *Models) get(model string) *Index {
+	ms.mu.RLock()
+	defer ms.mu.RUnlock()
+	return ms.m[model]
+}
+
 // Lookup is Index.Lookup on model's index; an unknown model matches nothing.
 func (ms *Models) Lookup(model string, keys []uint64, dst []Match) []Match {
-	ms.mu.RLock()
-	ix := ms.m[model]
-	ms.mu.RUnlock()
-	if ix == nil {
-		return dst
-	}
-	return ix.Lookup(keys, dst)
+	return ms.LookupStride(model, keys, 1, dst)
 }
 
 // LookupStride is Index.LookupStride on model's index.
 func (ms *Models) LookupStride(model string, keys []uint64, stride int, dst []Match) []Match {
-	ms.mu.RLock()
-	ix := ms.m[model]
-	ms.mu.RUnlock()
-	if ix == nil {
-		return dst
+	if ix := ms.get(model); ix != nil {
+		return ix.LookupStride(keys, stride, dst)
 	}
-	return ix.LookupStride(keys, stride, dst)
+	return dst
+}
+
+// LookupReplicas is Index.LookupReplicas on model's index; for an unknown
+// model every replica matches nothing.
+func (ms *Models) LookupReplicas(model string, keys []uint64, stride int, replicas []string, out []Match) []Match {
+	if ix := ms.get(model); ix != nil {
+		return ix.LookupReplicas(keys, stride, replicas, out)
+	}
+	return append(out[:0], make([]Match, len(replicas))...)
 }
 
 // Remove drops replica from every model's index.

@@ -224,8 +224,8 @@ func TestDecodeParamsTrailing(t *testing.T) {
 
 type emptyIndex struct{}
 
-func (emptyIndex) LookupStride(_ string, _ []uint64, _ int, dst []index.Match) []index.Match {
-	return dst
+func (emptyIndex) LookupReplicas(_ string, _ []uint64, _ int, replicas []string, _ []index.Match) []index.Match {
+	return make([]index.Match, len(replicas))
 }
 
 // FuzzPluginParams feeds arbitrary parameter bytes to every builtin: each

@@ -11,8 +11,9 @@ import (
 
 // PrefixIndex is the precise index the prefix scorer reads: per model, which
 // replicas hold how much of a prompt (router/index, one Index per model).
+// out[i] is the match of replicas[i] (index.Models.LookupReplicas).
 type PrefixIndex interface {
-	LookupStride(model string, keys []uint64, stride int, dst []index.Match) []index.Match
+	LookupReplicas(model string, keys []uint64, stride int, replicas []string, out []index.Match) []index.Match
 }
 
 // PrefixParams tune the precise prefix scorer.
@@ -99,8 +100,8 @@ type PrefixScorer struct {
 // prefixScratch is one Score call's working memory, pooled so that scoring
 // allocates nothing in the steady state.
 type prefixScratch struct {
-	matches []index.Match
-	found   map[string]int // replica -> position in matches
+	ids     []string       // the candidates' replica ids
+	matches []index.Match  // matches[i] is candidate i's
 	spec    map[string]int // replica -> speculatively credited depth
 }
 
@@ -129,30 +130,26 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	}
 	sc, _ := s.pool.Get().(*prefixScratch)
 	if sc == nil {
-		sc = &prefixScratch{found: map[string]int{}, spec: map[string]int{}}
+		sc = &prefixScratch{spec: map[string]int{}}
 	}
 	defer s.pool.Put(sc)
-	matches := s.index.LookupStride(req.Model, req.Keys, s.p.strideFor(req), sc.matches[:0])
-	sc.matches = matches
-	found, spec := sc.found, sc.spec
-	clear(found)
-	clear(spec)
-	for j, m := range matches {
-		found[m.Replica] = j
+	sc.ids = sc.ids[:0]
+	for i := range cands {
+		sc.ids = append(sc.ids, cands[i].ID)
 	}
+	matches := s.index.LookupReplicas(req.Model, req.Keys, s.p.strideFor(req), sc.ids, sc.matches)
+	sc.matches = matches
+	spec := sc.spec
+	clear(spec)
 	s.spec.match(req.Keys, func(replica string, depth int) { spec[replica] = depth })
 	for i := range cands {
 		c := &cands[i]
 		if c.Mode != ModeExact {
 			continue
 		}
-		var blocks int
-		var credit float64
-		if j, ok := found[c.ID]; ok {
-			m := matches[j]
-			blocks = m.Blocks
-			credit = float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
-		}
+		m := matches[i]
+		blocks := m.Blocks
+		credit := float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
 		if d := spec[c.ID]; float64(d) > credit {
 			credit, blocks = float64(d), max(blocks, d)
 		}

@@ -55,9 +55,9 @@ type strideSpy struct {
 	strides []int
 }
 
-func (s *strideSpy) LookupStride(model string, keys []uint64, stride int, dst []index.Match) []index.Match {
+func (s *strideSpy) LookupReplicas(model string, keys []uint64, stride int, replicas []string, out []index.Match) []index.Match {
 	s.strides = append(s.strides, stride)
-	return s.PrefixIndex.LookupStride(model, keys, stride, dst)
+	return s.PrefixIndex.LookupReplicas(model, keys, stride, replicas, out)
 }
 
 // TestLongPromptStrideSameDecision: on indexes where every replica's cached
