@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -120,6 +121,42 @@ func TestHistoryMatchStrided(t *testing.T) {
 			h.match(prompt, func(replica string, depth int) { got[replica] = depth })
 			if d := cmp.Diff(want, got); d != "" {
 				t.Fatalf("trial %d: strided match differs from reading every key (-want +got):\n%s", trial, d)
+			}
+		}
+	}
+}
+
+// TestRankOrder checks the integer-key ranking against a stable sort by
+// total, best first, on totals with many ties, around the 64-candidate
+// switch to the comparison sort.
+func TestRankOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{0, 1, 2, 5, 63, 64, 65, 100} {
+		for trial := range 20 {
+			totals := make([]float64, n)
+			for i := range totals {
+				totals[i] = float64(r.IntN(5)) * 0.37 // ties, and exact zeros
+				if trial%2 == 1 {
+					totals[i] = r.Float64() * 4
+				}
+			}
+			var order, want []int
+			for j := range n {
+				order = append(order, j)
+			}
+			want = slices.Clone(order)
+			slices.SortStableFunc(want, func(a, b int) int {
+				switch {
+				case totals[a] > totals[b]:
+					return -1
+				case totals[a] < totals[b]:
+					return 1
+				}
+				return 0
+			})
+			rankOrder(order, totals, nil)
+			if !slices.Equal(order, want) {
+				t.Fatalf("n=%d trial %d: order %v; want %v (totals %v)", n, trial, order, want, totals)
 			}
 		}
 	}

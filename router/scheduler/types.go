@@ -81,6 +81,7 @@ type cycleState struct {
 	live                []Candidate // the filters' survivors
 	totals, per, scores []float64
 	order               []int
+	sortKeys            []uint64
 	ranked              []Ranked
 	filtered            map[string]int
 }
