@@ -64,13 +64,16 @@ func (f *BusyFilter) Filter(_ context.Context, _ *Request, cands []Candidate) []
 
 // keep filters cands in place, preserving order.
 func keep(cands []Candidate, ok func(*Candidate) bool) []Candidate {
-	out := cands[:0]
+	n := 0
 	for i := range cands {
 		if ok(&cands[i]) {
-			out = append(out, cands[i])
+			if n != i { // survivors before the first drop stay where they are
+				cands[n] = cands[i]
+			}
+			n++
 		}
 	}
-	return out
+	return cands[:n]
 }
 
 var (
