@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/config"
+	"github.com/llmgw/llmgw/router/server"
 )
 
 // fakeDriver speaks the driver's side of the KV protocol for one replica
@@ -61,6 +62,23 @@ func (d *fakeDriver) flush() bool {
 	return false
 }
 
+// smallAndLarge runs a router over two vllm-sim replicas with KV events:
+// small/main advertises only 16 GPU blocks (--num-gpu-blocks-override),
+// large/main the default, which keeps the model's key cap out of the way
+// of an oversized small share. The router's warnings go to the log.
+func smallAndLarge(t *testing.T) (*server.Server, *lockedLog) {
+	t.Helper()
+	small := startSim(t, "--sim-latency=false", "--num-gpu-blocks-override", "16", "--max-model-len", "256")
+	large := startSim(t, "--sim-latency=false")
+	c := routerConfig(token)
+	c.Replicas = []config.StaticReplica{
+		{ID: "small/main", Model: model, Address: small.addr, BlockSize: 16, KVEvents: true},
+		{ID: "large/main", Model: model, Address: large.addr, BlockSize: 16, KVEvents: true},
+	}
+	logs := &lockedLog{t: t}
+	return startRouterLogTo(t, c, logs), logs
+}
+
 // TestOversizeRepairWithSim: a router whose index holds 40 blocks of a
 // vllm-sim replica advertising 16 (the driver's state missed removals)
 // raises the alarm and repairs it: it asks the replica's driver for a
@@ -70,15 +88,7 @@ func TestOversizeRepairWithSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts vllm-sim processes")
 	}
-	small := startSim(t, "--sim-latency=false", "--num-gpu-blocks-override", "16", "--max-model-len", "256")
-	large := startSim(t, "--sim-latency=false")
-	c := routerConfig(token)
-	c.Replicas = []config.StaticReplica{
-		{ID: "small/main", Model: model, Address: small.addr, BlockSize: 16, KVEvents: true},
-		{ID: "large/main", Model: model, Address: large.addr, BlockSize: 16, KVEvents: true},
-	}
-	logs := &lockedLog{t: t}
-	r := startRouterLogTo(t, c, logs)
+	r, logs := smallAndLarge(t)
 	oversized := fmt.Sprintf(`llmgw_replica_index_oversized{model=%q,replica="small/main",tier="gpu"}`, model)
 	repairs := fmt.Sprintf(`llmgw_replica_index_resnapshots_total{model=%q,replica="small/main"}`, model)
 	waitFor(t, "the small replica's advertised capacity", func() bool {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/router/config"
 )
 
 // lockedLog collects the router's log lines and passes them to the test log.
@@ -41,15 +40,7 @@ func TestOversizeAlarmWithSim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts vllm-sim processes")
 	}
-	small := startSim(t, "--sim-latency=false", "--num-gpu-blocks-override", "16", "--max-model-len", "256")
-	large := startSim(t, "--sim-latency=false")
-	c := routerConfig(token)
-	c.Replicas = []config.StaticReplica{
-		{ID: "small/main", Model: model, Address: small.addr, BlockSize: 16, KVEvents: true},
-		{ID: "large/main", Model: model, Address: large.addr, BlockSize: 16, KVEvents: true},
-	}
-	logs := &lockedLog{t: t}
-	r := startRouterLogTo(t, c, logs)
+	r, logs := smallAndLarge(t)
 	send := func(epoch uint64, blocks int) {
 		t.Helper()
 		keys := make([]uint64, blocks)
