@@ -57,6 +57,8 @@ func (s *Sink) keepLocked(driver string, r *kvwire.Replica, fresh bool) {
 	}
 	if p == nil && !fresh && s.waiting[r.ID][driver] {
 		s.stats.Unknown++
+		s.log.Debug("kv delta for a replica not listed yet cannot be followed (its earlier state was not kept); its driver is asked for a snapshot when it joins",
+			"replica", r.ID, "driver", driver)
 		return
 	}
 	groups := make([]rankTier, len(r.Groups))
@@ -85,7 +87,7 @@ func (s *Sink) keepLocked(driver string, r *kvwire.Replica, fresh bool) {
 	for i, g := range r.Groups {
 		set := p.groups[groups[i]]
 		if set == nil {
-			set = map[uint64]struct{}{}
+			set = make(map[uint64]struct{}, len(g.Add))
 			p.groups[groups[i]] = set
 		}
 		for _, k := range g.Del {
@@ -119,7 +121,6 @@ func (s *Sink) adoptLocked(replica, model string) bool {
 		for k := range set {
 			keys = append(keys, k)
 		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 		blocks = append(blocks, index.Blocks{Rank: rt.rank, Tier: rt.tier, Keys: keys})
 	}
 	sort.Slice(blocks, func(i, j int) bool {
