@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -157,6 +158,53 @@ func TestRankOrder(t *testing.T) {
 			rankOrder(order, totals, nil)
 			if !slices.Equal(order, want) {
 				t.Fatalf("n=%d trial %d: order %v; want %v (totals %v)", n, trial, order, want, totals)
+			}
+		}
+	}
+}
+
+// TestLoadScoresAsDocumented checks the load scorer, which multiplies by
+// weight/max, against its documented formula (each signal divided by its
+// maximum over the candidates, weighted, as a share of the weights'
+// sum), including signals that scrapes report as NaN, infinite or
+// negative, which count as absent.
+func TestLoadScoresAsDocumented(t *testing.T) {
+	ratio := func(x, max float64) float64 {
+		if max <= 0 || x <= 0 {
+			return 0
+		}
+		return clamp01(x / max)
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	odd := []float64{math.NaN(), math.Inf(1), -1, 0}
+	metric := func() float64 {
+		if r.IntN(8) == 0 {
+			return odd[r.IntN(len(odd))]
+		}
+		return r.Float64() * 20
+	}
+	s := &LoadScorer{p: defaultLoadParams()}
+	p := s.p
+	for trial := range 200 {
+		cands := make([]Candidate, 1+r.IntN(70))
+		var mx Load
+		for i := range cands {
+			l := Load{InFlight: r.IntN(9), InFlightTokens: r.IntN(5000), Waiting: metric(), Running: metric(), KVUsage: r.Float64()}
+			cands[i].Load = l
+			mx.InFlight, mx.InFlightTokens = max(mx.InFlight, l.InFlight), max(mx.InFlightTokens, l.InFlightTokens)
+			mx.Waiting, mx.Running = max(mx.Waiting, l.Waiting), max(mx.Running, l.Running)
+		}
+		got := make([]float64, len(cands))
+		s.Score(t.Context(), nil, cands, got)
+		sum := p.InFlight + p.InFlightTokens + p.Waiting + p.Running + p.KVUsage
+		for i, c := range cands {
+			l := c.Load
+			busy := p.InFlight*ratio(float64(l.InFlight), float64(mx.InFlight)) +
+				p.InFlightTokens*ratio(float64(l.InFlightTokens), float64(mx.InFlightTokens)) +
+				p.Waiting*ratio(l.Waiting, mx.Waiting) + p.Running*ratio(l.Running, mx.Running) +
+				p.KVUsage*clamp01(l.KVUsage)
+			if want := 1 - busy/sum; math.Abs(got[i]-want) > 1e-12 {
+				t.Fatalf("trial %d, candidate %d (load %+v, max %+v): score %v; want %v", trial, i, l, mx, got[i], want)
 			}
 		}
 	}
