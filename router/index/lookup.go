@@ -31,13 +31,11 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 // assumption the result equals Lookup's; a holder with a hole in its chain
 // may be credited past the hole. With stride <= 1 the walk is exact.
 func (ix *Index) LookupStride(keys []uint64, stride int, dst []Match) []Match {
-	tab := ix.acquire()
-	defer release(tab)
 	var w walk
-	if !w.run(ix, tab, keys, stride) {
+	tab, best, ok := ix.walkKeys(keys, stride, &w)
+	if !ok {
 		return dst
 	}
-	best := w.best(tab)
 	for live := tab.live; live != 0; live &= live - 1 {
 		s := bits.TrailingZeros64(live)
 		if tab.group[s] == uint8(s) && best[s] >= 0 {
@@ -58,19 +56,30 @@ func (ix *Index) LookupReplicas(keys []uint64, stride int, replicas []string, ou
 	}
 	out = out[:len(replicas)]
 	clear(out)
-	tab := ix.acquire()
-	defer release(tab)
 	var w walk
-	if !w.run(ix, tab, keys, stride) {
+	tab, best, ok := ix.walkKeys(keys, stride, &w)
+	if !ok {
 		return out
 	}
-	best := w.best(tab)
 	for i, name := range replicas {
 		if g, ok := tab.byName[name]; ok && best[g] >= 0 {
 			out[i] = w.match(tab, best[g])
 		}
 	}
 	return out
+}
+
+// walkKeys runs w over keys and returns the slot table it read and each
+// replica group's best slot (walk.best); false when nothing was walked. The
+// table is released once the walk is done: what is read of it afterwards
+// (holders, groups) never changes, only slot reuse must wait for readers.
+func (ix *Index) walkKeys(keys []uint64, stride int, w *walk) (*table, [MaxHolders]int8, bool) {
+	tab := ix.acquire()
+	defer release(tab)
+	if !w.run(ix, tab, keys, stride) {
+		return tab, [MaxHolders]int8{}, false
+	}
+	return tab, w.best(tab), true
 }
 
 // run walks keys for the holders live in tab; false when there is nothing
