@@ -4,7 +4,8 @@
 // It owns that map and nothing else: it knows no HTTP, no wire format and no
 // tokenizer. Keys arrive as plain uint64 values (internal/blockkey's keys);
 // the ingest endpoint translates driver updates into Update, Replace and
-// Remove calls, and the scheduler's prefix scorer calls Lookup. It must not
+// Remove calls, and the scheduler's prefix scorer calls LookupReplicas
+// (Lookup's walk, answered in the order of its candidates). It must not
 // import driver/... or any other router package.
 //
 // # Concurrency
@@ -19,7 +20,9 @@
 // immutable slot table swapped atomically: Remove and Replace take effect
 // for readers at once, before the stale bits are swept out, and a slot is
 // reused only after every Lookup that could still see its old owner has
-// finished.
+// finished. The writer loads the slots of a batch's keys a group at a time
+// before changing them, because each change's locked instructions would
+// otherwise wait out the cache misses one by one.
 //
 // # Representation
 //
