@@ -17,7 +17,7 @@ func TestRouterConfigLoads(t *testing.T) {
 		scheduler string
 		scorers   []string
 	}{
-		{"router default", "", []string{"prefix", "approx-prefix", "load", "session"}},
+		{"router default", "", []string{"prefix", "approx-prefix", "ttft", "load", "session"}},
 		{"load only", "filter \"model\" {}\nscorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}", []string{"load"}},
 	}
 	for _, tt := range tests {

@@ -348,10 +348,10 @@ type endNotifier struct {
 	q *queue
 }
 
-func (e endNotifier) Begin(replica string, promptTokens int) func() {
-	end := e.t.Begin(replica, promptTokens)
-	return func() {
-		end()
+func (e endNotifier) BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func()) {
+	answered, ended := e.t.BeginPrefill(replica, promptTokens, uncachedTokens)
+	return answered, func() {
+		ended()
 		e.q.wake()
 	}
 }

@@ -63,9 +63,10 @@ type Health interface {
 	Succeeded(replica string)
 }
 
-// LoadTracker counts requests in flight per replica (scheduler.Tracker).
+// LoadTracker counts requests in flight per replica, and their uncached
+// prompt tokens until the replica answers (scheduler.Tracker).
 type LoadTracker interface {
-	Begin(replica string, promptTokens int) (end func())
+	BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func())
 }
 
 // retryStatus reports whether a replica's answer should be retried on the
@@ -97,7 +98,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.ContentLength = int64(len(rt.body))
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rt.body)), nil }
 		id := a.ranked.Candidate.ID
-		end := t.load.Begin(id, rt.promptTokens)
+		uncached := rt.promptTokens - a.ranked.CachedBlocks*rt.blockTokens
+		answered, end := t.load.BeginPrefill(id, rt.promptTokens, uncached)
 		rt.mu.Lock()
 		rt.tried = i + 1
 		rt.mu.Unlock()
@@ -135,16 +137,27 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if rt.onServed != nil {
 			rt.onServed(a.ranked)
 		}
-		resp.Body = &endOnClose{ReadCloser: resp.Body, end: end}
+		resp.Body = &endOnClose{ReadCloser: resp.Body, end: end, answered: answered}
 		return resp, nil
 	}
 	return nil, lastErr
 }
 
-// endOnClose ends the in-flight count when the proxy closes the body.
+// endOnClose ends the in-flight count when the proxy closes the body, and
+// tells the tracker the replica answered at its first byte (its prompt is
+// prefilled by then).
 type endOnClose struct {
 	io.ReadCloser
-	end func()
+	end, answered func()
+}
+
+func (e *endOnClose) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if n > 0 && e.answered != nil {
+		e.answered()
+		e.answered = nil
+	}
+	return n, err
 }
 
 func (e *endOnClose) Close() error {

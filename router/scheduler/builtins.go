@@ -45,6 +45,13 @@ func RegisterBuiltins(r *Registry) error {
 			}
 			return &LoadScorer{name: n, p: p}, nil
 		}},
+		{"ttft", func(n TypedName, raw json.RawMessage, _ Deps) (Plugin, error) {
+			p := defaultTTFTParams()
+			if err := decodeValid(raw, &p); err != nil {
+				return nil, err
+			}
+			return &TTFTScorer{name: n, p: p}, nil
+		}},
 		{"session", func(n TypedName, raw json.RawMessage, d Deps) (Plugin, error) {
 			p := defaultSessionParams()
 			if err := decodeValid(raw, &p); err != nil {

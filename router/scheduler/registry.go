@@ -77,8 +77,9 @@ func DefaultConfig() Config {
 	return Config{
 		Filters: []Spec{{Type: "model"}, {Type: "healthy"}},
 		Scorers: []Spec{
-			{Type: "prefix", Weight: 2},
-			{Type: "approx-prefix", Weight: 2},
+			{Type: "prefix", Weight: 1},
+			{Type: "approx-prefix", Weight: 1},
+			{Type: "ttft", Weight: 4},
 			{Type: "load", Weight: 1},
 			{Type: "session", Weight: 3},
 		},

@@ -50,9 +50,12 @@ func New(filters []Filter, scorers []WeightedScorer, picker Picker) (*Scheduler,
 	for _, f := range filters {
 		add(f)
 	}
-	for _, w := range scorers {
+	for i, w := range scorers {
 		if w.Weight < 0 {
 			return nil, fmt.Errorf("scorer %s: negative weight %g", w.TypedName(), w.Weight)
+		}
+		if err := predictionsBefore(w.Scorer, scorers[i+1:]); err != nil {
+			return nil, err
 		}
 		add(w.Scorer)
 		s.names = append(s.names, w.TypedName().String())

@@ -56,6 +56,11 @@ type Load struct {
 	Waiting        float64 // vllm:num_requests_waiting
 	Running        float64 // vllm:num_requests_running
 	KVUsage        float64 // vllm:kv_cache_usage_perc, in [0, 1]
+
+	// PrefillTokens are the predicted uncached prompt tokens of this
+	// router's requests in flight to the replica that the replica has not
+	// answered yet: the prefill queued ahead of a new request.
+	PrefillTokens int
 }
 
 // Candidate is a replica the request may go to.
@@ -75,8 +80,9 @@ type Candidate struct {
 // works in, kept so that scheduling a reused Request allocates nothing. One
 // Schedule call uses it at a time, from one goroutine.
 type cycleState struct {
-	cached []int  // predicted cached blocks per candidate
-	mode   []Mode // mode a candidate was scored in
+	cached []int     // predicted cached blocks per candidate
+	credit []float64 // those blocks weighted by tier (a CPU block < 1)
+	mode   []Mode    // mode a candidate was scored in
 
 	live                []Candidate // the filters' survivors
 	totals, per, scores []float64
@@ -90,6 +96,7 @@ type cycleState struct {
 func (r *Request) resetCycle(n int) {
 	c := &r.cycle
 	c.cached = resize(c.cached, n)
+	c.credit = resize(c.credit, n)
 	c.mode = resize(c.mode, n)
 }
 
@@ -105,16 +112,28 @@ func resize[T any](s []T, n int) []T {
 }
 
 // noteCached records that a scorer predicts blocks cached on candidate i in
-// mode; the largest prediction, and the most exact mode, win.
-func (r *Request) noteCached(i, blocks int, mode Mode) {
+// mode, worth credit blocks of prefill saved (a block only in CPU memory
+// saves less than one on the GPU); the largest prediction, and the most
+// exact mode, win. The cost scorer reads the credit.
+func (r *Request) noteCached(i, blocks int, credit float64, mode Mode) {
 	c := &r.cycle
 	if i < 0 || i >= len(c.cached) {
 		return // scored outside Schedule (tests of a single scorer)
 	}
 	c.cached[i] = max(c.cached[i], blocks)
+	c.credit[i] = max(c.credit[i], credit)
 	if c.mode[i] != ModeExact {
 		c.mode[i] = mode
 	}
+}
+
+// creditOf is the prefill credit, in blocks, noted for candidate i (0 when
+// no scorer noted any).
+func (r *Request) creditOf(i int) float64 {
+	if c := &r.cycle; i < len(c.credit) {
+		return c.credit[i]
+	}
+	return 0
 }
 
 func (r *Request) predicted(i int) (int, Mode) {

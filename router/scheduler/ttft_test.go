@@ -1,0 +1,166 @@
+package scheduler
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/router/index"
+)
+
+// TestDefaultWeighsPrefixAgainstLoad runs the default configuration over
+// three exact replicas for a 1,024-token prompt (64 blocks of 16): a
+// cached prefix wins while the work queued ahead of it costs less than the
+// prefill it saves, and loses to an idle replica once it costs more.
+func TestDefaultWeighsPrefixAgainstLoad(t *testing.T) {
+	prompt := keys(1, 64)
+	const tokens = 64 * 16
+	tests := []struct {
+		name string
+		// held is how many of the prompt's leading blocks each replica
+		// caches on the GPU; load is each one's load.
+		held    [3]int
+		load    [3]Load
+		session string // the session's replica ("" for none)
+		want    string
+	}{
+		{"even load: the replica holding the prompt", [3]int{64, 0, 0}, [3]Load{}, "", "a"},
+		{"even load: the longest prefix", [3]int{32, 48, 0}, [3]Load{}, "", "b"},
+		{"queue cheaper than the prefill saved: stays on the cache",
+			[3]int{64, 0, 0}, [3]Load{{InFlight: 1, PrefillTokens: 600}, {}, {}}, "", "a"},
+		{"queue dearer than the prefill saved: the idle replica",
+			[3]int{64, 0, 0}, [3]Load{{InFlight: 3, PrefillTokens: 3000}, {}, {}}, "", "b|c"},
+		{"half the prompt, one queued prompt ahead: the idle replica",
+			[3]int{32, 0, 0}, [3]Load{{InFlight: 1, PrefillTokens: tokens}, {}, {}}, "", "b|c"},
+		{"other routers' requests waiting in the engine count",
+			[3]int{64, 0, 0}, [3]Load{{Waiting: 8}, {}, {}}, "", "b|c"},
+		{"no hit: the least loaded",
+			[3]int{}, [3]Load{{InFlight: 1, PrefillTokens: 500}, {InFlight: 1, PrefillTokens: 200}, {InFlight: 2, PrefillTokens: 900}}, "", "b"},
+		{"no hit, running requests only: the least busy",
+			[3]int{}, [3]Load{{InFlight: 3}, {Running: 5}, {InFlight: 1}}, "", "c"},
+		{"a session stays while its replica is somewhat slower",
+			[3]int{64, 64, 0}, [3]Load{{InFlight: 2, PrefillTokens: 250}, {}, {}}, "a", "a"},
+		{"a session moves when a rival is clearly better",
+			[3]int{64, 64, 0}, [3]Load{{InFlight: 6, PrefillTokens: 6000}, {}, {}}, "a", "b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, DefaultConfig())
+			var cands []Candidate
+			for i, id := range []string{"a", "b", "c"} {
+				if tc.held[i] > 0 {
+					e.store(t, id, index.GPU, prompt[:tc.held[i]])
+				}
+				c := cand(id, ModeExact)
+				c.Load = tc.load[i]
+				cands = append(cands, c)
+			}
+			if tc.session != "" {
+				e.s.Routed(&Request{Model: "m", SessionID: "s"}, &Candidate{ID: tc.session})
+			}
+			req := &Request{Model: "m", Keys: prompt, BlockTokens: 16, PromptTokens: tokens, SessionID: "s"}
+			d, err := e.s.Schedule(context.Background(), req, cands)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d.Chosen.Candidate.ID; !strings.Contains("|"+tc.want+"|", "|"+got+"|") {
+				t.Errorf("chose %s (total %.3f, ttft %.3f); want %s; fallbacks %+v", got, d.Chosen.Total,
+					d.Score(d.Chosen, "ttft"), tc.want, d.Fallbacks)
+			}
+		})
+	}
+}
+
+// TestTTFTScores checks the scores themselves: cheapest/cost, with the cost
+// in prefill tokens.
+func TestTTFTScores(t *testing.T) {
+	p := TTFTParams{BaseTokens: 100, WaitingTokens: 50, RunningTokens: 10}
+	tests := []struct {
+		name   string
+		credit []float64 // cached blocks of 10 tokens credited per candidate
+		loads  []Load
+		want   []float64
+	}{
+		// prompt 1,000 tokens: costs 100+1000, 100+0 (+0 queued)
+		{"a full hit", []float64{0, 100}, []Load{{}, {}}, []float64{100.0 / 1100, 1}},
+		// 100+500+300 vs 100+1000
+		{"queued prefill", []float64{50, 0}, []Load{{PrefillTokens: 300}, {}}, []float64{1, 900.0 / 1100}},
+		// waiting 10 x 50 = 500 outweighs this router's 200; running 3 x 10
+		{"the engine's queue when larger", []float64{0, 0}, []Load{{PrefillTokens: 200, Waiting: 10, Running: 3}, {}},
+			[]float64{1100.0 / 1630, 1}},
+		{"a broken scrape is the last choice, not NaN", []float64{0, 0}, []Load{{Waiting: math.Inf(1)}, {Running: math.NaN()}},
+			[]float64{1100 / (1100 + 50e9), 1}},
+		{"credit beyond the prompt saves the whole prompt, no more", []float64{500, 0}, []Load{{}, {}}, []float64{1, 100.0 / 1100}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &TTFTScorer{p: p}
+			req := &Request{Keys: keys(1, 100), BlockTokens: 10, PromptTokens: 1000}
+			req.resetCycle(len(tc.credit))
+			cands := make([]Candidate, len(tc.credit))
+			for i := range cands {
+				req.noteCached(i, int(tc.credit[i]), tc.credit[i], ModeExact)
+				cands[i].Load = tc.loads[i]
+			}
+			got := make([]float64, len(cands))
+			s.Score(context.Background(), req, cands, got)
+			for i := range got {
+				if math.Abs(got[i]-tc.want[i]) > 1e-9 {
+					t.Errorf("score[%d] = %g; want %g", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestTTFTMustFollowPredictions: the ttft scorer reads what the prefix
+// scorers predicted, so a config listing it first is an error.
+func TestTTFTMustFollowPredictions(t *testing.T) {
+	r := NewRegistry()
+	if err := RegisterBuiltins(r); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Scorers: []Spec{{Type: "ttft", Weight: 1}, {Type: "approx-prefix", Weight: 1}}, Picker: Spec{Type: "max-score"}}
+	if _, err := r.Build(cfg, Deps{}); err == nil || !strings.Contains(err.Error(), "must come after") {
+		t.Errorf("ttft before approx-prefix: got %v; want an ordering error", err)
+	}
+	cfg.Scorers[0], cfg.Scorers[1] = cfg.Scorers[1], cfg.Scorers[0]
+	if _, err := r.Build(cfg, Deps{}); err != nil {
+		t.Errorf("ttft after approx-prefix: %v", err)
+	}
+	for _, params := range []string{`{"base_tokens":0}`, `{"waiting_tokens":-1}`, `{"running_tokens":"x"}`, `{"queue":1}`} {
+		cfg.Scorers[1].Params = []byte(params)
+		if _, err := r.Build(cfg, Deps{}); err == nil {
+			t.Errorf("params %s: no error", params)
+		}
+	}
+}
+
+// TestTrackerPrefill: uncached prompt tokens count until the replica
+// answers or the request ends, whichever comes first, once.
+func TestTrackerPrefill(t *testing.T) {
+	tr := NewTracker()
+	answered, end := tr.BeginPrefill("a", 1000, 600)
+	_, end2 := tr.BeginPrefill("a", 500, 500)
+	if got, want := tr.Load("a"), (Load{InFlight: 2, InFlightTokens: 1500, PrefillTokens: 1100}); got != want {
+		t.Fatalf("load %+v; want %+v", got, want)
+	}
+	answered()
+	answered()
+	if got, want := tr.Load("a"), (Load{InFlight: 2, InFlightTokens: 1500, PrefillTokens: 500}); got != want {
+		t.Fatalf("after an answer: load %+v; want %+v", got, want)
+	}
+	end2() // never answered: its prefill goes with it
+	end()
+	end()
+	answered() // after the end: nothing
+	if got := tr.Load("a"); got != (Load{}) {
+		t.Errorf("after both ended: load %+v; want zero", got)
+	}
+	_, end = tr.BeginPrefill("b", 10, -5) // more cached than prompt
+	if got := tr.Load("b").PrefillTokens; got != 0 {
+		t.Errorf("negative uncached tokens counted as %d; want 0", got)
+	}
+	end()
+}
