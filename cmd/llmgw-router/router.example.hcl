@@ -41,11 +41,16 @@ scheduler {
     params = { max_in_flight = 64, max_kv_usage = 0.97 }
   }
   scorer "prefix" {
-    weight = 2
+    weight = 1
     params = { cpu_weight = 0.75, speculative_ttl = "2s" }
   }
   scorer "approx-prefix" {
-    weight = 2
+    weight = 1
+  }
+  # After the prefix scorers: it reads what they predict cached.
+  scorer "ttft" {
+    weight = 4
+    params = { base_tokens = 256, waiting_tokens = 512, running_tokens = 32 }
   }
   scorer "load" {
     weight = 1

@@ -231,7 +231,7 @@ func (emptyIndex) LookupReplicas(_ string, _ []uint64, _ int, replicas []string,
 // FuzzPluginParams feeds arbitrary parameter bytes to every builtin: each
 // either builds a plugin or returns an error; none panics.
 func FuzzPluginParams(f *testing.F) {
-	for _, s := range []string{``, `null`, `{}`, `{"ttl":"1s"}`, `{"temperature":0.5}`, `{"max_in_flight":-1}`, `[1,2]`, `{"cpu_weight":1e400}`} {
+	for _, s := range []string{``, `null`, `{}`, `{"ttl":"1s"}`, `{"temperature":0.5}`, `{"max_in_flight":-1}`, `[1,2]`, `{"cpu_weight":1e400}`, `{"base_tokens":0}`, `{"waiting_tokens":1e308,"running_tokens":-0}`} {
 		f.Add(s)
 	}
 	r := NewRegistry()

@@ -72,7 +72,11 @@ type Config struct {
 }
 
 // DefaultConfig is the configuration used when the router's config has no
-// scheduler section.
+// scheduler section. The ttft scorer carries the decision, weighing each
+// replica's cached prefix against the prefill queued on it; the prefix
+// scorers (which ttft reads, so they come first) settle near-ties towards
+// the cache, load spreads ties, and a session stays unless a rival is
+// clearly faster (README.md has the arithmetic).
 func DefaultConfig() Config {
 	return Config{
 		Filters: []Spec{{Type: "model"}, {Type: "healthy"}},

@@ -72,7 +72,7 @@ func (s *TTFTScorer) Score(_ context.Context, req *Request, cands []Candidate, s
 	prompt, perBlock := req.promptSize()
 	best := math.Inf(1)
 	for i := range cands {
-		uncached := max(prompt-req.creditOf(i)*perBlock, 0)
+		uncached := bounded(prompt - bounded(req.creditOf(i))*perBlock)
 		c := s.p.BaseTokens + uncached + s.queued(&cands[i].Load)
 		scores[i] = c // the cost, until the minimum is known
 		best = min(best, c)
@@ -85,14 +85,14 @@ func (s *TTFTScorer) Score(_ context.Context, req *Request, cands []Candidate, s
 // queued is the work ahead of a new request on a replica, in prefill
 // tokens.
 func (s *TTFTScorer) queued(l *Load) float64 {
-	prefill := max(float64(l.PrefillTokens), s.p.WaitingTokens*bounded(l.Waiting))
-	running := max(float64(l.InFlight), bounded(l.Running))
+	prefill := max(bounded(float64(l.PrefillTokens)), s.p.WaitingTokens*bounded(l.Waiting))
+	running := max(bounded(float64(l.InFlight)), bounded(l.Running))
 	return prefill + s.p.RunningTokens*running
 }
 
-// bounded is a scraped count made safe to multiply: 0 when negative or
-// NaN, at most 1e9 (an infinity makes the replica the last choice rather
-// than every score NaN).
+// bounded is a count made safe to add and multiply: 0 when negative or
+// NaN, at most 1e9 (a scrape reporting infinity makes the replica the last
+// choice rather than every score NaN).
 func bounded(x float64) float64 { return min(positive(x), 1e9) }
 
 // promptSize is the prompt's length in tokens and the tokens one block of

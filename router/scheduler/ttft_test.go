@@ -164,3 +164,32 @@ func TestTrackerPrefill(t *testing.T) {
 	}
 	end()
 }
+
+// FuzzTTFTScore: whatever the loads and predictions (scrapes can report
+// NaN, infinities, negatives), every score is in [0, 1] and the cheapest
+// candidate scores 1.
+func FuzzTTFTScore(f *testing.F) {
+	f.Add(0, 0.0, 0.0, 0, 1000, 10.0)
+	f.Add(-5, math.Inf(1), math.NaN(), 3, 0, -1.0)
+	f.Add(1<<40, -1.0, 1e300, -7, 1<<30, math.Inf(-1))
+	f.Add(-1<<62, 0.0, 0.0, 0, -100, math.NaN())
+	s := &TTFTScorer{p: defaultTTFTParams()}
+	f.Fuzz(func(t *testing.T, prefill int, waiting, running float64, inFlight, prompt int, credit float64) {
+		req := &Request{Keys: keys(1, 8), BlockTokens: 16, PromptTokens: prompt}
+		req.resetCycle(2)
+		req.noteCached(0, 8, credit, ModeExact)
+		cands := []Candidate{{Load: Load{PrefillTokens: prefill, Waiting: waiting, Running: running, InFlight: inFlight}}, {}}
+		scores := make([]float64, 2)
+		s.Score(context.Background(), req, cands, scores)
+		best := 0.0
+		for i, v := range scores {
+			if !(v >= 0 && v <= 1) {
+				t.Fatalf("score[%d] = %g; want it in [0, 1]", i, v)
+			}
+			best = max(best, v)
+		}
+		if best != 1 {
+			t.Fatalf("scores %v: the cheapest should score 1", scores)
+		}
+	})
+}
