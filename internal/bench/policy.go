@@ -15,15 +15,20 @@ type Policy struct {
 // filters every policy shares: the model's replicas that pass their checks.
 const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
 
-// Policies are the policies llmgw bench compares, in the order they run:
-// the round-robin baseline, load alone, approximate prefix routing from the
-// router's own history (as routers without KV events route), and precise
+// Policies are the policies llmgw bench can compare, in the order they
+// run: the round-robin baseline, load alone, approximate prefix routing
+// from the router's own history (as routers without KV events route),
+// llmgw's default before the ttft scorer weighed cached prefixes against
+// queued prefill (prefix-load, not run unless asked for), and precise
 // prefix routing from KV events, llmgw's default.
 func Policies() []Policy {
 	return []Policy{
 		{"round-robin", filters + "picker \"round-robin\" {}\n"},
 		{"least-loaded", filters + "scorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
-		{"approx-prefix", filters + "scorer \"approx-prefix\" {\n  weight = 2\n  params = { ignore_events = true }\n}\nscorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
+		{"approx-prefix", filters + "scorer \"approx-prefix\" {\n  weight = 1\n  params = { ignore_events = true }\n}\n" +
+			"scorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
+		{"prefix-load", filters + "scorer \"prefix\" {\n  weight = 2\n}\nscorer \"approx-prefix\" {\n  weight = 2\n}\n" +
+			"scorer \"load\" {\n  weight = 1\n}\nscorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"},
 		{"precise-prefix", ""},
 	}
 }
