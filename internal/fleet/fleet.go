@@ -199,9 +199,6 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	// Routers keep state that reaches them before they list a replica
 	// (router/ingest), so the warm-up need not wait for the listing;
 	// waitExact below checks listing and mode together.
-	if err = f.waitRouters(ctx, "every router to list every shard", func(_ replicaView, listed bool) bool { return listed }); err != nil {
-		return nil, err
-	}
 	for _, s := range f.runningShards() {
 		if err = f.post(ctx, s.url+"/v1/completions", warmUp(o.Model)); err != nil {
 			return nil, fmt.Errorf("warm up %s: %w", s.replica, err)
