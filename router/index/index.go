@@ -81,6 +81,7 @@ type Index struct {
 
 	keys     atomic.Int64
 	rejected atomic.Uint64
+	groups   groupCache // LookupReplicas' candidate lists
 
 	// Writer state, under wmu.
 	wmu        sync.Mutex

@@ -61,8 +61,8 @@ func (ix *Index) LookupReplicas(keys []uint64, stride int, replicas []string, ou
 	if !ok {
 		return out
 	}
-	for i, name := range replicas {
-		if g, ok := tab.byName[name]; ok && best[g] >= 0 {
+	for i, g := range ix.groups.groups(tab, replicas) {
+		if g >= 0 && best[g] >= 0 {
 			out[i] = w.match(tab, best[g])
 		}
 	}
@@ -123,29 +123,34 @@ type walk struct {
 }
 
 // scan reads keys[from:to] one by one, retiring holders at their first
-// missing key.
+// missing key. It keeps the walk's state in locals (registers) while it
+// runs: it is the hot loop of every routing decision.
 func (w *walk) scan(from, to int) {
-	keys := w.keys
+	keys := w.keys[:to]
+	ix := w.ix
+	active, onGPU := w.active, w.onGPU
+	var sink uint64
 	for i := from + 1; i < min(from+touchAhead, to); i++ {
-		w.sink += w.ix.shard(keys[i]).touch(keys[i])
+		sink += ix.shard(keys[i]).touch(keys[i])
 	}
 	for i := from; i < to; i++ {
-		if i+touchAhead < to {
-			w.sink += w.ix.shard(keys[i+touchAhead]).touch(keys[i+touchAhead])
+		if j := i + touchAhead; j < len(keys) {
+			sink += ix.shard(keys[j]).touch(keys[j])
 		}
-		e := w.ix.shard(keys[i]).get(keys[i])
-		held := (e.gpu | e.cpu) & w.active
-		for gone := w.active &^ held; gone != 0; gone &= gone - 1 {
+		e := ix.shard(keys[i]).get(keys[i])
+		held := (e.gpu | e.cpu) & active
+		for gone := active &^ held; gone != 0; gone &= gone - 1 {
 			w.depth[bits.TrailingZeros64(gone)] = int32(i)
 		}
-		w.active, w.onGPU = held, e.gpu&held
+		active, onGPU = held, e.gpu&held
 		if held == 0 {
-			return
+			break
 		}
 		for c := e.cpu &^ e.gpu & held; c != 0; c &= c - 1 {
 			w.cpuOnly[bits.TrailingZeros64(c)]++
 		}
 	}
+	w.active, w.onGPU, w.sink = active, onGPU, w.sink+sink
 }
 
 // best returns, per replica group (its lowest live slot), the slot of its

@@ -127,9 +127,10 @@ func TestIndexMatchesModel(t *testing.T) {
 		if d := cmp.Diff(ref.lookup(prompt), got); d != "" {
 			t.Fatalf("step %d: lookup differs from the model (-want +got):\n%s", step, d)
 		}
-		// The same walk, answered in the caller's order of replicas
-		// (one of them never known).
-		names := []string{"d", "unknown", "b", "a", "c"}
+		// The same walk, answered in the caller's order of replicas (one
+		// of them never known), with more orders in turn than the Index
+		// remembers, so its remembered groups are both reused and replaced.
+		names := nameOrders[step%len(nameOrders)]
 		for i, m := range ix.LookupReplicas(prompt, 1, names, nil) {
 			if want := got[names[i]]; m != want {
 				t.Fatalf("step %d: LookupReplicas[%s] = %+v; want %+v", step, names[i], m, want)
@@ -218,5 +219,37 @@ func TestModelsLookupReplicas(t *testing.T) {
 	got = ms.LookupReplicas("other", []uint64{1}, 1, []string{"a", "b"}, stale)
 	if want := []Match{{}, {}}; !cmp.Equal(got, want) {
 		t.Errorf("unknown model: %+v; want %+v", got, want)
+	}
+}
+
+// nameOrders are the candidate lists the model test passes LookupReplicas:
+// more than groupCacheSize of them, some sharing their strings.
+var nameOrders = func() [][]string {
+	base := []string{"d", "unknown", "b", "a", "c"}
+	out := [][]string{base, {"a", "b"}, {"c"}, {"unknown"}, {"b", "d", "a", "c"}, {}}
+	out = append(out, append([]string(nil), base...)) // equal strings, another slice
+	return out
+}()
+
+// TestLookupReplicasRemembersGroups: a router passes the same candidate
+// list on every request; once its groups are remembered, a lookup with it
+// allocates nothing, and a holder joining (a new slot table) is seen at
+// once.
+func TestLookupReplicasRemembersGroups(t *testing.T) {
+	ix := New(Options{})
+	if err := ix.Update("a", []Change{{Tier: GPU, Add: []uint64{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	names, keys := []string{"b", "a"}, []uint64{1, 2}
+	out := ix.LookupReplicas(keys, 1, names, nil)
+	if allocs := testing.AllocsPerRun(100, func() { out = ix.LookupReplicas(keys, 1, names, out) }); allocs != 0 {
+		t.Errorf("LookupReplicas with a remembered list: %v allocations; want 0", allocs)
+	}
+	if err := ix.Update("b", []Change{{Tier: CPU, Add: []uint64{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	out = ix.LookupReplicas(keys, 1, names, out)
+	if want := []Match{{Replica: "b", Blocks: 1}, {Replica: "a", Blocks: 2, GPUBlocks: 2}}; !cmp.Equal(out, want) {
+		t.Errorf("after b joined: %+v; want %+v", out, want)
 	}
 }

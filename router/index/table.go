@@ -21,18 +21,34 @@ type shard struct {
 	_   [24]byte // keep neighbouring shards' counters on separate cache lines
 }
 
-// get returns k's entry, consistent as of one moment.
+// get returns k's entry, consistent as of one moment. It is the walk's
+// inner loop, so it probes the table itself (hashTable.get's probe, fused
+// with the counter checks) rather than calling out per key.
 func (sh *shard) get(k uint64) entry {
 	for spins := 0; ; spins++ {
 		s1 := sh.seq.Load()
-		if s1&1 == 0 {
-			e := sh.t.get(k)
-			if sh.seq.Load() == s1 {
-				return e
+		var e entry
+		if k != 0 {
+			a := sh.t.arr.Load()
+			for i, n := a.home(k), 0; n < len(a.s); i, n = (i+1)&a.mask, n+1 {
+				s := &a.s[i]
+				key := s.key.Load()
+				if key == k {
+					e = s.load()
+					break
+				}
+				if key == 0 {
+					break
+				}
 			}
+		} else if sh.t.hasZero.Load() {
+			e = sh.t.zero.load()
+		}
+		if s1&1 == 0 && sh.seq.Load() == s1 {
+			return e
 		}
 		if spins > 16 {
-			runtime.Gosched()
+			runtime.Gosched() // a writer is inside the shard: let it finish
 		}
 	}
 }
@@ -64,7 +80,8 @@ type hashTable struct {
 
 type slotArray struct {
 	s     []slot
-	shift uint // 64 - log2(len(s))
+	mask  uint64 // len(s) - 1
+	shift uint   // 64 - log2(len(s))
 }
 
 type slot struct {
@@ -98,7 +115,7 @@ func (s *slot) clear() {
 const minSlots = 16
 
 func newSlotArray(size int) *slotArray {
-	return &slotArray{s: make([]slot, size), shift: uint(64 - log2(size))}
+	return &slotArray{s: make([]slot, size), mask: uint64(size - 1), shift: uint(64 - log2(size))}
 }
 
 func (t *hashTable) init() { t.arr.Store(newSlotArray(minSlots)) }
@@ -106,7 +123,7 @@ func (t *hashTable) init() { t.arr.Store(newSlotArray(minSlots)) }
 // home is the slot a key probes first (Fibonacci hashing of the key, so
 // keys that are not uniformly spread still scatter).
 func (a *slotArray) home(k uint64) uint64 {
-	return (k * 0x9E3779B97F4A7C15) >> a.shift
+	return (k * 0x9E3779B97F4A7C15) >> (a.shift & 63) // the mask spares Go's shift-by-64 check
 }
 
 func (t *hashTable) len() int {
