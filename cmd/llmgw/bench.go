@@ -9,10 +9,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/llmgw/llmgw/internal/bench"
-	"github.com/llmgw/llmgw/internal/bench/client"
 	"github.com/llmgw/llmgw/internal/bench/report"
 	"github.com/llmgw/llmgw/internal/bench/workload"
 	"github.com/llmgw/llmgw/internal/fleet"
@@ -62,18 +60,9 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 	o := bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
 		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
 		Setup:   fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s), %d routers", setup, c.shards, simNote(c.simArgs), c.routers)}
-	var bar *progressbar.ProgressBar
-	o.OnStart = func(p bench.Policy) {
-		fmt.Fprintf(stderr, "policy %s\n", p.Name)
-		if c.progress {
-			bar = progressbar.NewOptions(len(w.Requests), progressbar.OptionSetWriter(stderr),
-				progressbar.OptionSetDescription(p.Name), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
-		}
-	}
-	o.OnResult = func(bench.Policy, client.Result) {
-		if bar != nil {
-			_ = bar.Add(1)
-		}
+	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "policy %s\n", p.Name) }
+	if c.progress {
+		o.ShowProgress(stderr)
 	}
 	rep, err := bench.Run(ctx, f, o)
 	if err != nil {

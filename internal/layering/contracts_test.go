@@ -80,6 +80,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/internal/bench/oracle",
 		"github.com/llmgw/llmgw/internal/bench/report",
 		"github.com/llmgw/llmgw/internal/bench/workload",
+		"github.com/schollz/progressbar/v3",
 	},
 }
 

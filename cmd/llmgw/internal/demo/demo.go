@@ -13,14 +13,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/llmgw/llmgw/internal/bench"
-	"github.com/llmgw/llmgw/internal/bench/client"
 	"github.com/llmgw/llmgw/internal/bench/report"
 	"github.com/llmgw/llmgw/internal/bench/workload"
 	"github.com/llmgw/llmgw/internal/fleet"
@@ -52,7 +51,7 @@ type Config struct {
 func ParseFlags(args []string) (Config, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	c := Config{Progress: true}
+	c := Config{}
 	fs.IntVar(&c.Shards, "shards", 4, "vllm-sim shards, run by the driver")
 	fs.IntVar(&c.Routers, "routers", 2, "llmgw-router processes")
 	fs.IntVar(&c.Users, "users", 16, "chat users")
@@ -60,7 +59,7 @@ func ParseFlags(args []string) (Config, error) {
 	fs.IntVar(&c.MaxTokens, "max-tokens", 16, "tokens per answer")
 	fs.Float64Var(&c.Rate, "rate", 8, "requests per second (Poisson arrivals)")
 	fs.StringVar(&c.Policies, "policies", "", "comma-separated routing policies (default: all)")
-	fs.BoolVar(&c.Progress, "progress", true, "draw a progress bar per policy")
+	fs.BoolVar(&c.Progress, "progress", isTerminal(os.Stdout), "draw a progress bar per policy (default: when the output is a terminal)")
 	fs.StringVar(&c.WorkDir, "workdir", "", "keep the processes' logs here (default: a temporary directory, removed)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -132,19 +131,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	fmt.Fprintf(out, "%d users x %d turns at %g req/s: shared %d-token system prompt, a %d-token document per user, %d-token answers, streamed\n\n",
 		cfg.Users, cfg.Rounds, cfg.Rate, systemTokens, docTokens, cfg.MaxTokens)
 
-	var bar *progressbar.ProgressBar
 	o := bench.Options{Workload: w, Policies: policies, Model: "sim-model", BlockSize: blockSize}
-	o.OnStart = func(p bench.Policy) {
-		if cfg.Progress {
-			bar = progressbar.NewOptions(len(w.Requests), progressbar.OptionSetWriter(out),
-				progressbar.OptionSetDescription(fmt.Sprintf("%-15s", p.Name)), progressbar.OptionShowCount(),
-				progressbar.OptionClearOnFinish())
-		}
-	}
-	o.OnResult = func(bench.Policy, client.Result) {
-		if bar != nil {
-			_ = bar.Add(1)
-		}
+	if cfg.Progress {
+		o.ShowProgress(out)
 	}
 	rep, err := bench.Run(ctx, f, o)
 	if err != nil {
@@ -152,6 +141,13 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	}
 	printTable(out, rep.Policies)
 	return nil
+}
+
+// isTerminal reports whether f is a terminal, where a progress bar redraws
+// in place; in a log it would be hundreds of lines.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // printTable shows what each policy did.

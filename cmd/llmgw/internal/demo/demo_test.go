@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { os.Exit(bins.RunTests(m)) }
 
 func TestParseFlags(t *testing.T) {
 	c, err := ParseFlags([]string{"-shards", "2", "-users", "3", "-policies", "round-robin,precise-prefix"})
-	if err != nil || c.Shards != 2 || c.Users != 3 || c.Routers != 2 || c.Rounds != 4 || c.MaxTokens != 16 || !c.Progress {
+	if err != nil || c.Shards != 2 || c.Users != 3 || c.Routers != 2 || c.Rounds != 4 || c.MaxTokens != 16 || c.Progress != isTerminal(os.Stdout) {
 		t.Errorf("ParseFlags = %+v, %v; want 2 shards, 3 users and defaults", c, err)
 	}
 	for _, tt := range []struct {
