@@ -89,9 +89,14 @@ func Keys(dst []Key, parent Key, tokens []uint32, blockSize int) []Key {
 		return dst
 	}
 	// Chain's little-endian path, inlined: this loop is the router's
-	// per-request hashing, one call per block.
+	// per-request hashing, one call per block; 16-token blocks (64 bytes)
+	// take the fixed-size hash.
 	b := leView(tokens)
-	for n := 4 * blockSize; len(b) >= n; b = b[n:] {
+	n := 4 * blockSize
+	if n == 64 {
+		return chain64(dst, parent, b)
+	}
+	for ; len(b) >= n; b = b[n:] {
 		parent = Key(xxh3.HashSeed(b[:n], uint64(parent)))
 		dst = append(dst, parent)
 	}
