@@ -67,6 +67,8 @@ type Set struct {
 	byModel  map[string][]Replica
 	breakers map[string]*breaker
 	lora     loras
+
+	templates templates // AppendCandidates' per-list candidates
 }
 
 type breaker struct {
@@ -213,37 +215,6 @@ func (s *Set) forModelLocked(model string) []Replica {
 		return rs
 	}
 	return s.lora.serving[model]
-}
-
-// Candidates returns model's replicas as scheduler candidates, with their
-// routing mode, breaker health and current load.
-func (s *Set) Candidates(model string) []scheduler.Candidate {
-	return s.AppendCandidates(nil, model)
-}
-
-// AppendCandidates appends model's candidates to dst and returns it: what
-// Candidates returns, without allocating when dst has room. It is on every
-// request's path, so each source is read under one lock for all replicas.
-func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []scheduler.Candidate {
-	start := len(dst)
-	now := s.opts.Now()
-	s.mu.RLock()
-	for _, r := range s.forModelLocked(model) {
-		b := s.breakers[r.ID]
-		dst = append(dst, scheduler.Candidate{
-			ID:       r.ID,
-			Model:    r.Model,
-			Healthy:  b == nil || !now.Before(b.openUntil),
-			Draining: r.Draining,
-		})
-	}
-	s.mu.RUnlock()
-	out := dst[start:]
-	for i := range out {
-		out[i].Mode = s.Mode(out[i].ID)
-	}
-	s.tracker.FillLoads(out)
-	return dst
 }
 
 // Mode is replica's prefix knowledge: exact while a driver session holds

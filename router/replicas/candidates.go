@@ -1,0 +1,94 @@
+package replicas
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// Candidates returns model's replicas as scheduler candidates, with their
+// routing mode, breaker health and current load.
+func (s *Set) Candidates(model string) []scheduler.Candidate {
+	return s.AppendCandidates(nil, model)
+}
+
+// AppendCandidates appends model's candidates to dst and returns it: what
+// Candidates returns, without allocating when dst has room. It is on every
+// request's path: the fields that change only with membership (id, model,
+// draining) are copied in one piece from a template kept per replica list,
+// breakers are looked up only while one exists, and each source is read
+// under one lock for all replicas.
+func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []scheduler.Candidate {
+	start := len(dst)
+	now := s.opts.Now()
+	s.mu.RLock()
+	rs := s.forModelLocked(model)
+	dst = append(dst, s.templates.of(model, rs)...)
+	out := dst[start:]
+	if len(s.breakers) > 0 {
+		for i := range out {
+			if b := s.breakers[out[i].ID]; b != nil {
+				out[i].Healthy = !now.Before(b.openUntil)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	for i := range out {
+		out[i].Mode = s.Mode(out[i].ID)
+	}
+	s.tracker.FillLoads(out)
+	return dst
+}
+
+// templates keeps, per model (or adapter) name, the candidates of its
+// replica list as of the list it was built from. Replace and SetAdapters
+// build new lists, so a template whose list is not the current one (by
+// identity) is rebuilt on first use; readers never lock, and a miss
+// copies the small map.
+type templates struct {
+	m  atomic.Pointer[map[string]*template]
+	mu sync.Mutex // serialises rebuilds
+}
+
+type template struct {
+	from  []Replica // the list the candidates were built from
+	cands []scheduler.Candidate
+}
+
+// of returns the candidates of rs, model's current replica list: healthy,
+// in no particular mode, with no load (AppendCandidates fills those in).
+// The result is shared: callers copy it.
+func (t *templates) of(model string, rs []Replica) []scheduler.Candidate {
+	if m := t.m.Load(); m != nil {
+		if tp := (*m)[model]; tp != nil && sameList(tp.from, rs) {
+			return tp.cands
+		}
+	}
+	tp := &template{from: rs, cands: make([]scheduler.Candidate, len(rs))}
+	for i, r := range rs {
+		tp.cands[i] = scheduler.Candidate{ID: r.ID, Model: r.Model, Healthy: true, Draining: r.Draining}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	next := map[string]*template{model: tp}
+	if m := t.m.Load(); m != nil {
+		for name, old := range *m {
+			if name != model && len(next) < maxTemplates {
+				next[name] = old
+			}
+		}
+	}
+	t.m.Store(&next)
+	return tp.cands
+}
+
+// maxTemplates bounds the templates kept (request model names are client
+// input; only names with replicas get this far, but adapters can be many).
+const maxTemplates = 1024
+
+// sameList reports whether a and b are the same list: the same backing
+// array and length (lists are never modified once built).
+func sameList(a, b []Replica) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
