@@ -93,9 +93,9 @@ type Index struct {
 	sink       uint64 // results of touch, kept so the loads stay
 }
 
-// touchAhead is how many keys ahead Lookup touches their slots, so that
-// several cache misses are in flight at once.
-const touchAhead = 8
+// readGroup is how many keys a Lookup touches together, a group ahead of
+// the keys it reads (see walk.scan).
+const readGroup = 32
 
 // New returns an empty Index.
 func New(opts Options) *Index {
@@ -245,12 +245,16 @@ func checkTier(t Tier) error {
 const writeGroup = 32
 
 // touchGroup loads the home slot of each key, so later probes hit cache.
-func (ix *Index) touchGroup(keys []uint64) {
+func (ix *Index) touchGroup(keys []uint64) { ix.sink += ix.touchKeys(keys) }
+
+// touchKeys loads the home slot of each key; the sum only keeps the loads
+// from being dropped.
+func (ix *Index) touchKeys(keys []uint64) uint64 {
 	var sum uint64
 	for _, k := range keys {
 		sum += ix.shard(k).touch(k)
 	}
-	ix.sink += sum
+	return sum
 }
 
 // change runs fn on each key inside its shard's write bracket, touching

@@ -125,29 +125,33 @@ type walk struct {
 // scan reads keys[from:to] one by one, retiring holders at their first
 // missing key. It keeps the walk's state in locals (registers) while it
 // runs: it is the hot loop of every routing decision.
+//
+// The slots a walk reads are scattered over the whole table, so nearly
+// every read misses the cache. scan therefore touches the keys a group at
+// a time, a group ahead of the keys it reads: a loop of nothing but
+// independent loads keeps a group's misses in flight together, where a
+// touch inside the reading loop would wait behind the reads.
 func (w *walk) scan(from, to int) {
 	keys := w.keys[:to]
 	ix := w.ix
 	active, onGPU := w.active, w.onGPU
-	var sink uint64
-	for i := from + 1; i < min(from+touchAhead, to); i++ {
-		sink += ix.shard(keys[i]).touch(keys[i])
-	}
-	for i := from; i < to; i++ {
-		if j := i + touchAhead; j < len(keys) {
-			sink += ix.shard(keys[j]).touch(keys[j])
-		}
-		e := ix.shard(keys[i]).get(keys[i])
-		held := (e.gpu | e.cpu) & active
-		for gone := active &^ held; gone != 0; gone &= gone - 1 {
-			w.depth[bits.TrailingZeros64(gone)] = int32(i)
-		}
-		active, onGPU = held, e.gpu&held
-		if held == 0 {
-			break
-		}
-		for c := e.cpu &^ e.gpu & held; c != 0; c &= c - 1 {
-			w.cpuOnly[bits.TrailingZeros64(c)]++
+	sink := ix.touchKeys(keys[from:min(from+readGroup, to)])
+	for g := from; g < to; g += readGroup {
+		sink += ix.touchKeys(keys[min(g+readGroup, to):min(g+2*readGroup, to)])
+		for i := g; i < min(g+readGroup, to); i++ {
+			e := ix.shard(keys[i]).get(keys[i])
+			held := (e.gpu | e.cpu) & active
+			for gone := active &^ held; gone != 0; gone &= gone - 1 {
+				w.depth[bits.TrailingZeros64(gone)] = int32(i)
+			}
+			active, onGPU = held, e.gpu&held
+			if held == 0 {
+				w.active, w.onGPU, w.sink = active, onGPU, w.sink+sink
+				return
+			}
+			for c := e.cpu &^ e.gpu & held; c != 0; c &= c - 1 {
+				w.cpuOnly[bits.TrailingZeros64(c)]++
+			}
 		}
 	}
 	w.active, w.onGPU, w.sink = active, onGPU, w.sink+sink
