@@ -26,49 +26,10 @@ import (
 // replicas and 1,000,000 indexed blocks. p99-µs is the 99th percentile of
 // single decisions. Run it with -cpu 1 (the target is for one core).
 func BenchmarkRouteDecision(b *testing.B) {
-	const nReplicas, tokens, keys, blockSize = 64, 8 * 1024, 1_000_000, 16
-	rng := rand.New(rand.NewPCG(3, 4))
-	ids := make([]uint32, tokens)
-	for i := range ids {
-		ids[i] = rng.Uint32N(150_000)
-	}
-	promptKeys := blockkey.PromptKeys(nil, "", "", ids, blockSize)
-	models := index.NewModels(index.Options{})
-	var set *replicas.Set
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-	tracker := scheduler.NewTracker()
-	set = replicas.New(sink, tracker, replicas.Options{})
-	var list []replicas.Replica
-	for r := range nReplicas {
-		list = append(list, replicas.Replica{ID: fmt.Sprintf("alloc-%02d/vllm", r), Model: "m", Address: "127.0.0.1:1", BlockSize: blockSize})
-	}
-	set.Replace(list)
-	snap := &kvwire.Update{Version: kvwire.Version, Driver: "node", Epoch: 1, Snapshot: true}
-	background := make([]uint64, keys/nReplicas)
-	for r, rep := range list {
-		for i := range background {
-			background[i] = rng.Uint64()
-		}
-		depth := len(promptKeys) * (r + 1) / nReplicas
-		prefix := make([]uint64, depth)
-		for i := range prefix {
-			prefix[i] = uint64(promptKeys[i])
-		}
-		add := append(append([]uint64(nil), background...), prefix...)
-		snap.Replicas = append(snap.Replicas, kvwire.Replica{ID: rep.ID, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: add}}})
-	}
-	sink.ApplyUpdate(snap) // through the ingest, so every replica is in exact mode
-	if st := sink.Stats(); st.Errors != 0 {
-		b.Fatalf("ingest errors: %+v", st)
-	}
-	reg := scheduler.NewRegistry()
-	if err := scheduler.RegisterBuiltins(reg); err != nil {
-		b.Fatal(err)
-	}
-	sched, err := reg.Build(scheduler.DefaultConfig(), scheduler.Deps{Index: models, Rand: rand.NewPCG(1, 1)})
-	if err != nil {
-		b.Fatal(err)
-	}
+	rb := newRouteBench(b)
+	ids, set, sched := rb.ids, rb.set, rb.sched
+	const tokens, blockSize = routeTokens, routeBlockSize
+	promptKeys := rb.promptKeys
 	ctx := context.Background()
 	// The loop reuses its buffers, as the gateway reuses a pooled plan:
 	// keys, the scheduler's Request (and its scratch) and the candidates.
@@ -111,6 +72,105 @@ func BenchmarkRouteDecision(b *testing.B) {
 			reportPercentiles(b, cpu, "cpu-")
 		})
 	}
+}
+
+// BenchmarkRouteStages splits BenchmarkRouteDecision's "first" case into
+// its stages, timed separately in each decision, to show where the time
+// goes: hash (the prompt's 512 keys), candidates (the replica set's
+// AppendCandidates) and schedule (index walk, scorers, picker).
+func BenchmarkRouteStages(b *testing.B) {
+	rb := newRouteBench(b)
+	ctx := context.Background()
+	buf := make([]blockkey.Key, 0, len(rb.promptKeys))
+	keyBuf := make([]uint64, len(rb.promptKeys))
+	var req scheduler.Request
+	var cands []scheduler.Candidate
+	stages := []string{"hash", "candidates", "schedule"}
+	lat := make([][]float64, len(stages))
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for b.Loop() {
+		t0 := time.Now()
+		buf = blockkey.PromptKeys(buf[:0], "", "", rb.ids, routeBlockSize)
+		for i, k := range buf {
+			keyBuf[i] = uint64(k)
+		}
+		t1 := time.Now()
+		cands = rb.set.AppendCandidates(cands[:0], "m")
+		t2 := time.Now()
+		req.Reset(scheduler.Request{Model: "m", Keys: keyBuf, BlockTokens: routeBlockSize, PromptTokens: routeTokens})
+		if _, err := rb.sched.Schedule(ctx, &req, cands); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		for i, d := range []time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)} {
+			lat[i] = append(lat[i], float64(d.Nanoseconds())/1e3)
+		}
+	}
+	for i, name := range stages {
+		slices.Sort(lat[i])
+		b.ReportMetric(lat[i][len(lat[i])/2], name+"-p50-µs")
+	}
+}
+
+// routeBench is BenchmarkRouteDecision's fleet: 64 replicas of model "m"
+// in exact mode over 1,000,000 indexed blocks, replica r holding the first
+// (r+1)/64 of the prompt's blocks, and the default scheduler.
+type routeBench struct {
+	ids        []uint32 // the prompt's tokens
+	promptKeys []blockkey.Key
+	set        *replicas.Set
+	sched      *scheduler.Scheduler
+}
+
+// The prompt's size and the fleet's block size.
+const routeTokens, routeBlockSize = 8 * 1024, 16
+
+func newRouteBench(b *testing.B) *routeBench {
+	const nReplicas, tokens, keys, blockSize = 64, routeTokens, 1_000_000, routeBlockSize
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := make([]uint32, tokens)
+	for i := range ids {
+		ids[i] = rng.Uint32N(150_000)
+	}
+	promptKeys := blockkey.PromptKeys(nil, "", "", ids, blockSize)
+	models := index.NewModels(index.Options{})
+	var set *replicas.Set
+	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
+	tracker := scheduler.NewTracker()
+	set = replicas.New(sink, tracker, replicas.Options{})
+	var list []replicas.Replica
+	for r := range nReplicas {
+		list = append(list, replicas.Replica{ID: fmt.Sprintf("alloc-%02d/vllm", r), Model: "m", Address: "127.0.0.1:1", BlockSize: blockSize})
+	}
+	set.Replace(list)
+	snap := &kvwire.Update{Version: kvwire.Version, Driver: "node", Epoch: 1, Snapshot: true}
+	background := make([]uint64, keys/nReplicas)
+	for r, rep := range list {
+		for i := range background {
+			background[i] = rng.Uint64()
+		}
+		depth := len(promptKeys) * (r + 1) / nReplicas
+		prefix := make([]uint64, depth)
+		for i := range prefix {
+			prefix[i] = uint64(promptKeys[i])
+		}
+		add := append(append([]uint64(nil), background...), prefix...)
+		snap.Replicas = append(snap.Replicas, kvwire.Replica{ID: rep.ID, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: add}}})
+	}
+	sink.ApplyUpdate(snap) // through the ingest, so every replica is in exact mode
+	if st := sink.Stats(); st.Errors != 0 {
+		b.Fatalf("ingest errors: %+v", st)
+	}
+	reg := scheduler.NewRegistry()
+	if err := scheduler.RegisterBuiltins(reg); err != nil {
+		b.Fatal(err)
+	}
+	sched, err := reg.Build(scheduler.DefaultConfig(), scheduler.Deps{Index: models, Rand: rand.NewPCG(1, 1)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &routeBench{ids: ids, promptKeys: promptKeys, set: set, sched: sched}
 }
 
 // BenchmarkHostJitter is the control for BenchmarkRouteDecision's
