@@ -22,7 +22,12 @@
 // reused only after every Lookup that could still see its old owner has
 // finished. The writer loads the slots of a batch's keys a group at a time
 // before changing them, because each change's locked instructions would
-// otherwise wait out the cache misses one by one.
+// otherwise wait out the cache misses one by one; a Lookup likewise touches
+// its keys a group ahead of the ones it reads, so that the misses of a
+// group are in flight together. LookupReplicas remembers the replica groups
+// of the candidate lists it saw last (per slot table), so a router asking
+// about the same replicas on every request compares its list instead of
+// hashing every name.
 //
 // # Representation
 //
