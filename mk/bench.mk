@@ -10,10 +10,12 @@
 #
 # Each run starts Consul, the driver with four vllm-sim shards and two
 # routers (internal/fleet), then replays one deterministic workload per
-# policy: about 2 minutes for the chat comparison.
+# policy: about 10 minutes for all three comparisons.
 
-BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1
-BENCH_TRACE_FLAGS ?= -workload trace -trace internal/bench/trace/testdata/sample.jsonl -rate 3 -seed 1
+BENCH_POLICIES ?= round-robin,least-loaded,approx-prefix,prefix-load,precise-prefix
+BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1 -policies $(BENCH_POLICIES)
+BENCH_TRACE_FLAGS ?= -workload trace -trace internal/bench/trace/testdata/sample.jsonl -rate 3 -seed 1 -policies $(BENCH_POLICIES)
+BENCH_SYNTH_FLAGS ?= -workload trace -trace internal/bench/trace/testdata/toolagent-synth.jsonl -rate 3 -seed 1 -policies round-robin,prefix-load,precise-prefix
 
 .PHONY: bench-policies
 
@@ -22,3 +24,4 @@ bench: bench-policies
 bench-policies: build bin/consul
 	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat -doc docs/BENCHMARKS.md -section chat
 	./bin/llmgw bench $(BENCH_TRACE_FLAGS) -out docs/bench/trace -doc docs/BENCHMARKS.md -section trace
+	./bin/llmgw bench $(BENCH_SYNTH_FLAGS) -out docs/bench/trace-synth -doc docs/BENCHMARKS.md -section trace-synth

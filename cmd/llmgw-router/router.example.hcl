@@ -50,7 +50,7 @@ scheduler {
   # After the prefix scorers: it reads what they predict cached.
   scorer "ttft" {
     weight = 4
-    params = { base_tokens = 256, waiting_tokens = 512, running_tokens = 32 }
+    params = { base_tokens = 256, waiting_tokens = 512, running_tokens = 128 }
   }
   scorer "load" {
     weight = 1

@@ -14,7 +14,7 @@ import (
 
 // BenchmarkSchedule measures lookup + score + pick (the default config, with
 // the prefix scorer's stride as given: model
-// and healthy filters, prefix, approx-prefix, load and session scorers) for
+// and healthy filters, prefix, approx-prefix, ttft, load and session scorers) for
 // one prompt of the given length in 16-token blocks, over an index where
 // every replica holds a staggered prefix of the prompt and its share of
 // the background keys. Hashing the prompt is not included (internal/blockkey

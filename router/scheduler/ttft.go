@@ -24,7 +24,7 @@ type TTFTParams struct {
 }
 
 func defaultTTFTParams() TTFTParams {
-	return TTFTParams{BaseTokens: 256, WaitingTokens: 512, RunningTokens: 32}
+	return TTFTParams{BaseTokens: 256, WaitingTokens: 512, RunningTokens: 128}
 }
 
 func (p *TTFTParams) validate() error {
