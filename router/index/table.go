@@ -21,9 +21,10 @@ type shard struct {
 	_   [24]byte // keep neighbouring shards' counters on separate cache lines
 }
 
-// get returns k's entry, consistent as of one moment. It is the walk's
-// inner loop, so it probes the table itself (hashTable.get's probe, fused
-// with the counter checks) rather than calling out per key.
+// get returns k's entry (zero when absent), consistent as of one moment.
+// It is the walk's inner loop, so it probes the table itself, with the
+// counter checks around the probe. The probe is bounded, so a view torn by
+// a concurrent write cannot loop forever (the counter then makes it retry).
 func (sh *shard) get(k uint64) entry {
 	for spins := 0; ; spins++ {
 		s1 := sh.seq.Load()
@@ -131,32 +132,6 @@ func (t *hashTable) len() int {
 		return t.n + 1
 	}
 	return t.n
-}
-
-// get returns k's entry (zero when absent). Under concurrent writes it may
-// return garbage; shard.get detects that and retries. The probe is bounded
-// so an inconsistent view cannot loop forever.
-func (t *hashTable) get(k uint64) entry {
-	if k == 0 {
-		if t.hasZero.Load() {
-			return t.zero.load()
-		}
-		return entry{}
-	}
-	a := t.arr.Load()
-	mask := uint64(len(a.s) - 1)
-	i := a.home(k)
-	for range a.s {
-		s := &a.s[i]
-		switch s.key.Load() {
-		case k:
-			return s.load()
-		case 0:
-			return entry{}
-		}
-		i = (i + 1) & mask
-	}
-	return entry{}
 }
 
 // ref returns k's slot, inserting an empty one when absent and insert is

@@ -15,8 +15,9 @@ import (
 func TestHashTableMatchesMap(t *testing.T) {
 	for _, keySpace := range []uint64{8, 1000, 1 << 62} {
 		r := rand.New(rand.NewPCG(keySpace, 1))
-		var tab hashTable
-		tab.init()
+		var sh shard // read through the reader's probe (shard.get)
+		sh.t.init()
+		tab := &sh.t
 		ref := map[uint64]entry{}
 		key := func() uint64 {
 			k := r.Uint64N(keySpace)
@@ -63,13 +64,13 @@ func TestHashTableMatchesMap(t *testing.T) {
 					t.Fatalf("space %d step %d: table holds %d keys; reference %d", keySpace, step, tab.len(), len(ref))
 				}
 				for rk, v := range ref {
-					if got := tab.get(rk); got != v {
+					if got := sh.get(rk); got != v {
 						t.Fatalf("space %d step %d: get(%d) = %v; want %v", keySpace, step, rk, got, v)
 					}
 				}
 			}
 			if _, ok := ref[k]; !ok {
-				if tab.get(k) != (entry{}) || tab.ref(k, false) != nil {
+				if sh.get(k) != (entry{}) || tab.ref(k, false) != nil {
 					t.Fatalf("space %d step %d: removed key %d still found", keySpace, step, k)
 				}
 			}
