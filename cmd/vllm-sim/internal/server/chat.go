@@ -107,12 +107,12 @@ func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generati
 	resp := func(choices []chatChoice, u *usage) chatResponse {
 		return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: choices, Usage: u}
 	}
-	st := newSSE(w)
 	empty := ""
-	if st.send(resp([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}, nil)) != nil {
-		return
-	}
-	s.stream(st, g, includeUsage,
+	// vLLM sends the role chunk with the engine's first output, after the
+	// prefill, so a client (or a router counting queued prefill) sees no
+	// body byte before the first token is ready.
+	role := resp([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}, nil)
+	s.stream(newSSE(w), g, includeUsage, role,
 		func(text string, finish *string) any {
 			return resp([]chatChoice{{Delta: &chatDelta{Content: &text}, FinishReason: finish}}, nil)
 		},

@@ -107,7 +107,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *ge
 	resp := func(choices []completionChoice, u *usage) completionResponse {
 		return completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, Choices: choices, Usage: u}
 	}
-	s.stream(newSSE(w), g, includeUsage,
+	s.stream(newSSE(w), g, includeUsage, nil,
 		func(text string, finish *string) any {
 			return resp([]completionChoice{{Text: text, FinishReason: finish}}, nil)
 		},
@@ -115,14 +115,21 @@ func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *ge
 }
 
 // stream sends a generation's tokens as SSE chunks made by chunk, the finish
-// reason on the last one, then a usage chunk when asked, then [DONE]. It stops
+// reason on the last one, then a usage chunk when asked, then [DONE]; head,
+// when not nil, goes out just before the first token's chunk. It stops
 // quietly when the client goes away.
-func (s *Server) stream(st *sse, g *generation, includeUsage bool, chunk func(text string, finish *string) any, usageChunk func(*usage) any) {
+func (s *Server) stream(st *sse, g *generation, includeUsage bool, head any, chunk func(text string, finish *string) any, usageChunk func(*usage) any) {
 	d := &detok{tok: s.tok}
 	var res result
 	for t := range g.req.Out {
 		if t.FinishReason == "abort" {
 			return
+		}
+		if head != nil {
+			if st.send(head) != nil {
+				return
+			}
+			head = nil
 		}
 		res.ids = append(res.ids, t.ID)
 		res.cached = t.CachedTokens
