@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 // TestWatchReplicasDrain runs a real agent: a replica whose check warns, or
@@ -34,7 +35,7 @@ func TestWatchReplicasDrain(t *testing.T) {
 	}
 	wait := func(id, want string) {
 		t.Helper()
-		waitFor(t, id+" "+want, func() bool { return healthOf(id) == want })
+		poll.Until(t, id+" "+want, func() bool { return healthOf(id) == want })
 	}
 	a := agent.Client.Agent()
 	wait("a", consul.HealthPassing)
@@ -82,9 +83,9 @@ func TestWatchRoutersPassingOnly(t *testing.T) {
 	}
 	defer w.Close()
 	count := func() int { set, _ := w.Current(); return len(set) }
-	waitFor(t, "two routers", func() bool { return count() == 2 })
+	poll.Until(t, "two routers", func() bool { return count() == 2 })
 	if err := agent.Client.Agent().UpdateTTL("ttl-r2", "", api.HealthWarning); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the warning router to leave", func() bool { return count() == 1 })
+	poll.Until(t, "the warning router to leave", func() bool { return count() == 1 })
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 func registerIn(t *testing.T, c *api.Client, service, id string, tags []string) {
@@ -42,7 +43,7 @@ func TestWatchAllReplicas(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, "qwen replica", func() bool { return equal(ids(), "alloc-q1/vllm@qwen") })
+	poll.Until(t, "qwen replica", func() bool { return equal(ids(), "alloc-q1/vllm@qwen") })
 	if _, ok := w.Current(); !ok {
 		t.Error("set seen but not synced")
 	}
@@ -50,7 +51,7 @@ func TestWatchAllReplicas(t *testing.T) {
 	registerIn(t, agent.Client, "llama", "l1", []string{consul.ReplicaTag, "gpu"})
 	registerIn(t, agent.Client, "qwen", "q2", []string{consul.ReplicaTag})
 	registerIn(t, agent.Client, "qwen", "q3", nil) // same service, untagged instance
-	waitFor(t, "a new service and a second instance", func() bool {
+	poll.Until(t, "a new service and a second instance", func() bool {
 		return equal(ids(), "alloc-l1/vllm@llama", "alloc-q1/vllm@qwen", "alloc-q2/vllm@qwen")
 	})
 	if got := w.Services(); !equal(got, "llama", "qwen") {
@@ -63,8 +64,8 @@ func TestWatchAllReplicas(t *testing.T) {
 	if err := agent.Client.Agent().ServiceDeregister("l1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "critical and deregistered replicas to leave", func() bool { return equal(ids(), "alloc-q2/vllm@qwen") })
-	waitFor(t, "the empty service to be dropped", func() bool { return equal(w.Services(), "qwen") })
+	poll.Until(t, "critical and deregistered replicas to leave", func() bool { return equal(ids(), "alloc-q2/vllm@qwen") })
+	poll.Until(t, "the empty service to be dropped", func() bool { return equal(w.Services(), "qwen") })
 	if st := w.Status(); !st.Synced || st.ConsecutiveErrors != 0 {
 		t.Errorf("status %+v; want synced without errors", st)
 	}
@@ -83,15 +84,15 @@ func TestWatchAllReplicasSurvivesOutage(t *testing.T) {
 	}
 	defer w.Close()
 	count := func() int { set, _ := w.Current(); return len(set) }
-	waitFor(t, "q1", func() bool { return count() == 1 })
+	poll.Until(t, "q1", func() bool { return count() == 1 })
 	agent.Stop()
-	waitFor(t, "repeated errors", func() bool { return w.Status().ConsecutiveErrors >= 3 })
+	poll.Until(t, "repeated errors", func() bool { return w.Status().ConsecutiveErrors >= 3 })
 	if n := count(); n != 1 {
 		t.Errorf("during the outage the set has %d replicas; want the last known 1", n)
 	}
 	agent.Restart(t)
 	registerIn(t, agent.Client, "llama", "l1", []string{consul.ReplicaTag})
-	waitFor(t, "the new agent's replica", func() bool {
+	poll.Until(t, "the new agent's replica", func() bool {
 		set, _ := w.Current()
 		return len(set) == 1 && set[0].ID == "alloc-l1/vllm"
 	})

@@ -16,22 +16,11 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func registerReplica(t *testing.T, c *api.Client, id string, tags []string, meta map[string]string) {
@@ -78,7 +67,7 @@ func TestWatchReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	waitFor(t, "first sync", func() bool { _, ok := w.Current(); return ok })
+	poll.Until(t, "first sync", func() bool { _, ok := w.Current(); return ok })
 	if ids := replicaIDs(w); len(ids) != 0 {
 		t.Fatalf("empty catalog: got replicas %v", ids)
 	}
@@ -87,7 +76,7 @@ func TestWatchReplicas(t *testing.T) {
 	registerReplica(t, agent.Client, "b", []string{consul.ReplicaTag}, nil)
 	registerReplica(t, agent.Client, "untagged", nil, nil)
 	registerReplica(t, agent.Client, "bad", []string{consul.ReplicaTag}, map[string]string{consul.MetaBlockSize: "x"})
-	waitFor(t, "replicas a and b", func() bool { return equal(replicaIDs(w), "alloc-a/vllm", "alloc-b/vllm") })
+	poll.Until(t, "replicas a and b", func() bool { return equal(replicaIDs(w), "alloc-a/vllm", "alloc-b/vllm") })
 	set, _ := w.Current()
 	if set[0].BlockSize != 32 || !set[0].KVEvents || set[0].Model != "qwen" || set[0].Port != 8000 {
 		t.Errorf("replica a = %+v; want block size 32, kv events, model qwen, port 8000", set[0])
@@ -97,11 +86,11 @@ func TestWatchReplicas(t *testing.T) {
 	if err := agent.Client.Agent().UpdateTTL("ttl-a", "engine down", api.HealthCritical); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a to leave when critical", func() bool { return equal(replicaIDs(w), "alloc-b/vllm") })
+	poll.Until(t, "a to leave when critical", func() bool { return equal(replicaIDs(w), "alloc-b/vllm") })
 	if err := agent.Client.Agent().UpdateTTL("ttl-a", "", api.HealthPassing); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a to return when passing", func() bool { return equal(replicaIDs(w), "alloc-a/vllm", "alloc-b/vllm") })
+	poll.Until(t, "a to return when passing", func() bool { return equal(replicaIDs(w), "alloc-a/vllm", "alloc-b/vllm") })
 
 	// Deregistration removes it, and the consumer is woken.
 	drain(w.Changed())
@@ -113,7 +102,7 @@ func TestWatchReplicas(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no wake-up after deregistration")
 	}
-	waitFor(t, "b to leave when deregistered", func() bool { return equal(replicaIDs(w), "alloc-a/vllm") })
+	poll.Until(t, "b to leave when deregistered", func() bool { return equal(replicaIDs(w), "alloc-a/vllm") })
 	if st := w.Status(); !st.Synced || st.Index == 0 || st.ConsecutiveErrors != 0 {
 		t.Errorf("status = %+v; want synced, nonzero index, no errors", st)
 	}
@@ -129,14 +118,14 @@ func TestWatchSkipsUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	waitFor(t, "replica a", func() bool { return equal(replicaIDs(w), "alloc-a/vllm") })
+	poll.Until(t, "replica a", func() bool { return equal(replicaIDs(w), "alloc-a/vllm") })
 	<-w.Changed() // the first sync
 	// An unrelated service bumps Consul's index but not this set.
 	if err := agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{ID: "other", Name: "other", Port: 1}); err != nil {
 		t.Fatal(err)
 	}
 	q := w.Status().Queries
-	waitFor(t, "three more queries", func() bool { return w.Status().Queries >= q+3 })
+	poll.Until(t, "three more queries", func() bool { return w.Status().Queries >= q+3 })
 	select {
 	case <-w.Changed():
 		t.Error("woken although the set did not change")
@@ -166,10 +155,10 @@ func TestWatchSurvivesOutage(t *testing.T) {
 	}
 	defer w.Close()
 	registerReplica(t, agent.Client, "a", []string{consul.ReplicaTag}, nil)
-	waitFor(t, "replica a", func() bool { return equal(replicaIDs(w), "alloc-a/vllm") })
+	poll.Until(t, "replica a", func() bool { return equal(replicaIDs(w), "alloc-a/vllm") })
 
 	agent.Stop()
-	waitFor(t, "repeated errors", func() bool { return w.Status().ConsecutiveErrors >= 3 })
+	poll.Until(t, "repeated errors", func() bool { return w.Status().ConsecutiveErrors >= 3 })
 	if ids := replicaIDs(w); !equal(ids, "alloc-a/vllm") {
 		t.Errorf("during outage got %v; want the last known set [alloc-a/vllm]", ids)
 	}
@@ -179,7 +168,7 @@ func TestWatchSurvivesOutage(t *testing.T) {
 
 	agent.Restart(t)
 	registerReplica(t, agent.Client, "c", []string{consul.ReplicaTag}, nil)
-	waitFor(t, "recovery with the new agent's set", func() bool { return equal(replicaIDs(w), "alloc-c/vllm") })
+	poll.Until(t, "recovery with the new agent's set", func() bool { return equal(replicaIDs(w), "alloc-c/vllm") })
 	if st := w.Status(); st.ConsecutiveErrors != 0 || st.LastError != nil {
 		t.Errorf("status after recovery = %+v; want no errors", st)
 	}
@@ -216,7 +205,7 @@ func TestRouterRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	routers := func() []consul.Router { set, _ := w.Current(); return set }
-	waitFor(t, "router to pass its check", func() bool { return len(routers()) == 1 })
+	poll.Until(t, "router to pass its check", func() bool { return len(routers()) == 1 })
 	if r := routers()[0]; r.IngestPort != 9123 || r.Port != port || r.Address != "127.0.0.1" {
 		t.Errorf("router = %+v; want 127.0.0.1:%d with ingest port 9123", r, port)
 	}
@@ -238,9 +227,9 @@ func TestRouterRegistration(t *testing.T) {
 	}
 
 	healthy.Store(false)
-	waitFor(t, "router to leave when /health fails", func() bool { return len(routers()) == 0 })
+	poll.Until(t, "router to leave when /health fails", func() bool { return len(routers()) == 0 })
 	healthy.Store(true)
-	waitFor(t, "router to return", func() bool { return len(routers()) == 1 })
+	poll.Until(t, "router to return", func() bool { return len(routers()) == 1 })
 
 	// Registering again is idempotent: still one instance.
 	if _, err := consul.Register(ctx, agent.Client, svc); err != nil {
@@ -249,7 +238,7 @@ func TestRouterRegistration(t *testing.T) {
 	if err := reg.Deregister(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "router to leave on deregistration", func() bool { return len(routers()) == 0 })
+	poll.Until(t, "router to leave on deregistration", func() bool { return len(routers()) == 0 })
 	svcs, err := agent.Client.Agent().Services()
 	if err != nil {
 		t.Fatal(err)

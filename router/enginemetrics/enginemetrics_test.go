@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/goleak"
+
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 func TestMain(m *testing.M) {
@@ -152,18 +154,18 @@ func TestScraper(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	waitFor(t, "first scrape", func() bool {
+	poll.Until(t, "first scrape", func() bool {
 		a, ok1 := sk.get("r1")
 		_, ok2 := sk.get("r2")
 		return ok1 && ok2 && a.Waiting == 2 && a.KVUsage == 0.5
 	})
 	waiting.WithLabelValues("qwen", "0").Set(9)
-	waitFor(t, "the change", func() bool { a, _ := sk.get("r1"); return a.Waiting == 9 })
+	poll.Until(t, "the change", func() bool { a, _ := sk.get("r1"); return a.Waiting == 9 })
 
 	broken.Lock()
 	fail = true
 	broken.Unlock()
-	waitFor(t, "a failed scrape", func() bool {
+	poll.Until(t, "a failed scrape", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.failures["r1"] >= 2
@@ -176,16 +178,5 @@ func TestScraper(t *testing.T) {
 func TestStartRejectsNil(t *testing.T) {
 	if _, err := Start(context.Background(), nil, &sink{}, Options{}); err == nil {
 		t.Error("nil targets: got nil error")
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

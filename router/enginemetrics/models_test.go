@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 func TestParseAdapters(t *testing.T) {
@@ -97,11 +99,11 @@ func TestScraperAdapters(t *testing.T) {
 		}
 		return strings.Join(sm.Adapters, ",")
 	}
-	waitFor(t, "sql", func() bool { return adapters("r1") == "sql" })
+	poll.Until(t, "sql", func() bool { return adapters("r1") == "sql" })
 	listing.Store(`{"data":[{"id":"qwen","parent":null},{"id":"sql","parent":"qwen"},{"id":"chat","parent":"qwen"}]}`)
-	waitFor(t, "chat and sql", func() bool { return adapters("r1") == "chat,sql" })
+	poll.Until(t, "chat and sql", func() bool { return adapters("r1") == "chat,sql" })
 	listing.Store(`not json`)
-	waitFor(t, "unknown adapters", func() bool { return adapters("r1") == "unknown" })
+	poll.Until(t, "unknown adapters", func() bool { return adapters("r1") == "unknown" })
 	if sm, _ := sk.get("r1"); sm.Waiting != 3 {
 		t.Errorf("load sample lost with the listing: %+v", sm)
 	}

@@ -10,19 +10,8 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/poll"
 )
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 func register(t *testing.T, c *api.Client, id, model string) {
 	t.Helper()
@@ -63,7 +52,7 @@ func TestFollowConsul(t *testing.T) {
 	register(t, agent.Client, "r1", "m")
 	register(t, agent.Client, "r2", "m")
 	ids := func() string { return fmt.Sprint(len(f.set.ForModel("m"))) }
-	waitFor(t, "three replicas", func() bool { return ids() == "3" })
+	poll.Until(t, "three replicas", func() bool { return ids() == "3" })
 	f.snapshot("d", 1, "r1/task")
 	if f.set.Mode("r1/task") != "exact" {
 		t.Fatalf("r1 not exact after a snapshot")
@@ -71,7 +60,7 @@ func TestFollowConsul(t *testing.T) {
 	if err := agent.Client.Agent().ServiceDeregister("r1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "r1 to leave", func() bool { _, ok := f.set.Get("r1/task"); return !ok })
+	poll.Until(t, "r1 to leave", func() bool { _, ok := f.set.Get("r1/task"); return !ok })
 	if m := f.models.Lookup("m", []uint64{42}, nil); len(m) != 0 {
 		t.Errorf("index still holds %v after deregistration", m)
 	}
@@ -93,12 +82,12 @@ func TestFollowConsulDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "r1 to join", func() bool { _, ok := f.set.Get("r1/task"); return ok })
+	poll.Until(t, "r1 to join", func() bool { _, ok := f.set.Get("r1/task"); return ok })
 	f.snapshot("d", 1, "r1/task")
 	if err := agent.Client.Agent().UpdateTTL("ttl-r1", "overloaded", api.HealthWarning); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "r1 to drain", func() bool { r, _ := f.set.Get("r1/task"); return r.Draining })
+	poll.Until(t, "r1 to drain", func() bool { r, _ := f.set.Get("r1/task"); return r.Draining })
 	if r, _ := f.set.Get("r1/task"); r.Health != consul.HealthWarning {
 		t.Errorf("health %q; want %q", r.Health, consul.HealthWarning)
 	}
@@ -108,7 +97,7 @@ func TestFollowConsulDrain(t *testing.T) {
 	if err := agent.Client.Agent().UpdateTTL("ttl-r1", "dead", api.HealthCritical); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "r1 to leave", func() bool { _, ok := f.set.Get("r1/task"); return !ok })
+	poll.Until(t, "r1 to leave", func() bool { _, ok := f.set.Get("r1/task"); return !ok })
 	if m := f.models.Lookup("m", []uint64{42}, nil); len(m) != 0 {
 		t.Errorf("index still holds %v after the check went critical", m)
 	}
