@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 // TestApproxModeInConsul: replicas found in Consul whose drivers send no KV
@@ -35,7 +36,7 @@ func TestApproxModeInConsul(t *testing.T) {
 	c.Consul.Address = agent.Addr
 	c.Consul.Services = []string{"vllm"}
 	r := startRouter(t, c)
-	waitFor(t, "two replicas from consul", func() bool { return len(r.Replicas().ForModel(model)) == 2 })
+	poll.Until(t, "two replicas from consul", func() bool { return len(r.Replicas().ForModel(model)) == 2 })
 
 	first := call(t, r.Addr(), "/v1/completions", completion(longPrompt(3), false))
 	if first.code != 200 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/server"
 )
 
@@ -58,7 +59,7 @@ func TestDrainOnWarning(t *testing.T) {
 	slow := []string{"--sim-latency=true", "--sim-inter-token-latency", "10ms"}
 	f := startFleetWith(t, slow, slow, slow)
 	r := f.router(t, "router-drain")
-	waitFor(t, "three replicas", func() bool { return len(r.Replicas().ForModel(model)) == 3 })
+	poll.Until(t, "three replicas", func() bool { return len(r.Replicas().ForModel(model)) == 3 })
 
 	text := longPrompt(31)
 	home := call(t, r.Addr(), "/v1/completions", completion(text, false)).replica
@@ -89,7 +90,7 @@ func TestDrainOnWarning(t *testing.T) {
 	if err := agent.UpdateTTL(check, "queue too long", api.HealthWarning); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "home to drain", func() bool { rep, _ := r.Replicas().Get(home); return rep.Draining })
+	poll.Until(t, "home to drain", func() bool { rep, _ := r.Replicas().Get(home); return rep.Draining })
 	rest, err := io.ReadAll(br)
 	if err != nil || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") || strings.Contains(string(rest), `"error"`) {
 		t.Fatalf("in-flight stream after the drain began: %v, tail %q", err, string(rest)[max(0, len(rest)-200):])
@@ -114,7 +115,7 @@ func TestDrainOnWarning(t *testing.T) {
 	if err := agent.UpdateTTL(check, "", api.HealthPassing); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "home to resume", func() bool { rep, _ := r.Replicas().Get(home); return !rep.Draining })
+	poll.Until(t, "home to resume", func() bool { rep, _ := r.Replicas().Get(home); return !rep.Draining })
 	if a := call(t, r.Addr(), "/v1/completions", completion(text, false)); a.replica != home || a.mode != "exact" || cachedTokens(t, a.body) == 0 {
 		t.Errorf("after resuming: on %q (%s), engine cached %d; want %s, exact, warm", a.replica, a.mode, cachedTokens(t, a.body), home)
 	}
@@ -122,7 +123,7 @@ func TestDrainOnWarning(t *testing.T) {
 	if err := agent.EnableServiceMaintenance(serviceID(home), "upgrade"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "home to drain for maintenance", func() bool { return adminReplicas(t, r)[home].Health == "maintenance" })
+	poll.Until(t, "home to drain for maintenance", func() bool { return adminReplicas(t, r)[home].Health == "maintenance" })
 	if a := call(t, r.Addr(), "/v1/completions", completion(text, false)); a.replica == home {
 		t.Errorf("replica in maintenance got a new request")
 	}
@@ -132,7 +133,7 @@ func TestDrainOnWarning(t *testing.T) {
 	if err := agent.UpdateTTL(check, "engine died", api.HealthCritical); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "home to leave when critical", func() bool { _, ok := r.Replicas().Get(home); return !ok })
+	poll.Until(t, "home to leave when critical", func() bool { _, ok := r.Replicas().Get(home); return !ok })
 	if _, listed := adminReplicas(t, r)[home]; listed {
 		t.Errorf("critical replica still listed")
 	}

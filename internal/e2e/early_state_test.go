@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/server"
 )
@@ -42,7 +43,7 @@ func TestStateBeforeRegistration(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := f.router(t, "router-1")
-	waitFor(t, "the router to list only the first replica", func() bool {
+	poll.Until(t, "the router to list only the first replica", func() bool {
 		all := r.Replicas().All()
 		return len(all) == 1 && all[0].ID == f.ids[0]
 	})
@@ -58,7 +59,7 @@ func TestStateBeforeRegistration(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the late replica answered %s", resp.Status)
 	}
-	waitFor(t, "the router to keep the unlisted replica's blocks", func() bool {
+	poll.Until(t, "the router to keep the unlisted replica's blocks", func() bool {
 		return metricValue(t, r, "llmgw_kv_ingest_pending_keys") > 0
 	})
 	snapshots := metricValue(t, r, `llmgw_kv_ingest_total{kind="snapshots"}`)
@@ -67,7 +68,7 @@ func TestStateBeforeRegistration(t *testing.T) {
 	}
 
 	f.register(t, late)
-	waitFor(t, "the late replica in exact mode", func() bool { return r.Replicas().Mode(late) == scheduler.ModeExact })
+	poll.Until(t, "the late replica in exact mode", func() bool { return r.Replicas().Mode(late) == scheduler.ModeExact })
 	if got := metricValue(t, r, `llmgw_kv_ingest_total{kind="snapshots"}`); got != snapshots {
 		t.Errorf("snapshots %v after the replica joined; want %v: exact mode must come from the kept state, not a resnapshot", got, snapshots)
 	}

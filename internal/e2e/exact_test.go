@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/server"
 )
@@ -98,7 +99,7 @@ func (f *fleet) router(t *testing.T, serviceID string) *server.Server {
 // waitExact waits until r routes every listed replica in exact mode.
 func waitExact(t *testing.T, r *server.Server, ids ...string) {
 	t.Helper()
-	waitFor(t, "replicas in exact mode", func() bool {
+	poll.Until(t, "replicas in exact mode", func() bool {
 		for _, id := range ids {
 			if r.Replicas().Mode(id) != scheduler.ModeExact {
 				return false
@@ -112,7 +113,7 @@ func waitExact(t *testing.T, r *server.Server, ids ...string) {
 // events alone.
 func waitCached(t *testing.T, r *server.Server, prompt, replica string) {
 	t.Helper()
-	waitFor(t, "the prompt's blocks in the router's index", func() bool {
+	poll.Until(t, "the prompt's blocks in the router's index", func() bool {
 		e := explain(t, r.Addr(), completion(prompt, false))
 		return e.Chosen.Replica == replica && e.Chosen.Mode == "exact" && e.Chosen.CachedTokens > 0
 	})
@@ -124,7 +125,7 @@ func TestExactRoutingWithConsulAndDrivers(t *testing.T) {
 	}
 	f := startFleet(t)
 	r1 := f.router(t, "router-1")
-	waitFor(t, "three replicas from consul", func() bool { return len(r1.Replicas().ForModel(model)) == 3 })
+	poll.Until(t, "three replicas from consul", func() bool { return len(r1.Replicas().ForModel(model)) == 3 })
 
 	prompt := longPrompt(7)
 	first := call(t, r1.Addr(), "/v1/completions", completion(prompt, false))
@@ -159,7 +160,7 @@ func TestExactRoutingWithConsulAndDrivers(t *testing.T) {
 			}}
 			want := []uint16{port(t, r1.Addr()), port(t, r2.Addr())}
 			slices.Sort(want)
-			waitFor(t, "SRV records of both routers", func() bool {
+			poll.Until(t, "SRV records of both routers", func() bool {
 				_, srvs, err := res.LookupSRV(context.Background(), "", "", "llmgw-router.service.consul")
 				if err != nil {
 					return false
@@ -193,7 +194,7 @@ func TestExactRoutingWithConsulAndDrivers(t *testing.T) {
 		if err := f.agent.Client.Agent().ServiceDeregister(serviceID(home)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the replica to leave", func() bool { _, ok := r1.Replicas().Get(home); return !ok })
+		poll.Until(t, "the replica to leave", func() bool { _, ok := r1.Replicas().Get(home); return !ok })
 		before := f.sims[home].metric(t, "vllm:request_success_total")
 		for i := range 6 {
 			a := call(t, r1.Addr(), "/v1/completions", completion(prompt, false))

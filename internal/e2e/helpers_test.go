@@ -42,18 +42,6 @@ func simBinary(t *testing.T) string {
 	return p
 }
 
-// waitFor polls cond every 20 ms until it holds, failing after 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 type sim struct {
 	*simproc.Proc
 	addr string // host:port

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 )
@@ -45,7 +46,7 @@ func TestLoRARouting(t *testing.T) {
 	f := startFleetWith(t, []string{"--enable-lora", "--lora-modules", adapter + "=/loras/sql"}, nil)
 	lora, plain := f.ids[0], f.ids[1]
 	r := f.router(t, "router-lora")
-	waitFor(t, "the adapter from the replica's model listing", func() bool {
+	poll.Until(t, "the adapter from the replica's model listing", func() bool {
 		reps := r.Replicas().ForModel(adapter)
 		return len(reps) == 1 && reps[0].ID == lora
 	})
@@ -90,7 +91,7 @@ func TestLoRARouting(t *testing.T) {
 	// The driver's keys for the engine's LoRA blocks are the router's keys.
 	want := routerKeys(t, adapter, adapter, text)
 	base := routerKeys(t, model, "", text)
-	waitFor(t, "the adapter prompt's blocks in the driver's state", func() bool {
+	poll.Until(t, "the adapter prompt's blocks in the driver's state", func() bool {
 		held := map[uint64]bool{}
 		for _, b := range f.store.Blocks(lora) {
 			held[uint64(b.Key)] = true
@@ -108,7 +109,7 @@ func TestLoRARouting(t *testing.T) {
 		}
 	}
 	var e explanation
-	waitFor(t, "an exact prediction of the whole prompt", func() bool {
+	poll.Until(t, "an exact prediction of the whole prompt", func() bool {
 		e = explain(t, r.Addr(), loraCompletion(adapter, text))
 		return e.Chosen.Mode == "exact" && e.Chosen.CachedTokens == 16*len(want)
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/server"
 )
@@ -91,16 +92,16 @@ func TestOversizeRepairWithSim(t *testing.T) {
 	r, logs := smallAndLarge(t)
 	oversized := fmt.Sprintf(`llmgw_replica_index_oversized{model=%q,replica="small/main",tier="gpu"}`, model)
 	repairs := fmt.Sprintf(`llmgw_replica_index_resnapshots_total{model=%q,replica="small/main"}`, model)
-	waitFor(t, "the small replica's advertised capacity", func() bool {
+	poll.Until(t, "the small replica's advertised capacity", func() bool {
 		return metricValue(t, r, fmt.Sprintf(`llmgw_replica_kv_capacity_blocks{model=%q,replica="small/main",tier="gpu"}`, model)) == 16
 	})
 
 	d := &fakeDriver{t: t, ingest: r.IngestAddr(), replica: "small/main", blocks: 40}
 	d.snapshot()
-	waitFor(t, "the oversize alarm", func() bool { return metricValue(t, r, oversized) == 1 })
+	poll.Until(t, "the oversize alarm", func() bool { return metricValue(t, r, oversized) == 1 })
 	d.blocks = 8 // the engine's truth, which the next snapshot carries
-	waitFor(t, "the router to ask the driver for a snapshot", d.flush)
-	waitFor(t, "the alarm to clear", func() bool { d.flush(); return metricValue(t, r, oversized) == 0 })
+	poll.Until(t, "the router to ask the driver for a snapshot", d.flush)
+	poll.Until(t, "the alarm to clear", func() bool { d.flush(); return metricValue(t, r, oversized) == 0 })
 	if got := metricValue(t, r, repairs); got != 1 {
 		t.Errorf("resnapshots %v; want 1", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/poll"
 )
 
 // lockedLog collects the router's log lines and passes them to the test log.
@@ -58,21 +59,21 @@ func TestOversizeAlarmWithSim(t *testing.T) {
 	gauge := func(v int) string {
 		return fmt.Sprintf(`llmgw_replica_index_oversized{model=%q,replica="small/main",tier="gpu"} %d`, model, v)
 	}
-	waitFor(t, "the small replica's advertised capacity", func() bool {
+	poll.Until(t, "the small replica's advertised capacity", func() bool {
 		return strings.Contains(metricsText(t, r), fmt.Sprintf(`llmgw_replica_kv_capacity_blocks{model=%q,replica="small/main",tier="gpu"} 16`, model))
 	})
 	send(1, 12)
-	waitFor(t, "12 indexed blocks, no alarm", func() bool {
+	poll.Until(t, "12 indexed blocks, no alarm", func() bool {
 		m := metricsText(t, r)
 		return strings.Contains(m, `replica="small/main",tier="gpu"} 12`) && strings.Contains(m, gauge(0))
 	})
 	send(2, 40)
-	waitFor(t, "the oversize alarm", func() bool { return strings.Contains(metricsText(t, r), gauge(1)) })
+	poll.Until(t, "the oversize alarm", func() bool { return strings.Contains(metricsText(t, r), gauge(1)) })
 	if l := logs.String(); !strings.Contains(l, "exceeds its advertised KV capacity") || !strings.Contains(l, "capacity_blocks=16") || !strings.Contains(l, "indexed_blocks=40") {
 		t.Errorf("no warning naming 40 indexed and 16 advertised blocks; log:\n%s", l)
 	}
 	send(3, 8)
-	waitFor(t, "the alarm to clear", func() bool { return strings.Contains(metricsText(t, r), gauge(0)) })
+	poll.Until(t, "the alarm to clear", func() bool { return strings.Contains(metricsText(t, r), gauge(0)) })
 	// The router still routes while it alarms.
 	if a := call(t, r.Addr(), "/v1/completions", completion("hello there", false)); a.code != 200 {
 		t.Errorf("request: %d %s", a.code, a.body)
