@@ -3,18 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"strings"
 	"testing"
+
+	"github.com/llmgw/llmgw/internal/netport"
 )
 
 func TestRunStatusUsage(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := netport.FreeAddr(t)
 	tests := []struct {
 		name   string
 		args   []string

@@ -2,8 +2,10 @@
 // (vllm-sim's HTTP and ZMQ ports, a Consul agent's six listeners): the
 // kernel chooses each number, the listener that held it is closed, and the
 // caller binds it again. Another process may take a port between the close
-// and the caller's bind; tests accept that small window, production code
-// must bind ":0" itself instead.
+// and the caller's bind; tests accept that small window, and so does
+// internal/fleet (the local demo chain), whose programs must be told their
+// ports up front and then fail with their own bind error. Production code
+// that can bind ":0" itself must do so instead.
 //
 // It owns no socket past return and imports only the standard library, so
 // any package's tests may import it.
@@ -12,6 +14,7 @@ package netport
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -46,4 +49,12 @@ func FreeTCP(t testing.TB) int {
 		t.Fatal(err)
 	}
 	return ports[0]
+}
+
+// FreeAddr returns "127.0.0.1:port" for a TCP port that was free when
+// chosen, or fails the test. Tests use it for an address nothing listens
+// on, or for a listener a program under test binds itself.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreeTCP(t)))
 }

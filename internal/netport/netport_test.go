@@ -45,3 +45,15 @@ func TestFreeTCPIsBindable(t *testing.T) {
 	}
 	l.Close()
 }
+
+func TestFreeAddrIsBindable(t *testing.T) {
+	addr := FreeAddr(t)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("address %s from FreeAddr not bindable: %v", addr, err)
+	}
+	defer l.Close()
+	if got := l.Addr().String(); got != addr {
+		t.Errorf("bound %s; want %s", got, addr)
+	}
+}

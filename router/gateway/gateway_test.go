@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/openai"
@@ -93,17 +93,6 @@ func backend(t *testing.T, h http.HandlerFunc) string {
 	return s.Listener.Addr().String()
 }
 
-// deadAddr is an address nothing listens on.
-func deadAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func post(t *testing.T, url, body string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))
@@ -174,7 +163,7 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 	// r0 refuses connections, r1 is overloaded, r2 answers. r2 carries
 	// extra load so it ranks last: every request must try r0 and r1 first
 	// and end on r2 with its body intact.
-	h := newHarness(t, 1<<20, deadAddr(t), busy, good)
+	h := newHarness(t, 1<<20, netport.FreeAddr(t), busy, good)
 	for range 5 {
 		defer h.tracker.Begin("r2", 1000)()
 	}
@@ -208,7 +197,7 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 }
 
 func TestAllReplicasDown(t *testing.T) {
-	h := newHarness(t, 1<<20, deadAddr(t), deadAddr(t))
+	h := newHarness(t, 1<<20, netport.FreeAddr(t), netport.FreeAddr(t))
 	resp, b := post(t, h.srv.URL+"/v1/chat/completions", chatBody)
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("status %d; want 502", resp.StatusCode)
