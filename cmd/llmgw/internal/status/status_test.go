@@ -18,6 +18,8 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/server"
 )
@@ -111,17 +113,12 @@ func TestStatusFromConsul(t *testing.T) {
 	var out bytes.Buffer
 	// The router is found once its health check passes, and the adapter
 	// once it is scraped; Run waits for the first within its timeout.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !poll.Within(poll.Timeout, func() bool {
 		out.Reset()
-		err := Run(context.Background(), Options{Consul: agent.Addr, Timeout: 2 * time.Second}, &out)
-		if err == nil && matches(rows(out.String()), want) == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status never showed the replicas as wanted (%v; %s):\n%s", err, matches(rows(out.String()), want), out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling a condition, with a deadline
+		err = Run(context.Background(), Options{Consul: agent.Addr, Timeout: 2 * time.Second}, &out)
+		return err == nil && matches(rows(out.String()), want) == ""
+	}) {
+		t.Fatalf("status never showed the replicas as wanted (%v; %s):\n%s", err, matches(rows(out.String()), want), out.String())
 	}
 	for _, w := range []string{"router " + r.Addr() + ": 2 replicas", "MODE", "CONSUL", "DRAINING", "ADAPTERS"} {
 		if !strings.Contains(out.String(), w) {
@@ -154,11 +151,16 @@ func TestStatusDirect(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs last, as above
 	r := startRouter(t, "")
 	var out bytes.Buffer
-	if err := Run(context.Background(), Options{Routers: []string{r.Addr()}}, &out); err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 {
+	var lines []string
+	// The router applies its static replica just after Start returns.
+	if !poll.Within(poll.Timeout, func() bool {
+		out.Reset()
+		if err := Run(context.Background(), Options{Routers: []string{r.Addr()}}, &out); err != nil {
+			t.Fatal(err)
+		}
+		lines = strings.Split(strings.TrimSpace(out.String()), "\n")
+		return len(lines) == 3
+	}) {
 		t.Fatalf("got %d lines; want a router line, a header and one replica:\n%s", len(lines), out.String())
 	}
 	want := map[string][]string{"alloc-1/sim": {colModel: "sim-model", colConsul: "-", colDraining: "false"}}
@@ -169,12 +171,7 @@ func TestStatusDirect(t *testing.T) {
 
 func TestStatusErrors(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // runs last: after the server below is closed
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close()
+	deadAddr := netport.FreeAddr(t)
 	notRouter := &http.Server{Handler: http.NotFoundHandler()}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
