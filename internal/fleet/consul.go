@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/llmgw/llmgw/internal/netport"
 )
 
 // consulStartTimeout bounds how long the agent may take to elect itself.
@@ -25,7 +27,7 @@ type consulAgent struct {
 // startConsul runs the agent with its log in dir and returns once it has
 // elected itself leader. On error nothing is left running.
 func startConsul(ctx context.Context, bin, dir string) (*consulAgent, error) {
-	ports, err := freePorts(6)
+	ports, err := netport.FreeTCPs(6)
 	if err != nil {
 		return nil, fmt.Errorf("consul ports: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/fleet/fleettest"
+	testpoll "github.com/llmgw/llmgw/internal/poll"
 )
 
 // bins are the fleet's binaries, built from this tree once.
@@ -29,18 +30,12 @@ func options(t *testing.T) Options {
 		SimArgs: []string{"--sim-latency=false"}}
 }
 
-// waitFor polls cond until it holds, failing the test after 30 s.
+// waitFor waits for cond with internal/poll and returns how long it took,
+// which the tests log to show how quickly the fleet reacts.
 func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
-	if err := poll(context.Background(), 30*time.Second, what, func() error {
-		if cond() {
-			return nil
-		}
-		return notYet("condition false")
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testpoll.Until(t, what, cond)
 	return time.Since(start)
 }
 

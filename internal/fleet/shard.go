@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/llmgw/llmgw/consul"
+	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -65,7 +66,7 @@ func (f *Fleet) startDriver(ctx context.Context) error {
 // startShard allocates task i of the demo-sim job (jobs/demo-sim.nomad.hcl)
 // on a free port and starts it through the driver. It does not wait.
 func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
-	ports, err := freePorts(1)
+	ports, err := netport.FreeTCPs(1)
 	if err != nil {
 		return nil, err
 	}

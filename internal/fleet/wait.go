@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 )
 
@@ -43,28 +42,4 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func() e
 		case <-tick.C:
 		}
 	}
-}
-
-// freePorts asks the kernel for n distinct free TCP ports on loopback,
-// holding every listener until all are chosen. Used only where a program
-// must be told its ports up front (Consul's six listeners, a task's
-// Nomad-allocated port); another process could take one before it is bound
-// again, and the start then fails with the program's own error.
-func freePorts(n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	out := make([]int, n)
-	for i := range out {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("choose a free port: %w", err)
-		}
-		ls = append(ls, l)
-		out[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return out, nil
 }
