@@ -15,8 +15,15 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"testing"
 )
+
+// TB is the part of testing.TB the helpers use. Taking it instead of
+// testing.TB keeps the testing package out of binaries that import netport
+// (llmgw, through internal/fleet).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
 
 // FreeTCPs returns n distinct TCP ports on 127.0.0.1 that were free when
 // chosen. Every listener is held until all n are chosen, so no two numbers
@@ -42,7 +49,7 @@ func FreeTCPs(n int) ([]int, error) {
 
 // FreeTCP returns one TCP port on 127.0.0.1 that was free when chosen, or
 // fails the test.
-func FreeTCP(t testing.TB) int {
+func FreeTCP(t TB) int {
 	t.Helper()
 	ports, err := FreeTCPs(1)
 	if err != nil {
@@ -54,7 +61,7 @@ func FreeTCP(t testing.TB) int {
 // FreeAddr returns "127.0.0.1:port" for a TCP port that was free when
 // chosen, or fails the test. Tests use it for an address nothing listens
 // on, or for a listener a program under test binds itself.
-func FreeAddr(t testing.TB) string {
+func FreeAddr(t TB) string {
 	t.Helper()
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreeTCP(t)))
 }
