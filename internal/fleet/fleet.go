@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -270,25 +271,13 @@ func (f *Fleet) Shards() []Shard {
 func (f *Fleet) liveRouters() []*router {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*router
-	for _, r := range f.routers {
-		if !r.killed {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(f.routers), func(r *router) bool { return r.killed })
 }
 
 func (f *Fleet) runningShards() []*shard {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*shard
-	for _, s := range f.shards {
-		if !s.stopped {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(f.shards), func(s *shard) bool { return s.stopped })
 }
 
 func randomHex(n int) string {
