@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/config"
 )
 
@@ -56,23 +57,19 @@ func postSnapshot(t *testing.T, ingest string, epoch uint64, replica string, blo
 // waitMetrics polls the router's /metrics until every want line shows.
 func waitMetrics(t *testing.T, addr string, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, m := get(t, "http://"+addr+"/metrics")
-		missing := ""
+	var m, missing string
+	if !poll.Within(poll.Timeout, func() bool {
+		_, m = get(t, "http://"+addr+"/metrics")
+		missing = ""
 		for _, w := range want {
 			if !strings.Contains(m, w) {
 				missing = w
 				break
 			}
 		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics never showed %s; metrics:\n%s", missing, m)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
+		return missing == ""
+	}) {
+		t.Fatalf("metrics never showed %s; metrics:\n%s", missing, m)
 	}
 }
 

@@ -124,15 +124,5 @@ func TestScrapeFeedsLoadAndCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, m := get(t, "http://"+s.Addr()+"/metrics")
-		if strings.Contains(m, `llmgw_index_max_keys{model="m"} 125`) && strings.Contains(m, `llmgw_replica_waiting{replica="a/1"} 3`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scraped load and capacity never showed; metrics:\n%s", m)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
-	}
+	waitMetrics(t, s.Addr(), `llmgw_index_max_keys{model="m"} 125`, `llmgw_replica_waiting{replica="a/1"} 3`)
 }
