@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/consul/api"
+	"maps"
 )
 
 // catalogAPI is the part of the Consul client the tag-wide watcher needs.
@@ -105,11 +106,7 @@ func (w *TaggedWatcher[T]) Status() Status {
 func (w *TaggedWatcher[T]) Services() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	names := make([]string, 0, len(w.children))
-	for n := range w.children {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(w.children))
 	return names
 }
 
@@ -236,11 +233,7 @@ func (w *TaggedWatcher[T]) reconcile(ctx context.Context, names []string) {
 // when the result changed.
 func (w *TaggedWatcher[T]) merge(catalogSynced bool) {
 	w.mu.Lock()
-	names := make([]string, 0, len(w.children))
-	for n := range w.children {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(w.children))
 	var all []Instance
 	synced := catalogSynced
 	for _, n := range names {

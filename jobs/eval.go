@@ -1,11 +1,12 @@
 package jobs
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"maps"
+	"slices"
 )
 
 // placeholders builds the evaluation context a jobspec's expressions see
@@ -68,11 +69,7 @@ func (n *pathNode) value(path string) cty.Value {
 	if len(n.children) == 0 {
 		return cty.StringVal("${" + path + "}")
 	}
-	names := make([]string, 0, len(n.children))
-	for k := range n.children {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(n.children))
 	attrs := make(map[string]cty.Value, len(names))
 	for _, k := range names {
 		attrs[k] = n.children[k].value(path + "." + k)

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+	"maps"
+	"slices"
 )
 
 // Submit validates a jobspec, then has the Nomad agent parse it (the agent's
@@ -69,11 +70,7 @@ func followEval(ctx context.Context, client *api.Client, id string, progress io.
 		case "pending":
 			continue
 		case "complete":
-			groups := make([]string, 0, len(eval.FailedTGAllocs))
-			for g := range eval.FailedTGAllocs {
-				groups = append(groups, g)
-			}
-			sort.Strings(groups)
+			groups := slices.Sorted(maps.Keys(eval.FailedTGAllocs))
 			for _, g := range groups {
 				fmt.Fprintf(progress, "group %s: placement failed: %s\n", g, placementReason(eval.FailedTGAllocs[g]))
 			}
@@ -92,11 +89,7 @@ func placementReason(m *api.AllocationMetric) string {
 	}
 	var parts []string
 	for _, src := range []map[string]int{m.DimensionExhausted, m.ConstraintFiltered, m.ClassExhausted} {
-		keys := make([]string, 0, len(src))
-		for k := range src {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(src))
 		for _, k := range keys {
 			parts = append(parts, fmt.Sprintf("%s (%d nodes)", k, src[k]))
 		}
@@ -134,11 +127,7 @@ func followDeployment(ctx context.Context, client *api.Client, id string, progre
 }
 
 func deploymentLine(d *api.Deployment) string {
-	groups := make([]string, 0, len(d.TaskGroups))
-	for g := range d.TaskGroups {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
+	groups := slices.Sorted(maps.Keys(d.TaskGroups))
 	var b strings.Builder
 	fmt.Fprintf(&b, "deployment %s: %s", shortID(d.ID), d.Status)
 	for _, g := range groups {

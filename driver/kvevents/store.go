@@ -6,6 +6,8 @@ import (
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"maps"
+	"slices"
 )
 
 // Store holds the block state of every replica this driver runs and the
@@ -195,11 +197,7 @@ func (s *Store) Blocks(replica string) []Block {
 func (s *Store) Replicas() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.replicas))
-	for id := range s.replicas {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(s.replicas))
 	return ids
 }
 

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"time"
 
 	"github.com/llmgw/llmgw/router/scheduler"
+	"maps"
+	"slices"
 )
 
 // Config is the router's whole configuration after every source is applied.
@@ -159,11 +160,7 @@ func (c *Config) Validate() error {
 
 // ModelNames lists the configured models, sorted.
 func (c *Config) ModelNames() []string {
-	out := make([]string, 0, len(c.Models))
-	for m := range c.Models {
-		out = append(out, m)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(c.Models))
 	return out
 }
 

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
+	"maps"
+	"slices"
 )
 
 // ModelOf says which model a replica serves, from the replica set; false
@@ -255,11 +256,7 @@ func (s *Sink) Joined(replica string) []string {
 	}
 	w := s.waiting[replica]
 	delete(s.waiting, replica)
-	out := make([]string, 0, len(w))
-	for d := range w {
-		out = append(out, d)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(w))
 	return out
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/llmgw/llmgw/router/chattemplate"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/tokenizer"
+	"maps"
+	"slices"
 )
 
 // TextChunk is the size in bytes of the text blocks hashed for approximate
@@ -75,11 +76,7 @@ type Source struct {
 func New(models map[string]Source) (*Prompts, []error) {
 	p := &Prompts{enc: map[string]Encoder{}, sources: models, tried: map[string]time.Time{}, now: time.Now, load: loadEncoder}
 	var errs []error
-	names := make([]string, 0, len(models))
-	for m := range models {
-		names = append(names, m)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(models))
 	for _, m := range names {
 		e, err := p.load(m, models[m])
 		switch {

@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"maps"
 	"slices"
 	"sort"
 )
@@ -36,11 +37,7 @@ func (l *loras) rebuild(byID map[string]Replica, byModel map[string][]Replica) {
 			delete(l.byReplica, id)
 		}
 	}
-	ids := make([]string, 0, len(l.byReplica))
-	for id := range l.byReplica {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(l.byReplica))
 	serving, parent := map[string][]Replica{}, map[string]string{}
 	for _, id := range ids {
 		r := byID[id]

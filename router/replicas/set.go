@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/router/scheduler"
+	"maps"
+	"slices"
 )
 
 // Replica is one model replica the router may send requests to.
@@ -180,11 +182,7 @@ func (s *Set) ModelOf(replica string) (string, bool) {
 func (s *Set) Models() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]string, 0, len(s.byModel))
-	for m := range s.byModel {
-		out = append(out, m)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(s.byModel))
 	return out
 }
 

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -46,11 +47,7 @@ func (r *Registry) Register(typ string, f Factory) error {
 
 // Types lists the registered plugin types, sorted.
 func (r *Registry) Types() []string {
-	ts := make([]string, 0, len(r.factories))
-	for t := range r.factories {
-		ts = append(ts, t)
-	}
-	sort.Strings(ts)
+	ts := slices.Sorted(maps.Keys(r.factories))
 	return ts
 }
 

@@ -2,7 +2,6 @@ package server
 
 import (
 	"math"
-	"sort"
 	"sync"
 	"time"
 
@@ -12,6 +11,8 @@ import (
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/replicas"
+	"maps"
+	"slices"
 )
 
 // capacitySlack is the index room beyond the fleet's advertised KV capacity:
@@ -218,10 +219,6 @@ func (c *capacity) Limits() map[string]int {
 func oversizeKey(replica string, t index.Tier) string { return t.String() + "\x00" + replica }
 
 func sortedKeys(m map[string]index.Oversize) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(m))
 	return out
 }
