@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -34,13 +35,7 @@ func TestQueueThen429(t *testing.T) {
 	<-entered
 	second := make(chan int)
 	go func() { r, _ := post(t, h.srv.URL+"/v1/chat/completions", chatBody); second <- r.StatusCode }()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.gw.queue.waiting.Load() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("second request never queued")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, with a deadline
-	}
+	poll.Until(t, "the second request to queue", func() bool { return h.gw.queue.waiting.Load() == 1 })
 	select {
 	case <-entered:
 		t.Fatal("queued request reached the replica while it was at its limit")

@@ -16,6 +16,7 @@ import (
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/bench/oracle"
 	"github.com/llmgw/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/internal/simproc"
 )
 
@@ -148,20 +149,17 @@ func TestConsulDNS(t *testing.T) {
 	reg("r1", 18001)
 	reg("r2", 18002)
 	d := &ConsulDNS{Addr: agent.DNSAddr, TTL: time.Hour}
-	deadline := time.Now().Add(20 * time.Second)
 	var got []string
-	for {
-		got, err := d.Routers(context.Background())
-		if err == nil && len(got) == 2 {
-			break
+	var err error
+	if !poll.Within(poll.Timeout, func() bool {
+		if got, err = d.Routers(context.Background()); err == nil && len(got) == 2 {
+			return true
 		}
 		d.Forget()
-		if time.Now().After(deadline) {
-			t.Fatalf("routers from DNS: %v %v; want two", got, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("routers from DNS: %v %v; want two", got, err)
 	}
-	got, _ = d.Routers(context.Background())
 	joined := strings.Join(got, " ")
 	for _, p := range []int{18001, 18002} {
 		if !strings.Contains(joined, fmt.Sprintf("http://127.0.0.1:%d", p)) {
