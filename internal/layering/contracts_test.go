@@ -59,6 +59,7 @@ var contracts = map[string][]string{
 	"internal/kvvectors":    nil,
 	"internal/simproc":      nil,
 	"internal/netport":      nil,
+	"internal/pdeathsig":    {"golang.org/x/sys/unix"},
 	"plugin/msgpackdump":    nil,
 	"internal/poll":         nil,
 	"internal/bench/trace":  nil,

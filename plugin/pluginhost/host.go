@@ -7,10 +7,17 @@
 // test ends, destroys every task it started and kills any process group
 // they left (Reap, CloseAtEnd).
 //
+// The plugin dies with its host: it is started with a parent-death signal
+// (SIGKILL) from an OS thread kept for its lifetime (internal/pdeathsig),
+// so even a host killed by SIGKILL leaves no plugin process behind. That is
+// stricter than Nomad's client, whose plugins outlive an agent restart; a
+// host here is a test or a one-machine fleet, and nothing reattaches to its
+// plugin later.
+//
 // It is test support, and it runs the driver for internal/fleet, which
 // plays a one-machine Nomad client for `llmgw demo` and the benchmarks; no
-// other production code uses it. It imports only plugin/ packages and
-// libraries, never driver/.
+// other production code uses it. It imports only plugin/ packages,
+// internal/pdeathsig and libraries, never driver/.
 package pluginhost
 
 import (
@@ -24,6 +31,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/llmgw/llmgw/internal/pdeathsig"
 	"github.com/llmgw/llmgw/plugin"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
@@ -44,11 +52,17 @@ type Host struct {
 	Driver drivers.DriverClient
 
 	client  *goplugin.Client
-	tracked *trackingDriver // is Driver
+	thread  *pdeathsig.Thread // the thread the plugin was forked from
+	tracked *trackingDriver   // is Driver
 }
 
 // Launch starts the plugin binary at path and dispenses its base and driver
 // clients, the way Nomad's driver manager does for the long-lived instance.
+// The plugin gets SIGKILL when the host process dies: SIGKILL, not SIGTERM,
+// because nobody would be left to escalate should it not stop, and the
+// plugin has nothing to save on the way out (its tasks' state is the
+// host's; with owner_pid set, its supervisors stop their engines
+// themselves).
 func Launch(path string, opts Options) (*Host, error) {
 	logger := opts.Logger
 	if logger == nil {
@@ -64,35 +78,51 @@ func Launch(path string, opts Options) (*Host, error) {
 		Logger:           logger,
 		Stderr:           opts.Stderr,
 	})
+	// go-plugin forks in Client.Start, on the caller's goroutine.
+	thread, err := pdeathsig.Start(cmd, syscall.SIGKILL, func() error {
+		_, err := client.Start()
+		return err
+	})
+	h := &Host{client: client, thread: thread}
+	if err != nil {
+		return h.fail(fmt.Errorf("launch plugin %s: %w", path, err))
+	}
 	rpc, err := client.Client()
 	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("launch plugin %s: %w", path, err)
+		return h.fail(fmt.Errorf("launch plugin %s: %w", path, err))
 	}
-	h := &Host{client: client}
 	b, err := rpc.Dispense(plugin.KeyBase)
 	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("dispense base plugin: %w", err)
+		return h.fail(fmt.Errorf("dispense base plugin: %w", err))
 	}
 	d, err := rpc.Dispense(plugin.KeyDriver)
 	if err != nil {
-		client.Kill()
-		return nil, fmt.Errorf("dispense driver plugin: %w", err)
+		return h.fail(fmt.Errorf("dispense driver plugin: %w", err))
 	}
 	var ok bool
 	if h.Base, ok = b.(base.BasePluginClient); !ok {
-		client.Kill()
-		return nil, fmt.Errorf("base plugin is a %T", b)
+		return h.fail(fmt.Errorf("base plugin is a %T", b))
 	}
 	dc, ok := d.(drivers.DriverClient)
 	if !ok {
-		client.Kill()
-		return nil, fmt.Errorf("driver plugin is a %T", d)
+		return h.fail(fmt.Errorf("driver plugin is a %T", d))
 	}
 	h.tracked = &trackingDriver{DriverClient: dc}
 	h.Driver = h.tracked
 	return h, nil
+}
+
+// fail kills a half-launched plugin and returns err.
+func (h *Host) fail(err error) (*Host, error) {
+	h.kill()
+	return nil, err
+}
+
+// kill kills the plugin process if it still runs, reaps it, and waits
+// until the thread it was forked from is released.
+func (h *Host) kill() {
+	h.client.Kill()
+	<-h.thread.Done()
 }
 
 // Pid is the plugin process id.
@@ -114,7 +144,7 @@ func (h *Host) Close() {
 		_, _ = h.Driver.Shutdown(ctx, &drivers.ShutdownRequest{})
 		cancel()
 	}
-	h.client.Kill()
+	h.kill()
 }
 
 // Crash kills the plugin process with SIGKILL, as a crash or `kill -9`
@@ -128,6 +158,6 @@ func (h *Host) Crash() error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("crash plugin %d: %w", pid, err)
 	}
-	h.client.Kill() // reaps the process and closes the connection
+	h.kill() // reaps the process and closes the connection
 	return nil
 }

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		plugin.Serve(newTestDriver(context.Background()), nil)
 		os.Exit(0)
 	}
+	if os.Getenv(hostEnv) == "1" {
+		os.Exit(hostMain())
+	}
 	code := m.Run()
 	if code == 0 {
 		// Every host was closed: no client goroutine may outlive it.
