@@ -50,20 +50,12 @@ func Attach(st State) (*Process, error) {
 		close(p.stopped)
 		return p, nil
 	}
-	if start, err := startTime(st.SupervisorPid); err != nil || start != st.SupervisorStart {
+	pidfd, err := openPidfd(st.SupervisorPid, st.SupervisorStart)
+	if errors.Is(err, errGone) {
 		return gone()
-	}
-	pidfd, err := unix.PidfdOpen(st.SupervisorPid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return gone() // reaped since startTime read it
 	}
 	if err != nil {
-		return nil, fmt.Errorf("attach: pidfd for %d: %w", st.SupervisorPid, err)
-	}
-	// Re-check after opening: the pidfd now pins the process identity.
-	if start, err := startTime(st.SupervisorPid); err != nil || start != st.SupervisorStart {
-		unix.Close(pidfd)
-		return gone()
+		return nil, fmt.Errorf("attach: %w", err)
 	}
 	var cancel [2]int
 	if err := unix.Pipe2(cancel[:], unix.O_CLOEXEC); err != nil {
@@ -82,19 +74,8 @@ func (p *Process) watch(pidfd, cancel int) {
 	defer close(p.stopped)
 	defer unix.Close(pidfd)
 	defer unix.Close(cancel)
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}, {Fd: int32(cancel), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return
-		}
-		if fds[0].Revents != 0 {
-			close(p.done)
-			return
-		}
-		if fds[1].Revents != 0 {
-			return
-		}
+	if waitEither(pidfd, cancel) {
+		close(p.done)
 	}
 }
 

@@ -6,6 +6,13 @@
 // (Start, Attach) waits for the supervisor with a pidfd, so a plugin that
 // did not start it, after a crash, still learns the true exit code.
 //
+// By default a supervisor outlives everything above it, as Nomad's executor
+// does: a plugin or agent restart must not kill tasks. Only with an Owner
+// (Spec.Owner, for one-machine fleets such as `llmgw demo`) does it watch
+// that process through a pidfd, checked against the owner's start time so
+// a recycled pid is never mistaken for it, and stop the engine when the
+// owner dies, however it dies.
+//
 // It knows nothing about Nomad or vLLM and imports neither.
 package supervisor
 
@@ -22,6 +29,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mode is the first argument that selects supervise mode in the plugin binary.
@@ -35,20 +44,25 @@ type Exit struct {
 	Err      string    `json:"err,omitempty"` // the engine could not be run at all
 }
 
-// Run is the supervise mode: args are "-exit-file F -- engine argv...". The
-// engine's pid is written to fd 3 as soon as it runs. The engine inherits
-// stdout, stderr, environment and working directory. Returns the process
+// Run is the supervise mode: args are "-exit-file F [-user U] [-owner
+// PID:START [-owner-grace D]] -- engine argv...". The engine's pid is
+// written to fd 3 as soon as it runs. The engine inherits stdout, stderr,
+// environment and working directory. With -owner, the engine is stopped
+// when that process exits (SIGTERM to its group, SIGKILL after the grace),
+// and is not started at all if it has exited already. Returns the process
 // exit code of the supervisor itself (0 once the exit file is written).
 func Run(args []string) int {
 	fs := flag.NewFlagSet(Mode, flag.ContinueOnError)
 	exitFile := fs.String("exit-file", "", "where to record the engine's exit status")
 	runAs := fs.String("user", "", "run the engine as uid:gid[:group,...]")
+	ownerFlag := fs.String("owner", "", "PID:START_TICKS of a process whose exit stops the engine")
+	grace := fs.Duration("owner-grace", defaultOwnerGrace, "SIGTERM to SIGKILL delay once the owner is gone")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	argv := fs.Args()
 	if *exitFile == "" || len(argv) == 0 {
-		fmt.Fprintln(os.Stderr, "supervisor: usage: supervise -exit-file FILE -- ENGINE [ARGS...]")
+		fmt.Fprintln(os.Stderr, "supervisor: usage: supervise -exit-file FILE [-owner PID:START] -- ENGINE [ARGS...]")
 		return 2
 	}
 	// Signals are for the engine's group; the supervisor must live to
@@ -62,6 +76,29 @@ func Run(args []string) int {
 	// plugin's read would wait for the engine to exit.
 	syscall.CloseOnExec(3)
 	report := os.NewFile(3, "pid-report")
+	// fail reports why the engine could not be run, and records it.
+	fail := func(err error) int {
+		if report != nil {
+			fmt.Fprintln(report, "error", err)
+			report.Close()
+		}
+		return record(*exitFile, Exit{Code: 127, Finished: time.Now(), Err: err.Error()})
+	}
+	ownerFd := -1
+	if *ownerFlag != "" {
+		o, err := parseOwner(*ownerFlag)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "supervisor:", err)
+			return 2
+		}
+		if ownerFd, err = openPidfd(o.Pid, o.Start); err == nil && exited(ownerFd) {
+			unix.Close(ownerFd)
+			err = errGone
+		}
+		if err != nil {
+			return fail(fmt.Errorf("owner process %d: %w", o.Pid, err))
+		}
+	}
 
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stderr
@@ -75,17 +112,27 @@ func Run(args []string) int {
 		cmd.SysProcAttr.Credential = cred
 	}
 	if err := cmd.Start(); err != nil {
-		if report != nil {
-			fmt.Fprintln(report, "error", err)
-			report.Close()
+		if ownerFd >= 0 {
+			unix.Close(ownerFd)
 		}
-		return record(*exitFile, Exit{Code: 127, Finished: time.Now(), Err: err.Error()})
+		return fail(err)
+	}
+	engineDone := make(chan struct{})
+	if ownerFd >= 0 {
+		w, err := watchOwner(ownerFd, cmd.Process.Pid, *grace, engineDone)
+		if err != nil {
+			// The promise to stop with the owner cannot be kept.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		} else {
+			defer w.stop()
+		}
 	}
 	if report != nil {
 		fmt.Fprintln(report, cmd.Process.Pid)
 		report.Close()
 	}
 	err := cmd.Wait()
+	close(engineDone)
 	ex := Exit{Finished: time.Now()}
 	var ee *exec.ExitError
 	switch {
@@ -146,6 +193,11 @@ type Spec struct {
 	// supervisor itself keeps the plugin's identity so it can record the
 	// exit. Needs the plugin to run as root.
 	User string
+	// Owner, when set (Pid > 0), is a process whose exit stops the engine
+	// as StopTask would: SIGTERM to its group, SIGKILL after OwnerGrace
+	// (default 5s). For one-machine fleets only; see Owner.
+	Owner      Owner
+	OwnerGrace time.Duration
 }
 
 // State is what a later plugin process needs to re-attach.
@@ -199,6 +251,12 @@ func Start(s Spec) (*Process, error) {
 			return nil, err
 		}
 		args = append(args, "-user", cred)
+	}
+	if s.Owner.Pid > 0 {
+		args = append(args, "-owner", s.Owner.String())
+		if s.OwnerGrace > 0 {
+			args = append(args, "-owner-grace", s.OwnerGrace.String())
+		}
 	}
 	args = append(append(args, "--", engine), s.Argv[1:]...)
 	cmd := exec.Command(exe, args...)
