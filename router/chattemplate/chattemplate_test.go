@@ -93,51 +93,6 @@ func TestWhitespaceMatchesJinja2(t *testing.T) {
 	}
 }
 
-const echo = `{% for m in messages %}[{{ m.role }}:{{ m.content }}{% if m.tool_calls %}{{ m.tool_calls[0].function.arguments | tojson }}{% endif %}]{% endfor %}` +
-	`{% if tools %}{{ tools | tojson }}{% endif %}{% if add_generation_prompt %}<gen>{% endif %}{{ bos_token }}{{ flag }}`
-
-func TestRenderNormalisesLikeVLLM(t *testing.T) {
-	tmpl, err := New(echo, map[string]string{"bos_token": "<s>"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name, body, want, wantErr string
-	}{
-		{"string content", `{"messages":[{"role":"user","content":"hi"}]}`, "[user:hi]<gen><s>", ""},
-		{"parts joined by newline", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"b"}]}],"add_generation_prompt":false}`,
-			"[user:a\nb]<s>", ""},
-		{"null content", `{"messages":[{"role":"assistant","content":null}],"add_generation_prompt":false}`, "[assistant:]<s>", ""},
-		{"arguments parsed", `{"messages":[{"role":"assistant","content":"","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{\"z\": 1, \"a\": [1.0]}"}}]}],"add_generation_prompt":false}`,
-			`[assistant:{"z": 1, "a": [1.0]}]<s>`, ""},
-		{"tools in vLLM field order", `{"messages":[{"role":"user","content":"q"}],"tools":[{"function":{"parameters":{"type":"object"},"name":"f"},"type":"function"}]}`,
-			`[user:q][{"type": "function", "function": {"name": "f", "description": null, "parameters": {"type": "object"}}}]<gen><s>`, ""},
-		{"kwargs", `{"messages":[{"role":"user","content":"q"}],"chat_template_kwargs":{"flag":"!"}}`, "[user:q]<gen><s>!", ""},
-		{"bad arguments", `{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{oops"}}]}]}`, "", "arguments"},
-		{"bad role", `{"messages":[{"content":"x"}]}`, "", "role"},
-		{"bad content", `{"messages":[{"role":"user","content":5}]}`, "", "content"},
-		{"bad tools", `{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}`, "", "tools[0].function"},
-		{"bad kwargs", `{"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":[1]}`, "", "chat_template_kwargs"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			req, err := ParseRequest([]byte(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := tmpl.Render(req)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Render: error %v; want one mentioning %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Fatalf("Render = %q, %v; want %q", got, err, tc.want)
-			}
-		})
-	}
-}
-
 func TestParseRequestErrors(t *testing.T) {
 	for _, body := range []string{``, `{`, `{"model":"x"}`, `[1]`} {
 		if _, err := ParseRequest([]byte(body)); err == nil {

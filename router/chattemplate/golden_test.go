@@ -20,13 +20,24 @@ type renderGolden struct {
 	Oracle          string            `json:"oracle"`
 	FixedNow        string            `json:"fixed_now"`
 	DefaultSpecials map[string]string `json:"default_specials"`
+	Formats         map[string]string `json:"formats"` // vLLM's content format per template
 	Cases           []renderCase      `json:"cases"`
 }
 
 // knownMismatches lists the template × conversation cases where this
 // package's output differs from Jinja2, with the reason. Each must still
 // differ (so the list stays honest).
-var knownMismatches = map[string]string{}
+var knownMismatches = map[string]string{
+	"library/llama3.2-vision:90b × tools":    pyRepr,
+	"library/llama3.2-vision:latest × tools": pyRepr,
+	"library/llama4:latest × tools":          pyRepr,
+}
+
+// pyRepr: these templates print a user message's content raw, and vLLM
+// hands them list content (they loop over content elsewhere), so Jinja2
+// prints Python's repr of the list. Python quotes a string holding an
+// apostrophe with double quotes; the engine always uses single quotes.
+const pyRepr = "the engine's repr of a list quotes \"What's\" with single quotes, Python with double quotes"
 
 func testdataDir() string {
 	if d := os.Getenv("LLMGW_TESTDATA"); d != "" {
@@ -157,5 +168,27 @@ func TestGoldenRenders(t *testing.T) {
 	}
 	if same*100 < comparable*99 {
 		t.Errorf("%d of %d identical; want at least 99%%", same, comparable)
+	}
+}
+
+// TestContentFormatMatchesVLLM checks detectFormat, which reads the template
+// text, against the content format render.py finds on the Jinja2 syntax
+// tree the way vLLM does, for every golden template.
+func TestContentFormatMatchesVLLM(t *testing.T) {
+	g := readRenderGolden(t)
+	templates := goldenTemplates(t, g)
+	if len(g.Formats) < 100 {
+		t.Fatalf("the golden file names %d formats; want one per template (100)", len(g.Formats))
+	}
+	names := map[contentFormat]string{stringContent: "string", openaiContent: "openai"}
+	for name, want := range g.Formats {
+		tmpl := templates[name]
+		if tmpl == nil {
+			t.Errorf("%s: template did not compile", name)
+			continue
+		}
+		if got := names[tmpl.def.format]; got != want {
+			t.Errorf("%s: content format %s; vLLM's detection gives %s", name, got, want)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -129,16 +128,8 @@ func compile(source string) (*compiled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile chat template: %w", err)
 	}
-	c := &compiled{t: t}
-	if openaiFormat.MatchString(source) {
-		c.format = openaiContent
-	}
-	return c, nil
+	return &compiled{t: t, format: detectFormat(source)}, nil
 }
-
-// openaiFormat spots templates that loop over message content; vLLM gives
-// those list-style content, and the others a string.
-var openaiFormat = regexp.MustCompile(`for\s+\w+\s+in\s+\w+(\[\s*['"]content['"]\s*\]|\.content)`)
 
 // WithClock returns a copy of t whose strftime_now reads now (for tests and
 // reproducible renders).
@@ -148,22 +139,20 @@ func (t *Template) WithClock(now func() time.Time) *Template {
 	return &c
 }
 
-// ErrIncompatible is returned when a request asks for both a generation
-// prompt and continuing the final message, which vLLM rejects.
-var ErrIncompatible = errors.New("continue_final_message and add_generation_prompt are not compatible")
-
 // Render produces the prompt text for req, ready to be tokenized without
-// special tokens.
+// special tokens. An error wrapping ErrMultimodal means the request is valid
+// but carries media the router cannot tokenize; any other error means vLLM
+// would refuse it too.
 func (t *Template) Render(req Request) (string, error) {
 	if req.AddGenerationPrompt && req.ContinueFinalMessage {
 		return "", ErrIncompatible
 	}
-	tools, err := normaliseTools(req.Tools)
+	args, err := templateArgs(req)
 	if err != nil {
 		return "", err
 	}
 	c := t.def
-	if t.toolUse != nil && !tools.IsNone() {
+	if t.toolUse != nil && !args.tools.IsNone() {
 		c = t.toolUse
 	}
 	msgs, err := normaliseMessages(req.Messages, c.format)
@@ -172,9 +161,9 @@ func (t *Template) Render(req Request) (string, error) {
 	}
 	data := map[string]jinja.Value{
 		"messages":              msgs,
-		"tools":                 tools,
-		"documents":             jinja.None(),
-		"add_generation_prompt": jinja.NewBool(req.AddGenerationPrompt),
+		"tools":                 args.tools,
+		"documents":             args.documents,
+		"add_generation_prompt": jinja.NewBool(args.addGenerationPrompt),
 		"strftime_now":          jinja.NewCallable("strftime_now", t.strftimeNow),
 		"range":                 jinja.NewCallable("range", boundedRange),
 		tojsonName:              jinja.NewCallable("tojson", tojson),
@@ -182,15 +171,8 @@ func (t *Template) Render(req Request) (string, error) {
 	for k, v := range t.specials {
 		data[k] = jinja.NewString(v)
 	}
-	if len(req.Kwargs) > 0 && string(req.Kwargs) != "null" {
-		kw, err := decodeValue(req.Kwargs)
-		if err != nil || !kw.IsDict() {
-			return "", fmt.Errorf("chat_template_kwargs: want an object")
-		}
-		for _, k := range kw.AsDict().Keys {
-			v, _ := kw.AsDict().Get(k)
-			data[k] = v
-		}
+	for _, k := range args.vars.Keys {
+		data[k], _ = args.vars.Get(k)
 	}
 	out, err := renderSafely(c.t, data)
 	if err != nil {

@@ -89,15 +89,27 @@ func tagEnd(src string, from int, closer string) int {
 	for j := from; j+1 < len(src); j++ {
 		switch c := src[j]; c {
 		case '\'', '"':
-			k := strings.IndexByte(src[j+1:], c)
-			if k < 0 {
+			if j = stringEnd(src, j); j < 0 {
 				return -1
 			}
-			j += k + 1
 		default:
 			if src[j:j+2] == closer {
 				return j + 2
 			}
+		}
+	}
+	return -1
+}
+
+// stringEnd returns the index of the quote closing the string literal that
+// opens at s[open], honouring backslash escapes as Jinja does, or -1.
+func stringEnd(s string, open int) int {
+	for i := open + 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case s[open]:
+			return i
 		}
 	}
 	return -1

@@ -3,9 +3,11 @@
 
 Renders every chat template (the ollama-utils set in TESTDATA/templates.json
 plus the templates in TESTDATA/models/*/tokenizer_config.json) with every
-conversation of OUT_DIR/conversations.json, the way vLLM does: its message
-normalisation first, then Hugging Face transformers' apply_chat_template
-Jinja2 setup. Writes OUT_DIR/renders.json.gz. Uses Debian's python3-jinja2.
+conversation of OUT_DIR/conversations.json, the way vLLM does (the release
+named in router/chattemplate/doc.go and docs/VLLM_PARITY.md): its content
+format detection and message normalisation first, then Hugging Face
+transformers' apply_chat_template Jinja2 setup. Writes OUT_DIR/renders.json.gz
+with each template's detected content format. Uses Debian's python3-jinja2.
 """
 import datetime
 import gzip
@@ -55,63 +57,169 @@ def make_env():
     return env
 
 
-# Content format: vLLM passes list-style content through to templates that
-# loop over message content ("openai" format) and joins the text parts with a
-# newline for the others ("string" format). Both sides use this detection.
-OPENAI_FORMAT = re.compile(r"for\s+\w+\s+in\s+\w+(\[\s*['\"]content['\"]\s*\]|\.content)")
+# Content format, as vLLM's renderers/hf.py _detect_content_format decides
+# it on the template's Jinja2 syntax tree: "openai" (list-style content)
+# when a for-loop iterates over the content of a message variable (the
+# target of a loop over `messages` or over a variable set from it), else
+# "string". Written from vLLM's behaviour; the Go side approximates it on
+# the template text and is checked against this.
+def _access(node, name, key=None):
+    """node reads variable name (or name[key] / name.key), possibly sliced,
+    filtered or tested."""
+    N = jinja2.nodes
+    if isinstance(node, (N.Filter, N.Test)):
+        return node.node is not None and _access(node.node, name, key)
+    if isinstance(node, N.Getitem) and isinstance(node.arg, N.Slice):
+        return _access(node.node, name, key)
+    if key is None:
+        return isinstance(node, N.Name) and node.ctx == "load" and node.name == name
+    if isinstance(node, N.Getitem):
+        return (_access(node.node, name) and isinstance(node.arg, N.Const)
+                and node.arg.value == key)
+    if isinstance(node, N.Getattr):
+        return _access(node.node, name) and node.attr == key
+    return False
 
 
-def content_format(template):
-    return "openai" if OPENAI_FORMAT.search(template) else "string"
+def content_format(env, template):
+    try:
+        ast = env.parse(template)
+        lists, i = ["messages"], 0
+        while i < len(lists):
+            for a in ast.find_all(jinja2.nodes.Assign):
+                if _access(a.node, lists[i]) and isinstance(a.target, jinja2.nodes.Name) \
+                        and a.target.name not in lists:
+                    lists.append(a.target.name)
+            i += 1
+        loops = list(ast.find_all(jinja2.nodes.For))
+        msg_vars = [f.target.name for f in loops
+                    if isinstance(f.target, jinja2.nodes.Name) and any(_access(f.iter, v) for v in lists)]
+        for f in loops:
+            if any(_access(f.iter, v, "content") for v in msg_vars):
+                return "openai"
+        return "string"
+    except Exception:  # noqa: BLE001 - vLLM falls back to "string" too
+        return "string"
 
 
-def normalise(conv, fmt):
-    """vLLM's request normalisation, before the template sees anything."""
-    msgs = []
-    for m in conv["messages"]:
-        out = {"role": m["role"]}
-        content = m.get("content")
-        if isinstance(content, list):
-            texts = [p["text"] for p in content if p.get("type") == "text"]
-            out["content"] = [{"type": "text", "text": t} for t in texts] if fmt == "openai" else "\n".join(texts)
-        elif content is None:
-            out["content"] = [] if fmt == "openai" else ""
-        else:
-            out["content"] = content
-        if "name" in m:
-            out["name"] = m["name"]
-        if "tool_calls" in m:
-            calls = []
-            for c in m["tool_calls"]:
-                c = json.loads(json.dumps(c))
-                args = c.get("function", {}).get("arguments")
-                if isinstance(args, str):
-                    c["function"]["arguments"] = json.loads(args)
-                calls.append(c)
-            out["tool_calls"] = calls
+TEXT_FIELDS = {"text": "text", "input_text": "text", "output_text": "text",
+               "refusal": "refusal", "thinking": "thinking", "tool_reference": "name"}
+
+
+def normalise_content(content, fmt):
+    """vLLM's content parsing for text parts: null is no parts, a string is
+    one text part; text parts with null text are skipped."""
+    items = [] if content is None else [content] if isinstance(content, str) else content
+    parts = []
+    for p in items:
+        if isinstance(p, str):
+            parts.append(("text", p))
+            continue
+        kind = p.get("type")
+        text = p.get(TEXT_FIELDS[kind])
+        if text is None and kind in ("text", "refusal"):
+            continue
+        parts.append(("tool_reference" if kind == "tool_reference" else "text", text))
+    if fmt == "string":
+        return "\n".join(t for _, t in parts)
+    return [{"type": "tool_reference", "name": t} if k == "tool_reference" else {"type": "text", "text": t}
+            for k, t in parts]
+
+
+def normalise_message(m, fmt):
+    role = m["role"]
+    out = {"role": role, "content": normalise_content(m.get("content"), fmt)}
+    if role == "assistant":
+        if m.get("tool_calls") is not None:
+            out["tool_calls"] = json.loads(json.dumps(m["tool_calls"]))
+        reasoning = m.get("reasoning")
+        if reasoning is None:
+            reasoning = m.get("reasoning_content")
+        if reasoning is not None:
+            out["reasoning"] = reasoning
+            out["reasoning_content"] = reasoning
+    elif role == "tool":
         if "tool_call_id" in m:
             out["tool_call_id"] = m["tool_call_id"]
-        msgs.append(out)
-    tools = None
-    if conv.get("tools"):
-        tools = [{"type": t.get("type", "function"),
-                  "function": {"name": t["function"]["name"],
-                               "description": t["function"].get("description"),
-                               "parameters": t["function"].get("parameters")}}
-                 for t in conv["tools"]]
-    return msgs, tools
+        c = out["content"]
+        if isinstance(c, list) and all(p.get("type") == "text" for p in c):
+            out["content"] = "\n".join(p["text"] for p in c)
+    for k in ("name", "task"):
+        if isinstance(m.get(k), str):
+            out[k] = m[k]
+    if role == "developer":
+        out["tools"] = m.get("tools")
+    if "tool_calls" in out:
+        if not out["tool_calls"]:
+            del out["tool_calls"]
+        for c in out.get("tool_calls", []):
+            args = c["function"].get("arguments")
+            if isinstance(args, str):
+                try:
+                    c["function"]["arguments"] = json.loads(args)
+                except ValueError:
+                    c["function"]["arguments"] = {}
+            elif not isinstance(args, (dict, list)):
+                c["function"]["arguments"] = {}
+    return out
+
+
+def dump_tool(t):
+    """ChatCompletionToolsParam.model_dump(): declared fields first, unset
+    defer_loading left out, extra function fields after, extra tool fields
+    dropped."""
+    fn = t["function"]
+    out_fn = {"name": fn["name"], "description": fn.get("description"), "parameters": fn.get("parameters")}
+    defer = fn.get("defer_loading")
+    if defer is None:
+        defer = t.get("defer_loading")
+    if defer is not None:
+        out_fn["defer_loading"] = defer
+    out_fn.update({k: v for k, v in fn.items() if k not in out_fn and k != "defer_loading"})
+    out = {"type": "function", "function": out_fn}
+    if t.get("defer_loading") is not None:
+        out["defer_loading"] = t["defer_loading"]
+    return out
+
+
+NAMED_PARAMS = {"chat_template", "tools", "documents", "add_generation_prompt", "continue_final_message",
+                "tokenize", "padding", "truncation", "max_length", "return_tensors", "return_dict",
+                "return_assistant_tokens_mask", "tokenizer_kwargs"}
+
+
+def template_args(conv):
+    """vLLM's kwargs merge: request fields over chat_template_kwargs, null
+    and "auto" values dropped, a kwargs tools list replacing the request's."""
+    user = conv.get("chat_template_kwargs") or {}
+    merged = dict(user)
+    merged["add_generation_prompt"] = conv.get("add_generation_prompt", True)
+    merged["continue_final_message"] = conv.get("continue_final_message", False)
+    if conv.get("documents") is not None:
+        merged["documents"] = conv["documents"]
+    effort = conv.get("reasoning_effort")
+    if effort is not None:
+        merged["reasoning_effort"] = effort
+        if "enable_thinking" not in user:
+            merged["enable_thinking"] = effort != "none"
+    merged = {k: v for k, v in merged.items() if v is not None and v != "auto"}
+    tools = merged.get("tools")
+    if tools is None and conv.get("tools"):
+        tools = [dump_tool(t) for t in conv["tools"]]
+    variables = {k: v for k, v in merged.items() if k not in NAMED_PARAMS}
+    return tools, merged.get("documents"), merged["add_generation_prompt"], variables
 
 
 def render(env, template, specials, conv):
-    fmt = content_format(template)
-    msgs, tools = normalise(conv, fmt)
+    fmt = content_format(env, template)
     gen = conv.get("add_generation_prompt", True)
     cont = conv.get("continue_final_message", False)
     if gen and cont:
         raise ValueError("continue_final_message and add_generation_prompt are not compatible")
+    tools, documents, gen, variables = template_args(conv)
+    msgs = [normalise_message(m, fmt) for m in conv["messages"]]
     kwargs = dict(specials)
-    kwargs.update(conv.get("chat_template_kwargs") or {})
-    out = env.from_string(template).render(messages=msgs, tools=tools, documents=None,
+    kwargs.update(variables)
+    out = env.from_string(template).render(messages=msgs, tools=tools, documents=documents,
                                            add_generation_prompt=gen, **kwargs)
     if cont:
         final = msgs[-1]["content"]
@@ -145,8 +253,9 @@ def main():
                 specials[k] = v
         templates.append(("model/" + m, cfg["chat_template"], specials))
     env = make_env()
-    cases, ok = [], 0
+    cases, ok, formats = [], 0, {}
     for name, tmpl, specials in templates:
+        formats[name] = content_format(env, tmpl)
         for conv in convs:
             case = {"template": name, "conversation": conv["name"]}
             try:
@@ -156,7 +265,7 @@ def main():
                 case["error"] = "%s: %s" % (type(e).__name__, e)
             cases.append(case)
     body = json.dumps({"oracle": "Jinja2 " + jinja2.__version__, "fixed_now": FIXED_NOW.isoformat(),
-                       "default_specials": DEFAULT_SPECIALS, "cases": cases}, ensure_ascii=False)
+                       "default_specials": DEFAULT_SPECIALS, "formats": formats, "cases": cases}, ensure_ascii=False)
     # mtime=0 keeps the file byte-identical when nothing changed.
     with open(os.path.join(out_dir, "renders.json.gz"), "wb") as raw, \
             gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:

@@ -1,0 +1,139 @@
+package chattemplate
+
+import (
+	"fmt"
+
+	"github.com/ardanlabs/jinja"
+)
+
+// normaliseToolCalls parses each call's function.arguments JSON string into
+// a value, as vLLM's _postprocess_messages does: a string that is not valid
+// JSON, and any other value that is not an object or an array (null, a
+// number), become an empty object.
+func normaliseToolCalls(v jinja.Value) (jinja.Value, error) {
+	if !v.IsList() {
+		return jinja.Undefined(), fmt.Errorf("tool_calls: want an array")
+	}
+	for i, c := range v.AsList().Items {
+		if !c.IsDict() {
+			return jinja.Undefined(), fmt.Errorf("tool_calls[%d]: want an object", i)
+		}
+		fn, ok := c.AsDict().Get("function")
+		if !ok || !fn.IsDict() {
+			return jinja.Undefined(), fmt.Errorf("tool_calls[%d].function: want an object", i)
+		}
+		args, _ := fn.AsDict().Get("arguments")
+		switch {
+		case args.IsString():
+			parsed, err := decodeValue([]byte(args.AsString()))
+			if err != nil {
+				parsed = jinja.NewDict()
+			}
+			fn.AsDict().Set("arguments", parsed)
+		case !args.IsDict() && !args.IsList():
+			fn.AsDict().Set("arguments", jinja.NewDict())
+		}
+	}
+	return v, nil
+}
+
+// normaliseTools rebuilds the request's tools as vLLM's
+// ChatCompletionToolsParam.model_dump() prints them: {"type", "function":
+// {"name", "description", "parameters", "defer_loading" when set, then any
+// other function fields in the client's order}, "defer_loading" when set}.
+// Absent description and parameters are null; other top-level fields are
+// dropped. No tools (absent or null) is None.
+func normaliseTools(raw []byte) (jinja.Value, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return jinja.None(), nil
+	}
+	v, err := decodeValue(raw)
+	if err != nil {
+		return jinja.Undefined(), fmt.Errorf("tools: %w", err)
+	}
+	if !v.IsList() {
+		return jinja.Undefined(), fmt.Errorf("tools: want an array")
+	}
+	if v.AsList().Len() == 0 {
+		return jinja.Undefined(), errEmptyTools
+	}
+	out := make([]jinja.Value, 0, v.AsList().Len())
+	for i, t := range v.AsList().Items {
+		nt, err := normaliseTool(t)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("tools[%d]%w", i, err)
+		}
+		out = append(out, nt)
+	}
+	return jinja.NewList(out), nil
+}
+
+var errEmptyTools = fmt.Errorf("tools: must not be an empty array; provide at least one tool or omit the field")
+
+func normaliseTool(t jinja.Value) (jinja.Value, error) {
+	if !t.IsDict() {
+		return jinja.Undefined(), fmt.Errorf(": want an object")
+	}
+	if typ, ok := t.AsDict().Get("type"); ok && (!typ.IsString() || typ.AsString() != "function") {
+		return jinja.Undefined(), fmt.Errorf(`.type: want "function"`)
+	}
+	fn, ok := t.AsDict().Get("function")
+	if !ok || !fn.IsDict() {
+		return jinja.Undefined(), fmt.Errorf(".function: want an object")
+	}
+	src := fn.AsDict()
+	if name, ok := src.Get("name"); !ok || !name.IsString() {
+		return jinja.Undefined(), fmt.Errorf(".function.name: want a string")
+	}
+	checks := []struct {
+		key  string
+		kind string
+		ok   func(jinja.Value) bool
+	}{
+		{"description", "a string", jinja.Value.IsString},
+		{"parameters", "an object", jinja.Value.IsDict},
+		{"defer_loading", "a boolean", jinja.Value.IsBool},
+	}
+	for _, c := range checks {
+		x, ok := src.Get(c.key)
+		if ok && !x.IsNone() && !c.ok(x) {
+			return jinja.Undefined(), fmt.Errorf(".function.%s: want %s or null", c.key, c.kind)
+		}
+	}
+	nf := jinja.NewDict()
+	nf.AsDict().Set("name", getOrNone(src, "name"))
+	nf.AsDict().Set("description", getOrNone(src, "description"))
+	nf.AsDict().Set("parameters", getOrNone(src, "parameters"))
+	deferLoading := getOrNone(t.AsDict(), "defer_loading")
+	if !deferLoading.IsNone() && !deferLoading.IsBool() {
+		return jinja.Undefined(), fmt.Errorf(".defer_loading: want a boolean or null")
+	}
+	fnDefer := getOrNone(src, "defer_loading")
+	if fnDefer.IsNone() {
+		fnDefer = deferLoading
+	}
+	if !fnDefer.IsNone() {
+		nf.AsDict().Set("defer_loading", fnDefer)
+	}
+	for _, k := range src.Keys {
+		switch k {
+		case "name", "description", "parameters", "defer_loading":
+		default:
+			nf.AsDict().Set(k, getOrNone(src, k))
+		}
+	}
+	nt := jinja.NewDict()
+	nt.AsDict().Set("type", jinja.NewString("function"))
+	nt.AsDict().Set("function", nf)
+	if !deferLoading.IsNone() {
+		nt.AsDict().Set("defer_loading", deferLoading)
+	}
+	return nt, nil
+}
+
+func getOrNone(d *jinja.Dict, key string) jinja.Value {
+	if v, ok := d.Get(key); ok {
+		return v
+	}
+	return jinja.None()
+}
