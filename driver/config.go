@@ -25,6 +25,7 @@ var configSpec = spec.Object(map[string]*hclspec.Spec{
 	"router_service":    spec.Optional("router_service", "string", `"llmgw-router"`),
 	"kv_flush_interval": spec.Optional("kv_flush_interval", "string", `"250ms"`),
 	"ingest_token":      spec.Attr("", "string", false),
+	"owner_pid":         spec.Optional("owner_pid", "number", "0"),
 })
 
 // Config is the decoded plugin config.
@@ -41,6 +42,12 @@ type Config struct {
 	KVFlushInterval time.Duration `codec:"kv_flush_interval"`
 	// IngestToken authenticates the driver to routers' KV ingest.
 	IngestToken string `codec:"ingest_token"`
+	// OwnerPid, when positive, names a process whose exit stops every task
+	// this plugin starts (SIGTERM to the engine's group, SIGKILL 5s later),
+	// however it dies: the supervisors watch it themselves. One-machine
+	// fleets (`llmgw demo`, tests) set their own pid. Off by default: under
+	// Nomad, tasks must outlive plugin and agent restarts.
+	OwnerPid int `codec:"owner_pid"`
 }
 
 func (c *Config) validate() error {
@@ -52,6 +59,9 @@ func (c *Config) validate() error {
 	}
 	if c.RouterService == "" {
 		return fmt.Errorf("router_service: must not be empty")
+	}
+	if c.OwnerPid < 0 {
+		return fmt.Errorf("owner_pid: must not be negative, got %d", c.OwnerPid)
 	}
 	return nil
 }

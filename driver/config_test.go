@@ -99,6 +99,7 @@ func TestPluginConfigValidate(t *testing.T) {
 		{Config{RouterService: "r", KVFlushInterval: time.Second}, "engine"},
 		{Config{Engine: "vllm", RouterService: "r"}, "kv_flush_interval"},
 		{Config{Engine: "vllm", KVFlushInterval: time.Second}, "router_service"},
+		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, OwnerPid: -1}, "owner_pid"},
 	}
 	for _, tt := range tests {
 		if err := tt.c.validate(); err == nil || !strings.HasPrefix(err.Error(), tt.want) {

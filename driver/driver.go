@@ -79,8 +79,9 @@ type Driver struct {
 	kv     *kvSet
 	wg     sync.WaitGroup // handle goroutines
 
-	mu     sync.Mutex // guards config and nomad
+	mu     sync.Mutex // guards config, owner and nomad
 	config *Config
+	owner  supervisor.Owner // from config.OwnerPid; zero: tasks have no owner
 	nomad  *base.NomadConfig
 
 	fwdMu sync.Mutex // guards fwd
@@ -143,13 +144,25 @@ func (d *Driver) SetConfig(_ context.Context, req *base.SetConfigRequest) (*base
 	if err := c.validate(); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "invalid plugin config: %v", err)
 	}
+	var owner supervisor.Owner
+	if c.OwnerPid > 0 {
+		// The owner configures the plugin, so it is alive now: the start
+		// time read here is its own, and tells it from a later process
+		// that gets its pid.
+		o, err := supervisor.OwnerOf(c.OwnerPid)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "invalid plugin config: owner_pid: %v", err)
+		}
+		owner = o
+	}
 	d.mu.Lock()
 	d.config = &c
+	d.owner = owner
 	if req.GetNomadConfig() != nil {
 		d.nomad = req.GetNomadConfig()
 	}
 	d.mu.Unlock()
-	d.log.Info("plugin configured", "engine", c.Engine, "router_service", c.RouterService)
+	d.log.Info("plugin configured", "engine", c.Engine, "router_service", c.RouterService, "owner_pid", c.OwnerPid)
 	// Only the long-lived instance gets nomad_config; the validation
 	// processes must stay cheap.
 	if req.GetNomadConfig() != nil {
@@ -170,6 +183,13 @@ func (d *Driver) pluginConfig() Config {
 			KVFlushInterval: 250 * time.Millisecond}
 	}
 	return *d.config
+}
+
+// taskOwner is the process whose exit stops new tasks (zero: none).
+func (d *Driver) taskOwner() supervisor.Owner {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.owner
 }
 
 // Init and Shutdown are optional on Nomad's side (main branch only).

@@ -94,7 +94,7 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		Host: st.HTTPHost, Port: st.HTTPPort, KVPort: st.KVPort, ReplayPort: st.ReplayPort})...)
 	proc, err := supervisor.Start(supervisor.Spec{
 		Supervisor: d.opts.Supervisor, Argv: argv, Env: st.Env, Dir: st.Dir,
-		Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), User: st.User,
+		Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), User: st.User, Owner: d.taskOwner(),
 		ExitFile: filepath.Join(st.Dir, "private", "vllm-"+sanitize(id)+".exit.json"),
 	})
 	if err != nil {
