@@ -43,6 +43,13 @@ type Request struct {
 	PromptIDs []uint32
 	// CacheSalt is vLLM's cache_salt, mixed into the first block's key.
 	CacheSalt string
+	// TruncatePromptTokens is vLLM's truncate_prompt_tokens: nil for none,
+	// -1 for the model's input limit (unknown to the router), else the
+	// number of prompt tokens the replica keeps.
+	TruncatePromptTokens *int
+	// TruncateRight says truncation keeps the first tokens
+	// (truncation_side "right") rather than the last (vLLM's default, "left").
+	TruncateRight bool
 	// Body is the request as received, for template rendering.
 	Body []byte
 }
@@ -63,6 +70,8 @@ type rawRequest struct {
 	ContinueFinalMessage *bool           `json:"continue_final_message"`
 	AddSpecialTokens     *bool           `json:"add_special_tokens"`
 	CacheSalt            *string         `json:"cache_salt"`
+	TruncatePromptTokens *int            `json:"truncate_prompt_tokens"`
+	TruncationSide       *string         `json:"truncation_side"`
 }
 
 // Parse reads body as a request of kind. Errors wrap ErrBadRequest and name
@@ -94,6 +103,9 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 	if raw.CacheSalt != nil {
 		r.CacheSalt = *raw.CacheSalt
 	}
+	if err := truncation(&raw, r); err != nil {
+		return nil, err
+	}
 	switch kind {
 	case Chat:
 		msgs, err := parseMessages(raw.Messages)
@@ -116,6 +128,25 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 		return nil, bad("unknown endpoint kind %d", kind)
 	}
 	return r, nil
+}
+
+// truncation reads truncate_prompt_tokens (-1 or more) and truncation_side
+// ("left", the default, or "right"), as vLLM's request models accept them.
+func truncation(raw *rawRequest, r *Request) error {
+	if raw.TruncationSide != nil {
+		switch *raw.TruncationSide {
+		case "left":
+		case "right":
+			r.TruncateRight = true
+		default:
+			return bad("truncation_side must be \"left\" or \"right\"")
+		}
+	}
+	if raw.TruncatePromptTokens != nil && *raw.TruncatePromptTokens < -1 {
+		return bad("truncate_prompt_tokens must be -1 or more")
+	}
+	r.TruncatePromptTokens = raw.TruncatePromptTokens
+	return nil
 }
 
 func str(raw json.RawMessage, field string, dst *string) error {

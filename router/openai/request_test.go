@@ -35,6 +35,10 @@ func TestParse(t *testing.T) {
 			want: Request{Kind: Completion, Model: "m", PromptIDs: []uint32{1, 2, 3}, AddSpecialTokens: true}},
 		{name: "completion id lists", kind: Completion, body: `{"model":"m","prompt":[[4,5],[6]]}`,
 			want: Request{Kind: Completion, Model: "m", PromptIDs: []uint32{4, 5}, AddSpecialTokens: true}},
+		{name: "truncation", kind: Completion, body: `{"model":"m","prompt":"hi","truncate_prompt_tokens":5,"truncation_side":"right"}`,
+			want: Request{Kind: Completion, Model: "m", Prompt: "hi", AddSpecialTokens: true, TruncatePromptTokens: ptr(5), TruncateRight: true}},
+		{name: "truncation side", kind: Chat, body: `{"model":"m","messages":[{"role":"user"}],"truncation_side":"middle"}`, err: "truncation_side"},
+		{name: "truncation count", kind: Chat, body: `{"model":"m","messages":[{"role":"user"}],"truncate_prompt_tokens":-2}`, err: "truncate_prompt_tokens"},
 		{name: "empty", kind: Chat, body: ` `, err: "body is empty"},
 		{name: "not object", kind: Chat, body: `[1]`, err: "must be a JSON object"},
 		{name: "malformed", kind: Chat, body: `{"model":`, err: "malformed JSON"},
@@ -99,3 +103,5 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -172,23 +172,11 @@ func (p *Prompts) Compute(r *openai.Request, blockSize int) (Result, error) {
 // adapter too, so routing history never credits an adapter with the base
 // model's cache.
 func (p *Prompts) ComputeFor(r *openai.Request, t Target) (Result, error) {
-	var res Result
 	enc := p.encoder(t.Model)
 	if enc == nil && r.PromptIDs == nil {
-		text := r.Prompt
-		if r.Kind == openai.Chat {
-			text = plainChat(r.Messages)
-		}
-		t0 := p.now()
-		var seed uint64
-		if t.LoRA != "" {
-			seed = uint64(blockkey.Root(t.LoRA))
-		}
-		res.ApproxKeys = textKeysFrom(nil, seed, text)
-		res.Tokens = len(text)/4 + 1
-		res.Hash = p.now().Sub(t0)
-		return res, nil
+		return p.approx(r, t), nil
 	}
+	var res Result
 	ids := r.PromptIDs
 	if ids == nil {
 		text := r.Prompt
@@ -197,6 +185,12 @@ func (p *Prompts) ComputeFor(r *openai.Request, t Target) (Result, error) {
 			var err error
 			text, err = enc.RenderChat(r)
 			res.Render = p.now().Sub(t0)
+			if errors.Is(err, chattemplate.ErrMultimodal) {
+				// Media placeholders are the model processor's: route on text.
+				approx := p.approx(r, t)
+				approx.Render = res.Render
+				return approx, nil
+			}
 			if err != nil {
 				return res, fmt.Errorf("%w: %v", openai.ErrBadRequest, err)
 			}
@@ -205,6 +199,7 @@ func (p *Prompts) ComputeFor(r *openai.Request, t Target) (Result, error) {
 		ids = enc.Encode(text, r.AddSpecialTokens)
 		res.Tokenize = p.now().Sub(t0)
 	}
+	ids = truncate(ids, r)
 	t0 := p.now()
 	keys := blockkey.PromptKeys(make([]blockkey.Key, 0, len(ids)/max(t.BlockSize, 1)), t.LoRA, r.CacheSalt, ids, t.BlockSize)
 	res.Keys = make([]uint64, len(keys))
@@ -214,6 +209,43 @@ func (p *Prompts) ComputeFor(r *openai.Request, t Target) (Result, error) {
 	res.Hash = p.now().Sub(t0)
 	res.Tokens = len(ids)
 	return res, nil
+}
+
+// approx keys r's text in TextChunk-byte blocks, for a model without an
+// encoder or a prompt the encoder cannot reproduce.
+func (p *Prompts) approx(r *openai.Request, t Target) Result {
+	var res Result
+	text := r.Prompt
+	if r.Kind == openai.Chat {
+		text = plainChat(r.Messages)
+	}
+	t0 := p.now()
+	var seed uint64
+	if t.LoRA != "" {
+		seed = uint64(blockkey.Root(t.LoRA))
+	}
+	res.ApproxKeys = textKeysFrom(nil, seed, text)
+	res.Tokens = len(text)/4 + 1
+	res.Hash = p.now().Sub(t0)
+	return res
+}
+
+// truncate applies vLLM's truncate_prompt_tokens to the prompt's ids: the
+// replica keeps the last n tokens (the first n with truncation_side
+// "right"). -1 means the model's input limit, which the router does not
+// know; such prompts are keyed whole.
+func truncate(ids []uint32, r *openai.Request) []uint32 {
+	if r.TruncatePromptTokens == nil {
+		return ids
+	}
+	n := *r.TruncatePromptTokens
+	if n < 0 || n >= len(ids) {
+		return ids
+	}
+	if r.TruncateRight {
+		return ids[:n]
+	}
+	return ids[len(ids)-n:]
 }
 
 func plainChat(msgs []openai.Message) string {
