@@ -49,10 +49,7 @@ func TestOwnerDeathStopsEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	poll.Until(t, "the worker", func() bool {
-		u, _ := p.Usage()
-		return len(u.Pids) == 2
-	})
+	waitGroupSize(t, p, 2)
 	select {
 	case <-p.Done():
 		t.Fatal("engine stopped while its owner lives")

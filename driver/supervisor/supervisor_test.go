@@ -1,6 +1,7 @@
 package supervisor_test
 
 import (
+	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -61,6 +62,16 @@ func wait(t *testing.T, p *supervisor.Process) supervisor.Exit {
 	return ex
 }
 
+// waitGroupSize waits until the engine's process group has n processes
+// (the engine and its workers).
+func waitGroupSize(t *testing.T, p *supervisor.Process, n int) {
+	t.Helper()
+	poll.Until(t, fmt.Sprintf("%d processes in the engine's group", n), func() bool {
+		u, _ := p.Usage()
+		return len(u.Pids) == n
+	})
+}
+
 func TestExitCodeAndOutput(t *testing.T) {
 	e := newEnv(t)
 	p, err := supervisor.Start(e.spec(`echo "$GREETING from $(pwd)"; echo oops >&2; exit 7`))
@@ -89,10 +100,7 @@ func TestSignalKillsTheWholeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	poll.Until(t, "the worker", func() bool {
-		u, _ := p.Usage()
-		return len(u.Pids) == 2
-	})
+	waitGroupSize(t, p, 2)
 	u, err := p.Usage()
 	if err != nil || u.RSS == 0 {
 		t.Errorf("usage %+v, %v", u, err)

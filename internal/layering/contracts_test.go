@@ -83,6 +83,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/internal/bench/workload",
 		"github.com/schollz/progressbar/v3",
 	},
+	"internal/pdeathsig/pdeathsigtest": nil,
 }
 
 // TestPackageContracts enforces each package comment's promise about its

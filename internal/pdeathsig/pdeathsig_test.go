@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmgw/llmgw/internal/pdeathsig"
+	"github.com/llmgw/llmgw/internal/pdeathsig/pdeathsigtest"
 	"github.com/llmgw/llmgw/internal/poll"
 )
 
@@ -41,20 +40,6 @@ func sleeper() *exec.Cmd {
 	return cmd
 }
 
-// churnThreads ends n OS threads: a goroutine that returns while locked to
-// its thread takes the thread with it. Without Start's locking, one of
-// them would sooner or later be the thread a child was forked from.
-func churnThreads(n int) {
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			runtime.LockOSThread()
-			runtime.Gosched()
-		})
-	}
-	wg.Wait()
-}
-
 // owner starts a sleeper, prints its pid, ends many threads, says so, and
 // waits to be killed.
 func owner() int {
@@ -64,7 +49,7 @@ func owner() int {
 		return 1
 	}
 	os.Stdout.WriteString(strconv.Itoa(cmd.Process.Pid) + "\n")
-	churnThreads(200)
+	pdeathsigtest.EndThreads(200)
 	os.Stdout.WriteString("churned\n")
 	_ = cmd.Wait()
 	return 0
@@ -88,7 +73,7 @@ func TestChildOutlivesThreadChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	churnThreads(200)
+	pdeathsigtest.EndThreads(200)
 	if !alive(cmd.Process.Pid) {
 		t.Fatal("the child died when its parent's threads ended")
 	}

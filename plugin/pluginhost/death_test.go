@@ -6,12 +6,11 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/llmgw/llmgw/internal/pdeathsig/pdeathsigtest"
 	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
@@ -38,26 +37,12 @@ func hostMain() int {
 	return 0
 }
 
-// endThreads ends n OS threads of this process: a goroutine that returns
-// while locked to its thread takes the thread with it. Had the plugin been
-// forked from one of them, its parent-death signal would fire
-// (golang/go#27505).
-func endThreads(n int) {
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			runtime.LockOSThread()
-			runtime.Gosched()
-		})
-	}
-	wg.Wait()
-}
-
 // TestPluginOutlivesHostThreads: the plugin has a parent-death signal, yet
-// survives the end of many of the host's threads.
+// survives the end of many of the host's threads; so go-plugin forks it on
+// the goroutine that Launch locks to its thread.
 func TestPluginOutlivesHostThreads(t *testing.T) {
 	h := launch(t)
-	endThreads(200)
+	pdeathsigtest.EndThreads(200)
 	if _, err := h.Base.PluginInfo(ctx(t), &base.PluginInfoRequest{}); err != nil || h.Exited() {
 		t.Fatalf("plugin died when its host's threads ended: %v", err)
 	}
