@@ -9,6 +9,17 @@
 // tests start it; Close stops and reaps every process, also after a failed
 // or cancelled Start.
 //
+// No process outlives the fleet's owner (the process that called Start),
+// even when Close never runs because the owner was killed with SIGKILL or
+// died of SIGPIPE: Consul, the routers and the plugin have a parent-death
+// signal (SIGKILL, forked from a thread kept for their lifetime by
+// internal/pdeathsig), and the driver's owner_pid option makes each
+// shard's supervisor watch the owner through a pidfd and, on its death,
+// stop the engine as StopTask would (SIGTERM to its group, SIGKILL 5 s
+// later). A hard kill still leaves files: the work dir when Options.WorkDir
+// was empty (a temp dir Close would have removed), and go-plugin's socket
+// under TMPDIR.
+//
 // Issue 7 asks for a real `nomad agent -dev` with the plugin when nomad is
 // on the PATH. Nomad's agent cannot be built or installed here, so the
 // fleet always plays the Nomad client itself through plugin/pluginhost,

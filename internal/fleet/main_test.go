@@ -20,7 +20,12 @@ import (
 // bins are the fleet's binaries, built from this tree once.
 var bins fleettest.Binaries
 
-func TestMain(m *testing.M) { os.Exit(bins.RunTests(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(ownerEnv) != "" {
+		os.Exit(ownerMain()) // TestHardKill's fleet owner
+	}
+	os.Exit(bins.RunTests(m))
+}
 
 // options are a small fleet of latency-free shards in a work dir the test
 // can inspect after Close.

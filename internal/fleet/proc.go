@@ -7,13 +7,17 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"github.com/llmgw/llmgw/internal/pdeathsig"
 )
 
 // proc is one child process the fleet started directly (the Consul agent, a
 // router). It runs in a process group of its own, so a terminal's Ctrl-C
 // reaches only the fleet's owner, which then stops everything in order; it
-// gets SIGKILL should the owner die without stopping it. Its output goes to
-// a log file in the work dir, and a goroutine reaps it.
+// gets SIGKILL should the owner die without stopping it (internal/pdeathsig
+// keeps the forking thread alive as long as the child, as that signal
+// requires). Its output goes to a log file in the work dir, and a goroutine
+// reaps it.
 type proc struct {
 	name    string
 	logPath string
@@ -31,15 +35,18 @@ func startProc(name, logPath string, argv, env []string) (*proc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	thread, err := pdeathsig.Start(cmd, syscall.SIGKILL, cmd.Start)
+	if err != nil {
 		logf.Close()
+		<-thread.Done()
 		return nil, fmt.Errorf("start %s (%s): %w", name, argv[0], err)
 	}
 	p := &proc{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
+		<-thread.Done() // released as soon as the process has exited
 		close(p.done)
 	}()
 	return p, nil

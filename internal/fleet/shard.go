@@ -43,7 +43,10 @@ type shard struct {
 
 // startDriver launches nomad-driver-vllm under the plugin host and gives it
 // the plugin config a Nomad agent would: the engine, where Consul is, and
-// the token that routers accept KV updates with.
+// the token that routers accept KV updates with; and one no Nomad agent
+// sets, owner_pid, so that the shards' supervisors stop their engines when
+// this process dies, however it dies (the plugin itself dies with it by
+// its parent-death signal).
 func (f *Fleet) startDriver(ctx context.Context) error {
 	h, err := pluginhost.Launch(filepath.Join(f.o.BinDir, "nomad-driver-vllm"), pluginhost.Options{
 		Logger: f.log.Named("driver"),
@@ -56,6 +59,7 @@ func (f *Fleet) startDriver(ctx context.Context) error {
 		"engine":         filepath.Join(f.o.BinDir, "vllm-sim"),
 		"consul_address": f.consul.httpAddr,
 		"ingest_token":   f.token,
+		"owner_pid":      os.Getpid(),
 	}
 	if f.o.FlushInterval > 0 {
 		cfg["kv_flush_interval"] = f.o.FlushInterval.String()
