@@ -5,23 +5,45 @@ import "sync"
 // Tracker keeps each replica's load as the router sees it: requests and
 // prompt tokens in flight (counted by the proxy with BeginPrefill and the
 // returned funcs), the uncached prompt tokens still waiting for their
-// prefill, and the engine metrics last scraped. It is safe for concurrent
+// prefill, the engine metrics last scraped, and what the other routers
+// report of their own requests (SetPeerLoads). It is safe for concurrent
 // use.
 type Tracker struct {
-	mu   sync.Mutex
-	load map[string]*Load
+	mu    sync.Mutex
+	load  map[string]*tracked
+	peers map[string]PeerLoad // the last SetPeerLoads, for entries made later
+}
+
+// tracked is one replica's entry: this router's own load (with the
+// scraped engine metrics) and the peers' sums, kept apart so that peer
+// reports replace their part without touching the counts this router's
+// requests will decrement.
+type tracked struct {
+	own  Load
+	peer PeerLoad
+}
+
+// load is the entry's Load as the scorers read it: this router's counts
+// plus the peers'.
+func (e *tracked) load() Load {
+	l := e.own
+	l.InFlight += e.peer.InFlight
+	l.InFlightTokens += e.peer.InFlightTokens
+	l.PrefillTokens += e.peer.PrefillTokens
+	l.Peers = e.peer
+	return l
 }
 
 // NewTracker returns an empty tracker.
-func NewTracker() *Tracker { return &Tracker{load: map[string]*Load{}} }
+func NewTracker() *Tracker { return &Tracker{load: map[string]*tracked{}} }
 
 func (t *Tracker) get(replica string) *Load {
-	l := t.load[replica]
-	if l == nil {
-		l = &Load{}
-		t.load[replica] = l
+	e := t.load[replica]
+	if e == nil {
+		e = &tracked{peer: t.peers[replica]}
+		t.load[replica] = e
 	}
-	return l
+	return &e.own
 }
 
 // Begin counts a request of promptTokens to replica as in flight; call the
@@ -90,12 +112,22 @@ func (t *Tracker) SetScraped(replica string, waiting, running, kvUsage float64) 
 	t.mu.Unlock()
 }
 
-// Load returns replica's current load (zero when unknown).
+// Load returns replica's current load (zero when unknown), peers'
+// requests included.
 func (t *Tracker) Load(replica string) Load {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if l := t.load[replica]; l != nil {
-		return *l
+	return t.loadLocked(replica)
+}
+
+// loadLocked is replica's load: its entry's, or only what peers report
+// when this router has not tracked it yet.
+func (t *Tracker) loadLocked(replica string) Load {
+	if e := t.load[replica]; e != nil {
+		return e.load()
+	}
+	if p, ok := t.peers[replica]; ok {
+		return (&tracked{peer: p}).load()
 	}
 	return Load{}
 }
@@ -106,10 +138,34 @@ func (t *Tracker) FillLoads(cands []Candidate) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range cands {
-		cands[i].Load = Load{}
-		if l := t.load[cands[i].ID]; l != nil {
-			cands[i].Load = *l
+		cands[i].Load = t.loadLocked(cands[i].ID)
+	}
+}
+
+// Own returns this router's own requests in flight per replica, leaving
+// out replicas with none: what it reports to its peers.
+func (t *Tracker) Own() map[string]PeerLoad {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]PeerLoad{}
+	for id, e := range t.load {
+		if p := (PeerLoad{InFlight: e.own.InFlight, InFlightTokens: e.own.InFlightTokens, PrefillTokens: e.own.PrefillTokens}); p != (PeerLoad{}) {
+			out[id] = p
 		}
+	}
+	return out
+}
+
+// SetPeerLoads replaces what the other routers have in flight, summed per
+// replica over every peer still reporting. The tracker keeps loads, so it
+// adds these to its own counts in Load and FillLoads; a replica absent
+// from loads has no peer requests.
+func (t *Tracker) SetPeerLoads(loads map[string]PeerLoad) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.peers = loads
+	for id, e := range t.load {
+		e.peer = loads[id]
 	}
 }
 

@@ -48,19 +48,32 @@ func (r *Request) historyKeys() []uint64 {
 	return r.ApproxKeys
 }
 
-// Load is a replica's current load: router-side counts plus what the
-// replica's /metrics reported last.
+// Load is a replica's current load: router-side counts (this router's and
+// its peers', see Peers) plus what the replica's /metrics reported last.
 type Load struct {
-	InFlight       int     // requests this router has in flight to it
+	InFlight       int     // requests the routers have in flight to it
 	InFlightTokens int     // their prompt tokens
 	Waiting        float64 // vllm:num_requests_waiting
 	Running        float64 // vllm:num_requests_running
 	KVUsage        float64 // vllm:kv_cache_usage_perc, in [0, 1]
 
-	// PrefillTokens are the predicted uncached prompt tokens of this
-	// router's requests in flight to the replica that the replica has not
+	// PrefillTokens are the predicted uncached prompt tokens of the
+	// routers' requests in flight to the replica that the replica has not
 	// answered yet: the prefill queued ahead of a new request.
 	PrefillTokens int
+
+	// Peers is the part of InFlight, InFlightTokens and PrefillTokens that
+	// the other routers reported (router/peers): the counts above are the
+	// fleet's, so routers behind one name do not all pick the same idle
+	// replica in the second before its engine metrics show the burst.
+	Peers PeerLoad
+}
+
+// PeerLoad is the router-side load other routers report on a replica.
+type PeerLoad struct {
+	InFlight       int
+	InFlightTokens int
+	PrefillTokens  int
 }
 
 // Candidate is a replica the request may go to.
