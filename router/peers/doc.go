@@ -1,0 +1,33 @@
+// Package peers shares each router's own load with the other llmgw-router
+// instances, so that routers behind one Consul name weigh each other's
+// requests within a fraction of a second instead of one engine scrape
+// later.
+//
+// A router counts the requests it has in flight to each replica, with
+// their prompt tokens and the uncached prefill still queued
+// (scheduler.Tracker). The engine's own metrics include every router's
+// requests, but only as of the last scrape (1 s by default), and they
+// cannot say how much prefill a waiting request brings. Two routers that
+// each see an idle replica therefore both send it their next long prompt.
+// Here each router posts its counts to every other router registered in
+// Consul, whenever they change (at most once per interval) and at least
+// once a second; each router adds its peers' counts to its own when it
+// scores candidates. There is no shared store: the state is each router's
+// own, restated in full in every message, so a lost message is made good
+// by the next one and a router that stops reporting drops out after
+// Options.Expiry.
+//
+// The wire is JSON over HTTP on the router's ingest listener, at Path,
+// with the drivers' shared bearer token:
+//
+//	{"version": 1, "router": "<instance id>", "seq": 42,
+//	 "replicas": [{"replica": "<alloc>/<task>", "in_flight": 3,
+//	               "in_flight_tokens": 9000, "prefill_tokens": 4000}]}
+//
+// Answers: 204 accepted (or older than what the router holds, which is
+// ignored), 400 a malformed message (the body says what is wrong), 401 a
+// missing or wrong token, 413 a body over MaxBody.
+//
+// It owns the message, the table of peers' reports and the publisher. It
+// must not import gin, driver/... or the gateway.
+package peers

@@ -1,0 +1,216 @@
+package peers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// DefaultKeepAlive is how often an unchanged load is resent by default.
+// A receiver's expiry must be a few times longer.
+const DefaultKeepAlive = time.Second
+
+// Target is a peer router's ingest endpoint.
+type Target struct {
+	ID  string // its Consul instance (node/service id)
+	URL string // its ingest listener's base URL, e.g. http://10.0.0.2:8081
+}
+
+// PublisherOptions configure a Publisher.
+type PublisherOptions struct {
+	// Self is this router's instance id (Message.Router), Token the
+	// fleet's shared token.
+	Self, Token string
+	// Interval is how often the own load is compared with what was sent
+	// last: a change goes out at the next tick, so peers see it at most an
+	// Interval (plus a post) late. Default 50 ms.
+	Interval time.Duration
+	// KeepAlive resends an unchanged load this often, so peers keep
+	// counting it (their expiry must be a few times longer). Default
+	// DefaultKeepAlive.
+	KeepAlive time.Duration
+	// Own returns this router's own requests in flight per replica
+	// (scheduler.Tracker.Own); Targets the peers to send them to, without
+	// this router.
+	Own     func() map[string]scheduler.PeerLoad
+	Targets func() []Target
+	// Client posts the messages; default one with a 2 s timeout.
+	Client *http.Client
+	Logger hclog.Logger
+}
+
+// Publisher sends this router's load to its peers. Each peer gets the
+// newest message once: one post at a time per peer, a failed post retried
+// at the next tick, a new peer sent the current message at once.
+type Publisher struct {
+	opts      PublisherOptions
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	mu      sync.Mutex
+	seq     uint64
+	body    []byte            // the message of seq
+	sent    map[string]uint64 // per target: the seq it has
+	busy    map[string]bool   // per target: a post is running
+	failing map[string]string // per target: the error of its last post
+}
+
+// StartPublisher starts publishing until ctx ends or Close is called.
+func StartPublisher(ctx context.Context, opts PublisherOptions) (*Publisher, error) {
+	if opts.Self == "" || opts.Token == "" || opts.Own == nil || opts.Targets == nil {
+		return nil, fmt.Errorf("peer publisher: Self, Token, Own and Targets are required")
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 50 * time.Millisecond
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 2 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &Publisher{opts: opts, cancel: cancel, sent: map[string]uint64{}, busy: map[string]bool{}, failing: map[string]string{}}
+	p.wg.Add(1)
+	go p.run(ctx)
+	return p, nil
+}
+
+// Close stops publishing, then tells every peer, within a second, that
+// this router has nothing in flight, so its load stops counting at once
+// rather than at the peers' expiry. Call it once the router serves no more
+// requests.
+func (p *Publisher) Close() {
+	p.closeOnce.Do(func() {
+		p.cancel()
+		p.wg.Wait()
+		if err := p.next(nil); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			p.send(ctx)
+			p.wg.Wait()
+			cancel()
+		}
+		p.opts.Client.CloseIdleConnections()
+	})
+}
+
+func (p *Publisher) run(ctx context.Context) {
+	defer p.wg.Done()
+	t := time.NewTicker(p.opts.Interval)
+	defer t.Stop()
+	var last map[string]scheduler.PeerLoad
+	var lastAt time.Time
+	for {
+		own := p.opts.Own()
+		if now := time.Now(); last == nil || !maps.Equal(own, last) || now.Sub(lastAt) >= p.opts.KeepAlive {
+			if err := p.next(own); err != nil {
+				p.opts.Logger.Error("peer load not sent", "error", err)
+			} else {
+				last, lastAt = own, now
+			}
+		}
+		p.send(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// next makes own the message to send.
+func (p *Publisher) next(own map[string]scheduler.PeerLoad) error {
+	m := Message{Version: Version, Router: p.opts.Self, Replicas: make([]Replica, 0, len(own))}
+	for _, id := range slices.Sorted(maps.Keys(own)) {
+		l := own[id]
+		m.Replicas = append(m.Replicas, Replica{ID: id, InFlight: l.InFlight, InFlightTokens: l.InFlightTokens, PrefillTokens: l.PrefillTokens})
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m.Seq = p.seq + 1
+	body, err := m.encode()
+	if err != nil {
+		return err
+	}
+	p.seq, p.body = m.Seq, body
+	return nil
+}
+
+// send starts a post of the current message to each target that lacks it
+// and has none running, and forgets targets that left.
+func (p *Publisher) send(ctx context.Context) {
+	targets := p.opts.Targets()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := make(map[string]bool, len(targets))
+	for _, tg := range targets {
+		live[tg.ID] = true
+		if p.busy[tg.ID] || p.sent[tg.ID] >= p.seq {
+			continue
+		}
+		p.busy[tg.ID] = true
+		p.wg.Add(1)
+		go p.post(ctx, tg, p.seq, p.body)
+	}
+	for id := range p.sent {
+		if !live[id] && !p.busy[id] {
+			delete(p.sent, id)
+			delete(p.failing, id)
+		}
+	}
+}
+
+func (p *Publisher) post(ctx context.Context, tg Target, seq uint64, body []byte) {
+	defer p.wg.Done()
+	err := p.do(ctx, tg.URL+Path, body)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.busy, tg.ID)
+	if err != nil {
+		// Warn once per kind of failure (a wrong token or an unreachable
+		// peer would otherwise log at every tick), then retry quietly.
+		if ctx.Err() == nil && p.failing[tg.ID] != err.Error() {
+			p.failing[tg.ID] = err.Error()
+			p.opts.Logger.Warn("peer load not accepted; retrying at every tick", "peer", tg.ID, "error", err)
+		}
+		return
+	}
+	if _, was := p.failing[tg.ID]; was {
+		delete(p.failing, tg.ID)
+		p.opts.Logger.Info("peer load accepted again", "peer", tg.ID)
+	}
+	p.sent[tg.ID] = max(p.sent[tg.ID], seq)
+}
+
+func (p *Publisher) do(ctx context.Context, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+p.opts.Token)
+	resp, err := p.opts.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("%s answered %s: %s", url, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}

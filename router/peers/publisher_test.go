@@ -1,0 +1,107 @@
+package peers
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// peer is a router's receiving side for publisher tests: its tracker and
+// its table behind a real HTTP server.
+type peer struct {
+	tracker *scheduler.Tracker
+	table   *Table
+	srv     *httptest.Server
+}
+
+func newPeer(t *testing.T, id, token string) *peer {
+	t.Helper()
+	tr := scheduler.NewTracker()
+	tab, err := NewTable(id, token, tr, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(tab)
+	t.Cleanup(srv.Close)
+	return &peer{tracker: tr, table: tab, srv: srv}
+}
+
+// targets is a settable peer list, as the Consul watch would give.
+type targets struct {
+	mu sync.Mutex
+	l  []Target
+}
+
+func (ts *targets) set(l ...Target) { ts.mu.Lock(); ts.l = l; ts.mu.Unlock() }
+func (ts *targets) get() []Target   { ts.mu.Lock(); defer ts.mu.Unlock(); return ts.l }
+
+// TestMain fails the package if a publisher leaves a goroutine behind
+// (posts, idle connections) once every test and its cleanup has run.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
+	own := scheduler.NewTracker()
+	b, c := newPeer(t, "b", "secret"), newPeer(t, "c", "secret")
+	bad := newPeer(t, "d", "other-token") // rejects our token
+	var ts targets
+	ts.set(Target{ID: "b", URL: b.srv.URL}, Target{ID: "d", URL: bad.srv.URL})
+	p, err := StartPublisher(context.Background(), PublisherOptions{
+		Self: "a", Token: "secret", Interval: 5 * time.Millisecond, KeepAlive: time.Hour,
+		Own: own.Own, Targets: ts.get,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	_, end := own.BeginPrefill("r1", 2000, 1500)
+	want := scheduler.PeerLoad{InFlight: 1, InFlightTokens: 2000, PrefillTokens: 1500}
+	poll.Until(t, "b to count a's request", func() bool { return b.tracker.Load("r1").Peers == want })
+
+	// A peer that joins later gets the current load without a change.
+	ts.set(Target{ID: "b", URL: b.srv.URL}, Target{ID: "c", URL: c.srv.URL}, Target{ID: "d", URL: bad.srv.URL})
+	poll.Until(t, "c, joining later, to count a's request", func() bool { return c.tracker.Load("r1").Peers == want })
+
+	end()
+	poll.Until(t, "b and c to see the request end", func() bool {
+		return b.tracker.Load("r1") == (scheduler.Load{}) && c.tracker.Load("r1") == (scheduler.Load{})
+	})
+	if acc, rej, _ := bad.table.Stats(); acc != 0 || rej == 0 {
+		t.Fatalf("the peer with another token accepted %d and rejected %d messages; want 0 and some", acc, rej)
+	}
+	if bad.tracker.Load("r1") != (scheduler.Load{}) {
+		t.Fatal("a peer that refused the token counted the load")
+	}
+
+	// Closing says goodbye: the peers count nothing from a at once,
+	// although a had a request in flight and their expiry is a minute.
+	_, end = own.BeginPrefill("r2", 100, 100)
+	defer end()
+	poll.Until(t, "b to count the request to r2", func() bool { return b.tracker.Load("r2").InFlight == 1 })
+	p.Close()
+	if l := b.tracker.Load("r2"); l != (scheduler.Load{}) {
+		t.Fatalf("b's load of r2 after a closed = %+v; want none", l)
+	}
+}
+
+func TestStartPublisherNeedsItsOptions(t *testing.T) {
+	own := scheduler.NewTracker()
+	for _, o := range []PublisherOptions{
+		{Token: "t", Own: own.Own, Targets: func() []Target { return nil }},
+		{Self: "a", Own: own.Own, Targets: func() []Target { return nil }},
+		{Self: "a", Token: "t", Targets: func() []Target { return nil }},
+		{Self: "a", Token: "t", Own: own.Own},
+	} {
+		if p, err := StartPublisher(context.Background(), o); err == nil {
+			p.Close()
+			t.Errorf("StartPublisher(%+v) started", o)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package peers
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// Sink takes the peers' loads summed per replica; scheduler.Tracker is
+// one.
+type Sink interface {
+	SetPeerLoads(map[string]scheduler.PeerLoad)
+}
+
+// Table holds the newest message of every peer router that is still
+// reporting, and gives their sum per replica to a Sink whenever it
+// changes. It serves Path as an http.Handler. Safe for concurrent use.
+type Table struct {
+	self   string
+	token  []byte
+	sink   Sink
+	expiry time.Duration
+	now    func() time.Time
+
+	mu    sync.Mutex
+	peers map[string]*report
+
+	accepted, rejected, stale atomic.Uint64
+}
+
+type report struct {
+	seq      uint64
+	at       time.Time
+	replicas []Replica
+}
+
+// NewTable returns a Table for the router whose instance id is self (its
+// own messages, should one reach it, are ignored), accepting messages
+// that carry token and forgetting a peer silent for expiry.
+func NewTable(self, token string, sink Sink, expiry time.Duration) (*Table, error) {
+	switch {
+	case self == "":
+		return nil, errors.New("peer table: empty instance id")
+	case token == "":
+		return nil, errors.New("peer table: empty shared token")
+	case expiry <= 0:
+		return nil, fmt.Errorf("peer table: expiry %s must be positive", expiry)
+	}
+	return &Table{self: self, token: []byte("Bearer " + token), sink: sink, expiry: expiry, now: time.Now, peers: map[string]*report{}}, nil
+}
+
+// Self is the instance id the Table was made for.
+func (t *Table) Self() string { return t.self }
+
+// Put takes one peer's message; false when it is older than the one held
+// from that peer, or the router's own.
+func (t *Table) Put(m Message) bool {
+	if m.Router == t.self {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.peers[m.Router]; r != nil && m.Seq <= r.seq {
+		t.stale.Add(1)
+		return false
+	}
+	t.peers[m.Router] = &report{seq: m.Seq, at: t.now(), replicas: m.Replicas}
+	t.publishLocked()
+	return true
+}
+
+// Expire forgets the peers that sent nothing for the expiry and returns
+// their ids: a router that stopped (or lost its way to this one) no longer
+// counts, and neither do the requests it had in flight.
+func (t *Table) Expire() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var gone []string
+	cutoff := t.now().Add(-t.expiry)
+	for id, r := range t.peers {
+		if r.at.Before(cutoff) {
+			delete(t.peers, id)
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		t.publishLocked()
+	}
+	return gone
+}
+
+// Peers is how many peers are reporting.
+func (t *Table) Peers() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.peers)
+}
+
+// Stats counts messages: accepted, rejected (bad token or malformed) and
+// stale (older than one already held).
+func (t *Table) Stats() (accepted, rejected, stale uint64) {
+	return t.accepted.Load(), t.rejected.Load(), t.stale.Load()
+}
+
+func (t *Table) publishLocked() {
+	sum := map[string]scheduler.PeerLoad{}
+	for _, r := range t.peers {
+		for _, rep := range r.replicas {
+			p := sum[rep.ID]
+			p.InFlight += rep.InFlight
+			p.InFlightTokens += rep.InFlightTokens
+			p.PrefillTokens += rep.PrefillTokens
+			sum[rep.ID] = p
+		}
+	}
+	t.sink.SetPeerLoads(sum)
+}
+
+// ServeHTTP accepts one message at Path (see the package doc for the
+// answers).
+func (t *Table) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		t.fail(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s: use POST", r.Method))
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), t.token) != 1 {
+		t.fail(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"))
+		return
+	}
+	m, err := Decode(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		code := http.StatusBadRequest
+		if errors.As(err, new(*http.MaxBytesError)) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		t.fail(w, code, err)
+		return
+	}
+	if t.Put(m) {
+		t.accepted.Add(1)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (t *Table) fail(w http.ResponseWriter, code int, err error) {
+	t.rejected.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+}
