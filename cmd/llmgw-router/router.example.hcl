@@ -12,6 +12,12 @@ driver_expiry    = "30s"
 scrape_interval  = "1s"
 log_level        = "info"
 
+# How soon a change in this router's own load reaches the other routers
+# registered in Consul, and when a silent one stops counting (0 turns the
+# sharing off).
+peer_load_interval = "50ms"
+peer_load_expiry   = "3s"
+
 consul {
   address        = "127.0.0.1:8500"
   services       = ["vllm"] # services whose instances tagged "llmgw" are replicas

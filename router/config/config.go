@@ -3,13 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/llmgw/llmgw/router/scheduler"
-	"maps"
-	"slices"
 )
 
 // Config is the router's whole configuration after every source is applied.
@@ -38,7 +38,11 @@ type Config struct {
 	DriverExpiry time.Duration
 	// ScrapeInterval is how often each replica's /metrics is read.
 	ScrapeInterval time.Duration
-	LogLevel       string
+	// PeerInterval is how soon a change in this router's own load reaches
+	// the other routers registered in Consul (router/peers); 0 turns the
+	// sharing off. PeerExpiry forgets a peer that sent nothing this long.
+	PeerInterval, PeerExpiry time.Duration
+	LogLevel                 string
 
 	Consul    Consul
 	Models    map[string]Model
@@ -80,6 +84,11 @@ type StaticReplica struct {
 	KVEvents  bool
 }
 
+// PeerKeepAlive is how often a router resends an unchanged load to its
+// peers (router/server passes it to router/peers); PeerExpiry must leave
+// room for two of them.
+const PeerKeepAlive = time.Second
+
 // Default returns the configuration used for anything no source sets.
 func Default() Config {
 	return Config{
@@ -92,6 +101,8 @@ func Default() Config {
 		QueueTimeout:    2 * time.Second,
 		MaxQueue:        1024,
 		ScrapeInterval:  time.Second,
+		PeerInterval:    50 * time.Millisecond,
+		PeerExpiry:      3 * time.Second,
 		LogLevel:        "info",
 		Consul:          Consul{CheckInterval: 10 * time.Second},
 		Models:          map[string]Model{},
@@ -117,6 +128,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))
+	}
+	if c.PeerInterval < 0 {
+		errs = append(errs, fmt.Errorf("peer_load_interval %s: must not be negative (0 turns peer load sharing off)", c.PeerInterval))
+	}
+	if c.PeerInterval > 0 && c.PeerExpiry < 2*max(c.PeerInterval, PeerKeepAlive) {
+		errs = append(errs, fmt.Errorf("peer_load_expiry %s: must be at least twice peer_load_interval and the 1s keep-alive, or peers drop out between messages", c.PeerExpiry))
 	}
 	for name, d := range map[string]time.Duration{"upstream_timeout": c.UpstreamTimeout, "driver_expiry": c.DriverExpiry, "scrape_interval": c.ScrapeInterval, "consul check_interval": c.Consul.CheckInterval} {
 		if d <= 0 {

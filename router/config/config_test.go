@@ -134,6 +134,9 @@ func TestValidate(t *testing.T) {
 			r := StaticReplica{ID: "r", Model: "m", Address: "h:1", BlockSize: 16}
 			c.Replicas = []StaticReplica{r, r}
 		}, "declared twice"},
+		{"peer sharing off", func(c *Config) { c.PeerInterval = 0; c.PeerExpiry = 0 }, ""},
+		{"negative peer interval", func(c *Config) { c.PeerInterval = -time.Second }, "peer_load_interval -1s: must not be negative"},
+		{"peer expiry under the keep-alive", func(c *Config) { c.PeerExpiry = 1500 * time.Millisecond }, "peer_load_expiry 1.5s: must be at least twice"},
 		{"bad block size", func(c *Config) {
 			c.Replicas = []StaticReplica{{ID: "r", Model: "m", Address: "h:1", BlockSize: 0}}
 		}, "block_size"},

@@ -76,6 +76,8 @@ var settings = []setting{
 	{"LLMGW_DRIVER_EXPIRY", "driver-expiry", "drop KV state of drivers silent this long", dur("driver expiry", func(c *Config) *time.Duration { return &c.DriverExpiry })},
 	{"LLMGW_QUEUE_TIMEOUT", "queue-timeout", "wait for a replica under its busy threshold before 429", dur("queue timeout", func(c *Config) *time.Duration { return &c.QueueTimeout })},
 	{"LLMGW_SCRAPE_INTERVAL", "scrape-interval", "replica /metrics scrape interval", dur("scrape interval", func(c *Config) *time.Duration { return &c.ScrapeInterval })},
+	{"LLMGW_PEER_LOAD_INTERVAL", "peer-load-interval", "how soon other routers see this router's load change (0: off)", dur("peer load interval", func(c *Config) *time.Duration { return &c.PeerInterval })},
+	{"LLMGW_PEER_LOAD_EXPIRY", "peer-load-expiry", "forget a peer router silent this long", dur("peer load expiry", func(c *Config) *time.Duration { return &c.PeerExpiry })},
 }
 
 // ApplyEnv applies LLMGW_* variables from environ ("KEY=value" entries, as

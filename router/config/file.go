@@ -27,6 +27,8 @@ type fileConfig struct {
 	UpstreamTimeout  *string `hcl:"upstream_timeout,optional"`
 	DriverExpiry     *string `hcl:"driver_expiry,optional"`
 	ScrapeInterval   *string `hcl:"scrape_interval,optional"`
+	PeerInterval     *string `hcl:"peer_load_interval,optional"`
+	PeerExpiry       *string `hcl:"peer_load_expiry,optional"`
 	LogLevel         *string `hcl:"log_level,optional"`
 	QueueTimeout     *string `hcl:"queue_timeout,optional"`
 	MaxQueue         *int    `hcl:"max_queue,optional"`
@@ -118,6 +120,8 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		{"upstream_timeout", fc.UpstreamTimeout, &c.UpstreamTimeout},
 		{"driver_expiry", fc.DriverExpiry, &c.DriverExpiry},
 		{"scrape_interval", fc.ScrapeInterval, &c.ScrapeInterval},
+		{"peer_load_interval", fc.PeerInterval, &c.PeerInterval},
+		{"peer_load_expiry", fc.PeerExpiry, &c.PeerExpiry},
 		{"queue_timeout", fc.QueueTimeout, &c.QueueTimeout},
 	} {
 		if d.src == nil {

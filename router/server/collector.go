@@ -12,6 +12,12 @@ var (
 		"One per replica, labelled with its model, routing mode and breaker health.", []string{"replica", "model", "mode", "healthy"}, nil)
 	descInFlight = prometheus.NewDesc("llmgw_replica_in_flight",
 		"Requests this router has in flight to each replica.", []string{"replica"}, nil)
+	descPeerInFlight = prometheus.NewDesc("llmgw_replica_peer_in_flight",
+		"Requests the other routers report in flight to each replica (router/peers); the scorers count them with this router's own.", []string{"replica"}, nil)
+	descPeers = prometheus.NewDesc("llmgw_peer_routers",
+		"Other routers whose load reports this router holds (reported within the peer expiry).", nil, nil)
+	descPeerMessages = prometheus.NewDesc("llmgw_peer_load_messages_total",
+		"Peer load messages by result: accepted, rejected (bad token or malformed), stale (older than one held).", []string{"result"}, nil)
 	descWaiting = prometheus.NewDesc("llmgw_replica_waiting",
 		"vllm:num_requests_waiting last scraped from each replica.", []string{"replica"}, nil)
 	descKVUsage = prometheus.NewDesc("llmgw_replica_kv_usage",
@@ -50,7 +56,8 @@ type collector struct{ s *Server }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descDraining,
 		descReplicaBlocks, descReplicaCapacity, descOversized, descIndexKeys, descIndexMax, descIndexRejected,
-		descResnapshots, descIngest, descPendingDiscarded, descPendingReplicas, descPendingKeys} {
+		descResnapshots, descIngest, descPendingDiscarded, descPendingReplicas, descPendingKeys,
+		descPeerInFlight, descPeers, descPeerMessages} {
 		ch <- d
 	}
 }
@@ -68,7 +75,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descReplica, 1, r.ID, r.Model, string(mode), healthy)
 		l := s.tracker.Load(r.ID)
-		gauge(descInFlight, float64(l.InFlight), r.ID)
+		gauge(descInFlight, float64(l.InFlight-l.Peers.InFlight), r.ID)
+		gauge(descPeerInFlight, float64(l.Peers.InFlight), r.ID)
 		gauge(descWaiting, l.Waiting, r.ID)
 		gauge(descKVUsage, l.KVUsage, r.ID)
 		missing := 0.0
@@ -97,6 +105,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descPendingReplicas, float64(is.Pending))
 	gauge(descPendingKeys, float64(is.PendingKeys))
+	if s.peerTable != nil {
+		gauge(descPeers, float64(s.peerTable.Peers()))
+		acc, rej, stale := s.peerTable.Stats()
+		for result, v := range map[string]uint64{"accepted": acc, "rejected": rej, "stale": stale} {
+			ch <- prometheus.MustNewConstMetric(descPeerMessages, prometheus.CounterValue, float64(v), result)
+		}
+	}
 }
 
 // collectCapacity exports a replica's index share, advertised capacity and

@@ -21,6 +21,7 @@ import (
 	"github.com/llmgw/llmgw/router/gateway"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/peers"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
@@ -45,6 +46,9 @@ type Server struct {
 	watchers        []*consul.Watcher[consul.Replica]
 	scraper         *enginemetrics.Scraper
 	registration    *consul.Registration
+	peerTable       *peers.Table
+	peerPub         *peers.Publisher
+	routerWatch     *consul.Watcher[consul.Router]
 	cancel          context.CancelFunc
 	wg              sync.WaitGroup
 	synced          func() bool
@@ -140,6 +144,9 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 
 	// Before serving: the readiness check reads what this sets up.
 	if err := s.startReplicas(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startPeerTable(ctx); err != nil {
 		return nil, err
 	}
 	if s.apiLn, err = net.Listen("tcp", cfg.Listen); err != nil {
@@ -273,7 +280,7 @@ func (s *Server) register(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("register in consul: %w", err)
 	}
-	return nil
+	return s.startPublisher(ctx, id)
 }
 
 func port(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
@@ -311,12 +318,18 @@ func (s *Server) Close() {
 		if s.gw != nil {
 			s.gw.Close()
 		}
+		if s.peerPub != nil {
+			s.peerPub.Close()
+		}
 		s.cancel()
 		if s.scraper != nil {
 			s.scraper.Close()
 		}
 		for _, w := range s.watchers {
 			w.Close()
+		}
+		if s.routerWatch != nil {
+			s.routerWatch.Close()
 		}
 		s.wg.Wait()
 	})
@@ -334,6 +347,9 @@ func (s *Server) ingestHandler() http.Handler {
 		}
 		s.metrics.Ingest.WithLabelValues(strconv.Itoa(rec.code)).Inc()
 	})
+	if s.peerTable != nil {
+		mux.Handle(peers.Path, s.peerTable)
+	}
 	return mux
 }
 

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/llmgw/llmgw/consul"
+	"github.com/llmgw/llmgw/router/config"
+	"github.com/llmgw/llmgw/router/peers"
+)
+
+// startPeerTable makes the table of the other routers' loads, served on
+// the ingest listener, when peer sharing is on and there is a token to
+// check (the drivers' token: peers are as trusted as drivers).
+func (s *Server) startPeerTable(ctx context.Context) error {
+	if s.cfg.PeerInterval <= 0 || s.cfg.KVToken == "" {
+		return nil
+	}
+	id, err := instanceID()
+	if err != nil {
+		return err
+	}
+	if s.peerTable, err = peers.NewTable(id, s.cfg.KVToken, s.tracker, s.cfg.PeerExpiry); err != nil {
+		return err
+	}
+	s.goLoop(ctx, s.cfg.PeerExpiry/4, func() {
+		for _, p := range s.peerTable.Expire() {
+			s.log.Info("peer router went silent; its requests no longer count", "peer", p)
+		}
+	})
+	return nil
+}
+
+// startPublisher sends this router's load to every other router Consul
+// lists. It needs the router's own registration (svcID) to leave itself
+// out; without Consul there are no peers to find.
+func (s *Server) startPublisher(ctx context.Context, svcID string) error {
+	if s.peerTable == nil {
+		return nil
+	}
+	client, err := s.consulClient()
+	if err != nil {
+		return err
+	}
+	w, err := consul.WatchRouters(ctx, client, consul.WatchOptions{Logger: s.log.Named("consul")})
+	if err != nil {
+		return fmt.Errorf("watch %s in consul: %w", consul.RouterService, err)
+	}
+	s.routerWatch = w
+	self := "/" + svcID
+	targets := func() []peers.Target {
+		rs, _ := w.Current()
+		out := make([]peers.Target, 0, len(rs))
+		for _, r := range rs {
+			if !strings.HasSuffix(r.ID, self) {
+				out = append(out, peers.Target{ID: r.ID, URL: "http://" + net.JoinHostPort(r.Address, strconv.Itoa(r.IngestPort))})
+			}
+		}
+		return out
+	}
+	s.peerPub, err = peers.StartPublisher(ctx, peers.PublisherOptions{
+		Self: s.peerTable.Self(), Token: s.cfg.KVToken, Interval: s.cfg.PeerInterval, KeepAlive: config.PeerKeepAlive,
+		Own: s.tracker.Own, Targets: targets, Logger: s.log.Named("peers"),
+	})
+	return err
+}
+
+// instanceID names this router process for its peers: the host and a
+// random part, new on every start.
+func instanceID() (string, error) {
+	host, _ := os.Hostname()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("peer instance id: %w", err)
+	}
+	return host + "/" + hex.EncodeToString(b), nil
+}
