@@ -29,6 +29,10 @@ const (
 	markerEnv    = "LLMGW_FLEET_TEST_MARKER"
 )
 
+// ownerStartBudget bounds the owner's fleet Start, whose own steps wait up
+// to a minute each.
+const ownerStartBudget = 5 * time.Minute
+
 // ownerPids is what the owner prints.
 type ownerPids struct {
 	Consul  int   `json:"consul"`
@@ -88,7 +92,7 @@ func TestHardKill(t *testing.T) {
 	if err := owner.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var seen []proc_
+	var seen []osProc
 	t.Cleanup(func() {
 		stdin.Close()
 		_ = owner.Process.Kill()
@@ -99,15 +103,26 @@ func TestHardKill(t *testing.T) {
 		}
 	})
 
-	line := bufio.NewScanner(stdout)
-	line.Buffer(nil, 1<<20)
-	if !line.Scan() {
-		b, _ := os.ReadFile(stderr.Name())
-		t.Fatalf("the owner printed nothing:\n%s", b)
+	// The owner's first line, read aside so that a hung Start fails the
+	// test instead of blocking it; the read ends when the owner does.
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(ownerStartBudget):
 	}
 	var pids ownerPids
-	if err := json.Unmarshal(line.Bytes(), &pids); err != nil {
-		t.Fatalf("owner: %s", line.Text())
+	if err := json.Unmarshal([]byte(line), &pids); err != nil {
+		b, _ := os.ReadFile(stderr.Name())
+		t.Fatalf("the owner printed %q, not its pids:\n%s", line, b)
 	}
 	seen = descendants(owner.Process.Pid)
 	t.Logf("owner %d started %d processes:\n%s", owner.Process.Pid, len(seen), describe(seen))
@@ -128,9 +143,9 @@ func TestHardKill(t *testing.T) {
 // checkTree fails the test unless the tree below the owner holds every pid
 // it printed, and a supervisor (a session leader, child of the plugin) for
 // each engine: what the test then watches must be the whole fleet.
-func checkTree(t *testing.T, seen []proc_, pids ownerPids) {
+func checkTree(t *testing.T, seen []osProc, pids ownerPids) {
 	t.Helper()
-	byPid := map[int]proc_{}
+	byPid := map[int]osProc{}
 	for _, p := range seen {
 		byPid[p.pid] = p
 	}
@@ -154,8 +169,8 @@ func checkTree(t *testing.T, seen []proc_, pids ownerPids) {
 	}
 }
 
-// proc_ is one process as /proc shows it.
-type proc_ struct {
+// osProc is one process as /proc shows it.
+type osProc struct {
 	pid, ppid, pgid, sid int
 	start                string // start time in clock ticks: with pid, the process's identity
 	zombie               bool
@@ -163,17 +178,17 @@ type proc_ struct {
 }
 
 // readProc reads /proc/<pid>; false when it has gone.
-func readProc(pid int) (proc_, bool) {
+func readProc(pid int) (osProc, bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return proc_{}, false
+		return osProc{}, false
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	f := strings.Fields(string(b[i+1:]))
 	if i < 0 || len(f) < 20 {
-		return proc_{}, false
+		return osProc{}, false
 	}
-	p := proc_{pid: pid, start: f[19], zombie: f[0] == "Z"}
+	p := osProc{pid: pid, start: f[19], zombie: f[0] == "Z"}
 	p.ppid, _ = strconv.Atoi(f[1])
 	p.pgid, _ = strconv.Atoi(f[2])
 	p.sid, _ = strconv.Atoi(f[3])
@@ -183,9 +198,9 @@ func readProc(pid int) (proc_, bool) {
 }
 
 // all lists every process but this one.
-func all() []proc_ {
+func all() []osProc {
 	entries, _ := os.ReadDir("/proc")
-	var out []proc_
+	var out []osProc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -199,7 +214,7 @@ func all() []proc_ {
 }
 
 // descendants lists every live process below root, by parent links.
-func descendants(root int) []proc_ {
+func descendants(root int) []osProc {
 	procs := all()
 	below := map[int]bool{root: true}
 	for grew := true; grew; {
@@ -210,13 +225,13 @@ func descendants(root int) []proc_ {
 			}
 		}
 	}
-	return slices.DeleteFunc(procs, func(p proc_) bool { return p.pid == root || !below[p.pid] || p.zombie })
+	return slices.DeleteFunc(procs, func(p osProc) bool { return p.pid == root || !below[p.pid] || p.zombie })
 }
 
 // survivors lists live processes that belong to the fleet: one of seen (same
 // pid and start time), a member of one of their process groups or sessions
 // (a worker an engine forked), or one that inherited the marker.
-func survivors(seen []proc_, marker string) []proc_ {
+func survivors(seen []osProc, marker string) []osProc {
 	me, _ := readProc(os.Getpid())
 	ids, groups := map[string]bool{}, map[int]bool{}
 	for _, p := range seen {
@@ -225,7 +240,7 @@ func survivors(seen []proc_, marker string) []proc_ {
 	}
 	delete(groups, me.pgid) // the test's own group and session
 	delete(groups, me.sid)
-	var out []proc_
+	var out []osProc
 	for _, p := range all() {
 		if p.zombie {
 			continue // exited; only waits for init to reap it
@@ -239,7 +254,7 @@ func survivors(seen []proc_, marker string) []proc_ {
 	return out
 }
 
-func describe(ps []proc_) string {
+func describe(ps []osProc) string {
 	var b strings.Builder
 	for _, p := range ps {
 		fmt.Fprintf(&b, "  pid %d (parent %d, group %d, session %d): %s\n", p.pid, p.ppid, p.pgid, p.sid, p.cmdline)
