@@ -174,30 +174,37 @@ func newRouteBench(b *testing.B) *routeBench {
 }
 
 // BenchmarkHostJitter is the control for BenchmarkRouteDecision's
-// percentiles: a fixed CPU-only loop of about the decision's median cost,
-// with no memory traffic. Its wall-clock p99/p50 is what the machine itself
-// adds (preemption, a shared host's steal time); its thread-CPU p99 shows
-// how much of that the CPU-time figures remove.
+// percentiles: a fixed CPU-only loop with no memory traffic, at about half
+// and about the decision's median cost. Its wall-clock p99 against its
+// p50 is what the machine itself adds (preemption, a shared host's steal
+// time); its thread-CPU p99 shows how much of that the CPU-time figures
+// remove. Two lengths show whether the tail scales with the work (a
+// slower core) or is a fixed cost that hits more samples the longer they
+// run (interruptions).
 func BenchmarkHostJitter(b *testing.B) {
-	lat := make([]float64, 0, 1<<16)
-	cpu := make([]float64, 0, 1<<16)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	x := uint64(1)
-	for b.Loop() {
-		cpuStart := threadCPU(b)
-		start := time.Now()
-		for range 20_000 {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-		lat = append(lat, float64(time.Since(start).Nanoseconds())/1e3)
-		cpu = append(cpu, float64(threadCPU(b)-cpuStart)/1e3)
+	for _, n := range []int{10_000, 20_000} {
+		b.Run(fmt.Sprintf("iters=%d", n), func(b *testing.B) {
+			lat := make([]float64, 0, 1<<16)
+			cpu := make([]float64, 0, 1<<16)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			x := uint64(1)
+			for b.Loop() {
+				cpuStart := threadCPU(b)
+				start := time.Now()
+				for range n {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+				lat = append(lat, float64(time.Since(start).Nanoseconds())/1e3)
+				cpu = append(cpu, float64(threadCPU(b)-cpuStart)/1e3)
+			}
+			if x == 0 {
+				b.Log(x) // keeps the loop from being optimised away
+			}
+			reportPercentiles(b, lat, "")
+			reportPercentiles(b, cpu, "cpu-")
+		})
 	}
-	if x == 0 {
-		b.Log(x) // keeps the loop from being optimised away
-	}
-	reportPercentiles(b, lat, "")
-	reportPercentiles(b, cpu, "cpu-")
 }
 
 // threadCPU is the calling OS thread's CPU time in nanoseconds: time the
