@@ -2,39 +2,79 @@ package chattemplate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ardanlabs/jinja"
 )
 
-// normaliseToolCalls parses each call's function.arguments JSON string into
-// a value, as vLLM's _postprocess_messages does: a string that is not valid
-// JSON, and any other value that is not an object or an array (null, a
-// number), become an empty object.
+// normaliseToolCalls rebuilds an assistant's tool calls as vLLM hands them
+// to the template. vLLM's request model validates each call against
+// OpenAI's ChatCompletionMessageFunctionToolCallParam, which rebuilds it in
+// declaration order, {id, function: {arguments, name, ...}, type, ...},
+// other fields kept after the declared ones (the request model allows
+// extra fields), and refuses a call missing one of those four. Then
+// vLLM's _postprocess_messages parses arguments: a string that is not
+// valid JSON becomes an empty object.
 func normaliseToolCalls(v jinja.Value) (jinja.Value, error) {
 	if !v.IsList() {
 		return jinja.Undefined(), fmt.Errorf("tool_calls: want an array")
 	}
+	out := make([]jinja.Value, 0, v.AsList().Len())
 	for i, c := range v.AsList().Items {
-		if !c.IsDict() {
-			return jinja.Undefined(), fmt.Errorf("tool_calls[%d]: want an object", i)
+		call, err := normaliseToolCall(c)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("tool_calls[%d]%w", i, err)
 		}
-		fn, ok := c.AsDict().Get("function")
-		if !ok || !fn.IsDict() {
-			return jinja.Undefined(), fmt.Errorf("tool_calls[%d].function: want an object", i)
-		}
-		args, _ := fn.AsDict().Get("arguments")
-		switch {
-		case args.IsString():
-			parsed, err := decodeValue([]byte(args.AsString()))
-			if err != nil {
-				parsed = jinja.NewDict()
-			}
-			fn.AsDict().Set("arguments", parsed)
-		case !args.IsDict() && !args.IsList():
-			fn.AsDict().Set("arguments", jinja.NewDict())
+		out = append(out, call)
+	}
+	return jinja.NewList(out), nil
+}
+
+func normaliseToolCall(c jinja.Value) (jinja.Value, error) {
+	if !c.IsDict() {
+		return jinja.Undefined(), fmt.Errorf(": want an object")
+	}
+	src := c.AsDict()
+	if id, ok := src.Get("id"); !ok || !id.IsString() {
+		return jinja.Undefined(), fmt.Errorf(".id: want a string")
+	}
+	if typ, ok := src.Get("type"); !ok || !typ.IsString() || typ.AsString() != "function" {
+		return jinja.Undefined(), fmt.Errorf(`.type: want "function"`)
+	}
+	fn, ok := src.Get("function")
+	if !ok || !fn.IsDict() {
+		return jinja.Undefined(), fmt.Errorf(".function: want an object")
+	}
+	for _, k := range []string{"arguments", "name"} {
+		if x, ok := fn.AsDict().Get(k); !ok || !x.IsString() {
+			return jinja.Undefined(), fmt.Errorf(".function.%s: want a string", k)
 		}
 	}
-	return v, nil
+	nf := reordered(fn.AsDict(), "arguments", "name")
+	args, _ := nf.AsDict().Get("arguments")
+	parsed, err := decodeValue([]byte(args.AsString()))
+	if err != nil {
+		parsed = jinja.NewDict()
+	}
+	nf.AsDict().Set("arguments", parsed)
+	call := reordered(src, "id", "function", "type")
+	call.AsDict().Set("function", nf)
+	return call, nil
+}
+
+// reordered copies d with the keys first in the given order (each must be
+// present), then d's other keys in d's order.
+func reordered(d *jinja.Dict, first ...string) jinja.Value {
+	out := jinja.NewDict()
+	for _, k := range first {
+		out.AsDict().Set(k, getOrNone(d, k))
+	}
+	for _, k := range d.Keys {
+		if !slices.Contains(first, k) {
+			out.AsDict().Set(k, getOrNone(d, k))
+		}
+	}
+	return out
 }
 
 // normaliseTools rebuilds the request's tools as vLLM's

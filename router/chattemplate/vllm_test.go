@@ -44,10 +44,10 @@ func TestRenderFollowsVLLM(t *testing.T) {
 			`{"messages":[{"role":"assistant","content":"a","reasoning":"think"},{"role":"assistant","content":"b","reasoning_content":"old"}],"add_generation_prompt":false}`,
 			`{"role": "assistant", "content": "a", "reasoning": "think", "reasoning_content": "think"}` + "\n" +
 				`{"role": "assistant", "content": "b", "reasoning": "old", "reasoning_content": "old"}` + "\ntools=null documents=null gen=False"},
-		{"tool call arguments parsed, bad JSON and null become {}", dump,
-			`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{\"z\": 1, \"a\": [1.0]}"}},{"id":"2","type":"function","function":{"name":"g","arguments":"{oops"}},{"id":"3","type":"function","function":{"name":"h","arguments":null}}]}],"add_generation_prompt":false}`,
-			`{"role": "assistant", "content": "", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "f", "arguments": {"z": 1, "a": [1.0]}}}, ` +
-				`{"id": "2", "type": "function", "function": {"name": "g", "arguments": {}}}, {"id": "3", "type": "function", "function": {"name": "h", "arguments": {}}}]}` +
+		{"tool calls in OpenAI's declaration order, arguments parsed, bad JSON becomes {}", dump,
+			`{"messages":[{"role":"assistant","content":null,"tool_calls":[{"type":"function","index":0,"function":{"name":"f","arguments":"{\"z\": 1, \"a\": [1.0]}"},"id":"1"},{"id":"2","type":"function","function":{"name":"g","arguments":"{oops"}}]}],"add_generation_prompt":false}`,
+			`{"role": "assistant", "content": "", "tool_calls": [{"id": "1", "function": {"arguments": {"z": 1, "a": [1.0]}, "name": "f"}, "type": "function", "index": 0}, ` +
+				`{"id": "2", "function": {"arguments": {}, "name": "g"}, "type": "function"}]}` +
 				"\ntools=null documents=null gen=False"},
 		{"empty tool_calls dropped", dump, `{"messages":[{"role":"assistant","content":"a","tool_calls":[]}],"add_generation_prompt":false}`,
 			`{"role": "assistant", "content": "a"}` + "\ntools=null documents=null gen=False"},
@@ -122,7 +122,9 @@ func TestRefusedLikeVLLM(t *testing.T) {
 		{"tool parameters not an object", `{"messages":[` + q + `],"tools":[{"function":{"name":"f","parameters":[1]}}]}`, "tools[0].function.parameters"},
 		{"bad role", `{"messages":[{"content":"x"}]}`, "messages[0].role"},
 		{"bad content", `{"messages":[{"role":"user","content":5}]}`, "messages[0].content"},
-		{"tool call without function", `{"messages":[{"role":"assistant","tool_calls":[{"id":"1"}]}],"add_generation_prompt":false}`, "messages[0].tool_calls[0].function"},
+		{"tool call without function", `{"messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function"}]}],"add_generation_prompt":false}`, "messages[0].tool_calls[0].function"},
+		{"tool call without id", `{"messages":[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}],"add_generation_prompt":false}`, "messages[0].tool_calls[0].id"},
+		{"tool call arguments not a string", `{"messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":{}}}]}],"add_generation_prompt":false}`, "messages[0].tool_calls[0].function.arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tmpl, err := New(dump, nil)

@@ -126,12 +126,28 @@ def normalise_content(content, fmt):
             for k, t in parts]
 
 
+def declared_first(d, keys):
+    """A dict as pydantic validates it against a TypedDict declaring keys
+    (extra fields allowed, as vLLM's request model allows them)."""
+    out = {k: d[k] for k in keys}
+    out.update((k, v) for k, v in d.items() if k not in keys)
+    return out
+
+
+def validated_call(c):
+    """A tool call after vLLM's request validation against OpenAI's
+    ChatCompletionMessageFunctionToolCallParam."""
+    c = json.loads(json.dumps(c))
+    c["function"] = declared_first(c["function"], ["arguments", "name"])
+    return declared_first(c, ["id", "function", "type"])
+
+
 def normalise_message(m, fmt):
     role = m["role"]
     out = {"role": role, "content": normalise_content(m.get("content"), fmt)}
     if role == "assistant":
         if m.get("tool_calls") is not None:
-            out["tool_calls"] = json.loads(json.dumps(m["tool_calls"]))
+            out["tool_calls"] = [validated_call(c) for c in m["tool_calls"]]
         reasoning = m.get("reasoning")
         if reasoning is None:
             reasoning = m.get("reasoning_content")
