@@ -49,7 +49,7 @@ func normaliseMessages(raw []byte, format contentFormat) (jinja.Value, error) {
 // its key order: role and content; for assistants tool_calls (arguments
 // parsed, an empty list dropped) and reasoning (also as reasoning_content);
 // for tools tool_call_id; name and task when they are strings; for
-// developers tools. Every other field is dropped.
+// developers tools (null when absent). Every other field is dropped.
 func normaliseMessage(m jinja.Value, format contentFormat) (jinja.Value, error) {
 	if !m.IsDict() {
 		return jinja.Undefined(), fmt.Errorf("role: the message is not an object")
@@ -86,9 +86,9 @@ func normaliseMessage(m jinja.Value, format contentFormat) (jinja.Value, error) 
 		}
 	}
 	if role.AsString() == "developer" {
-		tools, ok := src.Get("tools")
-		if !ok {
-			tools = jinja.None()
+		tools, err := developerTools(getOrNone(src, "tools"))
+		if err != nil {
+			return jinja.Undefined(), err
 		}
 		d.Set("tools", tools)
 	}

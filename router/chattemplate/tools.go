@@ -62,12 +62,48 @@ func normaliseToolCall(c jinja.Value) (jinja.Value, error) {
 	return call, nil
 }
 
-// reordered copies d with the keys first in the given order (each must be
-// present), then d's other keys in d's order.
+// developerTools reshapes a developer message's tools as the request
+// validation leaves them: each checked against OpenAI's
+// ChatCompletionFunctionToolParam, {function: {name, description,
+// parameters, strict, ...}, type, ...} (optional fields only when given).
+func developerTools(v jinja.Value) (jinja.Value, error) {
+	if v.IsNone() {
+		return v, nil
+	}
+	if !v.IsList() {
+		return jinja.Undefined(), fmt.Errorf("tools: want an array")
+	}
+	out := make([]jinja.Value, 0, v.AsList().Len())
+	for i, t := range v.AsList().Items {
+		if !t.IsDict() {
+			return jinja.Undefined(), fmt.Errorf("tools[%d]: want an object", i)
+		}
+		if typ, ok := t.AsDict().Get("type"); !ok || !typ.IsString() || typ.AsString() != "function" {
+			return jinja.Undefined(), fmt.Errorf(`tools[%d].type: want "function"`, i)
+		}
+		fn, ok := t.AsDict().Get("function")
+		if !ok || !fn.IsDict() {
+			return jinja.Undefined(), fmt.Errorf("tools[%d].function: want an object", i)
+		}
+		if name, ok := fn.AsDict().Get("name"); !ok || !name.IsString() {
+			return jinja.Undefined(), fmt.Errorf("tools[%d].function.name: want a string", i)
+		}
+		nt := reordered(t.AsDict(), "function", "type")
+		nt.AsDict().Set("function", reordered(fn.AsDict(), "name", "description", "parameters", "strict"))
+		out = append(out, nt)
+	}
+	return jinja.NewList(out), nil
+}
+
+// reordered copies d with the given keys first, in that order (those d
+// has), then d's other keys in d's order: what pydantic makes of a dict it
+// validates against a TypedDict declaring those keys, extra keys allowed.
 func reordered(d *jinja.Dict, first ...string) jinja.Value {
 	out := jinja.NewDict()
 	for _, k := range first {
-		out.AsDict().Set(k, getOrNone(d, k))
+		if v, ok := d.Get(k); ok {
+			out.AsDict().Set(k, v)
+		}
 	}
 	for _, k := range d.Keys {
 		if !slices.Contains(first, k) {

@@ -58,6 +58,9 @@ func TestRenderFollowsVLLM(t *testing.T) {
 		{"developer messages carry their tools, task kept as a string", dump,
 			`{"messages":[{"role":"developer","content":"d","task":"t"}]}`,
 			`{"role": "developer", "content": "d", "task": "t", "tools": null}` + "\ntools=null documents=null gen=True"},
+		{"developer tools in OpenAI's declaration order", dump,
+			`{"messages":[{"role":"developer","content":"d","tools":[{"type":"function","function":{"strict":true,"parameters":{},"name":"f","x":1}}]}]}`,
+			`{"role": "developer", "content": "d", "tools": [{"function": {"name": "f", "parameters": {}, "strict": true, "x": 1}, "type": "function"}]}` + "\ntools=null documents=null gen=True"},
 		{"tools as model_dump prints them", dump,
 			`{"messages":[` + q + `],"tools":[{"function":{"strict":true,"parameters":{"type":"object"},"name":"f"},"extra":1},{"type":"function","defer_loading":true,"function":{"name":"g","description":"d"}}]}`,
 			`{"role": "user", "content": "q"}` + "\ntools=" +
@@ -121,6 +124,7 @@ func TestRefusedLikeVLLM(t *testing.T) {
 		{"tool without a name", `{"messages":[` + q + `],"tools":[{"type":"function","function":{}}]}`, "tools[0].function.name"},
 		{"tool parameters not an object", `{"messages":[` + q + `],"tools":[{"function":{"name":"f","parameters":[1]}}]}`, "tools[0].function.parameters"},
 		{"bad role", `{"messages":[{"content":"x"}]}`, "messages[0].role"},
+		{"developer tool without a name", `{"messages":[{"role":"developer","content":"d","tools":[{"type":"function","function":{}}]}]}`, "messages[0].tools[0].function.name"},
 		{"bad content", `{"messages":[{"role":"user","content":5}]}`, "messages[0].content"},
 		{"tool call without function", `{"messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function"}]}],"add_generation_prompt":false}`, "messages[0].tool_calls[0].function"},
 		{"tool call without id", `{"messages":[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":"{}"}}]}],"add_generation_prompt":false}`, "messages[0].tool_calls[0].id"},

@@ -129,7 +129,7 @@ def normalise_content(content, fmt):
 def declared_first(d, keys):
     """A dict as pydantic validates it against a TypedDict declaring keys
     (extra fields allowed, as vLLM's request model allows them)."""
-    out = {k: d[k] for k in keys}
+    out = {k: d[k] for k in keys if k in d}
     out.update((k, v) for k, v in d.items() if k not in keys)
     return out
 
@@ -164,7 +164,12 @@ def normalise_message(m, fmt):
         if isinstance(m.get(k), str):
             out[k] = m[k]
     if role == "developer":
-        out["tools"] = m.get("tools")
+        tools = m.get("tools")
+        if tools is not None:
+            fn_keys = ["name", "description", "parameters", "strict"]
+            tools = [declared_first(dict(t, function=declared_first(t["function"], fn_keys)), ["function", "type"])
+                     for t in tools]
+        out["tools"] = tools
     if "tool_calls" in out:
         if not out["tool_calls"]:
             del out["tool_calls"]
