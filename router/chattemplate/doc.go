@@ -17,7 +17,9 @@
 // implement it, and the test that pins it.
 //
 // Request JSON is decoded with its key order kept, because templates print
-// tools and tool calls with tojson and Python keeps the client's order.
+// tools, tool calls and their arguments with tojson: Python keeps the
+// client's order except where vLLM's request validation rebuilds a dict in
+// declared order (tools, tool calls), which this package reproduces.
 //
 // Public API:
 //
