@@ -25,53 +25,75 @@ import (
 // load), then look up and score with the default scheduler, over 64
 // replicas and 1,000,000 indexed blocks. p99-µs is the 99th percentile of
 // single decisions. Run it with -cpu 1 (the target is for one core).
+//
+// "first": the prompt is new to the router's routing history (the same
+// prompt every time, so its index slots stay in the core's caches);
+// "repeat": it was just routed, so the prefix scorer also walks its
+// speculative credit (Routed runs after each decision, outside the
+// timing); "rotate": 64 different prompts in turn, each cached the same
+// way, so a decision reads slots the 63 before it pushed out of the
+// core's own caches, as a router does whose prompts were last seen
+// seconds ago.
 func BenchmarkRouteDecision(b *testing.B) {
-	rb := newRouteBench(b)
-	ids, set, sched := rb.ids, rb.set, rb.sched
-	const tokens, blockSize = routeTokens, routeBlockSize
-	promptKeys := rb.promptKeys
+	cases := []struct {
+		name    string
+		prompts int
+		repeat  bool
+	}{{"first", 1, false}, {"repeat", 1, true}, {"rotate", 64, false}}
+	fleets := map[int]*routeBench{}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			rb := fleets[c.prompts]
+			if rb == nil {
+				rb = newRouteBench(b, c.prompts)
+				fleets[c.prompts] = rb
+			}
+			rb.decide(b, c.repeat)
+		})
+	}
+}
+
+// decide runs BenchmarkRouteDecision's loop over rb's prompts in turn.
+func (rb *routeBench) decide(b *testing.B, repeat bool) {
 	ctx := context.Background()
 	// The loop reuses its buffers, as the gateway reuses a pooled plan:
 	// keys, the scheduler's Request (and its scratch) and the candidates.
-	buf := make([]blockkey.Key, 0, len(promptKeys))
-	keyBuf := make([]uint64, len(promptKeys))
+	blocks := routeTokens / routeBlockSize
+	buf := make([]blockkey.Key, 0, blocks)
+	keyBuf := make([]uint64, blocks)
 	var req scheduler.Request
 	var cands []scheduler.Candidate
 	var chosen scheduler.Candidate // outside the loop: Routed's pointer escapes
-	// "first": the prompt is new to the router's routing history; "repeat":
-	// it was just routed, so the prefix scorer also walks its speculative
-	// credit (Routed runs after each decision, outside the timing).
-	for _, repeat := range []bool{false, true} {
-		b.Run(map[bool]string{false: "first", true: "repeat"}[repeat], func(b *testing.B) {
-			lat := make([]float64, 0, 1<<16)
-			cpu := make([]float64, 0, 1<<16)
-			runtime.LockOSThread() // thread CPU time is per OS thread
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			for b.Loop() {
-				cpuStart := threadCPU(b)
-				start := time.Now()
-				buf = blockkey.PromptKeys(buf[:0], "", "", ids, blockSize)
-				for i, k := range buf {
-					keyBuf[i] = uint64(k)
-				}
-				req.Reset(scheduler.Request{Model: "m", Keys: keyBuf, BlockTokens: blockSize, PromptTokens: tokens})
-				cands = set.AppendCandidates(cands[:0], "m")
-				d, err := sched.Schedule(ctx, &req, cands)
-				if err != nil || d.Chosen.CachedBlocks != len(promptKeys) {
-					b.Fatalf("decision %+v, %v; want the replica holding the whole prompt", d.Chosen, err)
-				}
-				lat = append(lat, float64(time.Since(start).Nanoseconds())/1e3)
-				cpu = append(cpu, float64(threadCPU(b)-cpuStart)/1e3)
-				if repeat {
-					chosen = d.Chosen.Candidate
-					sched.Routed(&req, &chosen)
-				}
-			}
-			reportPercentiles(b, lat, "")
-			reportPercentiles(b, cpu, "cpu-")
-		})
+	lat := make([]float64, 0, 1<<16)
+	cpu := make([]float64, 0, 1<<16)
+	runtime.LockOSThread() // thread CPU time is per OS thread
+	defer runtime.UnlockOSThread()
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		ids := rb.prompts[n%len(rb.prompts)]
+		n++
+		cpuStart := threadCPU(b)
+		start := time.Now()
+		buf = blockkey.PromptKeys(buf[:0], "", "", ids, routeBlockSize)
+		for i, k := range buf {
+			keyBuf[i] = uint64(k)
+		}
+		req.Reset(scheduler.Request{Model: "m", Keys: keyBuf, BlockTokens: routeBlockSize, PromptTokens: routeTokens})
+		cands = rb.set.AppendCandidates(cands[:0], "m")
+		d, err := rb.sched.Schedule(ctx, &req, cands)
+		if err != nil || d.Chosen.CachedBlocks != blocks {
+			b.Fatalf("decision %+v, %v; want the replica holding the whole prompt", d.Chosen, err)
+		}
+		lat = append(lat, float64(time.Since(start).Nanoseconds())/1e3)
+		cpu = append(cpu, float64(threadCPU(b)-cpuStart)/1e3)
+		if repeat {
+			chosen = d.Chosen.Candidate
+			rb.sched.Routed(&req, &chosen)
+		}
 	}
+	reportPercentiles(b, lat, "")
+	reportPercentiles(b, cpu, "cpu-")
 }
 
 // BenchmarkRouteStages splits BenchmarkRouteDecision's "first" case into
@@ -79,10 +101,10 @@ func BenchmarkRouteDecision(b *testing.B) {
 // goes: hash (the prompt's 512 keys), candidates (the replica set's
 // AppendCandidates) and schedule (index walk, scorers, picker).
 func BenchmarkRouteStages(b *testing.B) {
-	rb := newRouteBench(b)
+	rb := newRouteBench(b, 1)
 	ctx := context.Background()
-	buf := make([]blockkey.Key, 0, len(rb.promptKeys))
-	keyBuf := make([]uint64, len(rb.promptKeys))
+	buf := make([]blockkey.Key, 0, routeTokens/routeBlockSize)
+	keyBuf := make([]uint64, routeTokens/routeBlockSize)
 	var req scheduler.Request
 	var cands []scheduler.Candidate
 	stages := []string{"hash", "candidates", "schedule"}
@@ -91,7 +113,7 @@ func BenchmarkRouteStages(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	for b.Loop() {
 		t0 := time.Now()
-		buf = blockkey.PromptKeys(buf[:0], "", "", rb.ids, routeBlockSize)
+		buf = blockkey.PromptKeys(buf[:0], "", "", rb.prompts[0], routeBlockSize)
 		for i, k := range buf {
 			keyBuf[i] = uint64(k)
 		}
@@ -115,62 +137,70 @@ func BenchmarkRouteStages(b *testing.B) {
 
 // routeBench is BenchmarkRouteDecision's fleet: 64 replicas of model "m"
 // in exact mode over 1,000,000 indexed blocks, replica r holding the first
-// (r+1)/64 of the prompt's blocks, and the default scheduler.
+// (r+1)/64 of each prompt's blocks, and the default scheduler.
 type routeBench struct {
-	ids        []uint32 // the prompt's tokens
-	promptKeys []blockkey.Key
-	set        *replicas.Set
-	sched      *scheduler.Scheduler
+	prompts [][]uint32 // their tokens
+	set     *replicas.Set
+	sched   *scheduler.Scheduler
 }
 
 // The prompt's size and the fleet's block size.
 const routeTokens, routeBlockSize = 8 * 1024, 16
 
-func newRouteBench(b *testing.B) *routeBench {
-	const nReplicas, tokens, keys, blockSize = 64, routeTokens, 1_000_000, routeBlockSize
+func newRouteBench(b *testing.B, prompts int) *routeBench {
+	const nReplicas, keys = 64, 1_000_000
 	rng := rand.New(rand.NewPCG(3, 4))
-	ids := make([]uint32, tokens)
-	for i := range ids {
-		ids[i] = rng.Uint32N(150_000)
+	rb := &routeBench{}
+	var promptKeys [][]blockkey.Key
+	for range prompts {
+		ids := make([]uint32, routeTokens)
+		for i := range ids {
+			ids[i] = rng.Uint32N(150_000)
+		}
+		rb.prompts = append(rb.prompts, ids)
+		promptKeys = append(promptKeys, blockkey.PromptKeys(nil, "", "", ids, routeBlockSize))
 	}
-	promptKeys := blockkey.PromptKeys(nil, "", "", ids, blockSize)
 	models := index.NewModels(index.Options{})
-	var set *replicas.Set
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
+	sink := ingest.NewSink(models, func(id string) (string, bool) { return rb.set.ModelOf(id) }, nil)
 	tracker := scheduler.NewTracker()
-	set = replicas.New(sink, tracker, replicas.Options{})
+	rb.set = replicas.New(sink, tracker, replicas.Options{})
 	var list []replicas.Replica
 	for r := range nReplicas {
-		list = append(list, replicas.Replica{ID: fmt.Sprintf("alloc-%02d/vllm", r), Model: "m", Address: "127.0.0.1:1", BlockSize: blockSize})
+		list = append(list, replicas.Replica{ID: fmt.Sprintf("alloc-%02d/vllm", r), Model: "m", Address: "127.0.0.1:1", BlockSize: routeBlockSize})
 	}
-	set.Replace(list)
+	rb.set.Replace(list)
 	snap := &kvwire.Update{Version: kvwire.Version, Driver: "node", Epoch: 1, Snapshot: true}
-	background := make([]uint64, keys/nReplicas)
+	// Random blocks fill the index to 1,000,000 keys besides the prompts'.
+	background := make([]uint64, (keys-prompts*len(promptKeys[0]))/nReplicas)
 	for r, rep := range list {
 		for i := range background {
 			background[i] = rng.Uint64()
 		}
-		depth := len(promptKeys) * (r + 1) / nReplicas
-		prefix := make([]uint64, depth)
-		for i := range prefix {
-			prefix[i] = uint64(promptKeys[i])
+		add := append([]uint64(nil), background...)
+		for _, pk := range promptKeys {
+			for _, k := range pk[:len(pk)*(r+1)/nReplicas] {
+				add = append(add, uint64(k))
+			}
 		}
-		add := append(append([]uint64(nil), background...), prefix...)
 		snap.Replicas = append(snap.Replicas, kvwire.Replica{ID: rep.ID, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: add}}})
 	}
 	sink.ApplyUpdate(snap) // through the ingest, so every replica is in exact mode
 	if st := sink.Stats(); st.Errors != 0 {
 		b.Fatalf("ingest errors: %+v", st)
 	}
+	if got := models.For("m").Stats().Keys; got < keys*99/100 || got > keys {
+		b.Fatalf("index holds %d keys; want about %d", got, keys)
+	}
 	reg := scheduler.NewRegistry()
 	if err := scheduler.RegisterBuiltins(reg); err != nil {
 		b.Fatal(err)
 	}
-	sched, err := reg.Build(scheduler.DefaultConfig(), scheduler.Deps{Index: models, Rand: rand.NewPCG(1, 1)})
+	var err error
+	rb.sched, err = reg.Build(scheduler.DefaultConfig(), scheduler.Deps{Index: models, Rand: rand.NewPCG(1, 1)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &routeBench{ids: ids, promptKeys: promptKeys, set: set, sched: sched}
+	return rb
 }
 
 // BenchmarkHostJitter is the control for BenchmarkRouteDecision's
