@@ -17,8 +17,9 @@
 // shard's supervisor watch the owner through a pidfd and, on its death,
 // stop the engine as StopTask would (SIGTERM to its group, SIGKILL 5 s
 // later). A hard kill still leaves files: the work dir when Options.WorkDir
-// was empty (a temp dir Close would have removed), and go-plugin's socket
-// under TMPDIR.
+// was empty (a temp dir Close would have removed), and the plugin's socket
+// dir under TMPDIR (plugin/pluginhost removes it whenever it outlives the
+// plugin).
 //
 // Issue 7 asks for a real `nomad agent -dev` with the plugin when nomad is
 // on the PATH. Nomad's agent cannot be built or installed here, so the

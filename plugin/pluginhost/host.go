@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"syscall"
 
@@ -53,6 +54,7 @@ type Host struct {
 
 	client  *goplugin.Client
 	thread  *pdeathsig.Thread // the thread the plugin was forked from
+	sockets string            // the plugin's unix socket dir, removed with it
 	tracked *trackingDriver   // is Driver
 }
 
@@ -62,14 +64,21 @@ type Host struct {
 // because nobody would be left to escalate should it not stop, and the
 // plugin has nothing to save on the way out (its tasks' state is the
 // host's; with owner_pid set, its supervisors stop their engines
-// themselves).
+// themselves); nomad-driver-vllm does not even catch SIGTERM. Its gRPC
+// socket lives in a directory of the host's, removed when the plugin is
+// killed or crashes, so no socket file is left in TMPDIR either (except
+// when the host itself is killed).
 func Launch(path string, opts Options) (*Host, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
+	sockets, err := os.MkdirTemp("", "pluginhost-")
+	if err != nil {
+		return nil, fmt.Errorf("plugin socket dir: %w", err)
+	}
 	cmd := exec.Command(path, opts.Args...)
-	cmd.Env = append(cmd.Env, opts.Env...)
+	cmd.Env = append(append(cmd.Env, opts.Env...), goplugin.EnvUnixSocketDir+"="+sockets)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
 		Plugins:          plugin.Set(nil),
@@ -83,7 +92,7 @@ func Launch(path string, opts Options) (*Host, error) {
 		_, err := client.Start()
 		return err
 	})
-	h := &Host{client: client, thread: thread}
+	h := &Host{client: client, thread: thread, sockets: sockets}
 	if err != nil {
 		return h.fail(fmt.Errorf("launch plugin %s: %w", path, err))
 	}
@@ -118,11 +127,12 @@ func (h *Host) fail(err error) (*Host, error) {
 	return nil, err
 }
 
-// kill kills the plugin process if it still runs, reaps it, and waits
-// until the thread it was forked from is released.
+// kill kills the plugin process if it still runs, reaps it, waits until
+// the thread it was forked from is released, and removes its socket dir.
 func (h *Host) kill() {
 	h.client.Kill()
 	<-h.thread.Done()
+	_ = os.RemoveAll(h.sockets)
 }
 
 // Pid is the plugin process id.

@@ -332,8 +332,11 @@ func TestStartErrors(t *testing.T) {
 }
 
 // TestCrash: a SIGKILLed plugin is seen as exited and its calls fail, as
-// the Nomad client sees a crashed plugin.
+// the Nomad client sees a crashed plugin; the socket it could not remove
+// is removed by the host.
 func TestCrash(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	h := launch(t)
 	pid := h.Pid()
 	if err := h.Crash(); err != nil {
@@ -347,5 +350,8 @@ func TestCrash(t *testing.T) {
 	}
 	if _, err := h.Base.PluginInfo(ctx(t), &base.PluginInfoRequest{}); err == nil {
 		t.Error("a call to a crashed plugin succeeded")
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) > 0 {
+		t.Errorf("files left in TMPDIR: %v", left)
 	}
 }
