@@ -27,6 +27,9 @@ type adminReplica struct {
 	GPUBlocks int            `json:"gpu_blocks"`
 	CPUBlocks int            `json:"cpu_blocks"`
 	Load      scheduler.Load `json:"load"`
+	// PeerLoad is the part of Load's router-side counts that other routers
+	// reported (router/peers).
+	PeerLoad scheduler.PeerLoad `json:"peer_load"`
 }
 
 func (g *Gateway) adminReplicas(c *gin.Context) {
@@ -37,7 +40,7 @@ func (g *Gateway) adminReplicas(c *gin.Context) {
 			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
 			Mode: g.d.Replicas.Mode(r.ID), Healthy: g.d.Replicas.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
 			Draining: r.Draining, Health: r.Health, Adapters: g.d.Replicas.AdaptersOf(r.ID),
-			Load: g.d.Tracker.Load(r.ID),
+			Load: g.d.Tracker.Load(r.ID), PeerLoad: g.d.Tracker.PeerLoad(r.ID),
 		})
 	}
 	c.JSON(http.StatusOK, gin.H{"replicas": out})

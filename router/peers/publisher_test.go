@@ -63,11 +63,11 @@ func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
 
 	_, end := own.BeginPrefill("r1", 2000, 1500)
 	want := scheduler.PeerLoad{InFlight: 1, InFlightTokens: 2000, PrefillTokens: 1500}
-	poll.Until(t, "b to count a's request", func() bool { return b.tracker.Load("r1").Peers == want })
+	poll.Until(t, "b to count a's request", func() bool { return b.tracker.PeerLoad("r1") == want })
 
 	// A peer that joins later gets the current load without a change.
 	ts.set(Target{ID: "b", URL: b.srv.URL}, Target{ID: "c", URL: c.srv.URL}, Target{ID: "d", URL: bad.srv.URL})
-	poll.Until(t, "c, joining later, to count a's request", func() bool { return c.tracker.Load("r1").Peers == want })
+	poll.Until(t, "c, joining later, to count a's request", func() bool { return c.tracker.PeerLoad("r1") == want })
 
 	end()
 	poll.Until(t, "b and c to see the request end", func() bool {

@@ -27,11 +27,15 @@ type tracked struct {
 // plus the peers'.
 func (e *tracked) load() Load {
 	l := e.own
-	l.InFlight += e.peer.InFlight
-	l.InFlightTokens += e.peer.InFlightTokens
-	l.PrefillTokens += e.peer.PrefillTokens
-	l.Peers = e.peer
+	l.addPeer(&e.peer)
 	return l
+}
+
+// addPeer adds what peers report to l's router-side counts.
+func (l *Load) addPeer(p *PeerLoad) {
+	l.InFlight += p.InFlight
+	l.InFlightTokens += p.InFlightTokens
+	l.PrefillTokens += p.PrefillTokens
 }
 
 // NewTracker returns an empty tracker.
@@ -126,10 +130,21 @@ func (t *Tracker) loadLocked(replica string) Load {
 	if e := t.load[replica]; e != nil {
 		return e.load()
 	}
+	var l Load
 	if p, ok := t.peers[replica]; ok {
-		return (&tracked{peer: p}).load()
+		l.addPeer(&p)
 	}
-	return Load{}
+	return l
+}
+
+// PeerLoad is the part of replica's Load that its peers report.
+func (t *Tracker) PeerLoad(replica string) PeerLoad {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.load[replica]; e != nil {
+		return e.peer
+	}
+	return t.peers[replica]
 }
 
 // FillLoads sets each candidate's Load to its replica's current load (zero
@@ -138,7 +153,19 @@ func (t *Tracker) FillLoads(cands []Candidate) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i := range cands {
-		cands[i].Load = t.loadLocked(cands[i].ID)
+		// loadLocked's cases, written out: this runs for every candidate
+		// of every request.
+		switch e := t.load[cands[i].ID]; {
+		case e != nil:
+			cands[i].Load = e.own
+			if p := &e.peer; *p != (PeerLoad{}) {
+				cands[i].Load.addPeer(p)
+			}
+		case len(t.peers) == 0:
+			cands[i].Load = Load{}
+		default:
+			cands[i].Load = t.loadLocked(cands[i].ID)
+		}
 	}
 }
 

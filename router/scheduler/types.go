@@ -49,7 +49,7 @@ func (r *Request) historyKeys() []uint64 {
 }
 
 // Load is a replica's current load: router-side counts (this router's and
-// its peers', see Peers) plus what the replica's /metrics reported last.
+// its peers', see PeerLoad) plus what the replica's /metrics reported last.
 type Load struct {
 	InFlight       int     // requests the routers have in flight to it
 	InFlightTokens int     // their prompt tokens
@@ -61,15 +61,13 @@ type Load struct {
 	// routers' requests in flight to the replica that the replica has not
 	// answered yet: the prefill queued ahead of a new request.
 	PrefillTokens int
-
-	// Peers is the part of InFlight, InFlightTokens and PrefillTokens that
-	// the other routers reported (router/peers): the counts above are the
-	// fleet's, so routers behind one name do not all pick the same idle
-	// replica in the second before its engine metrics show the burst.
-	Peers PeerLoad
 }
 
-// PeerLoad is the router-side load other routers report on a replica.
+// PeerLoad is the router-side load other routers report on a replica
+// (router/peers). The Tracker adds it into Load's InFlight,
+// InFlightTokens and PrefillTokens, which are therefore the fleet's
+// counts: routers behind one name do not all pick the same idle replica in
+// the second before its engine metrics show the burst.
 type PeerLoad struct {
 	InFlight       int
 	InFlightTokens int

@@ -74,9 +74,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			healthy = "false"
 		}
 		gauge(descReplica, 1, r.ID, r.Model, string(mode), healthy)
-		l := s.tracker.Load(r.ID)
-		gauge(descInFlight, float64(l.InFlight-l.Peers.InFlight), r.ID)
-		gauge(descPeerInFlight, float64(l.Peers.InFlight), r.ID)
+		l, peer := s.tracker.Load(r.ID), s.tracker.PeerLoad(r.ID)
+		gauge(descInFlight, float64(l.InFlight-peer.InFlight), r.ID)
+		gauge(descPeerInFlight, float64(peer.InFlight), r.ID)
 		gauge(descWaiting, l.Waiting, r.ID)
 		gauge(descKVUsage, l.KVUsage, r.ID)
 		missing := 0.0
