@@ -248,14 +248,30 @@ const writeGroup = 32
 func (ix *Index) touchGroup(keys []uint64) { ix.sink += ix.touchKeys(keys) }
 
 // touchKeys loads the home slot of each key; the sum only keeps the loads
-// from being dropped.
+// from being dropped. It finds a batch's slots first (through each shard's
+// slot array, whose lines stay cached) and only then loads them: a loop
+// doing both per key made each slot's load wait behind its own address
+// chain, and the misses of a batch overlapped less
+// (BenchmarkRouteDecision/rotate was 11-21% slower at p50; with the
+// prompt's slots cached, no difference).
 func (ix *Index) touchKeys(keys []uint64) uint64 {
 	var sum uint64
-	for _, k := range keys {
-		sum += ix.shard(k).touch(k)
+	var slots [touchBatch]*slot
+	for len(keys) > 0 {
+		g := keys[:min(len(keys), touchBatch)]
+		keys = keys[len(g):]
+		for i, k := range g {
+			slots[i] = ix.shard(k).home(k)
+		}
+		for _, s := range slots[:len(g)] {
+			sum += s.key.Load()
+		}
 	}
 	return sum
 }
+
+// touchBatch bounds touchKeys' batch; readGroup and writeGroup fit in one.
+const touchBatch = 32
 
 // change runs fn on each key inside its shard's write bracket, touching
 // the keys a group at a time first (see writeGroup). fn must not call out

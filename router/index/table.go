@@ -54,12 +54,13 @@ func (sh *shard) get(k uint64) entry {
 	}
 }
 
-// touch loads the first slot k probes, so that the cache miss of a later
-// get or ref overlaps with others: callers touch a few keys ahead of the
-// one they work on. The result only keeps the load from being dropped.
-func (sh *shard) touch(k uint64) uint64 {
+// home is the first slot k probes, for Index.touchKeys: loading it ahead
+// makes the cache miss of a later get or ref overlap with others. Outside
+// the counter's bracket it may be a slot of an array a writer is about to
+// replace; only a later probe's result counts.
+func (sh *shard) home(k uint64) *slot {
 	a := sh.t.arr.Load()
-	return a.s[a.home(k)].key.Load()
+	return &a.s[a.home(k)]
 }
 
 // begin and end bracket a writer's change to the shard.
