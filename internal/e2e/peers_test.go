@@ -23,7 +23,9 @@ import (
 // other what they have in flight, so a request held open through router A
 // steers router B's next requests to the other replica, before any engine
 // scrape could show it (B never scrapes after its first round), and stops
-// counting once it ends.
+// counting once it ends. A registers itself; B is registered for it, as
+// Nomad registers the routers of jobs/llmgw-router.nomad.hcl, and finds
+// itself among the instances by its address and ingest port.
 func TestRoutersShareTheirLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul and vllm-sim processes")
@@ -42,17 +44,30 @@ func TestRoutersShareTheirLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	start := func(scrape time.Duration) string {
+	start := func(scrape time.Duration, register bool) string {
 		c := routerConfig(token)
-		c.Consul.Address, c.Consul.Services, c.Consul.Register = agent.Addr, []string{"vllm"}, true
+		c.Consul.Address, c.Consul.Services, c.Consul.Register = agent.Addr, []string{"vllm"}, register
 		c.Consul.CheckInterval = time.Second
 		c.PeerInterval = 20 * time.Millisecond
 		c.ScrapeInterval = scrape
 		r := startRouter(t, c)
 		poll.Until(t, "two replicas from consul", func() bool { return len(r.Replicas().ForModel(model)) == 2 })
+		if !register {
+			host, port, _ := net.SplitHostPort(r.Addr())
+			_, ingest, _ := net.SplitHostPort(r.IngestAddr())
+			p, _ := strconv.Atoi(port)
+			err := agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
+				ID: "nomad-router-b", Name: consul.RouterService, Address: host, Port: p,
+				Meta:  map[string]string{consul.MetaIngestPort: ingest},
+				Check: &api.AgentServiceCheck{HTTP: "http://" + r.Addr() + "/health", Interval: "1s"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 		return r.Addr()
 	}
-	a, b := start(200*time.Millisecond), start(time.Hour)
+	a, b := start(200*time.Millisecond, true), start(time.Hour, false)
 	for _, r := range []string{a, b} {
 		waitMetrics(t, r, "llmgw_peer_routers 1")
 	}
@@ -89,6 +104,11 @@ func TestRoutersShareTheirLoad(t *testing.T) {
 
 	cancel() // the client goes away: A's request ends, and B hears of it
 	waitMetrics(t, b, fmt.Sprintf(`llmgw_replica_peer_in_flight{replica=%q} 0`, busy))
+	// Neither router posted to itself: each told itself apart from its
+	// peer in Consul, by service id (A) or by address and port (B).
+	for _, r := range []string{a, b} {
+		waitMetrics(t, r, `llmgw_peer_load_messages_total{result="own"} 0`)
+	}
 }
 
 // waitMetrics polls a router's /metrics until every line in want appears.

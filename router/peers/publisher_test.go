@@ -73,8 +73,8 @@ func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
 	poll.Until(t, "b and c to see the request end", func() bool {
 		return b.tracker.Load("r1") == (scheduler.Load{}) && c.tracker.Load("r1") == (scheduler.Load{})
 	})
-	if acc, rej, _ := bad.table.Stats(); acc != 0 || rej == 0 {
-		t.Fatalf("the peer with another token accepted %d and rejected %d messages; want 0 and some", acc, rej)
+	if st := bad.table.Stats(); st.Accepted != 0 || st.Rejected == 0 {
+		t.Fatalf("the peer with another token counted %+v; want none accepted and some rejected", st)
 	}
 	if bad.tracker.Load("r1") != (scheduler.Load{}) {
 		t.Fatal("a peer that refused the token counted the load")

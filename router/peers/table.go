@@ -32,7 +32,7 @@ type Table struct {
 	mu    sync.Mutex
 	peers map[string]*report
 
-	accepted, rejected, stale atomic.Uint64
+	accepted, rejected, stale, own atomic.Uint64
 }
 
 type report struct {
@@ -63,6 +63,7 @@ func (t *Table) Self() string { return t.self }
 // from that peer, or the router's own.
 func (t *Table) Put(m Message) bool {
 	if m.Router == t.self {
+		t.own.Add(1)
 		return false
 	}
 	t.mu.Lock()
@@ -103,10 +104,20 @@ func (t *Table) Peers() int {
 	return len(t.peers)
 }
 
-// Stats counts messages: accepted, rejected (bad token or malformed) and
-// stale (older than one already held).
-func (t *Table) Stats() (accepted, rejected, stale uint64) {
-	return t.accepted.Load(), t.rejected.Load(), t.stale.Load()
+// Stats counts messages by result.
+type Stats struct {
+	Accepted uint64
+	Rejected uint64 // a bad token or a malformed message
+	Stale    uint64 // older than one already held from the same peer
+	// Own counts the router's own messages, sent to itself: its publisher
+	// did not recognise itself among the Consul instances (an advertised
+	// address that differs from the registered one).
+	Own uint64
+}
+
+// Stats returns the message counts.
+func (t *Table) Stats() Stats {
+	return Stats{Accepted: t.accepted.Load(), Rejected: t.rejected.Load(), Stale: t.stale.Load(), Own: t.own.Load()}
 }
 
 func (t *Table) publishLocked() {

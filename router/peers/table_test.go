@@ -57,6 +57,9 @@ func TestTableSumsPeersIntoTheTracker(t *testing.T) {
 	if tab.Put(msg("r2", 4, Replica{ID: "b", InFlight: 9})) || tab.Put(msg("self", 99, Replica{ID: "b", InFlight: 9})) {
 		t.Fatal("Put accepted a stale message or the router's own")
 	}
+	if st := tab.Stats(); st.Stale != 1 || st.Own != 1 {
+		t.Fatalf("stats %+v; want one stale message and one of the router's own", st)
+	}
 	if got := tr.Load("b").InFlight; got != 0 {
 		t.Fatalf("b's in flight = %d after a stale message; want 0", got)
 	}
@@ -135,8 +138,8 @@ func TestTableServeHTTP(t *testing.T) {
 	if got := tr.Load("a").InFlight; got != 2 {
 		t.Fatalf("in flight on a = %d after the accepted message; want 2", got)
 	}
-	if acc, rej, _ := tab.Stats(); acc != 1 || rej != 5 {
-		t.Fatalf("stats accepted %d rejected %d; want 1 and 5", acc, rej)
+	if st := tab.Stats(); st.Accepted != 1 || st.Rejected != 5 {
+		t.Fatalf("stats %+v; want 1 accepted and 5 rejected", st)
 	}
 }
 

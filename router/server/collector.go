@@ -17,7 +17,7 @@ var (
 	descPeers = prometheus.NewDesc("llmgw_peer_routers",
 		"Other routers whose load reports this router holds (reported within the peer expiry).", nil, nil)
 	descPeerMessages = prometheus.NewDesc("llmgw_peer_load_messages_total",
-		"Peer load messages by result: accepted, rejected (bad token or malformed), stale (older than one held).", []string{"result"}, nil)
+		"Peer load messages by result: accepted, rejected (bad token or malformed), stale (older than one held), own (the router's own: it did not recognise itself among the Consul instances).", []string{"result"}, nil)
 	descWaiting = prometheus.NewDesc("llmgw_replica_waiting",
 		"vllm:num_requests_waiting last scraped from each replica.", []string{"replica"}, nil)
 	descKVUsage = prometheus.NewDesc("llmgw_replica_kv_usage",
@@ -107,8 +107,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descPendingKeys, float64(is.PendingKeys))
 	if s.peerTable != nil {
 		gauge(descPeers, float64(s.peerTable.Peers()))
-		acc, rej, stale := s.peerTable.Stats()
-		for result, v := range map[string]uint64{"accepted": acc, "rejected": rej, "stale": stale} {
+		st := s.peerTable.Stats()
+		for result, v := range map[string]uint64{"accepted": st.Accepted, "rejected": st.Rejected, "stale": st.Stale, "own": st.Own} {
 			ch <- prometheus.MustNewConstMetric(descPeerMessages, prometheus.CounterValue, float64(v), result)
 		}
 	}

@@ -38,8 +38,10 @@ func (s *Server) startPeerTable(ctx context.Context) error {
 }
 
 // startPublisher sends this router's load to every other router Consul
-// lists. It needs the router's own registration (svcID) to leave itself
-// out; without Consul there are no peers to find.
+// lists. It leaves itself out by its service id when it registered itself
+// (svcID), else by its advertised address and ingest port, as Nomad
+// registers it (jobs/llmgw-router.nomad.hcl); a message that reaches the
+// router itself all the same is ignored by its table, and counted.
 func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 	if s.peerTable == nil {
 		return nil
@@ -53,12 +55,15 @@ func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 		return fmt.Errorf("watch %s in consul: %w", consul.RouterService, err)
 	}
 	s.routerWatch = w
-	self := "/" + svcID
+	addr, ingest := s.advertised(), port(s.ingestLn)
+	self := func(r consul.Router) bool {
+		return svcID != "" && strings.HasSuffix(r.ID, "/"+svcID) || r.Address == addr && r.IngestPort == ingest
+	}
 	targets := func() []peers.Target {
 		rs, _ := w.Current()
 		out := make([]peers.Target, 0, len(rs))
 		for _, r := range rs {
-			if !strings.HasSuffix(r.ID, self) {
+			if !self(r) {
 				out = append(out, peers.Target{ID: r.ID, URL: "http://" + net.JoinHostPort(r.Address, strconv.Itoa(r.IngestPort))})
 			}
 		}

@@ -174,8 +174,14 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 			}
 		})
 	}
+	var svcID string
 	if cfg.Consul.Register {
-		if err := s.register(ctx); err != nil {
+		if svcID, err = s.register(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Consul.Address != "" {
+		if err := s.startPublisher(ctx, svcID); err != nil {
 			return nil, err
 		}
 	}
@@ -256,19 +262,26 @@ func (s *Server) startReplicas(ctx context.Context) error {
 	return nil
 }
 
-func (s *Server) register(ctx context.Context) error {
+// advertised is the address this router is reached at: the configured
+// one, else its API listener's host (127.0.0.1 for an unspecified one).
+func (s *Server) advertised() string {
+	if s.cfg.AdvertiseAddress != "" {
+		return s.cfg.AdvertiseAddress
+	}
+	host, _, _ := net.SplitHostPort(s.apiLn.Addr().String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return host
+}
+
+// register registers the router in Consul and returns its service id.
+func (s *Server) register(ctx context.Context) (string, error) {
 	client, err := s.consulClient()
 	if err != nil {
-		return err
+		return "", err
 	}
-	addr := s.cfg.AdvertiseAddress
-	if addr == "" {
-		host, _, _ := net.SplitHostPort(s.apiLn.Addr().String())
-		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-			host = "127.0.0.1"
-		}
-		addr = host
-	}
+	addr := s.advertised()
 	id := s.cfg.Consul.ServiceID
 	if id == "" {
 		id = "llmgw-router-" + net.JoinHostPort(addr, strconv.Itoa(port(s.apiLn)))
@@ -278,9 +291,9 @@ func (s *Server) register(ctx context.Context) error {
 	svc.Check.DeregisterAfter = time.Minute
 	s.registration, err = consul.Register(ctx, client, svc)
 	if err != nil {
-		return fmt.Errorf("register in consul: %w", err)
+		return "", fmt.Errorf("register in consul: %w", err)
 	}
-	return s.startPublisher(ctx, id)
+	return id, nil
 }
 
 func port(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
