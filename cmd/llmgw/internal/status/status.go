@@ -51,12 +51,17 @@ type replica struct {
 	KVEvents  bool     `json:"kv_events"`
 	GPUBlocks int      `json:"gpu_blocks"`
 	CPUBlocks int      `json:"cpu_blocks"`
-	Load      struct {
+	// Load's InFlight counts every router's requests; PeerLoad says how
+	// many of them the router's peers reported (router/peers).
+	Load struct {
 		InFlight int
 		Waiting  float64
 		Running  float64
 		KVUsage  float64
 	} `json:"load"`
+	PeerLoad struct {
+		InFlight int
+	} `json:"peer_load"`
 }
 
 // Run prints the fleet as each router sees it. It fails when no router is
@@ -146,11 +151,11 @@ func fetch(ctx context.Context, client *http.Client, addr string) ([]replica, er
 func printRouter(w io.Writer, router string, replicas []replica) error {
 	fmt.Fprintf(w, "router %s: %d replicas\n", router, len(replicas))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  REPLICA\tMODEL\tMODE\tHEALTHY\tCONSUL\tDRAINING\tKV EVENTS\tGPU BLOCKS\tCPU BLOCKS\tIN FLIGHT\tRUNNING\tWAITING\tKV USAGE\tADAPTERS")
+	fmt.Fprintln(tw, "  REPLICA\tMODEL\tMODE\tHEALTHY\tCONSUL\tDRAINING\tKV EVENTS\tGPU BLOCKS\tCPU BLOCKS\tIN FLIGHT\tBY PEERS\tRUNNING\tWAITING\tKV USAGE\tADAPTERS")
 	for _, r := range replicas {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\t%s\t%t\t%t\t%d\t%d\t%d\t%g\t%g\t%.0f%%\t%s\n", r.ID, r.Model, r.Mode, r.Healthy,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\t%s\t%t\t%t\t%d\t%d\t%d\t%d\t%g\t%g\t%.0f%%\t%s\n", r.ID, r.Model, r.Mode, r.Healthy,
 			orDash(r.Health), r.Draining, r.KVEvents,
-			r.GPUBlocks, r.CPUBlocks, r.Load.InFlight, r.Load.Running, r.Load.Waiting, r.Load.KVUsage*100, orDash(strings.Join(r.Adapters, ",")))
+			r.GPUBlocks, r.CPUBlocks, r.Load.InFlight, r.PeerLoad.InFlight, r.Load.Running, r.Load.Waiting, r.Load.KVUsage*100, orDash(strings.Join(r.Adapters, ",")))
 	}
 	return tw.Flush()
 }

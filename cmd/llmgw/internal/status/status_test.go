@@ -73,8 +73,10 @@ const (
 	colModel    = 1
 	colConsul   = 4
 	colDraining = 5
-	colAdapters = 13
-	columns     = 14
+	colInFlight = 9
+	colByPeers  = 10
+	colAdapters = 14
+	columns     = 15
 )
 
 // rows splits Run's output into each replica's fields, by replica id.
@@ -107,8 +109,8 @@ func TestStatusFromConsul(t *testing.T) {
 	}
 	r := startRouter(t, agent.Addr)
 	want := map[string][]string{
-		"alloc-1/sim": {colConsul: "-", colDraining: "false", colAdapters: "sql"},
-		"alloc-2/sim": {colConsul: "warning", colDraining: "true", colAdapters: "-"},
+		"alloc-1/sim": {colConsul: "-", colDraining: "false", colInFlight: "0", colByPeers: "0", colAdapters: "sql"},
+		"alloc-2/sim": {colConsul: "warning", colDraining: "true", colInFlight: "0", colByPeers: "0", colAdapters: "-"},
 	}
 	var out bytes.Buffer
 	// The router is found once its health check passes, and the adapter
