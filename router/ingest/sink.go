@@ -73,7 +73,13 @@ type Sink struct {
 	// synced is the set of owner's replicas as of the end of the last
 	// update or drop, replaced whole, so that Synced (on every request's
 	// path) never waits for an update holding mu.
-	synced atomic.Pointer[map[string]bool]
+	synced atomic.Pointer[syncedSet]
+}
+
+// syncedSet is one published set of synced replicas, numbered.
+type syncedSet struct {
+	gen uint64
+	ids map[string]bool
 }
 
 // NewSink returns a Sink writing into models, with the default bounds.
@@ -264,27 +270,41 @@ func (s *Sink) Joined(replica string) []string {
 // which makes the replica's routing mode exact.
 // It takes no lock: an update being applied does not delay it.
 func (s *Sink) Synced(replica string) bool {
-	m := s.synced.Load()
-	return m != nil && (*m)[replica]
+	v := s.synced.Load()
+	return v != nil && v.ids[replica]
+}
+
+// SyncedGeneration changes whenever the set of synced replicas does: a
+// caller may keep what it derived from Synced while it stays the same
+// (the replica set keeps its candidates' modes this way).
+func (s *Sink) SyncedGeneration() uint64 {
+	if v := s.synced.Load(); v != nil {
+		return v.gen
+	}
+	return 0
 }
 
 // publishSynced makes synced match owner's replicas, copying only when
 // they changed. Called with mu held.
 func (s *Sink) publishSynced() {
-	if cur := s.synced.Load(); cur != nil && len(*cur) == len(s.owner) {
+	cur := s.synced.Load()
+	if cur != nil && len(cur.ids) == len(s.owner) {
 		same := true
 		for id := range s.owner {
-			same = same && (*cur)[id]
+			same = same && cur.ids[id]
 		}
 		if same {
 			return
 		}
 	}
-	m := make(map[string]bool, len(s.owner))
-	for id := range s.owner {
-		m[id] = true
+	next := &syncedSet{gen: 1, ids: make(map[string]bool, len(s.owner))}
+	if cur != nil {
+		next.gen = cur.gen + 1
 	}
-	s.synced.Store(&m)
+	for id := range s.owner {
+		next.ids[id] = true
+	}
+	s.synced.Store(next)
 }
 
 // BlockSize is the block size drivers report for replica (0: unknown).

@@ -24,7 +24,8 @@ func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []schedu
 	now := s.opts.Now()
 	s.mu.RLock()
 	rs := s.forModelLocked(model)
-	dst = append(dst, s.templates.of(model, rs)...)
+	tp := s.templates.of(model, rs)
+	dst = append(dst, tp.cands...)
 	out := dst[start:]
 	if len(s.breakers) > 0 {
 		for i := range out {
@@ -34,11 +35,36 @@ func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []schedu
 		}
 	}
 	s.mu.RUnlock()
-	for i := range out {
-		out[i].Mode = s.Mode(out[i].ID)
-	}
+	tp.fillModes(out, s)
 	s.tracker.FillLoads(out)
 	return dst
+}
+
+// modes are a template's candidates' routing modes as of one generation of
+// the KV state's synced set.
+type modes struct {
+	gen   uint64
+	modes []scheduler.Mode
+}
+
+// fillModes sets each candidate's mode, asking the KV state only when its
+// synced set changed since the template last did: 64 lookups by name on
+// every request cost about a microsecond, and the set changes only when a
+// replica's KV events start or stop.
+func (tp *template) fillModes(out []scheduler.Candidate, s *Set) {
+	gen := s.kv.SyncedGeneration()
+	if m := tp.modes.Load(); m != nil && m.gen == gen && len(m.modes) == len(out) {
+		for i := range out {
+			out[i].Mode = m.modes[i]
+		}
+		return
+	}
+	m := &modes{gen: gen, modes: make([]scheduler.Mode, len(out))}
+	for i := range out {
+		out[i].Mode = s.Mode(out[i].ID)
+		m.modes[i] = out[i].Mode
+	}
+	tp.modes.Store(m)
 }
 
 // templates keeps, per model (or adapter) name, the candidates of its
@@ -54,15 +80,17 @@ type templates struct {
 type template struct {
 	from  []Replica // the list the candidates were built from
 	cands []scheduler.Candidate
+	modes atomic.Pointer[modes] // the candidates' modes, see fillModes
 }
 
-// of returns the candidates of rs, model's current replica list: healthy,
-// in no particular mode, with no load (AppendCandidates fills those in).
-// The result is shared: callers copy it.
-func (t *templates) of(model string, rs []Replica) []scheduler.Candidate {
+// of returns the template of rs, model's current replica list: its
+// candidates are healthy, in no particular mode, with no load
+// (AppendCandidates fills those in). The template is shared: callers copy
+// its candidates.
+func (t *templates) of(model string, rs []Replica) *template {
 	if m := t.m.Load(); m != nil {
 		if tp := (*m)[model]; tp != nil && sameList(tp.from, rs) {
-			return tp.cands
+			return tp
 		}
 	}
 	tp := &template{from: rs, cands: make([]scheduler.Candidate, len(rs))}
@@ -80,7 +108,7 @@ func (t *templates) of(model string, rs []Replica) []scheduler.Candidate {
 		}
 	}
 	t.m.Store(&next)
-	return tp.cands
+	return tp
 }
 
 // maxTemplates bounds the templates kept (request model names are client

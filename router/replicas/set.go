@@ -39,6 +39,8 @@ type Replica struct {
 // drivers that must be asked for a snapshot instead.
 type KVState interface {
 	Synced(replica string) bool
+	// SyncedGeneration changes whenever Synced's answers may have.
+	SyncedGeneration() uint64
 	Drop(replica string)
 	Joined(replica string) []string
 }
