@@ -197,8 +197,9 @@ type errStatus struct {
 
 func (e *errStatus) Error() string { return e.msg }
 
-// decide parses, hashes and schedules one request.
-func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, session string) (*plan, *errStatus) {
+// decide parses, hashes and schedules one request, ranking at most
+// fallbacks replicas after the chosen one (0: all of them).
+func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, session string, fallbacks int) (*plan, *errStatus) {
 	start := time.Now()
 	req, err := openai.Parse(kind, body)
 	if err != nil {
@@ -227,7 +228,8 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	}
 	p := g.getPlan()
 	p.req, p.prompt = req, res
-	p.sreq.Reset(scheduler.Request{Model: base, Keys: res.Keys, ApproxKeys: res.ApproxKeys, BlockTokens: blockSize, PromptTokens: res.Tokens, SessionID: session})
+	p.sreq.Reset(scheduler.Request{Model: base, Keys: res.Keys, ApproxKeys: res.ApproxKeys, BlockTokens: blockSize, PromptTokens: res.Tokens, SessionID: session,
+		Fallbacks: fallbacks})
 	if res.Keys == nil {
 		p.sreq.BlockTokens = prompt.TextChunk / 4 // about four bytes per token
 	}
@@ -259,6 +261,10 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	return p, nil
 }
 
+// fallbackSpare is how many fallbacks a decision ranks beyond the
+// attempts: attempts skips replicas that left the set since the decision.
+const fallbackSpare = 2
+
 func (g *Gateway) attempts(d scheduler.Decision) []attempt {
 	ranked := append([]scheduler.Ranked{d.Chosen}, d.Fallbacks...)
 	out := make([]attempt, 0, min(len(ranked), g.d.Attempts))
@@ -285,7 +291,7 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			status = c.Writer.Status()
 			return
 		}
-		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader))
+		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader), g.d.Attempts-1+fallbackSpare)
 		if es != nil {
 			status = es.code
 			openai.WriteError(c.Writer, es.code, es.msg)

@@ -79,7 +79,7 @@ func (rb *routeBench) decide(b *testing.B, repeat bool) {
 		for i, k := range buf {
 			keyBuf[i] = uint64(k)
 		}
-		req.Reset(scheduler.Request{Model: "m", Keys: keyBuf, BlockTokens: routeBlockSize, PromptTokens: routeTokens})
+		req.Reset(scheduler.Request{Model: "m", Keys: keyBuf, BlockTokens: routeBlockSize, PromptTokens: routeTokens, Fallbacks: routeFallbacks})
 		cands = rb.set.AppendCandidates(cands[:0], "m")
 		d, err := rb.sched.Schedule(ctx, &req, cands)
 		if err != nil || d.Chosen.CachedBlocks != blocks {
@@ -120,7 +120,7 @@ func BenchmarkRouteStages(b *testing.B) {
 		t1 := time.Now()
 		cands = rb.set.AppendCandidates(cands[:0], "m")
 		t2 := time.Now()
-		req.Reset(scheduler.Request{Model: "m", Keys: keyBuf, BlockTokens: routeBlockSize, PromptTokens: routeTokens})
+		req.Reset(scheduler.Request{Model: "m", Keys: keyBuf, BlockTokens: routeBlockSize, PromptTokens: routeTokens, Fallbacks: routeFallbacks})
 		if _, err := rb.sched.Schedule(ctx, &req, cands); err != nil {
 			b.Fatal(err)
 		}
@@ -146,6 +146,10 @@ type routeBench struct {
 
 // The prompt's size and the fleet's block size.
 const routeTokens, routeBlockSize = 8 * 1024, 16
+
+// routeFallbacks is what the gateway asks the scheduler to rank besides
+// its choice with the default three attempts.
+const routeFallbacks = 3 - 1 + fallbackSpare
 
 func newRouteBench(b *testing.B, prompts int) *routeBench {
 	const nReplicas, keys = 64, 1_000_000

@@ -50,6 +50,31 @@ func TestResetRequestDecidesAlike(t *testing.T) {
 	}
 }
 
+// TestFallbacksCapped: a Request that asks for k fallbacks gets the first
+// k of the full list, with the same chosen replica and scores.
+func TestFallbacksCapped(t *testing.T) {
+	prompt := keys(1, 64)
+	e := newEnv(t, DefaultConfig())
+	cands := reuseFleet(t, e, prompt)
+	for k := 1; k <= 9; k++ {
+		full, err := e.s.Schedule(t.Context(), &Request{Model: "m", Keys: prompt, BlockTokens: 16}, cands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		capped, err := e.s.Schedule(t.Context(), &Request{Model: "m", Keys: prompt, BlockTokens: 16, Fallbacks: k}, cands)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := full.Fallbacks[:min(k, len(full.Fallbacks))]
+		if d := cmp.Diff(full.Chosen, capped.Chosen); d != "" {
+			t.Fatalf("k %d: chosen differs (-full +capped):\n%s", k, d)
+		}
+		if d := cmp.Diff(want, capped.Fallbacks); d != "" {
+			t.Fatalf("k %d: fallbacks are not the full list's first k (-want +got):\n%s", k, d)
+		}
+	}
+}
+
 // TestScheduleReusedRequestAllocatesNothing: the decision path allocates
 // nothing once a reused Request holds its scratch memory (GC pauses are
 // what a router's p99 is made of).

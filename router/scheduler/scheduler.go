@@ -78,7 +78,8 @@ type Ranked struct {
 // Decision is the outcome of scheduling one request.
 type Decision struct {
 	// Chosen is the picker's choice; Fallbacks the others, best first, for
-	// retries on connect failure or overload.
+	// retries on connect failure or overload (at most Request.Fallbacks of
+	// them when that is set).
 	Chosen    Ranked
 	Fallbacks []Ranked
 	// Scorers names the scorers, in the order of Ranked.Scores.
@@ -170,9 +171,14 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 			order = append(order, j)
 		}
 	}
-	c.sortKeys = rankOrder(order, totals, c.sortKeys)
+	if k := req.Fallbacks; k > 0 && k < len(order) {
+		c.sortKeys = topOrder(order, totals, k, c.sortKeys)
+		order = order[:k]
+	} else {
+		c.sortKeys = rankOrder(order, totals, c.sortKeys)
+	}
 	c.order = order
-	c.ranked = resize(c.ranked, len(live))
+	c.ranked = resize(c.ranked, len(order)+1)
 	ranked := c.ranked
 	rank := func(r *Ranked, j int) {
 		*r = Ranked{Candidate: live[j], Total: totals[j], Scores: per[j*ns : (j+1)*ns : (j+1)*ns]}
@@ -210,6 +216,36 @@ func rankOrder(order []int, totals []float64, keys []uint64) []uint64 {
 	slices.Sort(keys)
 	for i, k := range keys {
 		order[i] = int(k & 63)
+	}
+	return keys
+}
+
+// topOrder puts in order[:k] the first k positions rankOrder would sort
+// to the front, in that order, using keys as scratch and returning it: a
+// caller that needs three fallbacks of 63 candidates should not sort them
+// all. Past 64 candidates it sorts.
+func topOrder(order []int, totals []float64, k int, keys []uint64) []uint64 {
+	if len(totals) > 64 {
+		return rankOrder(order, totals, keys)
+	}
+	// The k smallest of rankOrder's integer keys, kept sorted by insertion.
+	keys = keys[:0]
+	for _, j := range order {
+		key := ^math.Float64bits(totals[j])&^63 | uint64(j)
+		if len(keys) == k && key >= keys[k-1] {
+			continue
+		}
+		if len(keys) < k {
+			keys = append(keys, key)
+		} else {
+			keys[k-1] = key
+		}
+		for i := len(keys) - 1; i > 0 && keys[i] < keys[i-1]; i-- {
+			keys[i], keys[i-1] = keys[i-1], keys[i]
+		}
+	}
+	for i, key := range keys {
+		order[i] = int(key & 63)
 	}
 	return keys
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -286,6 +287,38 @@ func TestConcurrentScheduling(t *testing.T) {
 	for g := 0; g < 8; g++ {
 		if err := <-done; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestTopOrderIsRankOrdersPrefix: the k fallbacks topOrder picks are
+// rankOrder's first k, in its order, ties (equal totals) included, for
+// candidate counts on both sides of its 64-candidate fast path.
+func TestTopOrderIsRankOrdersPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(80)
+		totals := make([]float64, n)
+		for i := range totals {
+			totals[i] = float64(rng.IntN(6)) / 4 // few values: many ties
+		}
+		pick := rng.IntN(n)
+		var order []int
+		for j := range n {
+			if j != pick {
+				order = append(order, j)
+			}
+		}
+		if len(order) == 0 {
+			continue
+		}
+		k := 1 + rng.IntN(len(order))
+		full := slices.Clone(order)
+		rankOrder(full, totals, nil)
+		top := slices.Clone(order)
+		topOrder(top, totals, k, nil)
+		if !slices.Equal(top[:k], full[:k]) {
+			t.Fatalf("trial %d (n %d, k %d): topOrder %v; rankOrder's first k %v", trial, n, k, top[:k], full[:k])
 		}
 	}
 }

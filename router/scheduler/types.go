@@ -27,6 +27,10 @@ type Request struct {
 	PromptTokens int
 	// SessionID comes from the session header; empty when absent.
 	SessionID string
+	// Fallbacks caps how many fallbacks a Decision lists, for a caller
+	// that will try only so many replicas (the gateway's attempts); 0
+	// lists every other candidate (the explain API).
+	Fallbacks int
 
 	cycle cycleState
 }
