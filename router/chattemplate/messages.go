@@ -31,16 +31,29 @@ func normaliseMessages(raw []byte, format contentFormat) (jinja.Value, error) {
 	if err != nil {
 		return jinja.Undefined(), fmt.Errorf("messages: %w", err)
 	}
-	if !v.IsList() {
-		return jinja.Undefined(), fmt.Errorf("messages: want an array")
-	}
-	out := make([]jinja.Value, 0, v.AsList().Len())
-	for i, m := range v.AsList().Items {
+	return eachItem(v, "messages", func(m jinja.Value) (jinja.Value, error) {
 		nm, err := normaliseMessage(m, format)
 		if err != nil {
-			return jinja.Undefined(), fmt.Errorf("messages[%d].%w", i, err)
+			return jinja.Undefined(), fmt.Errorf(".%w", err)
 		}
-		out = append(out, nm)
+		return nm, nil
+	})
+}
+
+// eachItem rebuilds the array v item by item with fn. The error of a
+// failing item names it as field[i] followed by fn's error, which starts
+// where the path goes on (".function: ...", ": want an object").
+func eachItem(v jinja.Value, field string, fn func(jinja.Value) (jinja.Value, error)) (jinja.Value, error) {
+	if !v.IsList() {
+		return jinja.Undefined(), fmt.Errorf("%s: want an array", field)
+	}
+	out := make([]jinja.Value, 0, v.AsList().Len())
+	for i, item := range v.AsList().Items {
+		n, err := fn(item)
+		if err != nil {
+			return jinja.Undefined(), fmt.Errorf("%s[%d]%w", field, i, err)
+		}
+		out = append(out, n)
 	}
 	return jinja.NewList(out), nil
 }

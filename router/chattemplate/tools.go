@@ -16,18 +16,7 @@ import (
 // vLLM's _postprocess_messages parses arguments: a string that is not
 // valid JSON becomes an empty object.
 func normaliseToolCalls(v jinja.Value) (jinja.Value, error) {
-	if !v.IsList() {
-		return jinja.Undefined(), fmt.Errorf("tool_calls: want an array")
-	}
-	out := make([]jinja.Value, 0, v.AsList().Len())
-	for i, c := range v.AsList().Items {
-		call, err := normaliseToolCall(c)
-		if err != nil {
-			return jinja.Undefined(), fmt.Errorf("tool_calls[%d]%w", i, err)
-		}
-		out = append(out, call)
-	}
-	return jinja.NewList(out), nil
+	return eachItem(v, "tool_calls", normaliseToolCall)
 }
 
 func normaliseToolCall(c jinja.Value) (jinja.Value, error) {
@@ -70,29 +59,26 @@ func developerTools(v jinja.Value) (jinja.Value, error) {
 	if v.IsNone() {
 		return v, nil
 	}
-	if !v.IsList() {
-		return jinja.Undefined(), fmt.Errorf("tools: want an array")
+	return eachItem(v, "tools", developerTool)
+}
+
+func developerTool(t jinja.Value) (jinja.Value, error) {
+	if !t.IsDict() {
+		return jinja.Undefined(), fmt.Errorf(": want an object")
 	}
-	out := make([]jinja.Value, 0, v.AsList().Len())
-	for i, t := range v.AsList().Items {
-		if !t.IsDict() {
-			return jinja.Undefined(), fmt.Errorf("tools[%d]: want an object", i)
-		}
-		if typ, ok := t.AsDict().Get("type"); !ok || !typ.IsString() || typ.AsString() != "function" {
-			return jinja.Undefined(), fmt.Errorf(`tools[%d].type: want "function"`, i)
-		}
-		fn, ok := t.AsDict().Get("function")
-		if !ok || !fn.IsDict() {
-			return jinja.Undefined(), fmt.Errorf("tools[%d].function: want an object", i)
-		}
-		if name, ok := fn.AsDict().Get("name"); !ok || !name.IsString() {
-			return jinja.Undefined(), fmt.Errorf("tools[%d].function.name: want a string", i)
-		}
-		nt := reordered(t.AsDict(), "function", "type")
-		nt.AsDict().Set("function", reordered(fn.AsDict(), "name", "description", "parameters", "strict"))
-		out = append(out, nt)
+	if typ, ok := t.AsDict().Get("type"); !ok || !typ.IsString() || typ.AsString() != "function" {
+		return jinja.Undefined(), fmt.Errorf(`.type: want "function"`)
 	}
-	return jinja.NewList(out), nil
+	fn, ok := t.AsDict().Get("function")
+	if !ok || !fn.IsDict() {
+		return jinja.Undefined(), fmt.Errorf(".function: want an object")
+	}
+	if name, ok := fn.AsDict().Get("name"); !ok || !name.IsString() {
+		return jinja.Undefined(), fmt.Errorf(".function.name: want a string")
+	}
+	nt := reordered(t.AsDict(), "function", "type")
+	nt.AsDict().Set("function", reordered(fn.AsDict(), "name", "description", "parameters", "strict"))
+	return nt, nil
 }
 
 // reordered copies d with the given keys first, in that order (those d
@@ -127,21 +113,10 @@ func normaliseTools(raw []byte) (jinja.Value, error) {
 	if err != nil {
 		return jinja.Undefined(), fmt.Errorf("tools: %w", err)
 	}
-	if !v.IsList() {
-		return jinja.Undefined(), fmt.Errorf("tools: want an array")
-	}
-	if v.AsList().Len() == 0 {
+	if v.IsList() && v.AsList().Len() == 0 {
 		return jinja.Undefined(), errEmptyTools
 	}
-	out := make([]jinja.Value, 0, v.AsList().Len())
-	for i, t := range v.AsList().Items {
-		nt, err := normaliseTool(t)
-		if err != nil {
-			return jinja.Undefined(), fmt.Errorf("tools[%d]%w", i, err)
-		}
-		out = append(out, nt)
-	}
-	return jinja.NewList(out), nil
+	return eachItem(v, "tools", normaliseTool)
 }
 
 var errEmptyTools = fmt.Errorf("tools: must not be an empty array; provide at least one tool or omit the field")
