@@ -1,13 +1,8 @@
 package e2e
 
 import (
-	"net"
-	"strconv"
 	"testing"
 
-	"github.com/hashicorp/consul/api"
-
-	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/poll"
 )
@@ -20,17 +15,8 @@ func TestApproxModeInConsul(t *testing.T) {
 		t.Skip("starts Consul and vllm-sim processes")
 	}
 	agent := consultest.Start(t)
-	for i, id := range []string{"x-0/main", "x-1/main"} {
-		s := startSim(t, "--sim-latency=false")
-		host, port, _ := net.SplitHostPort(s.addr)
-		p, _ := strconv.Atoi(port)
-		err := agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
-			ID: "vllm-x-" + strconv.Itoa(i), Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: host, Port: p,
-			Meta: map[string]string{consul.MetaModel: model, consul.MetaReplica: id, consul.MetaKVEvents: "false"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range []string{"x-0/main", "x-1/main"} {
+		registerReplica(t, agent.Client, id, startSim(t, "--sim-latency=false"), false)
 	}
 	c := routerConfig(token)
 	c.Consul.Address = agent.Addr

@@ -68,11 +68,19 @@ func startFleetWith(t *testing.T, extra ...[]string) *fleet {
 
 func (f *fleet) register(t *testing.T, id string) {
 	t.Helper()
-	host, port, _ := net.SplitHostPort(f.sims[id].addr)
+	registerReplica(t, f.agent.Client, id, f.sims[id], true)
+}
+
+// registerReplica registers s in Consul as replica id of model, as Nomad
+// does from a jobspec's service: service "vllm" (serviceID(id)), tag
+// llmgw, the replica meta, and whether its KV events reach the routers.
+func registerReplica(t *testing.T, client *api.Client, id string, s *sim, kvEvents bool) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(s.addr)
 	p, _ := strconv.Atoi(port)
-	err := f.agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
+	err := client.Agent().ServiceRegister(&api.AgentServiceRegistration{
 		ID: serviceID(id), Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: host, Port: p,
-		Meta: map[string]string{consul.MetaModel: model, consul.MetaReplica: id, consul.MetaBlockSize: "16", consul.MetaKVEvents: "true"},
+		Meta: map[string]string{consul.MetaModel: model, consul.MetaReplica: id, consul.MetaBlockSize: "16", consul.MetaKVEvents: strconv.FormatBool(kvEvents)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,18 +31,8 @@ func TestRoutersShareTheirLoad(t *testing.T) {
 		t.Skip("starts Consul and vllm-sim processes")
 	}
 	agent := consultest.Start(t)
-	ids := []string{"p-0/main", "p-1/main"}
-	for i, id := range ids {
-		s := startSim(t, "--sim-inter-token-latency=50ms")
-		host, port, _ := net.SplitHostPort(s.addr)
-		p, _ := strconv.Atoi(port)
-		err := agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
-			ID: "vllm-p-" + strconv.Itoa(i), Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: host, Port: p,
-			Meta: map[string]string{consul.MetaModel: model, consul.MetaReplica: id, consul.MetaKVEvents: "false"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, id := range []string{"p-0/main", "p-1/main"} {
+		registerReplica(t, agent.Client, id, startSim(t, "--sim-inter-token-latency=50ms"), false)
 	}
 	start := func(scrape time.Duration, register bool) string {
 		c := routerConfig(token)
