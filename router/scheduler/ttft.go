@@ -15,8 +15,9 @@ type TTFTParams struct {
 	// from making every other candidate look infinitely worse.
 	BaseTokens float64 `json:"base_tokens"`
 	// WaitingTokens is the prefill assumed per request the engine reports
-	// waiting (vllm:num_requests_waiting), whose prompts this router may not
-	// know: requests other routers sent.
+	// waiting (vllm:num_requests_waiting), whose prompts the routers may not
+	// know: requests of routers that share no load, or of clients that
+	// reach the replica directly.
 	WaitingTokens float64 `json:"waiting_tokens"`
 	// RunningTokens is the cost of each running request: decoding sequences
 	// share every engine step with a new prompt's prefill.
@@ -46,9 +47,10 @@ func (p *TTFTParams) validate() error {
 // in prefill tokens, and scores the cheapest 1 and the others cheapest/cost.
 // The cost is the prompt tokens the candidate does not cache (from the
 // predictions the prefix scorers noted, so it must come after them in the
-// config) plus the work queued ahead of the request: this router's
-// unanswered uncached prompt tokens there, or the engine's waiting
-// requests when they weigh more, plus a little per running request.
+// config) plus the work queued ahead of the request: the routers'
+// unanswered uncached prompt tokens there (this router's and what its
+// peers report), or the engine's waiting requests when they weigh more,
+// plus a little per running request.
 //
 // This is what weighs a cached prefix against load: a replica holding the
 // prompt wins while its queue costs less than the prefill it saves, and
