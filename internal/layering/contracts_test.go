@@ -55,6 +55,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
 	"router/scheduler":      {"github.com/llmgw/llmgw/router/index"},
+	"router/tenant":         nil,
 	"internal/simtokenizer": nil,
 	"internal/kvvectors":    nil,
 	"internal/simproc":      nil,
