@@ -43,6 +43,8 @@ type Config struct {
 	// sharing off. PeerExpiry forgets a peer that sent nothing this long.
 	PeerInterval, PeerExpiry time.Duration
 	LogLevel                 string
+	// HTTP bounds the listeners and splits off the admin API.
+	HTTP HTTP
 
 	Consul    Consul
 	Models    map[string]Model
@@ -104,6 +106,7 @@ func Default() Config {
 		PeerInterval:    50 * time.Millisecond,
 		PeerExpiry:      3 * time.Second,
 		LogLevel:        "info",
+		HTTP:            defaultHTTP(),
 		Consul:          Consul{CheckInterval: 10 * time.Second},
 		Models:          map[string]Model{},
 		Scheduler:       scheduler.DefaultConfig(),
@@ -120,6 +123,8 @@ func (c *Config) Validate() error {
 	}
 	checkAddr("listen", c.Listen)
 	checkAddr("ingest_listen", c.IngestListen)
+	checkAddr("admin_listen", c.HTTP.AdminListen)
+	errs = append(errs, c.HTTP.validate())
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max_body_bytes %d: must be positive", c.MaxBodyBytes))
 	}

@@ -34,7 +34,7 @@ func dur(name string, f func(c *Config) *time.Duration) func(*Config, string) er
 
 // settings lists what the environment and flags may override. Structured
 // parts (models, static replicas, the scheduler) live in the file only.
-var settings = []setting{
+var settings = append([]setting{
 	{"LLMGW_LISTEN", "listen", "OpenAI API listen address (host:port)", str(func(c *Config) *string { return &c.Listen })},
 	{"LLMGW_INGEST_LISTEN", "ingest-listen", "KV ingest listen address for drivers (host:port)", str(func(c *Config) *string { return &c.IngestListen })},
 	{"LLMGW_ADVERTISE_ADDRESS", "advertise-address", "address registered in Consul", str(func(c *Config) *string { return &c.AdvertiseAddress })},
@@ -78,7 +78,7 @@ var settings = []setting{
 	{"LLMGW_SCRAPE_INTERVAL", "scrape-interval", "replica /metrics scrape interval", dur("scrape interval", func(c *Config) *time.Duration { return &c.ScrapeInterval })},
 	{"LLMGW_PEER_LOAD_INTERVAL", "peer-load-interval", "how soon other routers see this router's load change (0: off)", dur("peer load interval", func(c *Config) *time.Duration { return &c.PeerInterval })},
 	{"LLMGW_PEER_LOAD_EXPIRY", "peer-load-expiry", "forget a peer router silent this long", dur("peer load expiry", func(c *Config) *time.Duration { return &c.PeerExpiry })},
-}
+}, httpSettings...)
 
 // ApplyEnv applies LLMGW_* variables from environ ("KEY=value" entries, as
 // os.Environ returns). Variables the router does not know are left alone:

@@ -37,6 +37,8 @@ type fileConfig struct {
 	Models    []fileModel    `hcl:"model,block"`
 	Replicas  []fileReplica  `hcl:"replica,block"`
 	Scheduler *fileScheduler `hcl:"scheduler,block"`
+	// Rest holds the listener attributes (fileHTTP), decoded strictly apart.
+	Rest hcl.Body `hcl:",remain"`
 }
 
 type fileConsul struct {
@@ -93,6 +95,13 @@ func (c *Config) ParseHCL(src []byte, filename string) error {
 	var fc fileConfig // gohcl rejects unknown attributes and blocks
 	if diags := gohcl.DecodeBody(f.Body, nil, &fc); diags.HasErrors() {
 		return fmt.Errorf("decode config: %w", diags)
+	}
+	var fh fileHTTP
+	if diags := gohcl.DecodeBody(fc.Rest, nil, &fh); diags.HasErrors() {
+		return fmt.Errorf("decode config: %w", diags)
+	}
+	if err := c.HTTP.applyFile(&fh); err != nil {
+		return err
 	}
 	return c.applyFile(&fc)
 }

@@ -4,10 +4,30 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
+
+// newAdmin routes the operators' API, served apart from the client port
+// (router/server's admin listener): /metrics, /admin/replicas and the
+// explain API. They name replicas, their load and what each caches, which
+// is no tenant's business.
+func (g *Gateway) newAdmin() *gin.Engine {
+	e := newEngine(g.d.Logger)
+	e.GET("/health", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(g.d.Metrics.Registry, promhttp.HandlerOpts{})))
+	e.GET("/admin/replicas", g.adminReplicas)
+	e.POST("/admin/explain/chat", g.explain(openai.Chat))
+	e.POST("/admin/explain/completions", g.explain(openai.Completion))
+	return e
+}
+
+// AdminHandler returns the admin handler: /metrics, /admin/replicas,
+// /admin/explain/* and /health. Serve it on a listener tenants cannot
+// reach, or behind a token.
+func (g *Gateway) AdminHandler() http.Handler { return g.admin }
 
 // adminReplica is one replica in the admin listing.
 type adminReplica struct {
@@ -63,7 +83,11 @@ func (g *Gateway) explain(kind openai.Kind) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader), 0) // every candidate
+		session, ok := g.sessionID(c)
+		if !ok {
+			return
+		}
+		p, es := g.decide(c.Request.Context(), kind, body, session, 0) // every candidate
 		if es != nil {
 			openai.WriteError(c.Writer, es.code, es.msg)
 			return

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -41,13 +41,17 @@ type Deps struct {
 	// its busy threshold (0: answer 429 at once); MaxQueue bounds waiters.
 	QueueTimeout time.Duration
 	MaxQueue     int
-	Logger       hclog.Logger
+	// ExposeRouteHeaders sends the X-Llmgw-* route headers to clients
+	// (off: they reveal cache hits and replica names; see proxy.go).
+	ExposeRouteHeaders bool
+	Logger             hclog.Logger
 }
 
 // Gateway serves the OpenAI API.
 type Gateway struct {
 	d      Deps
 	engine *gin.Engine
+	admin  *gin.Engine
 	tr     *transport
 	queue  *queue
 	plans  sync.Pool // *plan, reused so that scheduling allocates nothing
@@ -88,32 +92,37 @@ func New(d Deps) (*Gateway, error) {
 	}
 	g := &Gateway{d: d, queue: newQueue(d.QueueTimeout, d.MaxQueue)}
 	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.queue}, metrics: d.Metrics}
-	proxy := newProxy(g.tr, d.Logger)
+	proxy := newProxy(g.tr, d.Logger, d.ExposeRouteHeaders)
 
+	e := newEngine(d.Logger)
+	e.POST("/v1/chat/completions", g.routed(openai.Chat, "chat", proxy))
+	e.POST("/v1/completions", g.routed(openai.Completion, "completions", proxy))
+	e.GET("/v1/models", g.models)
+	e.GET("/health", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	e.GET("/ready", g.ready)
+	g.engine = e
+	g.admin = g.newAdmin()
+	return g, nil
+}
+
+// newEngine is a gin engine answering unknown paths and methods, and
+// panics, in OpenAI's error shape.
+func newEngine(log hclog.Logger) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
-	e.Use(recovery(d.Logger))
+	e.Use(recovery(log))
 	e.NoRoute(func(c *gin.Context) {
 		openai.WriteError(c.Writer, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	e.NoMethod(func(c *gin.Context) {
 		openai.WriteError(c.Writer, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", c.Request.Method, c.Request.URL.Path))
 	})
-	e.POST("/v1/chat/completions", g.routed(openai.Chat, "chat", proxy))
-	e.POST("/v1/completions", g.routed(openai.Completion, "completions", proxy))
-	e.GET("/v1/models", g.models)
-	e.GET("/health", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	e.GET("/ready", g.ready)
-	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(d.Metrics.Registry, promhttp.HandlerOpts{})))
-	e.GET("/admin/replicas", g.adminReplicas)
-	e.POST("/admin/explain/chat", g.explain(openai.Chat))
-	e.POST("/admin/explain/completions", g.explain(openai.Completion))
-	g.engine = e
-	return g, nil
+	return e
 }
 
-// Handler returns the HTTP handler.
+// Handler returns the client-facing handler: the OpenAI API, /health and
+// /ready, nothing else.
 func (g *Gateway) Handler() http.Handler { return g.engine }
 
 // Close drops idle connections to replicas; call it after the API server
@@ -155,6 +164,11 @@ func (g *Gateway) readBody(c *gin.Context) ([]byte, bool) {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			openai.WriteError(c.Writer, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than the limit of %d bytes", g.d.MaxBodyBytes))
+			return nil, false
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) { // router/listener's body_timeout
+			c.Header("Connection", "close")
+			openai.WriteError(c.Writer, http.StatusRequestTimeout, "could not read the request body: "+err.Error())
 			return nil, false
 		}
 		openai.WriteError(c.Writer, http.StatusBadRequest, "could not read the request body: "+err.Error())
@@ -291,7 +305,12 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			status = c.Writer.Status()
 			return
 		}
-		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader), g.d.Attempts-1+fallbackSpare)
+		session, ok := g.sessionID(c)
+		if !ok {
+			status = c.Writer.Status()
+			return
+		}
+		p, es := g.decide(c.Request.Context(), kind, body, session, g.d.Attempts-1+fallbackSpare)
 		if es != nil {
 			status = es.code
 			openai.WriteError(c.Writer, es.code, es.msg)

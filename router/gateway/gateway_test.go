@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 type harness struct {
 	gw       *Gateway
 	srv      *httptest.Server
+	admin    *httptest.Server // AdminHandler
 	set      *replicas.Set
 	tracker  *scheduler.Tracker
 	backends []string
@@ -62,7 +63,8 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 	}
 	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Sim: true}})
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	d := Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(), Attempts: 3, Transport: tr}
+	// The tests read where each request went; a deployment opts in.
+	d := Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(), Attempts: 3, Transport: tr, ExposeRouteHeaders: true}
 	cfg := scheduler.DefaultConfig()
 	edit(&d, &cfg)
 	sched, err := reg.Build(cfg, scheduler.Deps{Index: models})
@@ -75,8 +77,9 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(gw.Handler())
-	t.Cleanup(func() { srv.Close(); tr.CloseIdleConnections() })
-	return &harness{gw: gw, srv: srv, set: set, tracker: tracker, backends: backends}
+	admin := httptest.NewServer(gw.AdminHandler())
+	t.Cleanup(func() { srv.Close(); admin.Close(); tr.CloseIdleConnections() })
+	return &harness{gw: gw, srv: srv, admin: admin, set: set, tracker: tracker, backends: backends}
 }
 
 // newHarnessB is newHarness over one backend serving h.
@@ -298,8 +301,8 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 func TestModelsHealthReadyMetrics(t *testing.T) {
 	ok := backend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
 	h := newHarness(t, 1<<20, ok)
-	get := func(path string) (int, string) {
-		resp, err := http.Get(h.srv.URL + path)
+	getAt := func(base, path string) (int, string) {
+		resp, err := http.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,6 +310,8 @@ func TestModelsHealthReadyMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	get := func(path string) (int, string) { return getAt(h.srv.URL, path) }
+	admin := func(path string) (int, string) { return getAt(h.admin.URL, path) }
 	if c, b := get("/v1/models"); c != 200 || !strings.Contains(b, `"id":"m"`) {
 		t.Errorf("/v1/models: %d %s", c, b)
 	}
@@ -317,12 +322,23 @@ func TestModelsHealthReadyMetrics(t *testing.T) {
 		t.Errorf("/ready: %d %s", c, b)
 	}
 	post(t, h.srv.URL+"/v1/chat/completions", chatBody)
-	if c, b := get("/metrics"); c != 200 || !strings.Contains(b, `llmgw_requests_total{code="200",endpoint="chat"} 1`) ||
+	for _, p := range []string{"/metrics", "/admin/replicas"} {
+		if c, _ := get(p); c != http.StatusNotFound {
+			t.Errorf("%s on the API handler: %d; want 404 (admin handler only)", p, c)
+		}
+	}
+	if c, b := admin("/metrics"); c != 200 || !strings.Contains(b, `llmgw_requests_total{code="200",endpoint="chat"} 1`) ||
 		!strings.Contains(b, `llmgw_routing_overhead_seconds_count{stage="total"} 1`) {
 		t.Errorf("/metrics: %d, missing series in:\n%s", c, b)
 	}
-	if c, b := get("/admin/replicas"); c != 200 || !strings.Contains(b, `"id":"r0"`) {
+	if c, b := admin("/admin/replicas"); c != 200 || !strings.Contains(b, `"id":"r0"`) {
 		t.Errorf("/admin/replicas: %d %s", c, b)
+	}
+	if resp, _ := post(t, h.srv.URL+"/admin/explain/chat", chatBody); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("explain on the API handler: %d; want 404", resp.StatusCode)
+	}
+	if resp, b := post(t, h.admin.URL+"/admin/explain/chat", chatBody); resp.StatusCode != 200 || !strings.Contains(string(b), `"chosen"`) {
+		t.Errorf("explain on the admin handler: %d %s", resp.StatusCode, b)
 	}
 	h.set.Replace(nil)
 	if c, _ := get("/ready"); c != 503 {

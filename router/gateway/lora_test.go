@@ -102,7 +102,7 @@ func TestDrainingReplica(t *testing.T) {
 	if got := served(); got["r0"] != 0 {
 		t.Errorf("draining r0 served %v", got)
 	}
-	resp, err := http.Get(h.srv.URL + "/admin/replicas")
+	resp, err := http.Get(h.admin.URL + "/admin/replicas")
 	if err != nil {
 		t.Fatal(err)
 	}

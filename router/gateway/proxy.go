@@ -18,7 +18,11 @@ import (
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
-// Response headers that explain a routing decision.
+// Response headers that explain a routing decision. They are sent only
+// with Deps.ExposeRouteHeaders: X-Llmgw-Cached-Tokens tells a client how
+// much of its prompt some earlier request (anyone's) left cached, which is
+// a way to learn what others sent, and the replica and mode headers give
+// the same away less directly, with the fleet's layout.
 const (
 	HeaderReplica      = "X-Llmgw-Replica"
 	HeaderMode         = "X-Llmgw-Routing-Mode"
@@ -168,7 +172,7 @@ func (e *endOnClose) Close() error {
 // newProxy builds the reverse proxy: Rewrite points at the first attempt
 // (the transport moves on to the others), ModifyResponse names the replica
 // that answered, ErrorHandler answers OpenAI-shaped JSON.
-func newProxy(tr *transport, log hclog.Logger) *httputil.ReverseProxy {
+func newProxy(tr *transport, log hclog.Logger, expose bool) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			rt := routeOf(pr.In.Context())
@@ -189,10 +193,12 @@ func newProxy(tr *transport, log hclog.Logger) *httputil.ReverseProxy {
 			a, tried := rt.attempts[rt.served], rt.tried
 			rt.mu.Unlock()
 			h := resp.Header
-			h.Set(HeaderReplica, a.ranked.Candidate.ID)
-			h.Set(HeaderMode, string(a.ranked.Mode))
-			h.Set(HeaderCachedTokens, strconv.Itoa(a.ranked.CachedBlocks*rt.blockTokens))
-			h.Set(HeaderAttempts, strconv.Itoa(tried))
+			if expose {
+				h.Set(HeaderReplica, a.ranked.Candidate.ID)
+				h.Set(HeaderMode, string(a.ranked.Mode))
+				h.Set(HeaderCachedTokens, strconv.Itoa(a.ranked.CachedBlocks*rt.blockTokens))
+				h.Set(HeaderAttempts, strconv.Itoa(tried))
+			}
 			if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
 				resp.Body = &sseGuard{ReadCloser: resp.Body, ctx: resp.Request.Context(), replica: a.ranked.Candidate.ID, log: log}
 			}
