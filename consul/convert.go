@@ -19,6 +19,9 @@ const (
 	MetaKVEvents   = "llmgw-kv-events"
 	MetaRole       = "llmgw-role"
 	MetaIngestPort = "llmgw-kv-ingest-port"
+	// MetaAdminPort is a router's admin listener port (its /admin API and
+	// /metrics), for operator tools; absent on routers without one.
+	MetaAdminPort = "llmgw-admin-port"
 
 	// DefaultBlockSize is vLLM's default KV block size, assumed when a
 	// replica does not advertise one.
@@ -63,6 +66,9 @@ type Router struct {
 	// Port is the router's HTTP port; IngestPort its KV-ingest port.
 	Port       int
 	IngestPort int
+	// AdminPort is the admin listener's port (MetaAdminPort); 0 when the
+	// router does not advertise one.
+	AdminPort int
 }
 
 // ConvertReplicas turns instances into replicas sorted by ID. Critical
@@ -169,7 +175,13 @@ func toRouter(in Instance) (Router, error) {
 	if err != nil || p <= 0 || p > 65535 {
 		return Router{}, fmt.Errorf("meta %s=%q: want a port in 1..65535", MetaIngestPort, s)
 	}
-	return Router{ID: in.Node + "/" + in.ServiceID, Address: in.Address, Port: in.Port, IngestPort: p}, nil
+	r := Router{ID: in.Node + "/" + in.ServiceID, Address: in.Address, Port: in.Port, IngestPort: p}
+	if s, ok := in.Meta[MetaAdminPort]; ok {
+		if r.AdminPort, err = strconv.Atoi(s); err != nil || r.AdminPort <= 0 || r.AdminPort > 65535 {
+			return Router{}, fmt.Errorf("meta %s=%q: want a port in 1..65535", MetaAdminPort, s)
+		}
+	}
+	return r, nil
 }
 
 // healthOf is in's health, "" counting as passing.

@@ -107,6 +107,11 @@ func TestConvertReplicas(t *testing.T) {
 	}
 }
 
+func withMeta(in Instance, k, v string) Instance {
+	in.Meta[k] = v
+	return in
+}
+
 func TestConvertRouters(t *testing.T) {
 	inst := func(id, port string) Instance {
 		m := map[string]string{}
@@ -132,6 +137,12 @@ func TestConvertRouters(t *testing.T) {
 		{name: "missing ingest port", in: []Instance{inst("r1", "-")}, skipped: []string{MetaIngestPort + " is missing"}},
 		{name: "bad ingest port", in: []Instance{inst("r1", "http")}, skipped: []string{MetaIngestPort}},
 		{name: "ingest port out of range", in: []Instance{inst("r1", "70000")}, skipped: []string{MetaIngestPort}},
+		{
+			name: "admin port",
+			in:   []Instance{withMeta(inst("r1", "9000"), MetaAdminPort, "9100")},
+			want: []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000, AdminPort: 9100}},
+		},
+		{name: "bad admin port", in: []Instance{withMeta(inst("r1", "9000"), MetaAdminPort, "0")}, skipped: []string{MetaAdminPort}},
 		{
 			name:    "bad one skipped",
 			in:      []Instance{inst("r1", "9000"), inst("r2", "-1")},

@@ -35,6 +35,9 @@ type HTTPCheck struct {
 	// this long, so a crashed router does not linger in the catalog
 	// (default 1 min; Consul's minimum is 1 min).
 	DeregisterAfter time.Duration
+	// TLSSkipVerify checks an https URL without verifying its certificate:
+	// the check asks whether the process serves, not who it is.
+	TLSSkipVerify bool
 }
 
 // RouterRegistration builds the registration of a router: service llmgw-router,
@@ -125,6 +128,7 @@ func register(ctx context.Context, a agentAPI, s Service) (*Registration, error)
 			Timeout:                        c.Timeout.String(),
 			DeregisterCriticalServiceAfter: c.DeregisterAfter.String(),
 			Status:                         api.HealthCritical,
+			TLSSkipVerify:                  c.TLSSkipVerify,
 		},
 	}
 	opts := api.ServiceRegisterOpts{ReplaceExistingChecks: true}.WithContext(ctx)

@@ -53,8 +53,7 @@ func NewReceiver(token string, sink Sink) (*Receiver, error) {
 // last one), or an error wrapping ErrUnauthorized, ErrMalformed or
 // ErrSnapshotRequired.
 func (r *Receiver) Receive(authorization string, body []byte) error {
-	tok, ok := strings.CutPrefix(authorization, "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(tok), r.token) != 1 {
+	if !r.authorized(authorization) {
 		return ErrUnauthorized
 	}
 	u, err := Decode(body)
@@ -83,6 +82,13 @@ func (r *Receiver) Receive(authorization string, body []byte) error {
 	r.sink.ApplyUpdate(u)
 	r.drivers[u.Driver] = &sessionPos{epoch: u.Epoch, seq: u.Seq, lastSeen: time.Now()}
 	return nil
+}
+
+// authorized reports whether an Authorization header value carries the
+// token, in time independent of the guess.
+func (r *Receiver) authorized(authorization string) bool {
+	tok, ok := strings.CutPrefix(authorization, "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(tok), r.token) == 1
 }
 
 // Expire forgets every driver last heard from before cutoff and tells the
@@ -116,11 +122,25 @@ func (r *Receiver) Forget(driver string) {
 }
 
 // ServeHTTP answers POST requests at Path: 204 when accepted, 401, 400, 409
-// ("snapshot required"), 405 or 413 otherwise, with a JSON error body.
+// ("snapshot required"), 405 or 413 otherwise, with a JSON error body. The
+// token is checked before a byte of the body is read, so a sender without
+// it costs the router nothing but the headers; a body declared over
+// MaxBody is refused unread too.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, errors.New("use POST"))
+		return
+	}
+	if !r.authorized(req.Header.Get("Authorization")) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="llmgw-kv"`)
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusUnauthorized, ErrUnauthorized)
+		return
+	}
+	if req.ContentLength > MaxBody {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Errorf("body of %d bytes over %d", req.ContentLength, MaxBody))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, MaxBody))

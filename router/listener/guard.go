@@ -25,6 +25,10 @@ func Guard(h http.Handler, l Limits) http.Handler {
 		rc := http.NewResponseController(w)
 		if l.BodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
 			if rc.SetReadDeadline(time.Now().Add(l.BodyTimeout)) == nil {
+				// A shallow copy: net/http looks at its own Request's Body
+				// after the handler to decide whether to drain what is left
+				// (up to 256 KiB) or close the connection.
+				r = r.WithContext(r.Context())
 				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: l.BodyTimeout}
 			}
 		}

@@ -105,13 +105,13 @@ func TestOversizeAlarm(t *testing.T) {
 	defer s.Close()
 
 	postSnapshot(t, s.IngestAddr(), 1, "a/1", 10) // 10 <= 8 x 1.25: within slack
-	waitMetrics(t, s.Addr(),
+	waitMetrics(t, s.AdminAddr(),
 		`llmgw_replica_kv_capacity_blocks{model="m",replica="a/1",tier="gpu"} 8`,
 		`llmgw_replica_index_blocks{model="m",replica="a/1",tier="gpu"} 10`,
 		`llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 0`)
 
 	postSnapshot(t, s.IngestAddr(), 2, "a/1", 20)
-	waitMetrics(t, s.Addr(), `llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 1`,
+	waitMetrics(t, s.AdminAddr(), `llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 1`,
 		`llmgw_replica_index_resnapshots_total{model="m",replica="a/1"} 1`)
 	if l := logs.String(); !strings.Contains(l, "exceeds its advertised KV capacity") || !strings.Contains(l, "indexed_blocks=20") || !strings.Contains(l, "capacity_blocks=8") {
 		t.Errorf("no oversize warning naming 20 indexed and 8 advertised blocks in the log:\n%s", l)
@@ -124,7 +124,7 @@ func TestOversizeAlarm(t *testing.T) {
 	}
 
 	postSnapshot(t, s.IngestAddr(), 3, "a/1", 4)
-	waitMetrics(t, s.Addr(), `llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 0`)
+	waitMetrics(t, s.AdminAddr(), `llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 0`)
 	if l := logs.String(); !strings.Contains(l, "within its KV capacity again") {
 		t.Errorf("no all-clear in the log:\n%s", l)
 	}

@@ -64,13 +64,17 @@ func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 		out := make([]peers.Target, 0, len(rs))
 		for _, r := range rs {
 			if !self(r) {
-				out = append(out, peers.Target{ID: r.ID, URL: "http://" + net.JoinHostPort(r.Address, strconv.Itoa(r.IngestPort))})
+				out = append(out, peers.Target{ID: r.ID, URL: scheme(s.cfg.HTTP.IngestTLS) + "://" + net.JoinHostPort(r.Address, strconv.Itoa(r.IngestPort))})
 			}
 		}
 		return out
 	}
+	pc, err := s.peerClient()
+	if err != nil {
+		return err
+	}
 	s.peerPub, err = peers.StartPublisher(ctx, peers.PublisherOptions{
-		Self: s.peerTable.Self(), Token: s.cfg.KVToken, Interval: s.cfg.PeerInterval, KeepAlive: config.PeerKeepAlive,
+		Self: s.peerTable.Self(), Token: s.cfg.KVToken, Interval: s.cfg.PeerInterval, KeepAlive: config.PeerKeepAlive, Client: pc,
 		Own: s.tracker.Own, Targets: targets, Logger: s.log.Named("peers"),
 	})
 	return err

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +44,8 @@ type Server struct {
 	gw              *gateway.Gateway
 	api, ingest     *http.Server
 	apiLn, ingestLn net.Listener
+	admin           *http.Server // AdminHandler, on its own listener
+	adminLn         net.Listener
 	watchers        []*consul.Watcher[consul.Replica]
 	scraper         *enginemetrics.Scraper
 	registration    *consul.Registration
@@ -136,6 +139,8 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 		QueueTimeout:    cfg.QueueTimeout,
 		MaxQueue:        cfg.MaxQueue,
 		Logger:          log.Named("gateway"),
+
+		ExposeRouteHeaders: cfg.HTTP.ExposeRouteHeaders,
 	})
 	if err != nil {
 		return nil, err
@@ -149,15 +154,11 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 	if err := s.startPeerTable(ctx); err != nil {
 		return nil, err
 	}
-	if s.apiLn, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	if err := s.openListeners(); err != nil {
+		return nil, err
 	}
-	if s.ingestLn, err = net.Listen("tcp", cfg.IngestListen); err != nil {
-		return nil, fmt.Errorf("listen for kv ingest %s: %w", cfg.IngestListen, err)
-	}
-	s.api = &http.Server{Handler: gw.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	s.ingest = &http.Server{Handler: s.ingestHandler(), ReadHeaderTimeout: 10 * time.Second}
 	s.serve(s.api, s.apiLn, "api")
+	s.serve(s.admin, s.adminLn, "admin")
 	s.serve(s.ingest, s.ingestLn, "ingest")
 
 	s.scraper, err = enginemetrics.Start(ctx, s.targets, enginemetrics.SinkFunc(s.scraped), enginemetrics.Options{
@@ -185,7 +186,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 			return nil, err
 		}
 	}
-	log.Info("llmgw-router started", "api", s.Addr(), "ingest", s.IngestAddr())
+	log.Info("llmgw-router started", "api", s.Addr(), "admin", s.AdminAddr(), "ingest", s.IngestAddr())
 	return s, nil
 }
 
@@ -287,6 +288,11 @@ func (s *Server) register(ctx context.Context) (string, error) {
 		id = "llmgw-router-" + net.JoinHostPort(addr, strconv.Itoa(port(s.apiLn)))
 	}
 	svc := consul.RouterRegistration(id, addr, port(s.apiLn), port(s.ingestLn))
+	svc.Meta[consul.MetaAdminPort] = strconv.Itoa(port(s.adminLn))
+	if s.cfg.HTTP.APITLS.Enabled() {
+		svc.Check.URL = "https" + strings.TrimPrefix(svc.Check.URL, "http")
+		svc.Check.TLSSkipVerify = true
+	}
 	svc.Check.Interval = s.cfg.Consul.CheckInterval
 	svc.Check.DeregisterAfter = time.Minute
 	s.registration, err = consul.Register(ctx, client, svc)
@@ -318,12 +324,12 @@ func (s *Server) Close() {
 		}
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		for _, srv := range []*http.Server{s.api, s.ingest} {
+		for _, srv := range []*http.Server{s.api, s.admin, s.ingest} {
 			if srv != nil {
 				_ = srv.Shutdown(shutdown)
 			}
 		}
-		for _, ln := range []net.Listener{s.apiLn, s.ingestLn} {
+		for _, ln := range []net.Listener{s.apiLn, s.adminLn, s.ingestLn} {
 			if ln != nil {
 				_ = ln.Close() // unserved listeners after a failed Start
 			}

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 
 func testConfig() config.Config {
 	c := config.Default()
-	c.Listen, c.IngestListen = "127.0.0.1:0", "127.0.0.1:0"
+	c.Listen, c.IngestListen, c.HTTP.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	c.KVToken = "tok"
 	c.Replicas = []config.StaticReplica{{ID: "a/1", Model: "m", Address: "127.0.0.1:1", BlockSize: 16, KVEvents: true}}
 	return c
@@ -70,7 +70,7 @@ func TestStartServeClose(t *testing.T) {
 	if s.Replicas().Mode("a/1") != scheduler.ModeExact {
 		t.Errorf("replica not exact after a snapshot")
 	}
-	_, m := get(t, "http://"+s.Addr()+"/metrics")
+	_, m := get(t, "http://"+s.AdminAddr()+"/metrics")
 	for _, want := range []string{
 		`llmgw_replica_info{healthy="true",mode="exact",model="m",replica="a/1"} 1`,
 		`llmgw_index_keys{model="m"} 2`,
@@ -94,7 +94,8 @@ func TestStartErrors(t *testing.T) {
 		want string
 	}{
 		{"bad scheduler", func(c *config.Config) { c.Scheduler.Picker.Type = "nope" }, "scheduler config"},
-		{"bad ingest address", func(c *config.Config) { c.IngestListen = "256.0.0.1:1" }, "listen for kv ingest"},
+		{"bad ingest address", func(c *config.Config) { c.IngestListen = "256.0.0.1:1" }, "kv ingest listener"},
+		{"bad admin address", func(c *config.Config) { c.HTTP.AdminListen = "256.0.0.1:1" }, "admin listener"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,5 +125,5 @@ func TestScrapeFeedsLoadAndCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	waitMetrics(t, s.Addr(), `llmgw_index_max_keys{model="m"} 125`, `llmgw_replica_waiting{replica="a/1"} 3`)
+	waitMetrics(t, s.AdminAddr(), `llmgw_index_max_keys{model="m"} 125`, `llmgw_replica_waiting{replica="a/1"} 3`)
 }
