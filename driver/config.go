@@ -25,6 +25,7 @@ var configSpec = spec.Object(map[string]*hclspec.Spec{
 	"router_service":    spec.Optional("router_service", "string", `"llmgw-router"`),
 	"kv_flush_interval": spec.Optional("kv_flush_interval", "string", `"250ms"`),
 	"ingest_token":      spec.Attr("", "string", false),
+	"ingest_ca_file":    spec.Attr("", "string", false),
 	"owner_pid":         spec.Optional("owner_pid", "number", "0"),
 })
 
@@ -42,6 +43,10 @@ type Config struct {
 	KVFlushInterval time.Duration `codec:"kv_flush_interval"`
 	// IngestToken authenticates the driver to routers' KV ingest.
 	IngestToken string `codec:"ingest_token"`
+	// IngestCAFile, when set, sends KV updates over TLS to routers whose
+	// ingest listeners serve it, trusting the CA certificates in this PEM
+	// file.
+	IngestCAFile string `codec:"ingest_ca_file"`
 	// OwnerPid, when positive, names a process whose exit stops every task
 	// this plugin starts (SIGTERM to the engine's group, SIGKILL 5s later),
 	// however it dies: the supervisors watch it themselves. One-machine

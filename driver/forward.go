@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 
 	"github.com/hashicorp/consul/api"
@@ -61,8 +62,17 @@ func (d *Driver) startForwarding(c Config) error {
 			id = "nomad-driver-vllm"
 		}
 	}
-	fwd, err := kvevents.StartForwarder(d.opts.Store, kvevents.ConsulRouters{W: w}, kvevents.ForwarderConfig{
-		DriverID: id, Token: c.IngestToken, FlushInterval: c.KVFlushInterval, Logger: d.log.Named("forward"),
+	var routers kvevents.RouterSource = kvevents.ConsulRouters{W: w}
+	var hc *http.Client
+	if c.IngestCAFile != "" {
+		if hc, err = kvevents.TLSClient(c.IngestCAFile); err != nil {
+			w.Close()
+			return err
+		}
+		routers = kvevents.HTTPS{Source: routers}
+	}
+	fwd, err := kvevents.StartForwarder(d.opts.Store, routers, kvevents.ForwarderConfig{
+		DriverID: id, Token: c.IngestToken, FlushInterval: c.KVFlushInterval, Client: hc, Logger: d.log.Named("forward"),
 	})
 	if err != nil {
 		w.Close()
