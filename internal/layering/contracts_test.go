@@ -41,6 +41,11 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/index",
 	},
 	"router/openai": nil,
+	"router/listener": {
+		"golang.org/x/net/netutil",
+		"github.com/llmgw/llmgw/router/openai",
+	},
+	"internal/testcert": nil,
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
