@@ -25,7 +25,7 @@ type adminReplica struct {
 
 func adminReplicas(t *testing.T, r *server.Server) map[string]adminReplica {
 	t.Helper()
-	resp, err := http.Get("http://" + r.Addr() + "/admin/replicas")
+	resp, err := http.Get("http://" + r.AdminAddr() + "/admin/replicas")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestDrainOnWarning(t *testing.T) {
 
 func metricsText(t *testing.T, r *server.Server) string {
 	t.Helper()
-	resp, err := http.Get("http://" + r.Addr() + "/metrics")
+	resp, err := http.Get("http://" + r.AdminAddr() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

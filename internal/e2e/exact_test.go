@@ -122,7 +122,7 @@ func waitExact(t *testing.T, r *server.Server, ids ...string) {
 func waitCached(t *testing.T, r *server.Server, prompt, replica string) {
 	t.Helper()
 	poll.Until(t, "the prompt's blocks in the router's index", func() bool {
-		e := explain(t, r.Addr(), completion(prompt, false))
+		e := explain(t, r.AdminAddr(), completion(prompt, false))
 		return e.Chosen.Replica == replica && e.Chosen.Mode == "exact" && e.Chosen.CachedTokens > 0
 	})
 }

@@ -94,7 +94,8 @@ func (s *sim) metric(t *testing.T, name string) float64 {
 // tokenizer for sim-model.
 func routerConfig(token string) config.Config {
 	c := config.Default()
-	c.Listen, c.IngestListen = "127.0.0.1:0", "127.0.0.1:0"
+	c.Listen, c.IngestListen, c.HTTP.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	c.HTTP.ExposeRouteHeaders = true // the tests read where each request went
 	c.KVToken = token
 	c.Models = map[string]config.Model{model: {Sim: true}}
 	c.ScrapeInterval = 200 * time.Millisecond

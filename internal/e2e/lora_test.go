@@ -110,14 +110,14 @@ func TestLoRARouting(t *testing.T) {
 	}
 	var e explanation
 	poll.Until(t, "an exact prediction of the whole prompt", func() bool {
-		e = explain(t, r.Addr(), loraCompletion(adapter, text))
+		e = explain(t, r.AdminAddr(), loraCompletion(adapter, text))
 		return e.Chosen.Mode == "exact" && e.Chosen.CachedTokens == 16*len(want)
 	})
 	if e.Chosen.Replica != lora {
 		t.Errorf("explained on %s; want %s", e.Chosen.Replica, lora)
 	}
 	// The base model's request for the same text shares no block with it.
-	if eb := explain(t, r.Addr(), loraCompletion(model, text)); eb.Chosen.CachedTokens != 0 {
+	if eb := explain(t, r.AdminAddr(), loraCompletion(model, text)); eb.Chosen.CachedTokens != 0 {
 		t.Errorf("base-model request predicted %d cached tokens from the adapter's blocks", eb.Chosen.CachedTokens)
 	}
 	a := call(t, r.Addr(), "/v1/completions", loraCompletion(adapter, text))

@@ -17,6 +17,7 @@ import (
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/router/server"
 )
 
 // TestRoutersShareTheirLoad: two routers registered in Consul tell each
@@ -34,7 +35,7 @@ func TestRoutersShareTheirLoad(t *testing.T) {
 	for _, id := range []string{"p-0/main", "p-1/main"} {
 		registerReplica(t, agent.Client, id, startSim(t, "--sim-inter-token-latency=50ms"), false)
 	}
-	start := func(scrape time.Duration, register bool) string {
+	start := func(scrape time.Duration, register bool) *server.Server {
 		c := routerConfig(token)
 		c.Consul.Address, c.Consul.Services, c.Consul.Register = agent.Addr, []string{"vllm"}, register
 		c.Consul.CheckInterval = time.Second
@@ -55,10 +56,10 @@ func TestRoutersShareTheirLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return r.Addr()
+		return r
 	}
 	a, b := start(200*time.Millisecond, true), start(time.Hour, false)
-	for _, r := range []string{a, b} {
+	for _, r := range []*server.Server{a, b} {
 		waitMetrics(t, r, "llmgw_peer_routers 1")
 	}
 
@@ -67,7 +68,7 @@ func TestRoutersShareTheirLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	body := fmt.Sprintf(`{"model":%q,"prompt":%q,"max_tokens":400,"ignore_eos":true,"stream":true}`, model, longPrompt(1))
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a+"/v1/completions", strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.Addr()+"/v1/completions", strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestRoutersShareTheirLoad(t *testing.T) {
 	// whole answer a moment before the router's bookkeeping does, and B's
 	// own request left on the idle replica would tie it with A's.
 	for i := range 6 {
-		got := call(t, b, "/v1/completions", completion(longPrompt(100+i), false))
+		got := call(t, b.Addr(), "/v1/completions", completion(longPrompt(100+i), false))
 		if got.code != 200 || got.replica == busy {
 			t.Fatalf("request %d through B went to %q (%d); want the replica A is not using", i, got.replica, got.code)
 		}
@@ -96,17 +97,17 @@ func TestRoutersShareTheirLoad(t *testing.T) {
 	waitMetrics(t, b, fmt.Sprintf(`llmgw_replica_peer_in_flight{replica=%q} 0`, busy))
 	// Neither router posted to itself: each told itself apart from its
 	// peer in Consul, by service id (A) or by address and port (B).
-	for _, r := range []string{a, b} {
+	for _, r := range []*server.Server{a, b} {
 		waitMetrics(t, r, `llmgw_peer_load_messages_total{result="own"} 0`)
 	}
 }
 
 // waitMetrics polls a router's /metrics until every line in want appears.
-func waitMetrics(t *testing.T, router string, want ...string) {
+func waitMetrics(t *testing.T, router *server.Server, want ...string) {
 	t.Helper()
 	var last string
 	ok := poll.Within(poll.Timeout, func() bool {
-		resp, err := http.Get("http://" + router + "/metrics")
+		resp, err := http.Get("http://" + router.AdminAddr() + "/metrics")
 		if err != nil {
 			return false
 		}
@@ -121,7 +122,7 @@ func waitMetrics(t *testing.T, router string, want ...string) {
 		return true
 	})
 	if !ok {
-		t.Fatalf("router %s /metrics never showed %q; last:\n%s", router, want, grepLines(last, "peer"))
+		t.Fatalf("router %s /metrics never showed %q; last:\n%s", router.Addr(), want, grepLines(last, "peer"))
 	}
 }
 
