@@ -12,7 +12,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/status"
 )
 
-const statusUsage = `usage: llmgw status [-consul ADDR] [-router HOST:PORT]... [-timeout D]`
+const statusUsage = `usage: llmgw status [-consul ADDR] [-router ADMIN_HOST:PORT]... [-admin-token T] [-timeout D]`
 
 // routerList collects repeated -router flags.
 type routerList []string
@@ -31,7 +31,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	var opts status.Options
 	fs.StringVar(&opts.Consul, "consul", consulAddr, "Consul agent HTTP address where routers register (default $CONSUL_HTTP_ADDR)")
-	fs.Var((*routerList)(&opts.Routers), "router", "ask this router (host:port) instead of finding routers in Consul; repeatable")
+	fs.Var((*routerList)(&opts.Routers), "router", "ask the router with this admin address (its admin_listen, host:port) instead of finding routers in Consul; repeatable")
+	fs.StringVar(&opts.AdminToken, "admin-token", os.Getenv("LLMGW_ADMIN_TOKEN"), "Bearer token of routers with admin_token (default $LLMGW_ADMIN_TOKEN)")
 	fs.DurationVar(&opts.Timeout, "timeout", 10*time.Second, "bound on finding routers and on each router's answer")
 	if err := fs.Parse(args); err != nil {
 		fmt.Fprintln(stderr, statusUsage)

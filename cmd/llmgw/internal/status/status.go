@@ -1,10 +1,11 @@
 // Package status is `llmgw status`: it asks every router what it sees of
-// the fleet (GET /admin/replicas) and prints one table per router: each
+// the fleet (GET /admin/replicas on its admin listener) and prints one table per router: each
 // replica's model, routing mode, breaker health, Consul health and whether
 // it drains, indexed KV blocks, load, and the LoRA adapters it serves.
 //
-// Routers are found in Consul (passing llmgw-router instances) unless they
-// are named directly. It imports consul/ and the Consul API client; it
+// Routers are found in Consul (passing llmgw-router instances, at the
+// admin port their llmgw-admin-port meta advertises) unless their admin
+// addresses are named directly. It imports consul/ and the Consul API client; it
 // reads the routers over HTTP only, never importing router/ packages.
 package status
 
@@ -30,8 +31,11 @@ import (
 type Options struct {
 	// Consul is the agent's HTTP address, used when Routers is empty.
 	Consul string
-	// Routers are router API addresses (host:port) to ask directly.
+	// Routers are router admin addresses (host:port, their admin_listen)
+	// to ask directly.
 	Routers []string
+	// AdminToken is sent as a Bearer token, for routers with admin_token.
+	AdminToken string
 	// Timeout bounds finding the routers and each router's answer
 	// (default 10 s).
 	Timeout time.Duration
@@ -82,7 +86,7 @@ func Run(ctx context.Context, opts Options, w io.Writer) error {
 	defer client.CloseIdleConnections()
 	var errs []error
 	for _, addr := range routers {
-		replicas, err := fetch(ctx, client, addr)
+		replicas, err := fetch(ctx, client, addr, opts.AdminToken)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -120,22 +124,36 @@ func findRouters(ctx context.Context, addr string, timeout time.Duration) ([]str
 		return nil, fmt.Errorf("no passing llmgw-router instances in consul at %s", addr)
 	}
 	out := make([]string, 0, len(set))
+	var errs []error
 	for _, r := range set {
-		out = append(out, net.JoinHostPort(r.Address, strconv.Itoa(r.Port)))
+		if r.AdminPort == 0 {
+			errs = append(errs, fmt.Errorf("router %s advertises no admin port (service meta %s); name its admin address with -router", r.ID, consul.MetaAdminPort))
+			continue
+		}
+		out = append(out, net.JoinHostPort(r.Address, strconv.Itoa(r.AdminPort)))
+	}
+	if len(out) == 0 {
+		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }
 
-func fetch(ctx context.Context, client *http.Client, addr string) ([]replica, error) {
+func fetch(ctx context.Context, client *http.Client, addr, token string) ([]replica, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/admin/replicas", nil)
 	if err != nil {
 		return nil, fmt.Errorf("router %s: %w", addr, err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("router %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return nil, fmt.Errorf("router %s: GET /admin/replicas: %s: the router's admin_token is needed (-admin-token or LLMGW_ADMIN_TOKEN)", addr, resp.Status)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("router %s: GET /admin/replicas: %s", addr, resp.Status)
 	}

@@ -24,6 +24,9 @@ import (
 	"github.com/llmgw/llmgw/router/server"
 )
 
+// adminToken guards the test routers' admin listeners.
+const adminToken = "admin-secret"
+
 // fakeEngine serves the parts of vLLM's API the router scrapes: /metrics
 // and a model listing with one LoRA adapter, "sql".
 func fakeEngine(t *testing.T) string {
@@ -46,7 +49,8 @@ func fakeEngine(t *testing.T) string {
 func startRouter(t *testing.T, consulAddr string) *server.Server {
 	t.Helper()
 	c := config.Default()
-	c.Listen, c.IngestListen = "127.0.0.1:0", "127.0.0.1:0"
+	c.Listen, c.IngestListen, c.HTTP.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	c.HTTP.AdminToken = adminToken
 	c.Models = map[string]config.Model{"sim-model": {Sim: true}}
 	c.Replicas = []config.StaticReplica{{ID: "alloc-1/sim", Model: "sim-model", Address: fakeEngine(t), BlockSize: 16}}
 	c.ScrapeInterval = 50 * time.Millisecond
@@ -117,12 +121,12 @@ func TestStatusFromConsul(t *testing.T) {
 	// once it is scraped; Run waits for the first within its timeout.
 	if !poll.Within(poll.Timeout, func() bool {
 		out.Reset()
-		err = Run(context.Background(), Options{Consul: agent.Addr, Timeout: 2 * time.Second}, &out)
+		err = Run(context.Background(), Options{Consul: agent.Addr, Timeout: 2 * time.Second, AdminToken: adminToken}, &out)
 		return err == nil && matches(rows(out.String()), want) == ""
 	}) {
 		t.Fatalf("status never showed the replicas as wanted (%v; %s):\n%s", err, matches(rows(out.String()), want), out.String())
 	}
-	for _, w := range []string{"router " + r.Addr() + ": 2 replicas", "MODE", "CONSUL", "DRAINING", "ADAPTERS"} {
+	for _, w := range []string{"router " + r.AdminAddr() + ": 2 replicas", "MODE", "CONSUL", "DRAINING", "ADAPTERS"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("output lacks %q:\n%s", w, out.String())
 		}
@@ -157,7 +161,7 @@ func TestStatusDirect(t *testing.T) {
 	// The router applies its static replica just after Start returns.
 	if !poll.Within(poll.Timeout, func() bool {
 		out.Reset()
-		if err := Run(context.Background(), Options{Routers: []string{r.Addr()}}, &out); err != nil {
+		if err := Run(context.Background(), Options{Routers: []string{r.AdminAddr()}, AdminToken: adminToken}, &out); err != nil {
 			t.Fatal(err)
 		}
 		lines = strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -181,6 +185,7 @@ func TestStatusErrors(t *testing.T) {
 	}
 	go notRouter.Serve(ln)
 	t.Cleanup(func() { notRouter.Close() })
+	r := startRouter(t, "")
 
 	tests := []struct {
 		name string
@@ -189,6 +194,9 @@ func TestStatusErrors(t *testing.T) {
 	}{
 		{"router down", Options{Routers: []string{deadAddr}}, "router " + deadAddr},
 		{"not a router", Options{Routers: []string{ln.Addr().String()}}, "404 Not Found"},
+		{"no admin token", Options{Routers: []string{r.AdminAddr()}}, "admin_token is needed"},
+		{"wrong admin token", Options{Routers: []string{r.AdminAddr()}, AdminToken: "guess"}, "401 Unauthorized"},
+		{"the API port", Options{Routers: []string{r.Addr()}, AdminToken: adminToken}, "404 Not Found"},
 		{"consul down", Options{Consul: deadAddr, Timeout: 500 * time.Millisecond}, "find routers in consul at " + deadAddr},
 	}
 	for _, tt := range tests {
