@@ -94,7 +94,7 @@ func TestFleet(t *testing.T) {
 			if v := view(t, f, url)[home]; v.Mode != "exact" || v.GPUBlocks == 0 {
 				t.Errorf("new router %s sees %s as %+v; want exact with its blocks", url, home, v)
 			}
-			if got := scorers(t, url); !slices.Equal(got, []string{"load"}) {
+			if got := scorers(t, f.AdminURL(url)); !slices.Equal(got, []string{"load"}) {
 				t.Errorf("new router %s scores with %v; want the new scheduler's [load]", url, got)
 			}
 		}
@@ -294,7 +294,8 @@ func checkNoRequestReaches(t *testing.T, f *Fleet, replica string) {
 	}
 }
 
-// scorers asks a router to explain a decision and returns its scorers.
+// scorers asks a router's admin listener (url) to explain a decision and
+// returns its scorers.
 func scorers(t *testing.T, url string) []string {
 	t.Helper()
 	resp, err := testClient.Post(url+"/admin/explain/completions", "application/json",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/llmgw/llmgw/consul"
 )
 
 // routerStartTimeout bounds a router's start, up to its registration.
@@ -26,6 +29,7 @@ type router struct {
 	p         *proc
 	serviceID string
 	url       string // http://127.0.0.1:port, known once registered
+	adminURL  string // its admin listener, from the registration's meta
 	killed    bool
 }
 
@@ -37,15 +41,19 @@ type routerConf struct {
 	Scheduler  string // body of the scheduler block; "" for the default
 }
 
-// routerConfig renders a router's HCL config: both listeners on free
-// loopback ports, replicas from Consul service vllm, registration as
+// routerConfig renders a router's HCL config: its three listeners on free
+// loopback ports, the route headers on (the demo and the benchmark report
+// which replica served each request; a trusted setup), replicas from Consul service vllm, registration as
 // llmgw-router with a short check interval, the simulator's tokenizer for
 // the model. The KV token comes from the environment, not the file.
 func routerConfig(c routerConf) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `listen        = "127.0.0.1:0"
 ingest_listen = "127.0.0.1:0"
+admin_listen  = "127.0.0.1:0"
 log_level     = "info"
+
+expose_route_headers = true
 
 consul {
   address        = %q
@@ -99,7 +107,12 @@ func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*route
 		if err != nil {
 			return notYet("%v", err)
 		}
+		admin, ok := svc.Meta[consul.MetaAdminPort]
+		if !ok {
+			return fmt.Errorf("%s registered without meta %s", name, consul.MetaAdminPort)
+		}
 		r.url = "http://" + svc.Address + ":" + strconv.Itoa(svc.Port)
+		r.adminURL = "http://" + net.JoinHostPort(svc.Address, admin)
 		return nil
 	})
 	if err != nil {
@@ -121,9 +134,25 @@ type replicaView struct {
 	CPUBlocks int    `json:"cpu_blocks"`
 }
 
-// replicas reads the router's /admin/replicas, by replica id.
+// AdminURL is the admin listener's base URL of the router whose API is at
+// apiURL (one of RouterURLs); "" for none.
+func (f *Fleet) AdminURL(apiURL string) string {
+	for _, r := range f.liveRouters() {
+		if r.url == apiURL {
+			return r.adminURL
+		}
+	}
+	return ""
+}
+
+// replicas reads /admin/replicas of the router at routerURL (its API), by
+// replica id.
 func (f *Fleet) replicas(ctx context.Context, routerURL string) (map[string]replicaView, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, routerURL+"/admin/replicas", nil)
+	admin := f.AdminURL(routerURL)
+	if admin == "" {
+		return nil, fmt.Errorf("no live router at %s", routerURL)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/admin/replicas", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -29,7 +29,8 @@ type Result struct {
 	// Attempts counts the routers tried.
 	Attempts int
 	// Router is the base URL that answered; Replica and Mode come from the
-	// router's X-Llmgw-Replica and X-Llmgw-Routing-Mode headers.
+	// router's X-Llmgw-Replica and X-Llmgw-Routing-Mode headers, sent by
+	// routers with expose_route_headers (internal/fleet's); else empty.
 	Router, Replica, Mode string
 	// Sent is when the request left, from the start of the run.
 	Sent time.Duration

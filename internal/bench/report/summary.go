@@ -53,7 +53,8 @@ type Summary struct {
 	OracleHitShare float64 `json:"oracle_hit_share"`
 	// BusiestShare is the share of completed requests served by the
 	// replica that served the most (1/shards is an even spread), from the
-	// router's X-Llmgw-Replica header.
+	// router's X-Llmgw-Replica header (internal/fleet's routers run with
+	// expose_route_headers; a default router sends none).
 	BusiestShare float64 `json:"busiest_replica_share"`
 
 	ttfts []time.Duration // sorted, for the CDF plot
