@@ -3,9 +3,14 @@
 # router's own registration is off), with the KV-ingest port in service meta
 # so nomad-driver-vllm finds where to send block state.
 #
-# Before the first run, store the drivers' ingest token (the allocations wait
-# until this Nomad variable exists):
-#   nomad var put nomad/jobs/llmgw-router kv_token=<the plugin's ingest_token>
+# The admin API (/admin/*, /metrics, explain) has its own port, advertised
+# in the service meta llmgw-admin-port for `llmgw status`; it answers only
+# with the admin token. Consul's check stays on the API port's /health.
+#
+# Before the first run, store the drivers' ingest token and an admin token
+# (the allocations wait until this Nomad variable exists; a router without
+# the admin token refuses to start, its admin port being off loopback):
+#   nomad var put nomad/jobs/llmgw-router kv_token=<the plugin's ingest_token> admin_token=<a long random string>
 job "llmgw-router" {
   datacenters = ["*"]
   type        = "service"
@@ -24,6 +29,7 @@ job "llmgw-router" {
         static = 8080
       }
       port "ingest" {}
+      port "admin" {}
     }
 
     update {
@@ -48,6 +54,7 @@ job "llmgw-router" {
       tags = ["http"]
       meta {
         llmgw-kv-ingest-port = "${NOMAD_PORT_ingest}"
+        llmgw-admin-port     = "${NOMAD_PORT_admin}"
       }
       check {
         type     = "http"
@@ -71,6 +78,7 @@ job "llmgw-router" {
         data        = <<-EOT
           listen            = "0.0.0.0:{{ env "NOMAD_PORT_http" }}"
           ingest_listen     = "0.0.0.0:{{ env "NOMAD_PORT_ingest" }}"
+          admin_listen      = "0.0.0.0:{{ env "NOMAD_PORT_admin" }}"
           advertise_address = "{{ env "NOMAD_IP_http" }}"
           upstream_timeout  = "5m"
           log_level         = "info"
@@ -94,7 +102,8 @@ job "llmgw-router" {
         env         = true
         change_mode = "restart"
         data        = <<-EOT
-          {{ with nomadVar "nomad/jobs/llmgw-router" }}LLMGW_KV_TOKEN={{ .kv_token }}{{ end }}
+          {{ with nomadVar "nomad/jobs/llmgw-router" }}LLMGW_KV_TOKEN={{ .kv_token }}
+          LLMGW_ADMIN_TOKEN={{ .admin_token }}{{ end }}
         EOT
       }
 

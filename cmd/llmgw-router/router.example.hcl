@@ -5,6 +5,31 @@ listen        = "0.0.0.0:8080" # OpenAI API
 ingest_listen = "0.0.0.0:8081" # KV updates from nomad-driver-vllm
 # kv_token is better given as LLMGW_KV_TOKEN (e.g. from a Nomad template).
 
+# The admin API (/admin/*, /metrics, explain) answers only here; off
+# loopback it needs admin_token (better given as LLMGW_ADMIN_TOKEN).
+admin_listen = "127.0.0.1:8082"
+# X-Llmgw-* route headers (replica, mode, predicted cached tokens) let any
+# client probe the prefix cache: only for trusted clients.
+expose_route_headers = false
+
+# Bounds every connection is held to (see README.md).
+read_header_timeout = "10s"
+body_timeout        = "30s" # a trickled body is cut off with 408
+write_timeout       = "30s" # per write, so streams may last longer
+idle_timeout        = "90s"
+max_header_bytes    = 65536
+max_headers         = 100
+max_connections     = 4096 # per listener
+
+# TLS, per listener; the files are read again when they change.
+# tls_cert_file        = "/secrets/api.pem"
+# tls_key_file         = "/secrets/api-key.pem"
+# admin_tls_cert_file  = "/secrets/admin.pem"
+# admin_tls_key_file   = "/secrets/admin-key.pem"
+# ingest_tls_cert_file = "/secrets/ingest.pem"
+# ingest_tls_key_file  = "/secrets/ingest-key.pem"
+# peer_ca_file         = "/secrets/ca.pem" # verifies peers' ingest certificates
+
 max_body_bytes   = 8388608
 attempts         = 3 # replicas tried before the first byte reaches the client
 upstream_timeout = "5m"

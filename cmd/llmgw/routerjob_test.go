@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -22,7 +23,7 @@ func TestRouterJobConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := templateData(t, src, path, "local/router.hcl")
-	env := map[string]string{"NOMAD_PORT_http": "8080", "NOMAD_PORT_ingest": "24311", "NOMAD_IP_http": "10.0.0.7"}
+	env := map[string]string{"NOMAD_PORT_http": "8080", "NOMAD_PORT_ingest": "24311", "NOMAD_PORT_admin": "24312", "NOMAD_IP_http": "10.0.0.7"}
 	rendered := regexp.MustCompile(`\{\{ env "([A-Za-z_]+)" \}\}`).ReplaceAllStringFunc(data, func(m string) string {
 		name := regexp.MustCompile(`"([A-Za-z_]+)"`).FindStringSubmatch(m)[1]
 		v, ok := env[name]
@@ -38,14 +39,24 @@ func TestRouterJobConfig(t *testing.T) {
 	if err := cfg.ParseHCL([]byte(rendered), "router.hcl"); err != nil {
 		t.Fatalf("router rejects the jobspec's config: %v\n%s", err, rendered)
 	}
-	if err := cfg.ApplyEnv([]string{"LLMGW_KV_TOKEN=token-from-nomad-variables"}); err != nil {
+	noToken := cfg
+	if err := noToken.Validate(); err == nil || !strings.Contains(err.Error(), "set admin_token") {
+		t.Errorf("the jobspec's admin port without the admin token: %v; want the router to refuse", err)
+	}
+	if err := cfg.ApplyEnv([]string{"LLMGW_KV_TOKEN=token-from-nomad-variables", "LLMGW_ADMIN_TOKEN=admin-from-nomad-variables"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("router rejects the jobspec's config: %v\n%s", err, rendered)
 	}
-	if cfg.Listen != "0.0.0.0:8080" || cfg.IngestListen != "0.0.0.0:24311" {
-		t.Errorf("listen %q, ingest_listen %q; want the allocated ports", cfg.Listen, cfg.IngestListen)
+	if cfg.Listen != "0.0.0.0:8080" || cfg.IngestListen != "0.0.0.0:24311" || cfg.HTTP.AdminListen != "0.0.0.0:24312" {
+		t.Errorf("listen %q, ingest_listen %q, admin_listen %q; want the allocated ports", cfg.Listen, cfg.IngestListen, cfg.HTTP.AdminListen)
+	}
+	secrets := templateData(t, src, path, "secrets/kv.env")
+	for _, v := range []string{"LLMGW_KV_TOKEN={{ .kv_token }}", "LLMGW_ADMIN_TOKEN={{ .admin_token }}"} {
+		if !strings.Contains(secrets, v) {
+			t.Errorf("secrets template lacks %s:\n%s", v, secrets)
+		}
 	}
 }
 

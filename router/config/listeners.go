@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 )
@@ -76,12 +77,29 @@ func (h *HTTP) validate() error {
 			errs = append(errs, fmt.Errorf("%s %d: must be positive", name, n))
 		}
 	}
+	if h.AdminToken == "" && !loopback(h.AdminListen) {
+		errs = append(errs, fmt.Errorf("admin_listen %q is not a loopback address: set admin_token, or bind it to 127.0.0.1", h.AdminListen))
+	}
 	for name, t := range map[string]TLSFiles{"tls": h.APITLS, "admin_tls": h.AdminTLS, "ingest_tls": h.IngestTLS} {
 		if (t.CertFile == "") != (t.KeyFile == "") {
 			errs = append(errs, fmt.Errorf("%s_cert_file and %s_key_file: set both or neither", name, name))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// loopback reports whether addr's host is a loopback IP or localhost; an
+// address that does not parse is left to the address check.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // fileHTTP is the HCL attributes of HTTP, at the top level of the file.
