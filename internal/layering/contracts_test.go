@@ -46,6 +46,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/openai",
 	},
 	"internal/testcert": nil,
+	"internal/attack":   nil, // tests only
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
