@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/listener"
 )
@@ -51,6 +53,11 @@ func (s *Server) openListeners() error {
 	s.api = listener.NewServer(s.gw.Handler(), limits)
 	s.admin = listener.NewServer(listener.RequireBearer(h.AdminToken, s.gw.AdminHandler()), limits)
 	s.ingest = listener.NewServer(s.ingestHandler(), limits)
+	// net/http's own complaints (failed TLS handshakes, above all) go to
+	// the router's log at debug level: any scanner causes them.
+	for _, srv := range []*http.Server{s.api, s.admin, s.ingest} {
+		srv.ErrorLog = s.log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})
+	}
 	return nil
 }
 
