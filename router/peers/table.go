@@ -1,10 +1,12 @@
 package peers
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -146,13 +148,22 @@ func (t *Table) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, http.StatusUnauthorized, errors.New("missing or wrong bearer token"))
 		return
 	}
-	m, err := Decode(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		code := http.StatusBadRequest
 		if errors.As(err, new(*http.MaxBytesError)) {
 			code = http.StatusRequestEntityTooLarge
 		}
-		t.fail(w, code, err)
+		t.fail(w, code, fmt.Errorf("peer load: %w", err))
+		return
+	}
+	if err := checkReplicaCount(body); err != nil {
+		t.fail(w, http.StatusBadRequest, err)
+		return
+	}
+	m, err := Decode(bytes.NewReader(body))
+	if err != nil {
+		t.fail(w, http.StatusBadRequest, err)
 		return
 	}
 	if t.Put(m) {
