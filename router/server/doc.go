@@ -2,8 +2,8 @@
 // OpenAI API listener (router/gateway's Handler), the admin listener (its
 // AdminHandler, behind admin_token), each bounded by router/listener
 // (connection cap, timeouts, header caps, optional TLS), the separate
-// KV-ingest listener for
-// drivers (internal/kvwire's Receiver into router/ingest), the replica set
+// KV-ingest listener for drivers (internal/kvwire's Receiver into
+// router/ingest), the replica set
 // fed by the static config and Consul watches (router/replicas), engine
 // metrics scraping (router/enginemetrics, which also brings each replica's
 // LoRA adapters), the per-replica capacity check that alarms when the index
