@@ -9,7 +9,8 @@ import (
 // checkReplicaCount walks a message's JSON tokens without decoding it and
 // refuses one whose replicas array has more than MaxReplicas entries.
 // Decoding first would build every entry before the count is checked: a
-// 1 MiB body of "{}," entries decodes to some 14 MB of Replica values.
+// 1 MiB body of "{}," entries holds 350,000 of them, and decoding it
+// allocates some 70 MB.
 // Malformed JSON is left for Decode to name.
 func checkReplicaCount(body []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
