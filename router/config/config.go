@@ -44,6 +44,7 @@ type Config struct {
 	PeerInterval, PeerExpiry time.Duration
 	LogLevel                 string
 
+	Auth      Auth
 	Consul    Consul
 	Models    map[string]Model
 	Replicas  []StaticReplica
@@ -105,6 +106,7 @@ func Default() Config {
 		PeerExpiry:      3 * time.Second,
 		LogLevel:        "info",
 		Consul:          Consul{CheckInterval: 10 * time.Second},
+		Auth:            Auth{ReloadInterval: 2 * time.Second},
 		Models:          map[string]Model{},
 		Scheduler:       scheduler.DefaultConfig(),
 	}
@@ -140,6 +142,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %s: must be positive", name, d))
 		}
 	}
+	errs = append(errs, c.Auth.validate()...)
 	switch c.LogLevel {
 	case "trace", "debug", "info", "warn", "error":
 	default:
