@@ -6,6 +6,10 @@
 # Before the first run, store the drivers' ingest token (the allocations wait
 # until this Nomad variable exists):
 #   nomad var put nomad/jobs/llmgw-router kv_token=<the plugin's ingest_token>
+# and the client API keys, as a keys file (format in
+# cmd/llmgw-router/README.md; a change reaches the routers with SIGHUP,
+# without a restart):
+#   nomad var put nomad/jobs/llmgw-router/keys keys_json=@keys.json
 job "llmgw-router" {
   datacenters = ["*"]
   type        = "service"
@@ -75,6 +79,10 @@ job "llmgw-router" {
           upstream_timeout  = "5m"
           log_level         = "info"
 
+          auth {
+            keys_file = "{{ env "NOMAD_SECRETS_DIR" }}/keys.json"
+          }
+
           consul {
             address  = "127.0.0.1:8500"
             services = ["vllm"]
@@ -95,6 +103,16 @@ job "llmgw-router" {
         change_mode = "restart"
         data        = <<-EOT
           {{ with nomadVar "nomad/jobs/llmgw-router" }}LLMGW_KV_TOKEN={{ .kv_token }}{{ end }}
+        EOT
+      }
+
+      template {
+        destination   = "secrets/keys.json"
+        perms         = "0600"
+        change_mode   = "signal"
+        change_signal = "SIGHUP"
+        data          = <<-EOT
+          {{ with nomadVar "nomad/jobs/llmgw-router/keys" }}{{ .keys_json }}{{ end }}
         EOT
       }
 
