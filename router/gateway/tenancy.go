@@ -92,17 +92,60 @@ func forTenant(t *tenant.Tenant, req *openai.Request) *errStatus {
 	return nil
 }
 
-// withCacheSalt returns the JSON object body with its cache_salt set.
+// withCacheSalt returns the JSON object body with its cache_salt set to
+// salt. When no key of body can be a cache_salt to any JSON reader (no
+// "cache_salt" in any letter case, no \u escape that could spell one),
+// the salt is appended before the closing brace, which copies the body
+// once; otherwise the object is decoded and re-encoded with its
+// cache_salt replaced, so no duplicate key is left for an engine to read
+// the client's salt from.
 func withCacheSalt(body []byte, salt string) ([]byte, error) {
+	s, _ := json.Marshal(salt)
+	trimmed := bytes.TrimRight(body, " \t\r\n")
+	if !mayNameCacheSalt(trimmed) && len(trimmed) > 0 && trimmed[len(trimmed)-1] == '}' {
+		head := bytes.TrimRight(trimmed[:len(trimmed)-1], " \t\r\n")
+		out := make([]byte, 0, len(head)+len(s)+16)
+		out = append(out, head...)
+		if len(head) > 0 && head[len(head)-1] != '{' {
+			out = append(out, ',')
+		}
+		out = append(out, `"cache_salt":`...)
+		out = append(out, s...)
+		return append(out, '}'), nil
+	}
 	var m map[string]json.RawMessage
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()
 	if err := d.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%w: malformed JSON: %v", openai.ErrBadRequest, err)
 	}
-	s, _ := json.Marshal(salt)
+	for k := range m {
+		if strings.EqualFold(k, "cache_salt") {
+			delete(m, k) // Go's decoder matches keys in any case
+		}
+	}
 	m["cache_salt"] = s
 	return json.Marshal(m)
+}
+
+// mayNameCacheSalt reports whether body could hold a cache_salt key:
+// the word in any letter case, or a \u escape, which could spell it.
+func mayNameCacheSalt(body []byte) bool {
+	if bytes.Contains(body, []byte(`\u`)) {
+		return true
+	}
+	const word = "cache_salt"
+	for i := bytes.IndexAny(body, "cC"); i >= 0 && i+len(word) <= len(body); {
+		if bytes.EqualFold(body[i:i+len(word)], []byte(word)) {
+			return true
+		}
+		j := bytes.IndexAny(body[i+1:], "cC")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // limit charges the request to its tenant's limits, or answers 429 with

@@ -361,3 +361,89 @@ func TestUsedTokens(t *testing.T) {
 		}
 	}
 }
+
+func TestWithCacheSalt(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		spliced    bool
+	}{
+		{"plain", `{"model":"m","prompt":"hi"}`, true},
+		{"trailing space", "{\"model\":\"m\",\"prompt\":\"hi\"} \n", true},
+		{"empty object", `{ }`, true},
+		{"client salt", `{"model":"m","cache_salt":"x","prompt":"hi"}`, false},
+		{"other case", `{"model":"m","Cache_Salt":"x","prompt":"hi"}`, false},
+		{"escaped key", `{"model":"m","cache\u005fsalt":"x","prompt":"hi"}`, false},
+		{"word in a prompt", `{"model":"m","prompt":"what is a CACHE_SALT?"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := withCacheSalt([]byte(tc.body), "tenant-salt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(out, &m); err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			if keys := saltKeys(t, out); m["cache_salt"] != "tenant-salt" || len(keys) != 1 {
+				t.Errorf("%s -> %s: salt keys %v", tc.body, out, keys)
+			}
+			if spliced := strings.HasSuffix(string(out), `"cache_salt":"tenant-salt"}`) && !strings.Contains(string(out), `"cache_salt":"x"`); tc.spliced && !spliced {
+				t.Errorf("%s was rewritten, not spliced: %s", tc.body, out)
+			}
+			if req, err := openai.Parse(openai.Completion, out); tc.body != `{ }` && (err != nil || req.CacheSalt != "tenant-salt" || req.Model != "m") {
+				t.Errorf("router reads %s as %+v, %v", out, req, err)
+			}
+		})
+	}
+}
+
+// saltKeys lists the top-level keys of the object body that a JSON
+// reader, case-sensitive or not, could take for cache_salt, duplicates
+// included, each with its value.
+func saltKeys(t *testing.T, body []byte) []string {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(string(body)))
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%s: not an object", body)
+	}
+	var out []string
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if strings.EqualFold(k.(string), "cache_salt") {
+			out = append(out, k.(string)+"="+string(v))
+		}
+	}
+	return out
+}
+
+// FuzzWithCacheSalt: whatever object a client sends, the forwarded body is
+// valid JSON with exactly one cache_salt key (in any case) holding the
+// tenant's salt.
+func FuzzWithCacheSalt(f *testing.F) {
+	f.Add(`{"model":"m","cache_salt":"x"}`)
+	f.Add(`{"CACHE_SALT":1,"cache\u005Fsalt":null}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var in map[string]json.RawMessage
+		if json.Unmarshal([]byte(body), &in) != nil {
+			return // the gateway parses the request first
+		}
+		out, err := withCacheSalt([]byte(body), "s")
+		if err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("%q -> invalid %q", body, out)
+		}
+		if salts := saltKeys(t, out); len(salts) != 1 || salts[0] != `cache_salt="s"` {
+			t.Fatalf("%q -> %q: salt keys %v", body, out, salts)
+		}
+	})
+}
