@@ -11,6 +11,10 @@
 # (the allocations wait until this Nomad variable exists; a router without
 # the admin token refuses to start, its admin port being off loopback):
 #   nomad var put nomad/jobs/llmgw-router kv_token=<the plugin's ingest_token> admin_token=<a long random string>
+# and the client API keys, as a keys file (format in
+# cmd/llmgw-router/README.md; a change reaches the routers with SIGHUP,
+# without a restart):
+#   nomad var put nomad/jobs/llmgw-router/keys keys_json=@keys.json
 job "llmgw-router" {
   datacenters = ["*"]
   type        = "service"
@@ -83,6 +87,10 @@ job "llmgw-router" {
           upstream_timeout  = "5m"
           log_level         = "info"
 
+          auth {
+            keys_file = "{{ env "NOMAD_SECRETS_DIR" }}/keys.json"
+          }
+
           consul {
             address  = "127.0.0.1:8500"
             services = ["vllm"]
@@ -104,6 +112,16 @@ job "llmgw-router" {
         data        = <<-EOT
           {{ with nomadVar "nomad/jobs/llmgw-router" }}LLMGW_KV_TOKEN={{ .kv_token }}
           LLMGW_ADMIN_TOKEN={{ .admin_token }}{{ end }}
+        EOT
+      }
+
+      template {
+        destination   = "secrets/keys.json"
+        perms         = "0600"
+        change_mode   = "signal"
+        change_signal = "SIGHUP"
+        data          = <<-EOT
+          {{ with nomadVar "nomad/jobs/llmgw-router/keys" }}{{ .keys_json }}{{ end }}
         EOT
       }
 

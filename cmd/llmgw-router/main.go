@@ -5,7 +5,11 @@
 //	llmgw-router -config router.hcl
 //
 // Configuration comes from the HCL file, then LLMGW_* environment variables,
-// then flags (see router/config). SIGINT or SIGTERM shuts it down cleanly.
+// then flags (see router/config). SIGINT or SIGTERM shuts it down cleanly;
+// SIGHUP reloads the keys file.
+//
+//	llmgw-router -new-key            # a new API key and its hash
+//	llmgw-router -hash-key < key.txt # the hash of a key, for the keys file
 package main
 
 import (
@@ -25,7 +29,16 @@ import (
 func main() {
 	fs := flag.NewFlagSet("llmgw-router", flag.ExitOnError)
 	flags := config.BindFlags(fs)
+	hashKey := fs.Bool("hash-key", false, "read an API key from stdin, print its SHA-256 (for keys_sha256 in the keys file) and exit")
+	newKey := fs.Bool("new-key", false, "print a new random API key and its SHA-256, and exit")
 	_ = fs.Parse(os.Args[1:])
+	if *hashKey || *newKey {
+		if err := keyTool(*newKey, os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "llmgw-router:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	cfg, err := flags.Resolve(os.Environ())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "llmgw-router:", err)

@@ -43,6 +43,15 @@ log_level        = "info"
 peer_load_interval = "50ms"
 peer_load_expiry   = "3s"
 
+# Client API keys. A plain list (each key its own tenant) is better given as
+# LLMGW_API_KEYS; tenants with models, limits and cache isolation come from
+# the keys file (see README.md). Neither: every client is anonymous.
+# api_keys = ["llmgw-..."]
+auth {
+  keys_file       = "/secrets/llmgw-keys.json"
+  reload_interval = "2s" # SIGHUP reloads at once
+}
+
 consul {
   address        = "127.0.0.1:8500"
   services       = ["vllm"] # services whose instances tagged "llmgw" are replicas

@@ -23,7 +23,7 @@ func TestRouterJobConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := templateData(t, src, path, "local/router.hcl")
-	env := map[string]string{"NOMAD_PORT_http": "8080", "NOMAD_PORT_ingest": "24311", "NOMAD_PORT_admin": "24312", "NOMAD_IP_http": "10.0.0.7"}
+	env := map[string]string{"NOMAD_PORT_http": "8080", "NOMAD_PORT_ingest": "24311", "NOMAD_PORT_admin": "24312", "NOMAD_IP_http": "10.0.0.7", "NOMAD_SECRETS_DIR": "/alloc/secrets"}
 	rendered := regexp.MustCompile(`\{\{ env "([A-Za-z_]+)" \}\}`).ReplaceAllStringFunc(data, func(m string) string {
 		name := regexp.MustCompile(`"([A-Za-z_]+)"`).FindStringSubmatch(m)[1]
 		v, ok := env[name]
@@ -48,6 +48,9 @@ func TestRouterJobConfig(t *testing.T) {
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("router rejects the jobspec's config: %v\n%s", err, rendered)
+	}
+	if cfg.Auth.KeysFile != "/alloc/secrets/keys.json" {
+		t.Errorf("keys_file %q; want the keys template's destination", cfg.Auth.KeysFile)
 	}
 	if cfg.Listen != "0.0.0.0:8080" || cfg.IngestListen != "0.0.0.0:24311" || cfg.HTTP.AdminListen != "0.0.0.0:24312" {
 		t.Errorf("listen %q, ingest_listen %q, admin_listen %q; want the allocated ports", cfg.Listen, cfg.IngestListen, cfg.HTTP.AdminListen)

@@ -18,6 +18,8 @@ import (
 type Fleet interface {
 	ConsulDNSAddr() string
 	RouterURLs() []string
+	// APIKey is the key the routers accept from clients.
+	APIKey() string
 	RestartRouters(ctx context.Context, scheduler string) error
 	ResetCaches(ctx context.Context) error
 }
@@ -72,7 +74,7 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		if o.OnStart != nil {
 			o.OnStart(p)
 		}
-		results, took := runPolicy(ctx, p, dns, o)
+		results, took := runPolicy(ctx, p, dns, f.APIKey(), o)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
@@ -81,8 +83,8 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 	return rep, nil
 }
 
-func runPolicy(ctx context.Context, p Policy, dns *client.ConsulDNS, o Options) ([]client.Result, time.Duration) {
-	c := client.New(client.Options{Routers: dns, Model: o.Model})
+func runPolicy(ctx context.Context, p Policy, dns *client.ConsulDNS, key string, o Options) ([]client.Result, time.Duration) {
+	c := client.New(client.Options{Routers: dns, Model: o.Model, APIKey: key})
 	defer c.Close()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

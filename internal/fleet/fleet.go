@@ -46,6 +46,9 @@ type Options struct {
 	// FlushInterval is the driver's kv_flush_interval (0: the driver's
 	// default, 250 ms).
 	FlushInterval time.Duration
+	// APIKey is the key the routers accept from clients (their api_keys);
+	// "" = a new random one. Fleet.APIKey returns it.
+	APIKey string
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no
@@ -77,6 +80,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Log == nil {
 		o.Log = hclog.NewNullLogger()
+	}
+	if o.APIKey == "" {
+		o.APIKey = "llmgw-" + randomHex(32) // as llmgw-router -new-key makes them
 	}
 	switch {
 	case o.Shards < 1:
@@ -238,6 +244,9 @@ func (f *Fleet) startRouters(ctx context.Context, scheduler string) error {
 	}
 	return nil
 }
+
+// APIKey is the key clients send the routers (Authorization: Bearer).
+func (f *Fleet) APIKey() string { return f.o.APIKey }
 
 // RouterURLs are the live routers' API base URLs.
 func (f *Fleet) RouterURLs() []string {

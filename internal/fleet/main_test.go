@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 func options(t *testing.T) Options {
 	t.Helper()
 	return Options{BinDir: bins.Dir(t), Shards: 3, Routers: 2, WorkDir: t.TempDir(),
-		SimArgs: []string{"--sim-latency=false"}}
+		SimArgs: []string{"--sim-latency=false"}, APIKey: testAPIKey}
 }
 
 // waitFor waits for cond with internal/poll and returns how long it took,
@@ -55,7 +55,10 @@ type routed struct {
 func complete(t *testing.T, routerURL, prompt string) routed {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 2})
-	resp, err := testClient.Post(routerURL+"/v1/completions", "application/json", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, routerURL+"/v1/completions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testAPIKey)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +87,9 @@ func view(t *testing.T, f *Fleet, url string) map[string]replicaView {
 }
 
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+
+// testAPIKey is the routers' client key in the fleet tests.
+const testAPIKey = "llmgw-fleet-test-key-0123456789abcdef"
 
 // testClient keeps no idle connections, so goleak sees none after a test.
 var testClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}

@@ -87,8 +87,8 @@ func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*route
 		return nil, fmt.Errorf("%s config: %w", name, err)
 	}
 	// LLMGW_* variables would override the file; the fleet's routers take
-	// only the token from the environment.
-	env := []string{"LLMGW_KV_TOKEN=" + f.token}
+	// only the token and the clients' key from the environment.
+	env := []string{"LLMGW_KV_TOKEN=" + f.token, "LLMGW_API_KEYS=" + f.o.APIKey}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LLMGW_") {
 			env = append(env, kv)

@@ -46,6 +46,7 @@ type Config struct {
 	// HTTP bounds the listeners and splits off the admin API.
 	HTTP HTTP
 
+	Auth      Auth
 	Consul    Consul
 	Models    map[string]Model
 	Replicas  []StaticReplica
@@ -108,6 +109,7 @@ func Default() Config {
 		LogLevel:        "info",
 		HTTP:            defaultHTTP(),
 		Consul:          Consul{CheckInterval: 10 * time.Second},
+		Auth:            Auth{ReloadInterval: 2 * time.Second},
 		Models:          map[string]Model{},
 		Scheduler:       scheduler.DefaultConfig(),
 	}
@@ -145,6 +147,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %s: must be positive", name, d))
 		}
 	}
+	errs = append(errs, c.Auth.validate()...)
 	switch c.LogLevel {
 	case "trace", "debug", "info", "warn", "error":
 	default:

@@ -80,6 +80,8 @@ var settings = append([]setting{
 	{"LLMGW_PEER_LOAD_EXPIRY", "peer-load-expiry", "forget a peer router silent this long", dur("peer load expiry", func(c *Config) *time.Duration { return &c.PeerExpiry })},
 }, httpSettings...)
 
+func init() { settings = append(settings, authSettings...) }
+
 // ApplyEnv applies LLMGW_* variables from environ ("KEY=value" entries, as
 // os.Environ returns). Variables the router does not know are left alone:
 // other llmgw programs share the prefix.

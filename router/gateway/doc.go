@@ -12,4 +12,16 @@
 // It wires together router/openai (parsing, errors), router/prompt (keys),
 // router/scheduler (the decision) and router/replicas (where to send); it
 // must not import driver/....
+//
+// The OpenAI routes (not /health or /ready) authenticate the client's
+// bearer key when an Authenticator is configured (401 in OpenAI's shape
+// otherwise) and carry its tenant.Tenant in the request context; a model
+// the tenant may not use is a 404, as OpenAI answers, and /v1/models lists
+// only the tenant's models. A tenant's limits (router/ratelimit) are
+// charged once the prompt is counted, answered with 429, Retry-After and
+// the x-ratelimit-* headers, which admitted responses carry too; the
+// token charge is corrected from the response's usage. An isolated
+// tenant's requests get its cache_salt, in the forwarded body and in the
+// prompt's block keys alike. The client's Authorization header never
+// reaches an engine.
 package gateway

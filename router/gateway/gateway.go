@@ -15,8 +15,10 @@ import (
 
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/tenant"
 )
 
 // Deps are what the gateway routes with.
@@ -44,7 +46,11 @@ type Deps struct {
 	// ExposeRouteHeaders sends the X-Llmgw-* route headers to clients
 	// (off: they reveal cache hits and replica names; see proxy.go).
 	ExposeRouteHeaders bool
-	Logger             hclog.Logger
+	// Auth resolves API keys to tenants; nil serves everyone as
+	// tenant.Anonymous. Limits enforces tenants' limits; nil enforces none.
+	Auth   Authenticator
+	Limits *ratelimit.Limiter
+	Logger hclog.Logger
 }
 
 // Gateway serves the OpenAI API.
@@ -95,9 +101,9 @@ func New(d Deps) (*Gateway, error) {
 	proxy := newProxy(g.tr, d.Logger, d.ExposeRouteHeaders)
 
 	e := newEngine(d.Logger)
-	e.POST("/v1/chat/completions", g.routed(openai.Chat, "chat", proxy))
-	e.POST("/v1/completions", g.routed(openai.Completion, "completions", proxy))
-	e.GET("/v1/models", g.models)
+	e.POST("/v1/chat/completions", g.authenticate, g.routed(openai.Chat, "chat", proxy))
+	e.POST("/v1/completions", g.authenticate, g.routed(openai.Completion, "completions", proxy))
+	e.GET("/v1/models", g.authenticate, g.models)
 	e.GET("/health", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/ready", g.ready)
 	g.engine = e
@@ -185,6 +191,8 @@ type plan struct {
 	decision scheduler.Decision
 	prompt   prompt.Result
 	total    time.Duration
+	grant    *ratelimit.Grant // the tenant's hold on its limits
+	limits   ratelimit.Status
 }
 
 func (g *Gateway) getPlan() *plan {
@@ -197,7 +205,7 @@ func (g *Gateway) getPlan() *plan {
 // putPlan returns p for reuse once nothing refers to it or to its decision
 // (the proxy has returned), dropping what it holds of the request.
 func (g *Gateway) putPlan(p *plan) {
-	p.req, p.prompt, p.decision = nil, prompt.Result{}, scheduler.Decision{}
+	p.req, p.prompt, p.decision, p.grant, p.limits = nil, prompt.Result{}, scheduler.Decision{}, nil, ratelimit.Status{}
 	p.sreq.Reset(scheduler.Request{})
 	clear(p.cands)
 	g.plans.Put(p)
@@ -207,6 +215,10 @@ func (g *Gateway) putPlan(p *plan) {
 type errStatus struct {
 	code int
 	msg  string
+	// typ and oaCode, when set, are OpenAI's error type and code; limit
+	// the rate-limit headers of a 429.
+	typ, oaCode string
+	limit       *ratelimit.Status
 }
 
 func (e *errStatus) Error() string { return e.msg }
@@ -217,11 +229,15 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	start := time.Now()
 	req, err := openai.Parse(kind, body)
 	if err != nil {
-		return nil, &errStatus{http.StatusBadRequest, err.Error()}
+		return nil, &errStatus{code: http.StatusBadRequest, msg: err.Error()}
+	}
+	ten := tenant.FromContext(ctx)
+	if es := forTenant(ten, req); es != nil {
+		return nil, es
 	}
 	reps := g.d.Replicas.ForModel(req.Model)
 	if len(reps) == 0 {
-		return nil, &errStatus{http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", req.Model)}
+		return nil, &errStatus{code: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.Model)}
 	}
 	// A LoRA adapter is served by replicas of its base model: schedule and
 	// look up by the base model, key the prompt from the adapter's root.
@@ -238,10 +254,14 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	}
 	res, err := g.d.Prompts.ComputeFor(req, prompt.Target{Model: base, LoRA: lora, BlockSize: blockSize})
 	if err != nil {
-		return nil, &errStatus{http.StatusBadRequest, err.Error()}
+		return nil, &errStatus{code: http.StatusBadRequest, msg: err.Error()}
+	}
+	grant, limits, es := g.limit(ten, req, res.Tokens)
+	if es != nil {
+		return nil, es
 	}
 	p := g.getPlan()
-	p.req, p.prompt = req, res
+	p.req, p.prompt, p.grant, p.limits = req, res, grant, limits
 	p.sreq.Reset(scheduler.Request{Model: base, Keys: res.Keys, ApproxKeys: res.ApproxKeys, BlockTokens: blockSize, PromptTokens: res.Tokens, SessionID: session,
 		Fallbacks: fallbacks})
 	if res.Keys == nil {
@@ -256,13 +276,16 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 		sched = time.Since(t0)
 		return !errors.Is(err, scheduler.ErrAllBusy)
 	})
+	if err != nil {
+		grant.Finish(0) // never sent: only the request counts
+	}
 	switch {
 	case errors.Is(err, scheduler.ErrAllBusy):
-		return nil, &errStatus{http.StatusTooManyRequests, "every replica of " + req.Model + " is over its load threshold; retry later"}
+		return nil, &errStatus{code: http.StatusTooManyRequests, msg: "every replica of " + req.Model + " is over its load threshold; retry later"}
 	case errors.Is(err, scheduler.ErrNoReplica):
-		return nil, &errStatus{http.StatusServiceUnavailable, "no healthy replica serves " + req.Model}
+		return nil, &errStatus{code: http.StatusServiceUnavailable, msg: "no healthy replica serves " + req.Model}
 	case err != nil:
-		return nil, &errStatus{http.StatusInternalServerError, "scheduling failed: " + err.Error()}
+		return nil, &errStatus{code: http.StatusInternalServerError, msg: "scheduling failed: " + err.Error()}
 	}
 	queued := time.Since(waitStart) - sched // time spent waiting, not routing
 	p.total = time.Since(start) - queued
@@ -313,25 +336,25 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 		p, es := g.decide(c.Request.Context(), kind, body, session, g.d.Attempts-1+fallbackSpare)
 		if es != nil {
 			status = es.code
-			openai.WriteError(c.Writer, es.code, es.msg)
+			writeErr(c.Writer, es)
 			return
 		}
 		defer g.putPlan(p) // after the proxy, the last user of p, returns
-		rt := &route{body: body, attempts: g.attempts(p.decision), promptTokens: p.prompt.Tokens, blockTokens: p.sreq.BlockTokens, served: -1}
+		rt := &route{body: p.req.Body, attempts: g.attempts(p.decision), promptTokens: p.prompt.Tokens, blockTokens: p.sreq.BlockTokens, served: -1}
 		rt.onServed = func(chosen scheduler.Ranked) {
 			g.d.Scheduler.Routed(&p.sreq, &chosen.Candidate)
 			g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
 			g.d.Metrics.CachedTokens.WithLabelValues(string(chosen.Mode)).Observe(float64(chosen.CachedBlocks * p.sreq.BlockTokens))
 		}
 		if len(rt.attempts) == 0 {
+			p.grant.Finish(0)
 			status = http.StatusServiceUnavailable
 			openai.WriteError(c.Writer, status, "no healthy replica serves "+p.req.Model)
 			return
 		}
 		r := c.Request.WithContext(context.WithValue(c.Request.Context(), routeKey{}, rt))
 		r.Body = http.NoBody
-		proxy.ServeHTTP(c.Writer, r)
-		status = c.Writer.Status()
+		status = g.proxyLimited(c.Writer, r, proxy, p)
 	}
 }
 
@@ -347,11 +370,16 @@ func (g *Gateway) models(c *gin.Context) {
 		Parent  *string `json:"parent"`
 	}
 	data := []model{}
+	ten := tenant.FromContext(c.Request.Context()) // lists only what it may use
 	for _, m := range g.d.Replicas.Models() {
-		data = append(data, model{ID: m, Object: "model", OwnedBy: "llmgw"})
+		if ten.Allows(m) {
+			data = append(data, model{ID: m, Object: "model", OwnedBy: "llmgw"})
+		}
 	}
 	for _, a := range g.d.Replicas.Adapters() {
-		data = append(data, model{ID: a.Name, Object: "model", OwnedBy: "llmgw", Parent: &a.Parent})
+		if ten.Allows(a.Name) {
+			data = append(data, model{ID: a.Name, Object: "model", OwnedBy: "llmgw", Parent: &a.Parent})
+		}
 	}
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
 }

@@ -16,6 +16,7 @@ type Metrics struct {
 	Overhead     *prometheus.HistogramVec // stage
 	Attempts     *prometheus.CounterVec   // result
 	Ingest       *prometheus.CounterVec   // code
+	RateLimited  *prometheus.CounterVec   // tenant, limit
 }
 
 // NewMetrics registers the gateway's series, plus extra collectors (the
@@ -45,7 +46,10 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 			Name: "llmgw_kv_ingest_requests_total", Help: "KV update requests from drivers by HTTP status.",
 		}, []string{"code"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.Decisions, m.CachedTokens, m.Overhead, m.Attempts, m.Ingest,
+	m.RateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "llmgw_rate_limited_total", Help: "Requests refused with 429 by their tenant's limits, by tenant and limit (requests, tokens, tokens_too_large, concurrent_requests, concurrent_streams).",
+	}, []string{"tenant", "limit"})
+	m.Registry.MustRegister(m.Requests, m.Decisions, m.CachedTokens, m.Overhead, m.Attempts, m.Ingest, m.RateLimited,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		m.Registry.MustRegister(c)

@@ -181,6 +181,7 @@ func newProxy(tr *transport, log hclog.Logger, expose bool) *httputil.ReversePro
 				pr.Out.URL.Host = rt.attempts[0].address
 			}
 			pr.SetXForwarded()
+			pr.Out.Header.Del("Authorization") // the tenant's API key never reaches an engine
 		},
 		Transport:     tr,
 		FlushInterval: -1, // every write goes to the client at once (SSE)

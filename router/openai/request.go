@@ -47,6 +47,9 @@ type Request struct {
 	// -1 for the model's input limit (unknown to the router), else the
 	// number of prompt tokens the replica keeps.
 	TruncatePromptTokens *int
+	// MaxTokens is max_completion_tokens, else max_tokens; 0 when neither
+	// is set. Rate limits charge it before the response reports its usage.
+	MaxTokens int64
 	// TruncateRight says truncation keeps the first tokens
 	// (truncation_side "right") rather than the last (vLLM's default, "left").
 	TruncateRight bool
@@ -72,6 +75,8 @@ type rawRequest struct {
 	CacheSalt            *string         `json:"cache_salt"`
 	TruncatePromptTokens *int            `json:"truncate_prompt_tokens"`
 	TruncationSide       *string         `json:"truncation_side"`
+	MaxTokens            *int64          `json:"max_tokens"`
+	MaxCompletionTokens  *int64          `json:"max_completion_tokens"`
 }
 
 // Parse reads body as a request of kind. Errors wrap ErrBadRequest and name
@@ -104,6 +109,9 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 		r.CacheSalt = *raw.CacheSalt
 	}
 	if err := truncation(&raw, r); err != nil {
+		return nil, err
+	}
+	if err := maxTokens(&raw, r); err != nil {
 		return nil, err
 	}
 	switch kind {

@@ -20,14 +20,24 @@
 // The wire is JSON over HTTP on the router's ingest listener, at Path,
 // with the drivers' shared bearer token:
 //
-//	{"version": 1, "router": "<instance id>", "seq": 42,
+//	{"version": 2, "router": "<instance id>", "seq": 42,
 //	 "replicas": [{"replica": "<alloc>/<task>", "in_flight": 3,
-//	               "in_flight_tokens": 9000, "prefill_tokens": 4000}]}
+//	               "in_flight_tokens": 9000, "prefill_tokens": 4000}],
+//	 "tenants": [{"tenant": "team-a", "requests": 1200, "tokens": 480000,
+//	              "in_flight": 2, "streams": 1}]}
+//
+// Version 2 adds tenants: per tenant with limits, the running totals of
+// requests and tokens the sender charged since it started and what it has
+// in flight (router/ratelimit). A receiver charges the growth of a peer's
+// totals to its own buckets, so a tenant's limits hold across the fleet.
+// A router without API keys sends version 1, without tenants, which
+// routers from before version 2 still read; every router reads both.
 //
 // Answers: 204 accepted (or older than what the router holds, which is
 // ignored), 400 a malformed message (the body says what is wrong), 401 a
 // missing or wrong token, 413 a body over MaxBody.
 //
 // It owns the message, the table of peers' reports and the publisher. It
-// must not import gin, driver/... or the gateway.
+// must not import gin, driver/... or the gateway; it reads
+// router/scheduler and router/ratelimit for their load types.
 package peers

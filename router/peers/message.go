@@ -11,8 +11,13 @@ import (
 // Path is where a router accepts its peers' loads, on the ingest listener.
 const Path = "/v1/peer-load"
 
-// Version is the message version this package speaks.
-const Version = 1
+// Version is the newest message version this package speaks; it reads
+// MinVersion too. Version 2 adds Tenants; a router without API keys sends
+// version 1, which routers from before version 2 read.
+const (
+	Version    = 2
+	MinVersion = 1
+)
 
 // Limits on one message, so a bad peer cannot make a router hold much.
 const (
@@ -36,6 +41,8 @@ type Message struct {
 	// message older than the newest it holds from that Router.
 	Seq      uint64    `json:"seq"`
 	Replicas []Replica `json:"replicas"`
+	// Tenants is the sender's use of each tenant's limits (version 2).
+	Tenants []Tenant `json:"tenants,omitempty"`
 }
 
 // Replica is the sender's own requests in flight to one replica.
@@ -62,13 +69,16 @@ func Decode(r io.Reader) (Message, error) {
 	if err := m.validate(); err != nil {
 		return Message{}, fmt.Errorf("peer load: %w", err)
 	}
+	if len(m.Tenants) == 0 {
+		m.Tenants = nil // as encode leaves it out
+	}
 	return m, nil
 }
 
 func (m *Message) validate() error {
 	switch {
-	case m.Version != Version:
-		return fmt.Errorf("version %d: this router speaks version %d", m.Version, Version)
+	case m.Version < MinVersion || m.Version > Version:
+		return fmt.Errorf("version %d: this router speaks versions %d to %d", m.Version, MinVersion, Version)
 	case m.Router == "" || len(m.Router) > maxID:
 		return fmt.Errorf("router id must have 1 to %d bytes, has %d", maxID, len(m.Router))
 	case len(m.Replicas) > MaxReplicas:
@@ -92,7 +102,7 @@ func (m *Message) validate() error {
 			}
 		}
 	}
-	return nil
+	return m.validateTenants()
 }
 
 // encode is the message's body.

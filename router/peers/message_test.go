@@ -18,7 +18,16 @@ func TestDecode(t *testing.T) {
 		{"not json", `{"version":1,`, "unexpected EOF"},
 		{"unknown field", `{"version":1,"router":"r1","seq":1,"replicas":[],"extra":1}`, `unknown field "extra"`},
 		{"trailing data", ok + `{}`, "data after the message"},
-		{"other version", `{"version":2,"router":"r1","seq":1}`, "version 2: this router speaks version 1"},
+		{"other version", `{"version":3,"router":"r1","seq":1}`, "version 3: this router speaks versions 1 to 2"},
+		{"version 0", `{"version":0,"router":"r1","seq":1}`, "version 0: this router speaks"},
+		{"tenants", `{"version":2,"router":"r1","seq":1,"replicas":[],"tenants":[{"tenant":"a","requests":5,"tokens":900,"in_flight":1,"streams":1}]}`, ""},
+		{"tenants in version 1", `{"version":1,"router":"r1","seq":1,"replicas":[],"tenants":[{"tenant":"a"}]}`, "tenants need version 2"},
+		{"empty tenant", `{"version":2,"router":"r1","tenants":[{"tenant":""}]}`, "tenants[0]: name must have 1 to 512 bytes"},
+		{"duplicate tenant", `{"version":2,"router":"r1","tenants":[{"tenant":"a"},{"tenant":"a"}]}`, `tenants[1]: tenant "a" listed twice`},
+		{"negative total", `{"version":2,"router":"r1","tenants":[{"tenant":"a","tokens":-1}]}`, `tenant "a": requests 0 and tokens -1`},
+		{"huge total", `{"version":2,"router":"r1","tenants":[{"tenant":"a","requests":9007199254740993}]}`, `tenant "a": requests 9007199254740993`},
+		{"negative streams", `{"version":2,"router":"r1","tenants":[{"tenant":"a","streams":-2}]}`, `tenant "a": in_flight 0 and streams -2`},
+		{"tenant unknown field", `{"version":2,"router":"r1","tenants":[{"tenant":"a","rps":1}]}`, `unknown field "rps"`},
 		{"no router", `{"version":1,"seq":1}`, "router id must have 1 to 512 bytes, has 0"},
 		{"empty replica id", `{"version":1,"router":"r1","replicas":[{"replica":""}]}`, "replicas[0]: id must have"},
 		{"duplicate replica", `{"version":1,"router":"r1","replicas":[{"replica":"a"},{"replica":"a"}]}`, `replicas[1]: replica "a" listed twice`},
@@ -34,7 +43,7 @@ func TestDecode(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Decode: %v", err)
 				}
-				if m.Router != "r1" || m.Version != Version {
+				if m.Router != "r1" || m.Version < MinVersion || m.Version > Version {
 					t.Fatalf("decoded %+v", m)
 				}
 				return
@@ -50,7 +59,8 @@ func TestDecode(t *testing.T) {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	m := Message{Version: Version, Router: "r", Seq: 3, Replicas: []Replica{{ID: "a", InFlight: 1, InFlightTokens: 2, PrefillTokens: 3}, {ID: "b"}}}
+	m := Message{Version: Version, Router: "r", Seq: 3, Replicas: []Replica{{ID: "a", InFlight: 1, InFlightTokens: 2, PrefillTokens: 3}, {ID: "b"}},
+		Tenants: []Tenant{{Name: "t", Requests: 4, Tokens: 5, InFlight: 6, Streams: 7}}}
 	body, err := m.encode()
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +80,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"version":1,"router":"r1","seq":7,"replicas":[{"replica":"a/vllm","in_flight":2}]}`)
 	f.Add(`{"version":1,"router":"r1","replicas":[{"replica":"a"},{"replica":"a"}]}`)
 	f.Add(`{"version":1,"router":"","seq":18446744073709551615}`)
+	f.Add(`{"version":2,"router":"r1","seq":2,"replicas":[],"tenants":[{"tenant":"a","requests":5,"tokens":900,"in_flight":1,"streams":1}]}`)
+	f.Add(`{"version":2,"router":"r1","tenants":[]}`)
 	f.Fuzz(func(t *testing.T, body string) {
 		m, err := Decode(strings.NewReader(body))
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -44,6 +45,9 @@ type PublisherOptions struct {
 	// this router.
 	Own     func() map[string]scheduler.PeerLoad
 	Targets func() []Target
+	// Tenants, when set, returns this router's use of its tenants' limits
+	// (ratelimit.Limiter.Own); messages then have version 2.
+	Tenants func() map[string]ratelimit.Usage
 	// Client posts the messages; default one with a 2 s timeout.
 	Client *http.Client
 	Logger hclog.Logger
@@ -98,7 +102,7 @@ func (p *Publisher) Close() {
 	p.closeOnce.Do(func() {
 		p.cancel()
 		p.wg.Wait()
-		if err := p.next(nil); err == nil {
+		if err := p.next(nil, nil); err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			p.send(ctx)
 			p.wg.Wait()
@@ -113,14 +117,19 @@ func (p *Publisher) run(ctx context.Context) {
 	t := time.NewTicker(p.opts.Interval)
 	defer t.Stop()
 	var last map[string]scheduler.PeerLoad
+	var lastTenants map[string]ratelimit.Usage
 	var lastAt time.Time
 	for {
 		own := p.opts.Own()
-		if now := time.Now(); last == nil || !maps.Equal(own, last) || now.Sub(lastAt) >= p.opts.KeepAlive {
-			if err := p.next(own); err != nil {
+		var tenants map[string]ratelimit.Usage
+		if p.opts.Tenants != nil {
+			tenants = p.opts.Tenants()
+		}
+		if now := time.Now(); last == nil || !maps.Equal(own, last) || !maps.Equal(tenants, lastTenants) || now.Sub(lastAt) >= p.opts.KeepAlive {
+			if err := p.next(own, tenants); err != nil {
 				p.opts.Logger.Error("peer load not sent", "error", err)
 			} else {
-				last, lastAt = own, now
+				last, lastTenants, lastAt = own, tenants, now
 			}
 		}
 		p.send(ctx)
@@ -132,9 +141,13 @@ func (p *Publisher) run(ctx context.Context) {
 	}
 }
 
-// next makes own the message to send.
-func (p *Publisher) next(own map[string]scheduler.PeerLoad) error {
-	m := Message{Version: Version, Router: p.opts.Self, Replicas: make([]Replica, 0, len(own))}
+// next makes own and tenants the message to send.
+func (p *Publisher) next(own map[string]scheduler.PeerLoad, tenants map[string]ratelimit.Usage) error {
+	m := Message{Version: MinVersion, Router: p.opts.Self, Replicas: make([]Replica, 0, len(own))}
+	if p.opts.Tenants != nil {
+		m.Version = Version
+		m.Tenants = tenantsOf(tenants, slices.Sorted(maps.Keys(tenants)))
+	}
 	for _, id := range slices.Sorted(maps.Keys(own)) {
 		l := own[id]
 		m.Replicas = append(m.Replicas, Replica{ID: id, InFlight: l.InFlight, InFlightTokens: l.InFlightTokens, PrefillTokens: l.PrefillTokens})

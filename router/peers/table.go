@@ -31,8 +31,9 @@ type Table struct {
 	expiry time.Duration
 	now    func() time.Time
 
-	mu    sync.Mutex
-	peers map[string]*report
+	mu      sync.Mutex
+	peers   map[string]*report
+	tenants TenantSink
 
 	accepted, rejected, stale, own atomic.Uint64
 }
@@ -58,6 +59,14 @@ func NewTable(self, token string, sink Sink, expiry time.Duration) (*Table, erro
 	return &Table{self: self, token: []byte("Bearer " + token), sink: sink, expiry: expiry, now: time.Now, peers: map[string]*report{}}, nil
 }
 
+// SetTenantSink makes the table hand every accepted message's tenants to
+// s, and tell it of peers that expire. Call it before serving.
+func (t *Table) SetTenantSink(s TenantSink) {
+	t.mu.Lock()
+	t.tenants = s
+	t.mu.Unlock()
+}
+
 // Self is the instance id the Table was made for.
 func (t *Table) Self() string { return t.self }
 
@@ -76,6 +85,9 @@ func (t *Table) Put(m Message) bool {
 	}
 	t.peers[m.Router] = &report{seq: m.Seq, at: t.now(), replicas: m.Replicas}
 	t.publishLocked()
+	if t.tenants != nil {
+		t.tenants.SetPeer(m.Router, usageOf(m.Tenants))
+	}
 	return true
 }
 
@@ -91,6 +103,9 @@ func (t *Table) Expire() []string {
 		if r.at.Before(cutoff) {
 			delete(t.peers, id)
 			gone = append(gone, id)
+			if t.tenants != nil {
+				t.tenants.ForgetPeer(id)
+			}
 		}
 	}
 	if len(gone) > 0 {

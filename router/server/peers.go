@@ -29,6 +29,9 @@ func (s *Server) startPeerTable(ctx context.Context) error {
 	if s.peerTable, err = peers.NewTable(id, s.cfg.KVToken, s.tracker, s.cfg.PeerExpiry); err != nil {
 		return err
 	}
+	if s.limiter != nil { // tenants' limits hold across the fleet
+		s.peerTable.SetTenantSink(s.limiter)
+	}
 	s.goLoop(ctx, s.cfg.PeerExpiry/4, func() {
 		for _, p := range s.peerTable.Expire() {
 			s.log.Info("peer router went silent; its requests no longer count", "peer", p)
@@ -73,10 +76,14 @@ func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 	if err != nil {
 		return err
 	}
-	s.peerPub, err = peers.StartPublisher(ctx, peers.PublisherOptions{
+	opts := peers.PublisherOptions{
 		Self: s.peerTable.Self(), Token: s.cfg.KVToken, Interval: s.cfg.PeerInterval, KeepAlive: config.PeerKeepAlive, Client: pc,
 		Own: s.tracker.Own, Targets: targets, Logger: s.log.Named("peers"),
-	})
+	}
+	if s.limiter != nil {
+		opts.Tenants = s.limiter.Own
+	}
+	s.peerPub, err = peers.StartPublisher(ctx, opts)
 	return err
 }
 

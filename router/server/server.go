@@ -24,6 +24,7 @@ import (
 	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/peers"
 	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -40,6 +41,7 @@ type Server struct {
 	tracker  *scheduler.Tracker
 	metrics  *gateway.Metrics
 	capacity *capacity
+	limiter  *ratelimit.Limiter // tenants' limits; nil without API keys
 
 	gw              *gateway.Gateway
 	api, ingest     *http.Server
@@ -128,7 +130,12 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 		return nil, fmt.Errorf("scheduler config: %w", err)
 	}
 	s.metrics = gateway.NewMetrics(&collector{s: s})
+	keys, err := s.startAuth(ctx)
+	if err != nil {
+		return nil, err
+	}
 	gw, err := gateway.New(gateway.Deps{
+		Auth: keys, Limits: s.limiter,
 		Replicas: s.set, Scheduler: sched, Tracker: s.tracker, Prompts: prompts, Metrics: s.metrics,
 		BlocksOf:        func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
 		Ready:           func() bool { return s.synced() },

@@ -50,6 +50,8 @@ func (r *Result) OK() bool { return r.Status == http.StatusOK && r.Err == "" }
 type Options struct {
 	Routers Routers
 	Model   string
+	// APIKey, when set, is sent as Authorization: Bearer.
+	APIKey string
 	// Attempts caps the routers tried per request (default 6).
 	Attempts int
 	// Backoff is the first pause between attempts, doubling to 1 s
@@ -166,6 +168,9 @@ func (c *Client) once(ctx context.Context, url string, body []byte, start time.T
 		return false
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if c.o.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.o.APIKey)
+	}
 	resp, err := c.o.HTTP.Do(req)
 	if err != nil {
 		res.Status, res.Err = 0, err.Error()

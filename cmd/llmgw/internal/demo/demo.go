@@ -128,6 +128,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		f.Close()
 	}()
 	fmt.Fprintf(out, "fleet up in %s; routers at %v\n", time.Since(start).Round(100*time.Millisecond), f.RouterURLs())
+	fmt.Fprintf(out, "API key (generated for this run; send it as Authorization: Bearer): %s\n", f.APIKey())
 	fmt.Fprintf(out, "%d users x %d turns at %g req/s: shared %d-token system prompt, a %d-token document per user, %d-token answers, streamed\n\n",
 		cfg.Users, cfg.Rounds, cfg.Rate, systemTokens, docTokens, cfg.MaxTokens)
 

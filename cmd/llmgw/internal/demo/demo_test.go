@@ -62,6 +62,9 @@ func TestRunDemo(t *testing.T) {
 	if err := Run(context.Background(), cfg, &out); err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
+	if !strings.Contains(out.String(), "API key (generated for this run; send it as Authorization: Bearer): llmgw-") {
+		t.Errorf("the demo does not print its generated API key:\n%s", out.String())
+	}
 	rows := row.FindAllStringSubmatch(out.String(), -1)
 	if len(rows) != 2 || rows[0][1] != "round-robin" || rows[1][1] != "precise-prefix" {
 		t.Fatalf("table rows %q in\n%s", rows, out.String())

@@ -1,0 +1,217 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/llmgw/llmgw/router/openai"
+	"github.com/llmgw/llmgw/router/ratelimit"
+	"github.com/llmgw/llmgw/router/tenant"
+)
+
+// Authenticator resolves an API key to its tenant (auth.Store).
+type Authenticator interface {
+	Authenticate(key string) (*tenant.Tenant, bool)
+}
+
+// authenticate resolves the request's bearer key to its tenant and puts
+// the tenant in the request context, or answers 401 as OpenAI does. With
+// no Authenticator every request is tenant.Anonymous.
+func (g *Gateway) authenticate(c *gin.Context) {
+	if g.d.Auth == nil {
+		return
+	}
+	key, ok := bearer(c.GetHeader("Authorization"))
+	if !ok {
+		g.unauthorized(c, "You didn't provide an API key. Send it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY).")
+		return
+	}
+	t, ok := g.d.Auth.Authenticate(key)
+	if !ok {
+		g.unauthorized(c, "Incorrect API key provided.") // never repeat the key
+		return
+	}
+	c.Request = c.Request.WithContext(tenant.NewContext(c.Request.Context(), t))
+}
+
+func (g *Gateway) unauthorized(c *gin.Context, msg string) {
+	c.Header("WWW-Authenticate", `Bearer realm="llmgw"`)
+	openai.WriteErrorCode(c.Writer, http.StatusUnauthorized, openai.TypeInvalidRequest, openai.CodeInvalidAPIKey, msg)
+	g.d.Metrics.Requests.WithLabelValues(endpointOf(c.Request.URL.Path), "401").Inc()
+	c.Abort()
+}
+
+func endpointOf(path string) string {
+	switch path {
+	case "/v1/chat/completions":
+		return "chat"
+	case "/v1/completions":
+		return "completions"
+	}
+	return "models"
+}
+
+// bearer reads "Bearer <key>", the scheme in any case.
+func bearer(h string) (string, bool) {
+	scheme, key, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	key = strings.TrimSpace(key)
+	return key, key != ""
+}
+
+// forTenant checks that the request's tenant may use the requested model
+// and, for an isolated tenant, salts the request: cache_salt becomes the
+// tenant's salt (joined with any salt the client sent, which therefore
+// cannot escape the tenant's cache), both in the body the engine gets and
+// in the prompt's block keys, so the router keys the blocks as vLLM will.
+func forTenant(t *tenant.Tenant, req *openai.Request) *errStatus {
+	if !t.Allows(req.Model) {
+		// As OpenAI answers: the model's existence is not revealed.
+		return &errStatus{code: http.StatusNotFound, typ: openai.TypeInvalidRequest, oaCode: openai.CodeModelNotFound,
+			msg: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model)}
+	}
+	if !t.Isolated || t.CacheSalt == "" {
+		return nil
+	}
+	salt := t.CacheSalt
+	if req.CacheSalt != "" {
+		salt += ":" + req.CacheSalt
+	}
+	body, err := withCacheSalt(req.Body, salt)
+	if err != nil {
+		return &errStatus{code: http.StatusBadRequest, msg: err.Error()}
+	}
+	req.CacheSalt, req.Body = salt, body
+	return nil
+}
+
+// withCacheSalt returns the JSON object body with its cache_salt set to
+// salt. When no key of body can be a cache_salt to any JSON reader (no
+// "cache_salt" in any letter case, no \u escape that could spell one),
+// the salt is appended before the closing brace, which copies the body
+// once; otherwise the object is decoded and re-encoded with its
+// cache_salt replaced, so no duplicate key is left for an engine to read
+// the client's salt from.
+func withCacheSalt(body []byte, salt string) ([]byte, error) {
+	s, _ := json.Marshal(salt)
+	trimmed := bytes.TrimRight(body, " \t\r\n")
+	if !mayNameCacheSalt(trimmed) && len(trimmed) > 0 && trimmed[len(trimmed)-1] == '}' {
+		head := bytes.TrimRight(trimmed[:len(trimmed)-1], " \t\r\n")
+		out := make([]byte, 0, len(head)+len(s)+16)
+		out = append(out, head...)
+		if len(head) > 0 && head[len(head)-1] != '{' {
+			out = append(out, ',')
+		}
+		out = append(out, `"cache_salt":`...)
+		out = append(out, s...)
+		return append(out, '}'), nil
+	}
+	var m map[string]json.RawMessage
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%w: malformed JSON: %v", openai.ErrBadRequest, err)
+	}
+	for k := range m {
+		if strings.EqualFold(k, "cache_salt") {
+			delete(m, k) // Go's decoder matches keys in any case
+		}
+	}
+	m["cache_salt"] = s
+	return json.Marshal(m)
+}
+
+// mayNameCacheSalt reports whether body could hold a cache_salt key:
+// the word in any letter case, or a \u escape, which could spell it.
+func mayNameCacheSalt(body []byte) bool {
+	if bytes.Contains(body, []byte(`\u`)) {
+		return true
+	}
+	const word = "cache_salt"
+	for i := bytes.IndexAny(body, "cC"); i >= 0 && i+len(word) <= len(body); {
+		if bytes.EqualFold(body[i:i+len(word)], []byte(word)) {
+			return true
+		}
+		j := bytes.IndexAny(body[i+1:], "cC")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+// limit charges the request to its tenant's limits, or answers 429 with
+// Retry-After and the x-ratelimit-* headers. The Grant (nil for a tenant
+// without limits) is finished when the response ends.
+func (g *Gateway) limit(t *tenant.Tenant, req *openai.Request, promptTokens int) (*ratelimit.Grant, ratelimit.Status, *errStatus) {
+	if g.d.Limits == nil {
+		return nil, ratelimit.Status{Allowed: true}, nil
+	}
+	grant, st := g.d.Limits.Admit(t, int64(promptTokens)+req.MaxTokens, req.Stream)
+	if st.Allowed {
+		return grant, st, nil
+	}
+	g.d.Metrics.RateLimited.WithLabelValues(t.Name, string(st.Limit)).Inc()
+	es := &errStatus{code: http.StatusTooManyRequests, oaCode: openai.CodeRateLimitExceeded, typ: openai.TypeRequests, limit: &st}
+	switch st.Limit {
+	case ratelimit.LimitTokens:
+		es.typ = openai.TypeTokens
+		es.msg = fmt.Sprintf("Rate limit reached for tenant %s on tokens per minute: limit %d, remaining %d, requested %d. Please try again in %s.",
+			t.Name, t.Limits.TokensPerMinute, st.Tokens.Remaining, int64(promptTokens)+req.MaxTokens, ratelimit.FormatReset(st.RetryAfter))
+	case ratelimit.LimitTooLarge:
+		es.typ = openai.TypeTokens
+		es.msg = fmt.Sprintf("Request too large for tenant %s on tokens per minute: limit %d, requested %d (prompt plus max_tokens). Send a shorter prompt or a lower max_tokens.",
+			t.Name, t.Limits.TokensPerMinute, int64(promptTokens)+req.MaxTokens)
+	case ratelimit.LimitConcurrent:
+		es.msg = fmt.Sprintf("Too many concurrent requests for tenant %s: limit %d. Please retry when one ends.", t.Name, t.Limits.MaxConcurrent)
+	case ratelimit.LimitStreams:
+		es.msg = fmt.Sprintf("Too many concurrent streams for tenant %s: limit %d. Please retry when one ends.", t.Name, t.Limits.MaxStreams)
+	default:
+		es.msg = fmt.Sprintf("Rate limit reached for tenant %s on requests per second: limit %g. Please try again in %s.",
+			t.Name, t.Limits.RequestsPerSecond, ratelimit.FormatReset(st.RetryAfter))
+	}
+	return nil, st, es
+}
+
+// writeErr answers es, with its rate-limit headers.
+func writeErr(w http.ResponseWriter, es *errStatus) {
+	if es.limit != nil {
+		es.limit.SetHeaders(w.Header())
+	}
+	if es.oaCode != "" {
+		openai.WriteErrorCode(w, es.code, es.typ, es.oaCode, es.msg)
+		return
+	}
+	openai.WriteError(w, es.code, es.msg)
+}
+
+// proxyLimited proxies a routed request with its rate-limit headers and,
+// for a tenant with limits, corrects the request's token charge from the
+// response's usage once it has ended (a failed answer used none). It
+// returns the status the client got.
+func (g *Gateway) proxyLimited(w gin.ResponseWriter, r *http.Request, proxy http.Handler, p *plan) int {
+	if p.grant == nil {
+		proxy.ServeHTTP(w, r)
+		return w.Status()
+	}
+	p.limits.SetHeaders(w.Header())
+	uw := &usageWriter{ResponseWriter: w}
+	used := int64(-1) // the estimate stands unless the response says otherwise
+	// Deferred: a stream the proxy aborts (http.ErrAbortHandler) must
+	// still release its hold.
+	defer func() { p.grant.Finish(used) }()
+	proxy.ServeHTTP(uw, r)
+	status := w.Status()
+	if used = 0; status < http.StatusBadRequest {
+		used = usedTokens(uw.tail) // -1 when it has none
+	}
+	return status
+}
