@@ -63,7 +63,7 @@ func (g *Gateway) explain(kind openai.Kind) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader), 0) // every candidate
+		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader), "", 0) // every candidate, in the key's band
 		if es != nil {
 			openai.WriteError(c.Writer, es.code, es.msg)
 			return

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/replicas"
@@ -38,10 +39,12 @@ type Deps struct {
 	Attempts        int
 	UpstreamTimeout time.Duration
 	// QueueTimeout is how long a request waits while every replica is over
-	// its busy threshold (0: answer 429 at once); MaxQueue bounds waiters.
-	QueueTimeout time.Duration
-	MaxQueue     int
-	Logger       hclog.Logger
+	// its busy threshold (0: answer 429 at once); MaxQueue bounds waiters,
+	// MaxQueuePerTenant one tenant's (0: MaxQueue). See router/admission.
+	QueueTimeout      time.Duration
+	MaxQueue          int
+	MaxQueuePerTenant int
+	Logger            hclog.Logger
 }
 
 // Gateway serves the OpenAI API.
@@ -49,7 +52,7 @@ type Gateway struct {
 	d      Deps
 	engine *gin.Engine
 	tr     *transport
-	queue  *queue
+	admit  *admission.Queue
 	plans  sync.Pool // *plan, reused so that scheduling allocates nothing
 }
 
@@ -86,8 +89,8 @@ func New(d Deps) (*Gateway, error) {
 	if d.MaxQueue <= 0 {
 		d.MaxQueue = 1024
 	}
-	g := &Gateway{d: d, queue: newQueue(d.QueueTimeout, d.MaxQueue)}
-	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.queue}, metrics: d.Metrics}
+	g := &Gateway{d: d, admit: newAdmission(d)}
+	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.admit, d.Replicas}, metrics: d.Metrics}
 	proxy := newProxy(g.tr, d.Logger)
 
 	gin.SetMode(gin.ReleaseMode)
@@ -193,21 +196,28 @@ func (g *Gateway) putPlan(p *plan) {
 type errStatus struct {
 	code int
 	msg  string
+	// retryAfter, when positive, is sent as Retry-After (a queue's 429).
+	retryAfter time.Duration
 }
 
 func (e *errStatus) Error() string { return e.msg }
 
 // decide parses, hashes and schedules one request, ranking at most
-// fallbacks replicas after the chosen one (0: all of them).
-func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, session string, fallbacks int) (*plan, *errStatus) {
+// fallbacks replicas after the chosen one (0: all of them); priority is
+// the request's admission.HeaderPriority.
+func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, session, priority string, fallbacks int) (*plan, *errStatus) {
 	start := time.Now()
+	band, err := admission.ParsePriority(priority)
+	if err != nil {
+		return nil, &errStatus{code: http.StatusBadRequest, msg: err.Error()}
+	}
 	req, err := openai.Parse(kind, body)
 	if err != nil {
-		return nil, &errStatus{http.StatusBadRequest, err.Error()}
+		return nil, &errStatus{code: http.StatusBadRequest, msg: err.Error()}
 	}
 	reps := g.d.Replicas.ForModel(req.Model)
 	if len(reps) == 0 {
-		return nil, &errStatus{http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist.", req.Model)}
+		return nil, &errStatus{code: http.StatusNotFound, msg: fmt.Sprintf("The model `%s` does not exist.", req.Model)}
 	}
 	// A LoRA adapter is served by replicas of its base model: schedule and
 	// look up by the base model, key the prompt from the adapter's root.
@@ -224,7 +234,7 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	}
 	res, err := g.d.Prompts.ComputeFor(req, prompt.Target{Model: base, LoRA: lora, BlockSize: blockSize})
 	if err != nil {
-		return nil, &errStatus{http.StatusBadRequest, err.Error()}
+		return nil, &errStatus{code: http.StatusBadRequest, msg: err.Error()}
 	}
 	p := g.getPlan()
 	p.req, p.prompt = req, res
@@ -235,7 +245,7 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	}
 	var sched time.Duration
 	waitStart := time.Now()
-	g.queue.wait(ctx, func() bool {
+	admitErr := g.admit.Admit(ctx, base, band, func() bool {
 		t0 := time.Now()
 		p.cands = g.d.Replicas.AppendCandidates(p.cands[:0], req.Model)
 		p.decision, err = g.d.Scheduler.Schedule(ctx, &p.sreq, p.cands)
@@ -244,11 +254,11 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	})
 	switch {
 	case errors.Is(err, scheduler.ErrAllBusy):
-		return nil, &errStatus{http.StatusTooManyRequests, "every replica of " + req.Model + " is over its load threshold; retry later"}
+		return nil, busy(req.Model, admitErr)
 	case errors.Is(err, scheduler.ErrNoReplica):
-		return nil, &errStatus{http.StatusServiceUnavailable, "no healthy replica serves " + req.Model}
+		return nil, &errStatus{code: http.StatusServiceUnavailable, msg: "no healthy replica serves " + req.Model}
 	case err != nil:
-		return nil, &errStatus{http.StatusInternalServerError, "scheduling failed: " + err.Error()}
+		return nil, &errStatus{code: http.StatusInternalServerError, msg: "scheduling failed: " + err.Error()}
 	}
 	queued := time.Since(waitStart) - sched // time spent waiting, not routing
 	p.total = time.Since(start) - queued
@@ -291,10 +301,10 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			status = c.Writer.Status()
 			return
 		}
-		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader), g.d.Attempts-1+fallbackSpare)
+		p, es := g.decide(c.Request.Context(), kind, body, c.GetHeader(g.d.SessionHeader), c.GetHeader(admission.HeaderPriority), g.d.Attempts-1+fallbackSpare)
 		if es != nil {
 			status = es.code
-			openai.WriteError(c.Writer, es.code, es.msg)
+			es.write(c.Writer)
 			return
 		}
 		defer g.putPlan(p) // after the proxy, the last user of p, returns
@@ -348,16 +358,20 @@ func (g *Gateway) ready(c *gin.Context) {
 	}
 }
 
-// endNotifier wakes queued requests whenever a routed request ends.
+// endNotifier wakes the head of a model's queue whenever a routed request
+// to one of its replicas ends.
 type endNotifier struct {
-	t *scheduler.Tracker
-	q *queue
+	t   *scheduler.Tracker
+	q   *admission.Queue
+	set *replicas.Set
 }
 
 func (e endNotifier) BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func()) {
 	answered, ended := e.t.BeginPrefill(replica, promptTokens, uncachedTokens)
 	return answered, func() {
 		ended()
-		e.q.wake()
+		if model, ok := e.set.ModelOf(replica); ok {
+			e.q.Wake(model)
+		}
 	}
 }
