@@ -253,7 +253,7 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 		return !errors.Is(err, scheduler.ErrAllBusy)
 	})
 	switch {
-	case errors.Is(err, scheduler.ErrAllBusy):
+	case admitErr != nil: // every replica busy, and no room or time to wait
 		return nil, busy(req.Model, admitErr)
 	case errors.Is(err, scheduler.ErrNoReplica):
 		return nil, &errStatus{code: http.StatusServiceUnavailable, msg: "no healthy replica serves " + req.Model}

@@ -136,6 +136,8 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 		QueueTimeout:    cfg.QueueTimeout,
 		MaxQueue:        cfg.MaxQueue,
 		Logger:          log.Named("gateway"),
+
+		MaxQueuePerTenant: cfg.MaxQueuePerTenant,
 	})
 	if err != nil {
 		return nil, err
