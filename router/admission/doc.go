@@ -15,11 +15,12 @@
 // after the request now being served.
 //
 // Capacity is not counted here; the caller's try (the scheduler) finds out.
-// When capacity may have freed (Wake: a routed request ended; or a poll
-// every Options.Poll, since engine metrics can show room before a request
-// ends), the head alone gets a turn. If its try succeeds, the turn passes
-// to the next head, so freed capacity drains in order; if it fails, the
-// turn stops. There is no thundering herd of retries.
+// When capacity may have freed, the head alone gets a turn: on a Wake (a
+// routed request ended, or one admitted from the queue started, so the
+// load counts it and the next head can see whether room is left) and on a
+// poll every Options.Poll (engine metrics can show room before a request
+// ends). Freed capacity drains one request at a time in order; a failed
+// try ends the turn. There is no thundering herd of retries.
 //
 // The uncontended path stays as cheap as the queue it replaces: when a
 // model's pool is empty, Admit runs try once with no lock and no

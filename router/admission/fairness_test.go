@@ -156,9 +156,6 @@ func runSim(t *testing.T, c simCase, steps int, withHeavy, fifo bool) simResult 
 				}
 				inflight++
 				queued--
-				if queued > 0 && <-tries { // the turn passes on and stops
-					t.Fatalf("step %d: a second admission from one freed slot", s)
-				}
 			}
 		}
 		if withHeavy {

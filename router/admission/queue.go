@@ -35,9 +35,9 @@ type Options struct {
 type Queue struct {
 	o     Options
 	pools atomic.Pointer[map[string]*pool] // copy on write: read without mu
+	total atomic.Int64                     // waiters; changed under mu
 
 	mu        sync.Mutex // guards what follows and every pool's waiters
-	total     int
 	perTenant map[string]int
 	seq       uint64
 }
@@ -114,8 +114,9 @@ func (q *Queue) arrive(ctx context.Context, model string, priority int, try func
 	return p, w, err
 }
 
-// Wake tells the queue that capacity may have freed on model's replicas (a
-// routed request ended): the head of its pool gets a turn.
+// Wake tells the queue that model's replicas may have room: a routed
+// request ended, or one admitted from the queue has started, so the load a
+// try reads now counts it. The head of the pool gets a turn.
 func (q *Queue) Wake(model string) {
 	p := q.lookup(model)
 	if p == nil {
@@ -130,12 +131,9 @@ func (q *Queue) Wake(model string) {
 	q.mu.Unlock()
 }
 
-// Waiting is how many requests wait, over every pool.
-func (q *Queue) Waiting() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.total
-}
+// Waiting is how many requests wait, over every pool. It takes no lock: a
+// caller may check it before looking up what to Wake.
+func (q *Queue) Waiting() int { return int(q.total.Load()) }
 
 func (q *Queue) lookup(model string) *pool { return (*q.pools.Load())[model] }
 
@@ -173,16 +171,16 @@ func (q *Queue) join(ctx context.Context, p *pool, priority int, gen uint64, tri
 		q.count(prio, "tenant_queue_full")
 		return nil, &Rejected{Reason: "tenant_queue_full", RetryAfter: p.estimate(q.o.Timeout, now, prio, t.ShareWeight(), t.Name, own),
 			Detail: fmt.Sprintf("this key already has %d requests waiting, its limit", q.perTenant[t.Name])}
-	case q.total >= q.o.MaxWaiters:
+	case q.total.Load() >= int64(q.o.MaxWaiters):
 		q.count(prio, "queue_full")
 		return nil, &Rejected{Reason: "queue_full", RetryAfter: p.estimate(q.o.Timeout, now, prio, t.ShareWeight(), t.Name, own),
-			Detail: fmt.Sprintf("the queue is full (%d requests waiting)", q.total)}
+			Detail: fmt.Sprintf("the queue is full (%d requests waiting)", q.total.Load())}
 	}
 	wasEmpty := p.waiting.Load() == 0
 	q.seq++
 	w := &waiter{turn: make(chan struct{}, 1), seq: q.seq, since: now}
 	p.push(w, prio, t, q.o.fifo, q.o.Metrics)
-	q.total++
+	q.total.Add(1)
 	q.perTenant[t.Name]++
 	if wasEmpty {
 		p.lastAdmit = now // the backlog starts: time to the first admission counts
@@ -233,8 +231,9 @@ func (q *Queue) await(ctx context.Context, p *pool, w *waiter, try func() bool) 
 	}
 }
 
-// admitted removes w, whose try succeeded, and passes the turn on: what
-// freed may have room for more.
+// admitted removes w, whose try succeeded. The next head waits for a Wake:
+// the load its try would read does not count w's request until that has
+// started, so trying at once would see the same room again.
 func (q *Queue) admitted(p *pool, w *waiter) {
 	now := time.Now()
 	q.mu.Lock()
@@ -242,8 +241,12 @@ func (q *Queue) admitted(p *pool, w *waiter) {
 	w.band.vtime = max(w.band.vtime, w.finish)
 	p.sawAdmission(now)
 	q.remove(p, w, "admitted", now)
-	p.pending = false
-	p.giveTurn()
+	if p.pending { // capacity freed while w tried
+		p.pending = false
+		p.giveTurn()
+	} else {
+		p.holder = nil
+	}
 }
 
 // leave removes w, whose wait ended without admission, at once; a turn it
@@ -270,7 +273,7 @@ func (q *Queue) leave(p *pool, w *waiter, result string) error {
 func (q *Queue) remove(p *pool, w *waiter, result string, now time.Time) {
 	prio, name := w.band.prio, w.flow.name
 	p.unlink(w)
-	q.total--
+	q.total.Add(-1)
 	if q.perTenant[name]--; q.perTenant[name] <= 0 {
 		delete(q.perTenant, name)
 	}

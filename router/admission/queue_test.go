@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,5 +334,33 @@ func BenchmarkAdmitUncontended(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = q.Admit(ctx, "m", NoPriority, try)
+	}
+}
+
+// TestOneTurnPerWake: a Wake lets one waiter try, even when more room
+// freed; the next tries on the next Wake (in the router, the admitted
+// request's start), when the load counts the one admitted.
+func TestOneTurnPerWake(t *testing.T) {
+	q := New(Options{Timeout: time.Minute, MaxWaiters: 8, Poll: time.Hour})
+	var cap slots
+	var tries atomic.Int32
+	try := func() bool { tries.Add(1); return cap.take() }
+	first := queued(t, q, context.Background(), NoPriority, try)
+	second := queued(t, q, context.Background(), NoPriority, try)
+	tries.Store(0)
+	cap.release(2)
+	q.Wake("m")
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	q.mu.Lock()
+	holder := q.lookup("m").holder
+	q.mu.Unlock()
+	if holder != nil || tries.Load() != 1 {
+		t.Fatalf("after one Wake: %d tries, a turn given: %v; want one try and no turn", tries.Load(), holder != nil)
+	}
+	q.Wake("m")
+	if err := <-second; err != nil || tries.Load() != 2 {
+		t.Errorf("second: %v after %d tries; want admitted on the second Wake", err, tries.Load())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ type busyFleet struct {
 	url     string
 	entered chan string
 	release chan struct{}
+	// inside counts the requests in the replica; most is its maximum,
+	// which the busy filter must keep at 1.
+	inside, most atomic.Int32
 }
 
 func newBusyFleet(t *testing.T, edit func(*Deps), tenants ...*tenant.Tenant) *busyFleet {
@@ -39,6 +43,10 @@ func newBusyFleet(t *testing.T, edit func(*Deps), tenants ...*tenant.Tenant) *bu
 			Messages []struct{ Content string }
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
+		n := f.inside.Add(1)
+		defer f.inside.Add(-1)
+		for m := f.most.Load(); n > m && !f.most.CompareAndSwap(m, n); m = f.most.Load() {
+		}
 		if len(req.Messages) > 0 {
 			f.entered <- req.Messages[0].Content
 		}
@@ -174,6 +182,9 @@ func TestBackpressureAndUnavailable(t *testing.T) {
 					t.Errorf("queued request: %d; want 200", c)
 				}
 			}
+			if m := f.most.Load(); m != 1 {
+				t.Errorf("the replica had %d requests at once; its limit is 1", m)
+			}
 		})
 	}
 
@@ -253,5 +264,8 @@ func TestPriorityHeader(t *testing.T) {
 	}
 	if fmt.Sprint(order) != "[plain raised lowered]" {
 		t.Errorf("served %v; want [plain raised lowered]", order)
+	}
+	if m := f.most.Load(); m != 1 {
+		t.Errorf("the replica had %d requests at once; its limit is 1", m)
 	}
 }

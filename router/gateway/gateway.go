@@ -359,7 +359,8 @@ func (g *Gateway) ready(c *gin.Context) {
 }
 
 // endNotifier wakes the head of a model's queue whenever a routed request
-// to one of its replicas ends.
+// to one of its replicas starts (the load now counts it: the next head can
+// see whether room is left) or ends.
 type endNotifier struct {
 	t   *scheduler.Tracker
 	q   *admission.Queue
@@ -368,10 +369,18 @@ type endNotifier struct {
 
 func (e endNotifier) BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func()) {
 	answered, ended := e.t.BeginPrefill(replica, promptTokens, uncachedTokens)
+	e.wake(replica)
 	return answered, func() {
 		ended()
-		if model, ok := e.set.ModelOf(replica); ok {
-			e.q.Wake(model)
-		}
+		e.wake(replica)
+	}
+}
+
+func (e endNotifier) wake(replica string) {
+	if e.q.Waiting() == 0 {
+		return
+	}
+	if model, ok := e.set.ModelOf(replica); ok {
+		e.q.Wake(model)
 	}
 }
