@@ -88,6 +88,13 @@ type simReq struct {
 	light            bool
 	arrived, started int64 // steps; started -1 while queued
 	queued           bool
+	done             chan struct{} // closed when a queued one's wait ends
+}
+
+// simTry is one try of a queued request and its outcome.
+type simTry struct {
+	r  *simReq
+	ok bool
 }
 
 // runSim runs the capacity model for steps under c, with or without the
@@ -100,7 +107,7 @@ func runSim(t *testing.T, c simCase, steps int, withHeavy, fifo bool) simResult 
 	var (
 		cap      slots
 		step     atomic.Int64
-		tries    = make(chan bool, 1)
+		tries    = make(chan simTry, 1)
 		reqs     []*simReq
 		inflight int
 		queued   int
@@ -121,7 +128,7 @@ func runSim(t *testing.T, c simCase, steps int, withHeavy, fifo bool) simResult 
 			}
 			if r.queued {
 				select {
-				case tries <- ok:
+				case tries <- simTry{r, ok}:
 				case <-ctx.Done():
 				}
 			}
@@ -136,11 +143,12 @@ func runSim(t *testing.T, c simCase, steps int, withHeavy, fifo bool) simResult 
 			inflight++
 			return
 		}
-		r.queued = true
+		r.queued, r.done = true, make(chan struct{})
 		queued++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(r.done)
 			_ = q.await(tctx, p, w, try)
 		}()
 	}
@@ -149,11 +157,20 @@ func runSim(t *testing.T, c simCase, steps int, withHeavy, fifo bool) simResult 
 		if inflight > 0 { // one request ends
 			inflight--
 			cap.release(1)
-			q.Wake("m")
-			if queued > 0 {
-				if !<-tries {
-					t.Fatalf("step %d: the head's try after a slot freed failed", s)
+			// The end wakes the queue; so does each admitted request's
+			// start, as in the gateway, until a try finds no room. Each
+			// Wake is one try, awaited with its bookkeeping, so that
+			// arrivals see the same queue in every run.
+			for n := 0; queued > 0; n++ {
+				q.Wake("m")
+				tr := <-tries
+				if !tr.ok {
+					if n == 0 {
+						t.Fatalf("step %d: the head's try after a slot freed failed", s)
+					}
+					break
 				}
+				<-tr.r.done
 				inflight++
 				queued--
 			}
