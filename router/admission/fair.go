@@ -33,6 +33,10 @@ type pool struct {
 // virtual time moves on, so no tenant gets more than its share over time.
 const idleCredit = 4
 
+// Weights are clamped to 1/1000..1000, so tags stay finite whatever a keys
+// file says.
+const minWeight, maxWeight = 1e-3, 1e3
+
 // band is one priority's waiters in a pool.
 type band struct {
 	prio  int
@@ -72,7 +76,7 @@ func (p *pool) push(w *waiter, prio int, t *tenant.Tenant, fifo bool, m *Metrics
 		f = &flow{name: t.Name}
 		b.flows[t.Name] = f
 	}
-	f.weight = t.ShareWeight() // the latest keys file's weight
+	f.weight = min(max(t.ShareWeight(), minWeight), maxWeight) // the latest keys file's
 	w.finish = max(b.vtime-idleCredit/f.weight, f.finish) + 1/f.weight
 	if fifo {
 		w.finish = float64(w.seq)
@@ -224,7 +228,7 @@ func (f *flow) position(w *waiter) int {
 // while no admission has been seen; whole seconds, 1 s to 1 h.
 func (p *pool) estimate(timeout time.Duration, now time.Time, prio int, weight float64, name string, own int) time.Duration {
 	iv := p.interval
-	if p.waiting.Load() > 0 {
+	if iv > 0 && p.waiting.Load() > 0 {
 		iv = max(iv, now.Sub(p.lastAdmit)) // the gap still open bounds the rate too
 	}
 	d := timeout

@@ -170,7 +170,7 @@ func (q *Queue) join(ctx context.Context, p *pool, priority int, gen uint64, tri
 	case q.perTenant[t.Name] >= q.o.MaxPerTenant:
 		q.count(prio, "tenant_queue_full")
 		return nil, &Rejected{Reason: "tenant_queue_full", RetryAfter: p.estimate(q.o.Timeout, now, prio, t.ShareWeight(), t.Name, own),
-			Detail: fmt.Sprintf("this key already has %d requests waiting, its limit", q.perTenant[t.Name])}
+			Detail: fmt.Sprintf("this key's share of the queue is full (%d waiting, its limit)", q.perTenant[t.Name])}
 	case q.total.Load() >= int64(q.o.MaxWaiters):
 		q.count(prio, "queue_full")
 		return nil, &Rejected{Reason: "queue_full", RetryAfter: p.estimate(q.o.Timeout, now, prio, t.ShareWeight(), t.Name, own),

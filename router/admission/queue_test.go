@@ -318,9 +318,14 @@ func TestRetryAfter(t *testing.T) {
 			t.Errorf("%s: %v; want %v", tt.name, got, tt.want)
 		}
 	}
-	empty := &pool{}
-	if got := empty.estimate(3*time.Second, now, 0, 1, "x", 1); got != 3*time.Second {
+	unseen := &pool{lastAdmit: now.Add(-time.Millisecond)}
+	unseen.push(&waiter{}, 0, &tenant.Tenant{Name: "x"}, false, nil)
+	if got := unseen.estimate(3*time.Second, now, 0, 1, "x", 1); got != 3*time.Second {
 		t.Errorf("with no admission seen: %v; want the timeout", got)
+	}
+	p.lastAdmit = now.Add(-10 * time.Second)
+	if got := p.estimate(time.Minute, now, 5, 1, "vip", 1); got != 10*time.Second {
+		t.Errorf("10 s since the last admission: %v; want the open gap as the interval", got)
 	}
 }
 

@@ -142,11 +142,12 @@ func TestBackpressureAndUnavailable(t *testing.T) {
 		code     int
 		errType  string
 		contains string
+		reason   string // llmgw_queue_rejected_total's
 	}{
-		{"queue full", func(d *Deps) { d.MaxQueue = 2 }, []string{"a", "b"}, "b", 429, openai.TypeRateLimit, "the queue is full (2 requests waiting)"},
-		{"tenant's share full", func(d *Deps) { d.MaxQueuePerTenant = 1 }, []string{"a", "b"}, "a", 429, openai.TypeRateLimit, "this key already has 1 requests waiting"},
-		{"wait timed out", func(d *Deps) { d.QueueTimeout = 50 * time.Millisecond }, nil, "a", 429, openai.TypeRateLimit, "within the queue timeout of 50ms"},
-		{"no queue", func(d *Deps) { d.QueueTimeout = 0 }, nil, "a", 429, openai.TypeRateLimit, "requests do not queue"},
+		{"queue full", func(d *Deps) { d.MaxQueue = 2 }, []string{"a", "b"}, "b", 429, openai.TypeRateLimit, "the queue is full (2 requests waiting)", "queue_full"},
+		{"tenant's share full", func(d *Deps) { d.MaxQueuePerTenant = 1 }, []string{"a", "b"}, "a", 429, openai.TypeRateLimit, "this key's share of the queue is full (1 waiting, its limit)", "tenant_queue_full"},
+		{"wait timed out", func(d *Deps) { d.QueueTimeout = 50 * time.Millisecond }, nil, "a", 429, openai.TypeRateLimit, "within the queue timeout of 50ms", "timeout"},
+		{"no queue", func(d *Deps) { d.QueueTimeout = 0 }, nil, "a", 429, openai.TypeRateLimit, "requests do not queue", "no_queue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +171,18 @@ func TestBackpressureAndUnavailable(t *testing.T) {
 			}
 			if n := f.h.gw.admit.Waiting(); n != len(tt.queued) {
 				t.Errorf("%d waiting after the refusal; want the %d queued before", n, len(tt.queued))
+			}
+			_, metrics := get(t, f.h.srv.URL+"/metrics")
+			for _, series := range []string{
+				fmt.Sprintf(`llmgw_queue_rejected_total{band="0",reason=%q} 1`, tt.reason),
+				fmt.Sprintf(`llmgw_queue_waiting{band="0"} %d`, len(tt.queued)),
+			} {
+				if len(tt.queued) == 0 && strings.HasPrefix(series, "llmgw_queue_waiting") {
+					continue // no band was ever queued in
+				}
+				if !strings.Contains(string(metrics), series) {
+					t.Errorf("/metrics lacks %s", series)
+				}
 			}
 			f.release <- struct{}{}
 			if c := (<-first).code; c != 200 {
@@ -268,4 +281,15 @@ func TestPriorityHeader(t *testing.T) {
 	if m := f.most.Load(); m != 1 {
 		t.Errorf("the replica had %d requests at once; its limit is 1", m)
 	}
+}
+
+func get(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
 }

@@ -7,6 +7,7 @@
 //
 // It owns request handling, the proxy and the router's Prometheus metrics.
 // It wires together router/openai (parsing, errors), router/prompt (keys),
-// router/scheduler (the decision) and router/replicas (where to send); it
-// must not import driver/....
+// router/scheduler (the decision), router/admission (who waits for a busy
+// fleet, in what order) and router/replicas (where to send); it must not
+// import driver/....
 package gateway
