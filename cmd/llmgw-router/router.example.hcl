@@ -37,6 +37,13 @@ driver_expiry    = "30s"
 scrape_interval  = "1s"
 log_level        = "info"
 
+# Requests that find every replica of their model over its busy threshold
+# wait in their tenant's queue up to queue_timeout, then get 429; at most
+# max_queue wait in all, max_queue_per_tenant per tenant (0: max_queue).
+queue_timeout        = "2s"
+max_queue            = 1024
+max_queue_per_tenant = 256
+
 # How soon a change in this router's own load reaches the other routers
 # registered in Consul, and when a silent one stops counting (0 turns the
 # sharing off).

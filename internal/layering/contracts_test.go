@@ -24,11 +24,16 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
 	"router/enginemetrics": {"github.com/hashicorp/go-hclog"},
+	"router/admission": {
+		"github.com/prometheus/client_golang/prometheus",
+		"github.com/llmgw/llmgw/router/tenant",
+	},
 	"router/gateway": {
 		"github.com/gin-gonic/gin",
 		"github.com/hashicorp/go-hclog",
 		"github.com/prometheus/client_golang/prometheus",
 		"github.com/prometheus/client_golang/prometheus/promhttp",
+		"github.com/llmgw/llmgw/router/admission",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/prompt",
 		"github.com/llmgw/llmgw/router/ratelimit",

@@ -31,9 +31,11 @@ type Config struct {
 	// UpstreamTimeout bounds the wait for a replica's response headers.
 	UpstreamTimeout time.Duration
 	// QueueTimeout is how long a request waits for a replica under its busy
-	// threshold before the router answers 429; MaxQueue bounds the waiters.
-	QueueTimeout time.Duration
-	MaxQueue     int
+	// threshold before the router answers 429; MaxQueue bounds the waiters,
+	// MaxQueuePerTenant one tenant's (0: MaxQueue; see admission.go).
+	QueueTimeout      time.Duration
+	MaxQueue          int
+	MaxQueuePerTenant int
 	// DriverExpiry drops the KV state of a driver silent for this long.
 	DriverExpiry time.Duration
 	// ScrapeInterval is how often each replica's /metrics is read.
@@ -130,9 +132,7 @@ func (c *Config) Validate() error {
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max_body_bytes %d: must be positive", c.MaxBodyBytes))
 	}
-	if c.QueueTimeout < 0 || c.MaxQueue < 0 {
-		errs = append(errs, fmt.Errorf("queue_timeout %s and max_queue %d must not be negative", c.QueueTimeout, c.MaxQueue))
-	}
+	errs = append(errs, c.validateAdmission()...)
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))
 	}

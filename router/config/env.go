@@ -75,6 +75,8 @@ var settings = append([]setting{
 	{"LLMGW_UPSTREAM_TIMEOUT", "upstream-timeout", "wait for a replica's response headers", dur("upstream timeout", func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{"LLMGW_DRIVER_EXPIRY", "driver-expiry", "drop KV state of drivers silent this long", dur("driver expiry", func(c *Config) *time.Duration { return &c.DriverExpiry })},
 	{"LLMGW_QUEUE_TIMEOUT", "queue-timeout", "wait for a replica under its busy threshold before 429", dur("queue timeout", func(c *Config) *time.Duration { return &c.QueueTimeout })},
+	{"LLMGW_MAX_QUEUE", "max-queue", "requests that may wait for a replica, over every tenant", integer("max queue", func(c *Config) *int { return &c.MaxQueue })},
+	{"LLMGW_MAX_QUEUE_PER_TENANT", "max-queue-per-tenant", "requests one tenant may have waiting (0: max_queue)", integer("max queue per tenant", func(c *Config) *int { return &c.MaxQueuePerTenant })},
 	{"LLMGW_SCRAPE_INTERVAL", "scrape-interval", "replica /metrics scrape interval", dur("scrape interval", func(c *Config) *time.Duration { return &c.ScrapeInterval })},
 	{"LLMGW_PEER_LOAD_INTERVAL", "peer-load-interval", "how soon other routers see this router's load change (0: off)", dur("peer load interval", func(c *Config) *time.Duration { return &c.PeerInterval })},
 	{"LLMGW_PEER_LOAD_EXPIRY", "peer-load-expiry", "forget a peer router silent this long", dur("peer load expiry", func(c *Config) *time.Duration { return &c.PeerExpiry })},

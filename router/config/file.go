@@ -32,6 +32,7 @@ type fileConfig struct {
 	LogLevel         *string   `hcl:"log_level,optional"`
 	QueueTimeout     *string   `hcl:"queue_timeout,optional"`
 	MaxQueue         *int      `hcl:"max_queue,optional"`
+	MaxTenantQueue   *int      `hcl:"max_queue_per_tenant,optional"`
 	APIKeys          []string  `hcl:"api_keys,optional"`
 	Auth             *fileAuth `hcl:"auth,block"`
 
@@ -119,6 +120,9 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	}
 	if fc.MaxQueue != nil {
 		c.MaxQueue = *fc.MaxQueue
+	}
+	if fc.MaxTenantQueue != nil {
+		c.MaxQueuePerTenant = *fc.MaxTenantQueue
 	}
 	if fc.Attempts != nil {
 		c.Attempts = *fc.Attempts

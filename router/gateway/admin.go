@@ -87,7 +87,7 @@ func (g *Gateway) explain(kind openai.Kind) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		p, es := g.decide(c.Request.Context(), kind, body, session, 0) // every candidate
+		p, es := g.decide(c.Request.Context(), kind, body, session, "", 0) // every candidate, in the key's band
 		if es != nil {
 			openai.WriteError(c.Writer, es.code, es.msg)
 			return

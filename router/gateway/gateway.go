@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/ratelimit"
@@ -40,9 +41,11 @@ type Deps struct {
 	Attempts        int
 	UpstreamTimeout time.Duration
 	// QueueTimeout is how long a request waits while every replica is over
-	// its busy threshold (0: answer 429 at once); MaxQueue bounds waiters.
-	QueueTimeout time.Duration
-	MaxQueue     int
+	// its busy threshold (0: answer 429 at once); MaxQueue bounds waiters,
+	// MaxQueuePerTenant one tenant's (0: MaxQueue). See router/admission.
+	QueueTimeout      time.Duration
+	MaxQueue          int
+	MaxQueuePerTenant int
 	// ExposeRouteHeaders sends the X-Llmgw-* route headers to clients
 	// (off: they reveal cache hits and replica names; see proxy.go).
 	ExposeRouteHeaders bool
@@ -59,7 +62,7 @@ type Gateway struct {
 	engine *gin.Engine
 	admin  *gin.Engine
 	tr     *transport
-	queue  *queue
+	admit  *admission.Queue
 	plans  sync.Pool // *plan, reused so that scheduling allocates nothing
 }
 
@@ -96,8 +99,8 @@ func New(d Deps) (*Gateway, error) {
 	if d.MaxQueue <= 0 {
 		d.MaxQueue = 1024
 	}
-	g := &Gateway{d: d, queue: newQueue(d.QueueTimeout, d.MaxQueue)}
-	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.queue}, metrics: d.Metrics}
+	g := &Gateway{d: d, admit: newAdmission(d)}
+	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.admit, d.Replicas}, metrics: d.Metrics}
 	proxy := newProxy(g.tr, d.Logger, d.ExposeRouteHeaders)
 
 	e := newEngine(d.Logger)
@@ -219,14 +222,21 @@ type errStatus struct {
 	// the rate-limit headers of a 429.
 	typ, oaCode string
 	limit       *ratelimit.Status
+	// retryAfter, when positive, is sent as Retry-After (a queue's 429).
+	retryAfter time.Duration
 }
 
 func (e *errStatus) Error() string { return e.msg }
 
 // decide parses, hashes and schedules one request, ranking at most
-// fallbacks replicas after the chosen one (0: all of them).
-func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, session string, fallbacks int) (*plan, *errStatus) {
+// fallbacks replicas after the chosen one (0: all of them); priority is
+// the request's admission.HeaderPriority.
+func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, session, priority string, fallbacks int) (*plan, *errStatus) {
 	start := time.Now()
+	band, err := admission.ParsePriority(priority)
+	if err != nil {
+		return nil, &errStatus{code: http.StatusBadRequest, msg: err.Error()}
+	}
 	req, err := openai.Parse(kind, body)
 	if err != nil {
 		return nil, &errStatus{code: http.StatusBadRequest, msg: err.Error()}
@@ -269,19 +279,19 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	}
 	var sched time.Duration
 	waitStart := time.Now()
-	g.queue.wait(ctx, func() bool {
+	admitErr := g.admit.Admit(ctx, base, band, func() bool {
 		t0 := time.Now()
 		p.cands = g.d.Replicas.AppendCandidates(p.cands[:0], req.Model)
 		p.decision, err = g.d.Scheduler.Schedule(ctx, &p.sreq, p.cands)
 		sched = time.Since(t0)
 		return !errors.Is(err, scheduler.ErrAllBusy)
 	})
-	if err != nil {
+	if err != nil || admitErr != nil {
 		grant.Finish(0) // never sent: only the request counts
 	}
 	switch {
-	case errors.Is(err, scheduler.ErrAllBusy):
-		return nil, &errStatus{code: http.StatusTooManyRequests, msg: "every replica of " + req.Model + " is over its load threshold; retry later"}
+	case admitErr != nil: // every replica busy, and no room or time to wait
+		return nil, busy(req.Model, admitErr)
 	case errors.Is(err, scheduler.ErrNoReplica):
 		return nil, &errStatus{code: http.StatusServiceUnavailable, msg: "no healthy replica serves " + req.Model}
 	case err != nil:
@@ -333,7 +343,7 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			status = c.Writer.Status()
 			return
 		}
-		p, es := g.decide(c.Request.Context(), kind, body, session, g.d.Attempts-1+fallbackSpare)
+		p, es := g.decide(c.Request.Context(), kind, body, session, c.GetHeader(admission.HeaderPriority), g.d.Attempts-1+fallbackSpare)
 		if es != nil {
 			status = es.code
 			writeErr(c.Writer, es)
@@ -395,16 +405,29 @@ func (g *Gateway) ready(c *gin.Context) {
 	}
 }
 
-// endNotifier wakes queued requests whenever a routed request ends.
+// endNotifier wakes the head of a model's queue whenever a routed request
+// to one of its replicas starts (the load now counts it: the next head can
+// see whether room is left) or ends.
 type endNotifier struct {
-	t *scheduler.Tracker
-	q *queue
+	t   *scheduler.Tracker
+	q   *admission.Queue
+	set *replicas.Set
 }
 
 func (e endNotifier) BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func()) {
 	answered, ended := e.t.BeginPrefill(replica, promptTokens, uncachedTokens)
+	e.wake(replica)
 	return answered, func() {
 		ended()
-		e.q.wake()
+		e.wake(replica)
+	}
+}
+
+func (e endNotifier) wake(replica string) {
+	if e.q.Waiting() == 0 {
+		return
+	}
+	if model, ok := e.set.ModelOf(replica); ok {
+		e.q.Wake(model)
 	}
 }

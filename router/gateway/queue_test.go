@@ -35,7 +35,7 @@ func TestQueueThen429(t *testing.T) {
 	<-entered
 	second := make(chan int)
 	go func() { r, _ := post(t, h.srv.URL+"/v1/chat/completions", chatBody); second <- r.StatusCode }()
-	poll.Until(t, "the second request to queue", func() bool { return h.gw.queue.waiting.Load() == 1 })
+	poll.Until(t, "the second request to queue", func() bool { return h.gw.admit.Waiting() == 1 })
 	select {
 	case <-entered:
 		t.Fatal("queued request reached the replica while it was at its limit")

@@ -183,6 +183,7 @@ func (g *Gateway) limit(t *tenant.Tenant, req *openai.Request, promptTokens int)
 
 // writeErr answers es, with its rate-limit headers.
 func writeErr(w http.ResponseWriter, es *errStatus) {
+	es.setRetryAfter(w)
 	if es.limit != nil {
 		es.limit.SetHeaders(w.Header())
 	}

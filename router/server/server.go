@@ -148,6 +148,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 		Logger:          log.Named("gateway"),
 
 		ExposeRouteHeaders: cfg.HTTP.ExposeRouteHeaders,
+		MaxQueuePerTenant:  cfg.MaxQueuePerTenant,
 	})
 	if err != nil {
 		return nil, err
