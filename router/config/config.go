@@ -44,6 +44,8 @@ type Config struct {
 	PeerInterval, PeerExpiry time.Duration
 	LogLevel                 string
 
+	EngineAuth
+
 	Consul    Consul
 	Models    map[string]Model
 	Replicas  []StaticReplica
@@ -172,6 +174,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: block_size %d: want 1..4096", where, r.BlockSize))
 		}
 	}
+	errs = append(errs, c.EngineAuth.validate()...)
 	return errors.Join(errs...)
 }
 

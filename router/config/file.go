@@ -32,6 +32,7 @@ type fileConfig struct {
 	LogLevel         *string `hcl:"log_level,optional"`
 	QueueTimeout     *string `hcl:"queue_timeout,optional"`
 	MaxQueue         *int    `hcl:"max_queue,optional"`
+	EngineAPIKey     *string `hcl:"engine_api_key,optional"`
 
 	Consul    *fileConsul    `hcl:"consul,block"`
 	Models    []fileModel    `hcl:"model,block"`
@@ -49,9 +50,10 @@ type fileConsul struct {
 }
 
 type fileModel struct {
-	Name         string `hcl:"name,label"`
-	TokenizerDir string `hcl:"tokenizer_dir,optional"`
-	Sim          bool   `hcl:"sim,optional"`
+	Name         string  `hcl:"name,label"`
+	TokenizerDir string  `hcl:"tokenizer_dir,optional"`
+	Sim          bool    `hcl:"sim,optional"`
+	EngineAPIKey *string `hcl:"engine_api_key,optional"`
 }
 
 type fileReplica struct {
@@ -103,6 +105,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	setStr(&c.AdvertiseAddress, fc.AdvertiseAddress)
 	setStr(&c.KVToken, fc.KVToken)
 	setStr(&c.LogLevel, fc.LogLevel)
+	setStr(&c.EngineAPIKey, fc.EngineAPIKey)
 	if fc.MaxBodyBytes != nil {
 		c.MaxBodyBytes = *fc.MaxBodyBytes
 	}
@@ -155,6 +158,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 			return fmt.Errorf("config: model %q declared twice", m.Name)
 		}
 		c.Models[m.Name] = Model{TokenizerDir: m.TokenizerDir, Sim: m.Sim}
+		c.setModelKey(m.Name, m.EngineAPIKey)
 	}
 	for _, r := range fc.Replicas {
 		sr := StaticReplica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: 16, KVEvents: r.KVEvents}

@@ -41,7 +41,10 @@ type Deps struct {
 	// its busy threshold (0: answer 429 at once); MaxQueue bounds waiters.
 	QueueTimeout time.Duration
 	MaxQueue     int
-	Logger       hclog.Logger
+	// EngineKey is the key to present to a model's engines (vLLM's
+	// --api-key), "" for none; nil: none for any model.
+	EngineKey func(model string) string
+	Logger    hclog.Logger
 }
 
 // Gateway serves the OpenAI API.
@@ -87,7 +90,7 @@ func New(d Deps) (*Gateway, error) {
 		d.MaxQueue = 1024
 	}
 	g := &Gateway{d: d, queue: newQueue(d.QueueTimeout, d.MaxQueue)}
-	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.queue}, metrics: d.Metrics}
+	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.queue}, metrics: d.Metrics, engineKey: d.EngineKey}
 	proxy := newProxy(g.tr, d.Logger)
 
 	gin.SetMode(gin.ReleaseMode)
