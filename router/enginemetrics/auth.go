@@ -8,7 +8,8 @@ var errUnauthorized = errors.New("status 401 Unauthorized: the engine wants an A
 
 // noteRefusal warns once when tg's engine starts refusing the router's key
 // on its model listing, which costs the replica its LoRA adapters in
-// routing, and once more when it accepts it again.
+// routing, and says so once more when a listing succeeds again; other
+// failures change nothing.
 func (s *Scraper) noteRefusal(tg Target, refused bool) {
 	s.mu.Lock()
 	was := s.refused[tg.ID]

@@ -140,7 +140,9 @@ func (s *Scraper) scrape(ctx context.Context, tg Target) (Sample, error) {
 		return err
 	})
 	sample.AdaptersKnown = err == nil
-	s.noteRefusal(tg, errors.Is(err, errUnauthorized))
+	if err == nil || errors.Is(err, errUnauthorized) {
+		s.noteRefusal(tg, err != nil)
+	}
 	if err != nil {
 		s.opts.Logger.Debug("model listing unavailable; keeping the replica's adapters", "replica", tg.ID, "error", err)
 	}
