@@ -41,10 +41,11 @@ type Deps struct {
 	// its busy threshold (0: answer 429 at once); MaxQueue bounds waiters.
 	QueueTimeout time.Duration
 	MaxQueue     int
+	Logger       hclog.Logger
+
 	// EngineKey is the key to present to a model's engines (vLLM's
 	// --api-key), "" for none; nil: none for any model.
 	EngineKey func(model string) string
-	Logger    hclog.Logger
 }
 
 // Gateway serves the OpenAI API.

@@ -78,10 +78,11 @@ func retryStatus(code int) bool {
 // transport tries a request's replicas in order until one answers with
 // something other than a connect failure or a retryable status.
 type transport struct {
-	base      http.RoundTripper
-	health    Health
-	load      LoadTracker
-	metrics   *Metrics
+	base    http.RoundTripper
+	health  Health
+	load    LoadTracker
+	metrics *Metrics
+
 	engineKey func(model string) string // nil: no keys
 }
 
