@@ -87,8 +87,9 @@ var taskSpec = spec.Object(map[string]*hclspec.Spec{
 		"count":          spec.Attr("", "number", true),
 		"leader_address": spec.Attr("", "string", false),
 	})),
-	"args": spec.Attr("", "list(string)", false),
-	"env":  spec.Attr("", "map(string)", false),
+	"args":        spec.Attr("", "list(string)", false),
+	"env":         spec.Attr("", "map(string)", false),
+	"api_key_env": spec.Attr("", "string", false),
 })
 
 // TaskConfig is the decoded task config. It is also persisted in the
@@ -107,6 +108,9 @@ type TaskConfig struct {
 	Shard                *Shard            `codec:"shard" json:"shard,omitempty"`
 	Args                 []string          `codec:"args" json:"args,omitempty"`
 	Env                  map[string]string `codec:"env" json:"env,omitempty"`
+	// APIKeyEnv names the task environment variable holding the engine's
+	// API key (vLLM's --api-key), handed to the engine as VLLM_API_KEY.
+	APIKeyEnv string `codec:"api_key_env" json:"api_key_env,omitempty"`
 }
 
 // Shard places one process of a multi-node replica. Rank 0 is the leader:
@@ -177,7 +181,7 @@ func (t *TaskConfig) validate(ports map[string]bool) error {
 			return fmt.Errorf("env: invalid variable name %q", k)
 		}
 	}
-	return nil
+	return t.validAPIKeyEnv()
 }
 
 func validBlockSize(n int) bool {

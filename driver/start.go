@@ -89,7 +89,9 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		}
 	}
 
-	st.Env = buildEnv(cfg.GetEnv(), cfg.GetDeviceEnv(), task.Env)
+	if st.Env, err = withEngineKey(buildEnv(cfg.GetEnv(), cfg.GetDeviceEnv(), task.Env), task.APIKeyEnv); err != nil {
+		return nil, err
+	}
 	argv := append([]string{pc.Engine}, buildArgs(launch{Task: task, Engine: pc.Engine,
 		Host: st.HTTPHost, Port: st.HTTPPort, KVPort: st.KVPort, ReplayPort: st.ReplayPort})...)
 	proc, err := supervisor.Start(supervisor.Spec{

@@ -54,6 +54,24 @@ job "llama-3.1-8b" {
         env = {
           HF_HOME = "/opt/hf"
         }
+        # The engine's API key (vLLM's --api-key) comes from the template
+        # below; the driver hands it to vLLM as VLLM_API_KEY, so it is in
+        # neither this job nor the engine's command line.
+        api_key_env = "VLLM_API_KEY"
+      }
+
+      # The key lives in the Nomad Variable nomad/jobs/llama-3.1-8b:
+      #   nomad var put nomad/jobs/llama-3.1-8b engine_api_key=$(openssl rand -hex 32)
+      # Routers need the same key as engine_api_key (LLMGW_ENGINE_API_KEY).
+      # Without the variable the task does not start; remove this block and
+      # api_key_env to serve without a key.
+      template {
+        destination = "secrets/engine.env"
+        env         = true
+        change_mode = "restart"
+        data        = <<-EOT
+          {{ with nomadVar "nomad/jobs/llama-3.1-8b" }}VLLM_API_KEY={{ .engine_api_key }}{{ end }}
+        EOT
       }
 
       service {

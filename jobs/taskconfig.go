@@ -92,6 +92,7 @@ func (c *checker) taskConfig(t *hclsyntax.Block, ports []string) (vllmTask, bool
 	if cfg.KVEvents && !task.leader() {
 		c.add(fieldRange(configs[0], "kv_events"), "task %q: kv_events: shard rank %d is not the leader; only rank 0 publishes KV events, so set it on the leader alone", name, cfg.Shard.Rank)
 	}
+	c.apiKeyTemplate(t, configs[0], task)
 	return task, true
 }
 

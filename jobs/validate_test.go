@@ -36,6 +36,7 @@ func TestBrokenJobspecs(t *testing.T) {
 		{"unknown-port", []string{`:14:9: task "vllm": port: no port labelled "api"`}},
 		{"bad-block-size", []string{`:14:9: task "vllm": block_size: 24 is not a power of two`}},
 		{"kv-events-worker", []string{`:9:9: task "vllm": kv_events: shard rank 1 is not the leader`}},
+		{"api-key-no-template", []string{`:13:9: task "vllm": api_key_env: no template block with env = true sets VLLM_API_KEY`}},
 		{"missing-tag", []string{`:19:9: task "vllm": service "vllm": tags must include "llmgw"`}},
 		{"missing-meta", []string{`:20:9: task "vllm": service "vllm": meta llmgw-replica is missing`}},
 		{"meta-mismatch", []string{`:23:11: task "vllm": service "vllm": meta llmgw-block-size is "32"; want "16"`}},

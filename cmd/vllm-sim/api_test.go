@@ -210,26 +210,6 @@ func TestBadRequests(t *testing.T) {
 	}
 }
 
-func TestAPIKey(t *testing.T) {
-	p := startSim(t, nil, "--api-key", "sekret")
-	if st := post(t, p.URL+"/v1/completions", `{"prompt":"x"}`, nil); st != 401 {
-		t.Errorf("without the key: status %d; want 401", st)
-	}
-	req, _ := http.NewRequest("POST", p.URL+"/v1/completions", strings.NewReader(`{"prompt":"x","max_tokens":1}`))
-	req.Header.Set("Authorization", "Bearer sekret")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Errorf("with the key: status %d; want 200", resp.StatusCode)
-	}
-	if st := post(t, p.URL+"/tokenize", `{"prompt":"x"}`, nil); st != 200 {
-		t.Errorf("/tokenize is outside /v1 and open, as in vLLM: status %d", st)
-	}
-}
-
 func TestHeadlessServesNothingAndStops(t *testing.T) {
 	port := netport.FreeTCP(t)
 	p := startProc(t, nil, "sim-model", "--headless", "--port", itoa(port), "--data-parallel-size", "2", "--data-parallel-rank", "1")

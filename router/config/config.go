@@ -48,7 +48,9 @@ type Config struct {
 	// HTTP bounds the listeners and splits off the admin API.
 	HTTP HTTP
 
-	Auth      Auth
+	Auth Auth
+	EngineAuth
+
 	Consul    Consul
 	Models    map[string]Model
 	Replicas  []StaticReplica
@@ -180,6 +182,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: block_size %d: want 1..4096", where, r.BlockSize))
 		}
 	}
+	errs = append(errs, c.EngineAuth.validate()...)
 	return errors.Join(errs...)
 }
 

@@ -33,6 +33,7 @@ type fileConfig struct {
 	QueueTimeout     *string   `hcl:"queue_timeout,optional"`
 	MaxQueue         *int      `hcl:"max_queue,optional"`
 	MaxTenantQueue   *int      `hcl:"max_queue_per_tenant,optional"`
+	EngineAPIKey     *string   `hcl:"engine_api_key,optional"`
 	APIKeys          []string  `hcl:"api_keys,optional"`
 	Auth             *fileAuth `hcl:"auth,block"`
 
@@ -54,9 +55,10 @@ type fileConsul struct {
 }
 
 type fileModel struct {
-	Name         string `hcl:"name,label"`
-	TokenizerDir string `hcl:"tokenizer_dir,optional"`
-	Sim          bool   `hcl:"sim,optional"`
+	Name         string  `hcl:"name,label"`
+	TokenizerDir string  `hcl:"tokenizer_dir,optional"`
+	Sim          bool    `hcl:"sim,optional"`
+	EngineAPIKey *string `hcl:"engine_api_key,optional"`
 }
 
 type fileReplica struct {
@@ -115,6 +117,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	setStr(&c.AdvertiseAddress, fc.AdvertiseAddress)
 	setStr(&c.KVToken, fc.KVToken)
 	setStr(&c.LogLevel, fc.LogLevel)
+	setStr(&c.EngineAPIKey, fc.EngineAPIKey)
 	if fc.MaxBodyBytes != nil {
 		c.MaxBodyBytes = *fc.MaxBodyBytes
 	}
@@ -173,6 +176,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 			return fmt.Errorf("config: model %q declared twice", m.Name)
 		}
 		c.Models[m.Name] = Model{TokenizerDir: m.TokenizerDir, Sim: m.Sim}
+		c.setModelKey(m.Name, m.EngineAPIKey)
 	}
 	for _, r := range fc.Replicas {
 		sr := StaticReplica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: 16, KVEvents: r.KVEvents}

@@ -19,6 +19,9 @@ type Target struct {
 	// ModelsURL, when set, is the replica's model listing (vLLM's
 	// /v1/models), read after each successful scrape for its LoRA adapters.
 	ModelsURL string
+	// APIKey, when set, is sent as a bearer token on both: an engine
+	// started with vLLM's --api-key refuses its /v1 paths without it.
+	APIKey string
 }
 
 // Sink receives each successful scrape (scheduler.Tracker's SetScraped plus
@@ -50,7 +53,8 @@ type Scraper struct {
 	stopped chan struct{}
 
 	mu       sync.Mutex
-	failures map[string]int // consecutive failures per target, for logging
+	failures map[string]int  // consecutive failures per target, for logging
+	refused  map[string]bool // targets whose engine refused the key, warned once
 }
 
 // Start begins scraping the targets returned by targets (asked each round,
@@ -75,7 +79,7 @@ func Start(ctx context.Context, targets func() []Target, sink Sink, opts Options
 		opts.Logger = hclog.NewNullLogger()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Scraper{targets: targets, sink: sink, opts: opts, cancel: cancel, stopped: make(chan struct{}), failures: map[string]int{}}
+	s := &Scraper{targets: targets, sink: sink, opts: opts, cancel: cancel, stopped: make(chan struct{}), failures: map[string]int{}, refused: map[string]bool{}}
 	go s.run(ctx)
 	return s, nil
 }
@@ -123,7 +127,7 @@ func (s *Scraper) scrape(ctx context.Context, tg Target) (Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	var sample Sample
-	err := s.get(ctx, tg.URL, "text/plain;version=0.0.4", func(r io.Reader) (err error) {
+	err := s.get(ctx, tg, tg.URL, "text/plain;version=0.0.4", func(r io.Reader) (err error) {
 		sample, err = Parse(r)
 		return err
 	})
@@ -131,29 +135,38 @@ func (s *Scraper) scrape(ctx context.Context, tg Target) (Sample, error) {
 		return sample, err
 	}
 	// The listing is optional: without it the adapters stay as they were.
-	err = s.get(ctx, tg.ModelsURL, "application/json", func(r io.Reader) (err error) {
+	err = s.get(ctx, tg, tg.ModelsURL, "application/json", func(r io.Reader) (err error) {
 		sample.Adapters, err = ParseAdapters(r)
 		return err
 	})
 	sample.AdaptersKnown = err == nil
+	if err == nil || errors.Is(err, errUnauthorized) {
+		s.noteRefusal(tg, err != nil)
+	}
 	if err != nil {
 		s.opts.Logger.Debug("model listing unavailable; keeping the replica's adapters", "replica", tg.ID, "error", err)
 	}
 	return sample, nil
 }
 
-// get fetches url and hands the body, capped at MaxBytes, to parse.
-func (s *Scraper) get(ctx context.Context, url, accept string, parse func(io.Reader) error) error {
+// get fetches url of tg and hands the body, capped at MaxBytes, to parse.
+func (s *Scraper) get(ctx context.Context, tg Target, url, accept string, parse func(io.Reader) error) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return fmt.Errorf("scrape %s: %w", url, err)
 	}
 	req.Header.Set("Accept", accept)
+	if tg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+tg.APIKey)
+	}
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
 		return fmt.Errorf("scrape %s: %w", url, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized {
+		return fmt.Errorf("scrape %s: %w", url, errUnauthorized)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("scrape %s: status %s", url, resp.Status)
 	}
@@ -190,7 +203,7 @@ func (s *Scraper) record(tg Target, sample Sample, err error) {
 func (s *Scraper) forgetGone(targets []Target) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.failures) == 0 {
+	if len(s.failures) == 0 && len(s.refused) == 0 {
 		return
 	}
 	live := make(map[string]bool, len(targets))
@@ -200,6 +213,11 @@ func (s *Scraper) forgetGone(targets []Target) {
 	for id := range s.failures {
 		if !live[id] {
 			delete(s.failures, id)
+		}
+	}
+	for id := range s.refused {
+		if !live[id] {
+			delete(s.refused, id)
 		}
 	}
 }

@@ -54,6 +54,10 @@ type Deps struct {
 	Auth   Authenticator
 	Limits *ratelimit.Limiter
 	Logger hclog.Logger
+
+	// EngineKey is the key to present to a model's engines (vLLM's
+	// --api-key), "" for none; nil: none for any model.
+	EngineKey func(model string) string
 }
 
 // Gateway serves the OpenAI API.
@@ -100,7 +104,7 @@ func New(d Deps) (*Gateway, error) {
 		d.MaxQueue = 1024
 	}
 	g := &Gateway{d: d, admit: newAdmission(d)}
-	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.admit, d.Replicas}, metrics: d.Metrics}
+	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.admit, d.Replicas}, metrics: d.Metrics, engineKey: d.EngineKey}
 	proxy := newProxy(g.tr, d.Logger, d.ExposeRouteHeaders)
 
 	e := newEngine(d.Logger)

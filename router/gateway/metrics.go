@@ -40,7 +40,7 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 11),
 		}, []string{"stage"}),
 		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llmgw_upstream_attempts_total", Help: "Attempts to reach a replica by result (ok, connect_error, retry_status, canceled).",
+			Name: "llmgw_upstream_attempts_total", Help: "Attempts to reach a replica by result (ok, connect_error, retry_status, engine_unauthorized, canceled).",
 		}, []string{"result"}),
 		Ingest: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llmgw_kv_ingest_requests_total", Help: "KV update requests from drivers by HTTP status.",

@@ -86,6 +86,8 @@ type transport struct {
 	health  Health
 	load    LoadTracker
 	metrics *Metrics
+
+	engineKey func(model string) string // nil: no keys
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -101,6 +103,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Body = io.NopCloser(bytes.NewReader(rt.body))
 		out.ContentLength = int64(len(rt.body))
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rt.body)), nil }
+		setEngineAuth(out.Header, t.keyFor(a.ranked.Candidate.Model))
 		id := a.ranked.Candidate.ID
 		uncached := rt.promptTokens - a.ranked.CachedBlocks*rt.blockTokens
 		answered, end := t.load.BeginPrefill(id, rt.promptTokens, uncached)
@@ -119,6 +122,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			t.metrics.Attempts.WithLabelValues("connect_error").Inc()
 			t.health.Failed(id)
 			lastErr = fmt.Errorf("replica %s (%s): %w", id, a.address, err)
+			continue
+		case resp.StatusCode == http.StatusUnauthorized:
+			// The engine refused the router's key: the client's request
+			// was never the problem, so its 401 must not reach the client.
+			t.metrics.Attempts.WithLabelValues("engine_unauthorized").Inc()
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+			end()
+			lastErr = engineRefused(id, a.ranked.Candidate.Model, out.Header)
 			continue
 		case retryStatus(resp.StatusCode) && !last:
 			t.metrics.Attempts.WithLabelValues("retry_status").Inc()

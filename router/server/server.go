@@ -145,6 +145,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 		UpstreamTimeout: cfg.UpstreamTimeout,
 		QueueTimeout:    cfg.QueueTimeout,
 		MaxQueue:        cfg.MaxQueue,
+		EngineKey:       cfg.EngineKey,
 		Logger:          log.Named("gateway"),
 
 		ExposeRouteHeaders: cfg.HTTP.ExposeRouteHeaders,
@@ -394,7 +395,7 @@ func (s *Server) targets() []enginemetrics.Target {
 	all := s.set.All()
 	out := make([]enginemetrics.Target, len(all))
 	for i, r := range all {
-		out[i] = enginemetrics.Target{ID: r.ID, URL: "http://" + r.Address + "/metrics", ModelsURL: "http://" + r.Address + "/v1/models"}
+		out[i] = enginemetrics.Target{ID: r.ID, URL: "http://" + r.Address + "/metrics", ModelsURL: "http://" + r.Address + "/v1/models", APIKey: s.cfg.EngineKey(r.Model)}
 	}
 	return out
 }

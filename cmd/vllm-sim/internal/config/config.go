@@ -13,11 +13,12 @@ import (
 
 // Config is everything the simulator needs to start.
 type Config struct {
-	Model               string
-	ServedModelNames    []string
-	Host                string
-	Port                int
-	APIKey              string
+	Model            string
+	ServedModelNames []string
+	Host             string
+	Port             int
+	// APIKeys are --api-key values: a /v1 request must present one of them.
+	APIKeys             []string
 	BlockSize           int
 	NumGPUBlocks        int
 	MaxNumSeqs          int

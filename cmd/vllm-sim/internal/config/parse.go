@@ -67,7 +67,10 @@ var flags = map[string]flag{
 		c.ServedModelNames = append(c.ServedModelNames, v)
 		return nil
 	}},
-	"api-key":                 strFlag(func(c *Config) *string { return &c.APIKey }),
+	"api-key": {isMulti: true, set: func(c *Config, v string) error {
+		c.APIKeys = append(c.APIKeys, v)
+		return nil
+	}},
 	"block-size":              intFlag(func(c *Config) *int { return &c.BlockSize }),
 	"num-gpu-blocks-override": intFlag(func(c *Config) *int { return &c.NumGPUBlocks }),
 	"max-num-seqs":            intFlag(func(c *Config) *int { return &c.MaxNumSeqs }),

@@ -50,6 +50,8 @@ type Request struct {
 	Prompt []uint32
 	LoRA   string
 	LoRAID int
+	// CacheSalt is the request's cache_salt ("" for none).
+	CacheSalt string
 	// Output is the token ids the "model" will produce, decided up front so
 	// the engine stays tokenizer-agnostic; FinishReason applies after the last.
 	Output       []uint32
@@ -177,7 +179,7 @@ func (e *Engine) intake(ctx context.Context) error {
 
 func (e *Engine) enqueue(r *Request) {
 	r.seq.Tokens = append(make([]uint32, 0, len(r.Prompt)+len(r.Output)), r.Prompt...)
-	r.seq.LoRA, r.seq.LoRAID = r.LoRA, r.LoRAID
+	r.seq.LoRA, r.seq.LoRAID, r.seq.CacheSalt = r.LoRA, r.LoRAID, r.CacheSalt
 	e.waiting = append(e.waiting, r)
 }
 

@@ -26,4 +26,7 @@ type Event struct {
 	LoRAName  string // "" sends None
 	LoRAID    int    // the adapter's integer id, 0 for none (sends None)
 	Medium    string
+	// Extra is vLLM's extra_keys on a GPU BlockStored: one entry per block,
+	// nil for a block without any (None on the wire).
+	Extra [][]string
 }

@@ -35,9 +35,15 @@ func NewHasher(seed string) Hasher {
 }
 
 // Block hashes one full block: its parent's hash (the root for the first
-// block), its token ids and the cache-affecting extra key (the LoRA name).
-func (h Hasher) Block(parent *Hash, tokens []uint32, extra string) Hash {
-	buf := make([]byte, 0, 32+4*len(tokens)+len(extra)+1)
+// block), its token ids and the block's cache-affecting extra keys, vLLM's
+// extra_keys tuple (the LoRA name, then the cache_salt on block 0). Each key
+// is length-prefixed, so ("a", "") and ("", "a") hash apart.
+func (h Hasher) Block(parent *Hash, tokens []uint32, extra []string) Hash {
+	n := 32 + 4*len(tokens) + 1
+	for _, x := range extra {
+		n += binary.MaxVarintLen64 + len(x)
+	}
+	buf := make([]byte, 0, n)
 	if parent == nil {
 		buf = append(buf, h.root[:]...)
 	} else {
@@ -46,7 +52,10 @@ func (h Hasher) Block(parent *Hash, tokens []uint32, extra string) Hash {
 	for _, t := range tokens {
 		buf = binary.LittleEndian.AppendUint32(buf, t)
 	}
-	buf = append(buf, 0)
-	buf = append(buf, extra...)
+	buf = append(buf, byte(len(extra)))
+	for _, x := range extra {
+		buf = binary.AppendUvarint(buf, uint64(len(x)))
+		buf = append(buf, x...)
+	}
 	return sha256.Sum256(buf)
 }

@@ -255,13 +255,13 @@ func TestBlocksDumpMatchesEvents(t *testing.T) {
 func TestHasherSeeds(t *testing.T) {
 	tok := []uint32{1, 2, 3, 4}
 	a, b := NewHasher("42"), NewHasher("42")
-	if a.Block(nil, tok, "") != b.Block(nil, tok, "") {
+	if a.Block(nil, tok, nil) != b.Block(nil, tok, nil) {
 		t.Error("same seed gave different hashes")
 	}
-	if a.Block(nil, tok, "") == a.Block(nil, tok, "lora1") {
+	if a.Block(nil, tok, nil) == a.Block(nil, tok, []string{"lora1"}) {
 		t.Error("LoRA name does not change the hash")
 	}
-	if NewHasher("").Block(nil, tok, "") == NewHasher("").Block(nil, tok, "") {
+	if NewHasher("").Block(nil, tok, nil) == NewHasher("").Block(nil, tok, nil) {
 		t.Error("two unseeded hashers agree; the root should be random")
 	}
 }

@@ -6,11 +6,28 @@ type Seq struct {
 	Tokens []uint32 // prompt, then generated tokens
 	LoRA   string   // mixed into block hashes
 	LoRAID int      // vLLM's lora_int_id, reported in events
+	// CacheSalt is the request's cache_salt: mixed into block 0 only, so
+	// salted and unsalted prompts share no block and equal salts share all.
+	CacheSalt string
 
 	hashes      []Hash   // hashes of the full blocks of Tokens, computed lazily
 	blocks      []*block // blocks held, in order
 	numCached   int      // leading blocks entered into the prefix cache
 	NumComputed int      // tokens whose KV exists
+}
+
+// extraKeys is vLLM's generate_block_hash_extra_keys for block i of a text
+// prompt: the LoRA name, then the cache_salt on block 0 (an empty salt adds
+// nothing, as vLLM tests its truthiness); nil when there are none.
+func (s *Seq) extraKeys(i int) []string {
+	var keys []string
+	if s.LoRA != "" {
+		keys = append(keys, s.LoRA)
+	}
+	if i == 0 && s.CacheSalt != "" {
+		keys = append(keys, s.CacheSalt)
+	}
+	return keys
 }
 
 // NumBlocks is the number of blocks the sequence holds.
@@ -23,7 +40,7 @@ func (p *Pool) blockHashes(s *Seq, upto int) []Hash {
 			parent = &s.hashes[i-1]
 		}
 		tok := s.Tokens[i*p.blockSize : (i+1)*p.blockSize]
-		s.hashes = append(s.hashes, p.hasher.Block(parent, tok, s.LoRA))
+		s.hashes = append(s.hashes, p.hasher.Block(parent, tok, s.extraKeys(i)))
 	}
 	return s.hashes[:upto]
 }
@@ -141,12 +158,14 @@ func (p *Pool) commit(s *Seq, n int) {
 		LoRAName:  s.LoRA,
 		LoRAID:    s.LoRAID,
 		Medium:    MediumGPU,
+		Extra:     make([][]string, full-first),
 	}
 	if first > 0 {
 		parent := hashes[first-1]
 		ev.Parent = &parent
 	}
 	for i := first; i < full; i++ {
+		ev.Extra[i-first] = s.extraKeys(i)
 		b := s.blocks[i]
 		b.hashed, b.hash = true, hashes[i]
 		if i > 0 {

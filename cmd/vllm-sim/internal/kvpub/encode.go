@@ -145,8 +145,8 @@ func encodeOptInt(e *msgpack.Encoder, v int) error {
 }
 
 // encodeExtraKeys writes vLLM's per-block extra keys: nil for a plain text
-// block, a one-element tuple with the LoRA name otherwise. A store without
-// tokens (the CPU tier's) carries None.
+// block, else the block's tuple (the LoRA name, then the cache_salt on block
+// 0). A store without tokens (the CPU tier's) carries None.
 func encodeExtraKeys(e *msgpack.Encoder, ev *kvcache.Event) error {
 	if len(ev.Tokens) == 0 {
 		return e.EncodeNil()
@@ -154,16 +154,22 @@ func encodeExtraKeys(e *msgpack.Encoder, ev *kvcache.Event) error {
 	if err := e.EncodeArrayLen(len(ev.Hashes)); err != nil {
 		return err
 	}
-	for range ev.Hashes {
-		if ev.LoRAName == "" {
+	for i := range ev.Hashes {
+		var keys []string
+		if i < len(ev.Extra) {
+			keys = ev.Extra[i]
+		}
+		if len(keys) == 0 {
 			if err := e.EncodeNil(); err != nil {
 				return err
 			}
 			continue
 		}
-		_ = e.EncodeArrayLen(1)
-		if err := e.EncodeString(ev.LoRAName); err != nil {
-			return err
+		_ = e.EncodeArrayLen(len(keys))
+		for _, k := range keys {
+			if err := e.EncodeString(k); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -27,6 +27,15 @@ func capturedStored() kvcache.Event {
 	}
 }
 
+// loraSalted is the one-block store of LoRA "sql" (id 1) with cache_salt
+// "salt" that kvvectors.LoRAStored encodes.
+func loraSalted() kvcache.Event {
+	return kvcache.Event{
+		Kind: kvcache.BlockStored, Hashes: []kvcache.Hash{hashOf(kvvectors.Hash1)}, Tokens: kvvectors.Tokens[:4],
+		BlockSize: 4, LoRAName: "sql", LoRAID: 1, Medium: kvcache.MediumGPU, Extra: [][]string{{"sql", "salt"}},
+	}
+}
+
 func removed() kvcache.Event {
 	return kvcache.Event{Kind: kvcache.BlockRemoved, Hashes: []kvcache.Hash{hashOf(kvvectors.Hash1)}, Medium: kvcache.MediumGPU}
 }
@@ -51,6 +60,7 @@ func TestEncodeMatchesReferenceBytes(t *testing.T) {
 		{kvvectors.ClearedArray(), Schema{StoredLen: 12}, cleared},
 		{kvvectors.ClearedMap(), Schema{Format: Map, StoredLen: 12}, cleared},
 		{kvvectors.CPUStoredArray(), Schema{StoredLen: 12}, cpu},
+		{kvvectors.LoRAStored(), Schema{StoredLen: 9}, loraSalted()},
 	}
 	for _, n := range StoredLengths {
 		tests = append(tests, struct {
@@ -110,6 +120,7 @@ func TestSchemaValidate(t *testing.T) {
 func TestEncodeLoRA(t *testing.T) {
 	ev := capturedStored()
 	ev.LoRAName, ev.LoRAID = "sql", 3
+	ev.Extra = [][]string{{"sql"}, {"sql"}}
 	var buf bytes.Buffer
 	if err := Encode(&buf, Schema{StoredLen: 12, IntHashes: true}, kvvectors.TS, []kvcache.Event{ev}, 0); err != nil {
 		t.Fatal(err)

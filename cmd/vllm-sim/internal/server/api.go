@@ -19,6 +19,7 @@ type completionRequest struct {
 	Seed             *int64          `json:"seed"`
 	IgnoreEOS        bool            `json:"ignore_eos"`
 	AddSpecialTokens *bool           `json:"add_special_tokens"`
+	CacheSalt        json.RawMessage `json:"cache_salt"`
 }
 
 type contentPart struct {
@@ -45,6 +46,7 @@ type chatRequest struct {
 	AddSpecialTokens     bool            `json:"add_special_tokens"`
 	Tools                json.RawMessage `json:"tools"`
 	ChatTemplateKwargs   map[string]any  `json:"chat_template_kwargs"`
+	CacheSalt            json.RawMessage `json:"cache_salt"`
 }
 
 type promptDetails struct {

@@ -59,6 +59,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	salt, serr := cacheSalt(req.CacheSalt)
+	if serr != nil {
+		writeError(w, serr)
+		return
+	}
 	prompt, perr := s.renderChat(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
 	if perr != nil {
 		writeError(w, perr)
@@ -80,7 +85,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
-	g, err := s.submit(r.Context(), req.Model, prompt, out, reason)
+	g, err := s.submit(r.Context(), req.Model, salt, prompt, out, reason)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -46,6 +46,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.readRequest(w, r, &req); !ok {
 		return
 	}
+	salt, serr := cacheSalt(req.CacheSalt)
+	if serr != nil {
+		writeError(w, serr)
+		return
+	}
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
 	prompts, perr := s.prompts(req.Prompt, addSpecial)
 	if perr != nil {
@@ -75,7 +80,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	gens := make([]*generation, len(prompts))
 	for i, p := range prompts {
 		out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
-		g, err := s.submit(r.Context(), req.Model, p, out, reason)
+		g, err := s.submit(r.Context(), req.Model, salt, p, out, reason)
 		if err != nil {
 			writeError(w, err)
 			return

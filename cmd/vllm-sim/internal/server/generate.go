@@ -64,15 +64,15 @@ type generation struct {
 }
 
 // submit spends the API overhead, then hands the request to the least loaded
-// engine.
-func (s *Server) submit(ctx context.Context, model string, prompt []uint32, out []uint32, reason string) (*generation, error) {
+// engine; salt is the request's cache_salt ("" for none).
+func (s *Server) submit(ctx context.Context, model, salt string, prompt []uint32, out []uint32, reason string) (*generation, error) {
 	arrival := time.Now()
 	if err := engine.SleepUntil(ctx, arrival.Add(s.opts.Overhead)); err != nil {
 		return nil, err
 	}
 	r := &engine.Request{
 		ID: requestID("req", s.counter.Add(1)), Ctx: ctx, Prompt: prompt,
-		Output: out, FinishReason: reason, Arrival: arrival,
+		Output: out, FinishReason: reason, Arrival: arrival, CacheSalt: salt,
 		Out: make(chan engine.Token, len(out)+1),
 	}
 	if l, ok := s.lora(model); ok {

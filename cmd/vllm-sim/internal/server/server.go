@@ -62,7 +62,7 @@ type Options struct {
 	ServedNames      []string
 	MaxModelLen      int
 	BlockSize        int
-	APIKey           string
+	APIKeys          []string // --api-key values, else VLLM_API_KEY; none: open
 	Seed             int64
 	Overhead         time.Duration // per-request API time before scheduling
 	MeanOutputTokens int           // mean length before the "model" emits EOS
@@ -86,18 +86,19 @@ type Server struct {
 	log     *slog.Logger
 	counter atomic.Uint64
 	mux     *http.ServeMux
+	keys    apiKeys
 }
 
 // New builds the server's routes.
 func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, log *slog.Logger) *Server {
-	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: http.NewServeMux()}
+	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: http.NewServeMux(), keys: newAPIKeys(opts.APIKeys)}
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": opts.Version})
 	})
-	s.mux.HandleFunc("GET /v1/models", s.auth(s.models))
-	s.mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
-	s.mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
+	s.mux.HandleFunc("GET /v1/models", s.models)
+	s.mux.HandleFunc("POST /v1/completions", s.completions)
+	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
 	s.mux.HandleFunc("POST /tokenize", s.tokenize)
 	s.mux.HandleFunc("POST /detokenize", s.detokenize)
 	s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
@@ -107,26 +108,17 @@ func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, lo
 	return s
 }
 
-// ServeHTTP echoes X-Request-Id, as vLLM does, and routes.
+// ServeHTTP echoes X-Request-Id, as vLLM does, checks the API key on /v1
+// paths (before routing, so an unknown /v1 path is 401 too) and routes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get("X-Request-Id"); id != "" {
 		w.Header().Set("X-Request-Id", id)
 	}
+	if !s.keys.allows(r) {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+		return
+	}
 	s.mux.ServeHTTP(w, r)
-}
-
-func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
-	if s.opts.APIKey == "" {
-		return h
-	}
-	want := "Bearer " + s.opts.APIKey
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != want {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
-			return
-		}
-		h(w, r)
-	}
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {

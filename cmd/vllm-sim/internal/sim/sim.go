@@ -27,6 +27,9 @@ import (
 type Env struct {
 	HashSeed  string // PYTHONHASHSEED
 	IntHashes bool   // VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES, default true
+	// APIKey is VLLM_API_KEY, the key vLLM requires when no --api-key is
+	// given: it keeps the key out of the command line.
+	APIKey string
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -34,6 +37,7 @@ func EnvFromOS() Env {
 	return Env{
 		HashSeed:  os.Getenv("PYTHONHASHSEED"),
 		IntHashes: os.Getenv("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES") != "0",
+		APIKey:    os.Getenv("VLLM_API_KEY"),
 	}
 }
 
@@ -83,7 +87,7 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 
 	srv := server.New(server.Options{
 		Model: cfg.Model, ServedNames: cfg.ServedModelNames, MaxModelLen: cfg.MaxModelLen,
-		BlockSize: cfg.BlockSize, APIKey: cfg.APIKey, Seed: cfg.Seed,
+		BlockSize: cfg.BlockSize, APIKeys: apiKeys(cfg, env), Seed: cfg.Seed,
 		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
 		LoRAs: loras(cfg.LoRAModules),
 	}, ranks, tok, reg, log)
@@ -107,6 +111,18 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 	defer stop()
 	if err := hs.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
+
+// apiKeys are the keys vLLM's API server requires: --api-key when given,
+// else VLLM_API_KEY; empty ones are dropped.
+func apiKeys(cfg config.Config, env Env) []string {
+	if len(cfg.APIKeys) > 0 {
+		return cfg.APIKeys
+	}
+	if env.APIKey != "" {
+		return []string{env.APIKey}
 	}
 	return nil
 }

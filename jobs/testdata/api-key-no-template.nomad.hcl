@@ -1,0 +1,41 @@
+# api_key_env without a template that sets the variable: the task cannot start
+job "broken" {
+  group "engine" {
+    network {
+      port "http" {}
+    }
+
+    task "vllm" {
+      driver = "vllm"
+
+      config {
+        model       = "m"
+        api_key_env = "VLLM_API_KEY"
+      }
+
+      template {
+        destination = "secrets/other.env"
+        env         = true
+        data        = "HF_TOKEN=x"
+      }
+
+      service {
+        name = "vllm"
+        port = "http"
+        tags = ["llmgw"]
+        meta {
+          llmgw-model      = "m"
+          llmgw-replica    = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
+          llmgw-block-size = "16"
+          llmgw-kv-events  = "false"
+        }
+        check {
+          type     = "http"
+          path     = "/health"
+          interval = "10s"
+          timeout  = "5s"
+        }
+      }
+    }
+  }
+}
