@@ -67,7 +67,7 @@ type Router struct {
 	Port       int
 	IngestPort int
 	// AdminPort is the admin listener's port (MetaAdminPort); 0 when the
-	// router does not advertise one.
+	// router advertises none, or a malformed one.
 	AdminPort int
 }
 
@@ -176,10 +176,10 @@ func toRouter(in Instance) (Router, error) {
 		return Router{}, fmt.Errorf("meta %s=%q: want a port in 1..65535", MetaIngestPort, s)
 	}
 	r := Router{ID: in.Node + "/" + in.ServiceID, Address: in.Address, Port: in.Port, IngestPort: p}
-	if s, ok := in.Meta[MetaAdminPort]; ok {
-		if r.AdminPort, err = strconv.Atoi(s); err != nil || r.AdminPort <= 0 || r.AdminPort > 65535 {
-			return Router{}, fmt.Errorf("meta %s=%q: want a port in 1..65535", MetaAdminPort, s)
-		}
+	// A malformed admin port reads as none: drivers must not lose a
+	// router's KV ingest over a tool's field.
+	if a, err := strconv.Atoi(in.Meta[MetaAdminPort]); err == nil && a > 0 && a <= 65535 {
+		r.AdminPort = a
 	}
 	return r, nil
 }

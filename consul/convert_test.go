@@ -142,7 +142,11 @@ func TestConvertRouters(t *testing.T) {
 			in:   []Instance{withMeta(inst("r1", "9000"), MetaAdminPort, "9100")},
 			want: []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000, AdminPort: 9100}},
 		},
-		{name: "bad admin port", in: []Instance{withMeta(inst("r1", "9000"), MetaAdminPort, "0")}, skipped: []string{MetaAdminPort}},
+		{
+			name: "bad admin port reads as none",
+			in:   []Instance{withMeta(inst("r1", "9000"), MetaAdminPort, "0")},
+			want: []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000}},
+		},
 		{
 			name:    "bad one skipped",
 			in:      []Instance{inst("r1", "9000"), inst("r2", "-1")},
