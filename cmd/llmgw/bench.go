@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,8 +22,13 @@ import (
 // prints the Markdown table and writes the files asked for. It returns the
 // exit code: 0, 1 when the run fails, 2 for bad usage.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c, err := parseBenchFlags(args, stderr)
-	if err != nil {
+	c, err := parseBenchFlags(args, stdout, stderr)
+	switch {
+	case errors.Is(err, errHelpShown):
+		return 0
+	case errors.Is(err, errUsageShown):
+		return 2
+	case err != nil:
 		fmt.Fprintf(stderr, "llmgw bench: %v\n%s\n", err, benchUsage)
 		return 2
 	}

@@ -51,7 +51,7 @@ func TestBenchWorkloads(t *testing.T) {
 		{"-workload", "siblings", "-prompts", "2", "-samples", "3"},
 		{"-workload", "trace", "-trace", "../../internal/bench/trace/testdata/sample.jsonl", "-max-requests", "5"},
 	} {
-		c, err := parseBenchFlags(args, &bytes.Buffer{})
+		c, err := parseBenchFlags(args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
