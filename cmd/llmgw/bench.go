@@ -58,14 +58,15 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: stderr})
 	fmt.Fprintf(stderr, "starting Consul, the driver with %d vllm-sim shards and %d routers\n", c.shards, c.routers)
 	f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
-		SimArgs: strings.Fields(c.simArgs), Log: log})
+		SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log})
 	if err != nil {
 		return fmt.Errorf("start fleet: %w", err)
 	}
 	defer f.Close()
 	o := bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
 		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
-		Setup:   fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s), %d routers", setup, c.shards, simNote(c.simArgs), c.routers)}
+		Setup: fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers",
+			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
 	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "policy %s\n", p.Name) }
 	if c.progress {
 		o.ShowProgress(stderr)

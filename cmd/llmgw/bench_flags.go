@@ -36,6 +36,7 @@ type benchConfig struct {
 	traceBlockSize   int
 	maxRequests      int
 	shards, routers  int
+	maxModelLen      int
 	blockSize        int
 	simArgs          string
 	binDir           string
@@ -78,6 +79,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	fs.IntVar(&c.maxRequests, "max-requests", 0, "trace: replay only the first N entries (0: all)")
 	fs.IntVar(&c.shards, "shards", 4, "vllm-sim shards")
 	fs.IntVar(&c.routers, "routers", 2, "routers")
+	fs.IntVar(&c.maxModelLen, "max-model-len", 8192, "each vllm-sim shard's --max-model-len: longer prompts (plus answer) get the engine's 400 and count as rejected")
 	fs.StringVar(&c.simArgs, "sim-args", "", "extra vllm-sim flags, space separated (e.g. \"--sim-prefill-per-token 200us\")")
 	fs.StringVar(&c.binDir, "bin", "", "directory with llmgw-router, nomad-driver-vllm and vllm-sim (default: this program's)")
 	policies := fs.String("policies", "round-robin,least-loaded,approx-prefix,precise-prefix", "policies to compare, in order")
@@ -106,6 +108,9 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	}
 	if c.shards < 1 || c.routers < 1 {
 		return c, fmt.Errorf("-shards and -routers must be >= 1")
+	}
+	if c.maxModelLen < 1 {
+		return c, fmt.Errorf("-max-model-len must be >= 1, got %d", c.maxModelLen)
 	}
 	return c, nil
 }
