@@ -37,7 +37,6 @@ type benchConfig struct {
 	maxRequests      int
 	shards, routers  int
 	maxModelLen      int
-	blockSize        int
 	simArgs          string
 	binDir           string
 	policies         []bench.Policy

@@ -28,6 +28,7 @@ var contracts = map[string][]string{
 		"github.com/gin-gonic/gin",
 		"github.com/hashicorp/go-hclog",
 		"github.com/prometheus/client_golang/prometheus",
+		"github.com/prometheus/client_golang/prometheus/collectors",
 		"github.com/prometheus/client_golang/prometheus/promhttp",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/prompt",
