@@ -23,8 +23,9 @@ var (
 )
 
 // TestSelfContained: the repository stands on its own. No tracked file
-// points outside it (to ../shared or its reference notes), and no Go file or
-// document cites a numbered issue of a tracker a clone does not have.
+// points outside it (to the background-notes folder beside a checkout, or
+// its reference notes), and no Go file or document cites a numbered issue
+// of a tracker a clone does not have.
 func TestSelfContained(t *testing.T) {
 	root, files := trackedFiles(t)
 	var problems []string
