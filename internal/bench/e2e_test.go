@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 // over the shards' max_model_len are reported as rejected, not shed, and a
 // router killed mid-run loses no request that had not started streaming.
 func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul, the driver, vllm-sim shards and routers")
+	}
 	bin := bins.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
