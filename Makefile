@@ -2,7 +2,11 @@
 #
 #   make demo   builds everything and runs the local demo
 #   make test   builds everything and runs every check CI runs
+#   make quick  the fast loop: gofmt, go vet, go test -short (no -race)
+#   make help   lists every target with its one-line description
 #
+# A target documents itself with a "## " comment on its rule line; `make
+# help` prints those.
 # Both install what they need: Debian packages with apt-get when missing, Go
 # tools through the module proxy, and bin/consul (built once, cached outside
 # the repository so a fresh clone on the same machine reuses it).
@@ -27,16 +31,21 @@ export LLMGW_CONSUL_BIN := $(CURDIR)/bin/consul
 FUZZTIME ?= 10000x
 FUZZ_TARGETS := $(shell grep -rl --include='*_test.go' '^func Fuzz' . 2>/dev/null | xargs -r dirname | sort -u)
 
-.PHONY: all deps build test vet fmt-check unit fuzz demo bench clean
+.PHONY: all help deps build test quick vet fmt-check unit fuzz demo bench clean
 
-all: build
+all: build ## build everything (the default)
+
+help: ## list the targets and what each does
+	@grep -hE '^[A-Za-z0-9_./-]+:[^=]*## ' $(MAKEFILE_LIST) | \
+		sed -E 's/^([^:]+):[^#]*## (.*)$$/\1\t\2/' | sort -u | \
+		awk -F '\t' '{ printf "  %-20s %s\n", $$1, $$2 }'
 
 # Each part of the project may add its own targets in mk/<part>.mk, and
 # prerequisites of `make test` (e.g. test data) to TEST_PREREQS.
 TEST_PREREQS :=
 include $(wildcard mk/*.mk)
 
-deps:
+deps: ## install missing Debian packages (libzmq3-dev, pkg-config, protobuf-compiler, npm)
 	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
@@ -46,13 +55,13 @@ deps:
 	@command -v npm >/dev/null || { echo "installing Debian package: npm"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
 
-build: deps
+build: deps ## compile every package and put the binaries in bin/
 	$(GO) build ./...
 	$(GO) build -o bin/ ./cmd/...
 
 # bin/consul: the MPL-2.0 Consul agent, built from the nested module in
 # consul/agent so the main go.mod stays lean. About 8 minutes cold on 2 cores.
-bin/consul: consul/agent/go.mod consul/agent/go.sum
+bin/consul: consul/agent/go.mod consul/agent/go.sum ## build the Consul agent tests run (once; cached)
 	@mkdir -p bin "$(CACHE_DIR)"
 	@if [ ! -x "$(CONSUL_CACHE)" ]; then \
 		echo "building consul $(CONSUL_VERSION) (once; cached in $(CONSUL_CACHE))"; \
@@ -60,17 +69,23 @@ bin/consul: consul/agent/go.mod consul/agent/go.sum
 	fi
 	cp "$(CONSUL_CACHE)" $@
 
-fmt-check:
+fmt-check: ## fail when a tracked Go file is not gofmt-clean
 	@out=$$(gofmt -l $$(git ls-files '*.go') ); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-vet: deps
+vet: deps ## go vet every package
 	$(GO) vet ./...
 
-unit: deps bin/consul $(TEST_PREREQS)
+unit: deps bin/consul $(TEST_PREREQS) ## every test, with -race
 	$(GO) test -race -count=1 ./...
 
-fuzz: deps
+# The fast loop: no -race, -short (tests that start whole fleets or run
+# long soaks skip), no Consul build and no test-data fetch (tests that need
+# them skip outside CI). Under 2 minutes with a warm build cache.
+quick: fmt-check vet ## the fast loop: gofmt, go vet, go test -short without -race
+	$(GO) test -short -count=1 ./...
+
+fuzz: deps ## run every fuzz target briefly (FUZZTIME=10m for longer)
 	@for pkg in $(FUZZ_TARGETS); do \
 		for target in $$(grep -h '^func Fuzz' $$pkg/*_test.go | sed -E 's/^func (Fuzz[A-Za-z0-9_]*).*/\1/'); do \
 			echo "fuzz $$pkg $$target for $(FUZZTIME)"; \
@@ -78,13 +93,13 @@ fuzz: deps
 		done; \
 	done
 
-test: fmt-check build vet unit fuzz
+test: fmt-check build vet lint proto-check unit fuzz ## every check CI runs
 
-demo: build
+demo: build ## run the whole chain locally and compare routing policies
 	./bin/llmgw demo
 
-bench: build
+bench: build ## every Go benchmark, and the routing-policy comparison
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./cmd/vllm-sim/...
 
-clean:
+clean: ## remove bin/
 	rm -rf bin

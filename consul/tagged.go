@@ -20,7 +20,7 @@ type catalogAPI interface {
 
 // TaggedWatcher follows the passing instances of every service carrying a
 // tag, whatever the service is called: model jobspecs may name their
-// services freely as long as they tag them "llmgw" (DESIGN's convention). It
+// services freely as long as they tag them "llmgw" (docs/ARCHITECTURE.md, conventions). It
 // watches the catalog's service list with a blocking query and runs one
 // Watcher per tagged service, merging their instances before converting.
 type TaggedWatcher[T any] struct {

@@ -22,7 +22,7 @@ type launch struct {
 }
 
 // kvDecision says whether a shard gets a KV-event port, and why not when it
-// does not (DESIGN behaviour 1): only when its config asks for events, its
+// does not (docs/ARCHITECTURE.md, behaviour 1): only when its config asks for events, its
 // engine is vLLM, and it is the replica's leader shard.
 func kvDecision(t TaskConfig, engine string) (bool, string) {
 	switch {

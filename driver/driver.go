@@ -207,7 +207,7 @@ func (d *Driver) TaskConfigSchema(context.Context, *drivers.TaskConfigSchemaRequ
 	return &drivers.TaskConfigSchemaResponse{Spec: taskSpec}, nil
 }
 
-// Capabilities: signals and exec on the host, no filesystem or network
+// Capabilities declares signals and exec on the host, no filesystem or network
 // isolation (vLLM needs the host's GPUs and network), no volumes.
 func (d *Driver) Capabilities(context.Context, *drivers.CapabilitiesRequest) (*drivers.CapabilitiesResponse, error) {
 	return &drivers.CapabilitiesResponse{Capabilities: &drivers.DriverCapabilities{

@@ -19,7 +19,7 @@ import (
 // router stand-in (kvwire's Receiver into a Mirror) registers in Consul,
 // the plugin finds it there and forwards the shard's block state, which
 // must equal the engine's ground truth; stopping the shard empties it
-// (DESIGN behaviour 5).
+// (docs/ARCHITECTURE.md, behaviour 5).
 func TestForwardToRouters(t *testing.T) {
 	agent := consultest.Start(t)
 	const token = "test-ingest-token"

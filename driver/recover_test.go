@@ -279,8 +279,8 @@ func stop(t *testing.T, h *pluginhost.Host, id string) {
 }
 
 // TestRestartReusesListener: a shard started again for the same replica
-// while its listener is open reuses the listener and its port (DESIGN
-// behaviour 2); destroying the old task does not take it away.
+// while its listener is open reuses the listener and its port
+// (docs/ARCHITECTURE.md, behaviour 2); destroying the old task does not take it away.
 func TestRestartReusesListener(t *testing.T) {
 	h := launch(t, simBin)
 	ev := watchEvents(t, h)

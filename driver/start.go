@@ -72,7 +72,7 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		lo, hi := d.kvPortRange()
 		l, prev, err := d.kv.getInRange(replica, id, task.DataParallelSize, lo, hi)
 		if err != nil {
-			// Never fail a start for an optimisation (DESIGN behaviour 3).
+			// Never fail a start for an optimisation (docs/ARCHITECTURE.md, behaviour 3).
 			log.Warn("kv listener unavailable; starting without kv events", "error", err)
 			d.events.emit(cfg, "KV events off: listener failed: "+err.Error(), map[string]string{"kv_events": "off"})
 		} else {

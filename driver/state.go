@@ -52,7 +52,7 @@ func (s *taskStore) all() []*taskHandle {
 
 // kvSet holds the open KV listener of each replica, so that starting a
 // shard whose replica already has a listener reuses it and its port
-// (DESIGN behaviour 2). Each listener has one owner, the task that started
+// (docs/ARCHITECTURE.md, behaviour 2). Each listener has one owner, the task that started
 // last on it; only the owner's stop or destroy releases it.
 type kvSet struct {
 	intake KVIntake
@@ -146,7 +146,7 @@ func (s *kvSet) summary(replica string) KVSummary {
 }
 
 // release closes replica's listener if owner owns it, and tells routers
-// the replica holds nothing (DESIGN behaviour 5).
+// the replica holds nothing (docs/ARCHITECTURE.md, behaviour 5).
 func (s *kvSet) release(replica, owner string) {
 	s.mu.Lock()
 	e, ok := s.open[replica]

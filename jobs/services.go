@@ -109,7 +109,8 @@ type metaValue struct {
 // and the range to report a missing key at.
 func (c *checker) meta(s *hclsyntax.Block) (map[string]metaValue, hcl.Range) {
 	out := map[string]metaValue{}
-	for _, b := range blocks(s.Body, "meta") {
+	if mb := blocks(s.Body, "meta"); len(mb) > 0 {
+		b := mb[0] // Nomad reads the first meta block
 		for k, a := range b.Body.Attributes {
 			out[k] = evalMeta(a.Expr, a.SrcRange)
 		}

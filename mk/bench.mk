@@ -21,7 +21,7 @@ BENCH_SYNTH_FLAGS ?= -workload trace -trace internal/bench/trace/testdata/toolag
 
 bench: bench-policies
 
-bench-policies: build bin/consul
+bench-policies: build bin/consul ## rerun the routing-policy comparisons in docs/BENCHMARKS.md
 	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat -doc docs/BENCHMARKS.md -section chat
 	./bin/llmgw bench $(BENCH_TRACE_FLAGS) -out docs/bench/trace -doc docs/BENCHMARKS.md -section trace
 	./bin/llmgw bench $(BENCH_SYNTH_FLAGS) -out docs/bench/trace-synth -doc docs/BENCHMARKS.md -section trace-synth

@@ -8,5 +8,5 @@
 
 .PHONY: bench-kv
 
-bench-kv: deps
+bench-kv: deps ## the KV-intake benchmarks on one core
 	$(GO) test -run '^$$' -bench . -benchtime 2s -cpu 1 ./driver/kvevents/ ./internal/blockkey/

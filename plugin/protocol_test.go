@@ -14,9 +14,11 @@ import (
 	_ "github.com/llmgw/llmgw/plugin/proto/structs"
 )
 
-// messages is transcribed from shared/reference/nomad-driver-protocol.md
-// sections 3 to 6: every field of every message, as name=number. The test
-// fails on a missing, extra or renumbered field.
+// messages lists every field of every message of Nomad's plugin protocol
+// (base.proto, driver.proto, the shared structs and hclspec), as
+// name=number, transcribed from Nomad's own .proto files (docs/PROTOCOLS.md
+// names the version). The test fails on a missing, extra or renumbered
+// field.
 var messages = map[string]string{
 	"base.proto.PluginInfoRequest":    "",
 	"base.proto.PluginInfoResponse":   "type=1 plugin_api_versions=2 plugin_version=3 name=4",
@@ -176,7 +178,7 @@ func TestMessageFieldNumbers(t *testing.T) {
 		}
 		for k := range got {
 			if _, ok := want[k]; !ok {
-				t.Errorf("%s: field %s is not in the fact sheet", name, k)
+				t.Errorf("%s: field %s is not in Nomad's protocol", name, k)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,8 +22,13 @@ import (
 // prints the Markdown table and writes the files asked for. It returns the
 // exit code: 0, 1 when the run fails, 2 for bad usage.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c, err := parseBenchFlags(args, stderr)
-	if err != nil {
+	c, err := parseBenchFlags(args, stdout, stderr)
+	switch {
+	case errors.Is(err, errHelpShown):
+		return 0
+	case errors.Is(err, errUsageShown):
+		return 2
+	case err != nil:
 		fmt.Fprintf(stderr, "llmgw bench: %v\n%s\n", err, benchUsage)
 		return 2
 	}
@@ -52,14 +58,15 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: stderr})
 	fmt.Fprintf(stderr, "starting Consul, the driver with %d vllm-sim shards and %d routers\n", c.shards, c.routers)
 	f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
-		SimArgs: strings.Fields(c.simArgs), Log: log})
+		SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log})
 	if err != nil {
 		return fmt.Errorf("start fleet: %w", err)
 	}
 	defer f.Close()
 	o := bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
 		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
-		Setup:   fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s), %d routers", setup, c.shards, simNote(c.simArgs), c.routers)}
+		Setup: fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers",
+			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
 	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "policy %s\n", p.Name) }
 	if c.progress {
 		o.ShowProgress(stderr)

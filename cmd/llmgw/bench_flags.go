@@ -36,7 +36,7 @@ type benchConfig struct {
 	traceBlockSize   int
 	maxRequests      int
 	shards, routers  int
-	blockSize        int
+	maxModelLen      int
 	simArgs          string
 	binDir           string
 	policies         []bench.Policy
@@ -47,10 +47,16 @@ type benchConfig struct {
 	timeout          time.Duration
 }
 
-func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
+// errHelpShown and errUsageShown: parseBenchFlags has printed the help
+// asked for (exit 0) or a bad flag's problem and the usage (exit 2).
+var (
+	errHelpShown  = errors.New("help shown")
+	errUsageShown = errors.New("usage shown")
+)
+
+func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, error) {
 	var c benchConfig
 	fs := flag.NewFlagSet("llmgw bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.StringVar(&c.workload, "workload", "chat", "chat (multi-turn, shared system prompt, per-user document), prefix (shared-prefix groups), siblings (n samples of one prompt), or trace (Mooncake JSONL replay)")
 	fs.Float64Var(&c.rate, "rate", 4, "open-loop Poisson arrival rate, requests per second (bursts per second for siblings; 0 for trace keeps its timestamps)")
 	fs.Uint64Var(&c.seed, "seed", 1, "workload seed: the same seed gives the same requests")
@@ -72,6 +78,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.IntVar(&c.maxRequests, "max-requests", 0, "trace: replay only the first N entries (0: all)")
 	fs.IntVar(&c.shards, "shards", 4, "vllm-sim shards")
 	fs.IntVar(&c.routers, "routers", 2, "routers")
+	fs.IntVar(&c.maxModelLen, "max-model-len", 8192, "each vllm-sim shard's --max-model-len: longer prompts (plus answer) get the engine's 400 and count as rejected")
 	fs.StringVar(&c.simArgs, "sim-args", "", "extra vllm-sim flags, space separated (e.g. \"--sim-prefill-per-token 200us\")")
 	fs.StringVar(&c.binDir, "bin", "", "directory with llmgw-router, nomad-driver-vllm and vllm-sim (default: this program's)")
 	policies := fs.String("policies", "round-robin,least-loaded,approx-prefix,precise-prefix", "policies to compare, in order")
@@ -82,8 +89,11 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.section, "section", "policies", "with -doc: the section's name in its marker comments (<!-- llmgw bench: begin NAME -->)")
 	fs.BoolVar(&c.progress, "progress", isTerminal(os.Stderr), "show a progress bar on stderr (default: when stderr is a terminal)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound on the whole run")
-	if err := fs.Parse(args); err != nil {
-		return c, err
+	if code, done := parseFlags(fs, args, benchUsage, stdout, stderr); done {
+		if code == 0 {
+			return c, errHelpShown
+		}
+		return c, errUsageShown
 	}
 	if fs.NArg() != 0 {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -97,6 +107,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	}
 	if c.shards < 1 || c.routers < 1 {
 		return c, fmt.Errorf("-shards and -routers must be >= 1")
+	}
+	if c.maxModelLen < 1 {
+		return c, fmt.Errorf("-max-model-len must be >= 1, got %d", c.maxModelLen)
 	}
 	return c, nil
 }

@@ -26,6 +26,7 @@ func TestRunBenchUsage(t *testing.T) {
 		{"unknown policy", []string{"-policies", "round-robin,best"}, `unknown policy "best"`},
 		{"doc without out", []string{"-doc", "x.md"}, "-doc needs -out"},
 		{"no shards", []string{"-shards", "0"}, "-shards and -routers must be >= 1"},
+		{"no max model len", []string{"-max-model-len", "0"}, "-max-model-len must be >= 1, got 0"},
 		{"unknown workload", []string{"-workload", "sharegpt"}, `unknown workload "sharegpt"`},
 		{"trace without file", []string{"-workload", "trace"}, "needs -trace FILE"},
 		{"missing trace", []string{"-workload", "trace", "-trace", "/nonexistent.jsonl"}, "/nonexistent.jsonl"},
@@ -51,7 +52,7 @@ func TestBenchWorkloads(t *testing.T) {
 		{"-workload", "siblings", "-prompts", "2", "-samples", "3"},
 		{"-workload", "trace", "-trace", "../../internal/bench/trace/testdata/sample.jsonl", "-max-requests", "5"},
 	} {
-		c, err := parseBenchFlags(args, &bytes.Buffer{})
+		c, err := parseBenchFlags(args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}

@@ -22,6 +22,10 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) >= 1 && args[0] == "run" {
 		return runJob(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) >= 1 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, jobsUsage)
+		return 0
+	}
 	fmt.Fprintln(stderr, jobsUsage)
 	return 2
 }
@@ -32,12 +36,10 @@ func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // as for the nomad CLI, unless -address is given.
 func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("llmgw jobs run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	cfg := api.DefaultConfig()
 	fs.StringVar(&cfg.Address, "address", cfg.Address, "Nomad agent HTTP address (default $NOMAD_ADDR)")
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprintln(stderr, jobsUsage)
-		return 2
+	if code, done := parseFlags(fs, args, jobsUsage, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(stderr, "llmgw jobs run: want one jobspec, got %d\n%s\n", fs.NArg(), jobsUsage)
@@ -57,8 +59,14 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // validateJobs is `llmgw jobs validate`: 0 when every file is valid, 1 when
 // any is invalid or unreadable (every problem of every file printed, so one
-// run shows all there is to fix), 2 for bad usage.
-func validateJobs(files []string, stdout, stderr io.Writer) int {
+// run shows all there is to fix), 2 for bad usage. It has no flags, but
+// parses them so that -h is help and "--" lets a file name start with "-".
+func validateJobs(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("llmgw jobs validate", flag.ContinueOnError)
+	if code, done := parseFlags(fs, args, jobsUsage, stdout, stderr); done {
+		return code
+	}
+	files := fs.Args()
 	if len(files) == 0 {
 		fmt.Fprintf(stderr, "llmgw jobs validate: no files given\n%s\n", jobsUsage)
 		return 2

@@ -9,7 +9,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,46 +25,62 @@ const usage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N]
        llmgw jobs validate FILE...
        llmgw jobs run [-address URL] FILE
        llmgw status [-consul ADDR] [-router HOST:PORT]...
-       llmgw bench [-workload chat|prefix|siblings|trace] [-rate R] [-out DIR] [flags]`
+       llmgw bench [-workload chat|prefix|siblings|trace] [-rate R] [-out DIR] [flags]
+       llmgw COMMAND -h   (every command's flags)`
+
+const demoUsage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST] [-workdir DIR]`
 
 func main() {
-	if len(os.Args) >= 2 && os.Args[1] == "jobs" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := runJobs(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs `llmgw ARGS...` and returns the exit code. Help asked for, at
+// any level (`llmgw -h`, `llmgw help`, `llmgw jobs -h`, `llmgw bench
+// --help`, ...), prints to stdout and exits 0.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
 	}
-	if len(os.Args) >= 2 && os.Args[1] == "status" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := runStatus(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch cmd := args[0]; {
+	case cmd == "jobs":
+		return runJobs(ctx, args[1:], stdout, stderr)
+	case cmd == "status":
+		return runStatus(ctx, args[1:], stdout, stderr)
+	case cmd == "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
+	case cmd == "demo":
+		return runDemo(ctx, args[1:], stdout, stderr)
+	case isHelp(cmd):
+		fmt.Fprintln(stdout, usage)
+		return 0
 	}
-	if len(os.Args) >= 2 && os.Args[1] == "bench" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := runBench(ctx, os.Args[2:], os.Stdout, os.Stderr)
-		stop()
-		os.Exit(code)
+	fmt.Fprintf(stderr, "llmgw: unknown command %q\n%s\n", args[0], usage)
+	return 2
+}
+
+// runDemo runs `llmgw demo`: 0, 1 when the demo fails, 2 for bad usage.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := demo.ParseFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(stdout, "%s\n%v", demoUsage, err)
+		return 0
 	}
-	if len(os.Args) < 2 || os.Args[1] != "demo" {
-		fmt.Fprintln(os.Stderr, usage)
-		os.Exit(2)
-	}
-	cfg, err := demo.ParseFlags(os.Args[2:])
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "llmgw demo: %v\n%s\n", err, usage)
-		os.Exit(2)
+		fmt.Fprintf(stderr, "llmgw demo: %v\n%s\n", err, usage)
+		return 2
 	}
 	self, err := os.Executable()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "llmgw demo: %v\n", err)
-		os.Exit(1)
+		fmt.Fprintf(stderr, "llmgw demo: %v\n", err)
+		return 1
 	}
 	cfg.BinDir = filepath.Dir(self) // the binaries `make build` puts beside llmgw
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := demo.Run(ctx, cfg, os.Stdout); err != nil {
-		fmt.Fprintf(os.Stderr, "llmgw demo: %v\n", err)
-		os.Exit(1)
+	if err := demo.Run(ctx, cfg, stdout); err != nil {
+		fmt.Fprintf(stderr, "llmgw demo: %v\n", err)
+		return 1
 	}
+	return 0
 }

@@ -24,7 +24,6 @@ func (r *routerList) Set(v string) error { *r = append(*r, v); return nil }
 // router or Consul cannot be read, 2 for bad usage.
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("llmgw status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	consulAddr := os.Getenv("CONSUL_HTTP_ADDR")
 	if consulAddr == "" {
 		consulAddr = "127.0.0.1:8500"
@@ -34,9 +33,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.Var((*routerList)(&opts.Routers), "router", "ask the router with this admin address (its admin_listen, host:port) instead of finding routers in Consul; repeatable")
 	fs.StringVar(&opts.AdminToken, "admin-token", os.Getenv("LLMGW_ADMIN_TOKEN"), "Bearer token of routers with admin_token (default $LLMGW_ADMIN_TOKEN)")
 	fs.DurationVar(&opts.Timeout, "timeout", 10*time.Second, "bound on finding routers and on each router's answer")
-	if err := fs.Parse(args); err != nil {
-		fmt.Fprintln(stderr, statusUsage)
-		return 2
+	if code, done := parseFlags(fs, args, statusUsage, stdout, stderr); done {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "llmgw status: unexpected arguments %q\n%s\n", fs.Args(), statusUsage)

@@ -40,7 +40,7 @@ const bindAttempts = 20
 
 // OpenIntake binds one listener per rank. It never blocks on the engine;
 // an error means no listener is open, and the shard should start without
-// KV events (DESIGN behaviour 3).
+// KV events (docs/ARCHITECTURE.md, behaviour 3).
 func OpenIntake(cfg IntakeConfig, sink Sink) (*Intake, error) {
 	if cfg.DataParallelSize <= 0 {
 		cfg.DataParallelSize = 1

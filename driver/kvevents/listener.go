@@ -91,7 +91,7 @@ type Listener struct {
 
 // Listen binds the SUB socket and starts receiving. It returns at once: an
 // error means the socket could not be opened, and the caller should start
-// the engine without events (DESIGN behaviour 3).
+// the engine without events (docs/ARCHITECTURE.md, behaviour 3).
 func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
 	if cfg.ReplayIdle <= 0 {
 		cfg.ReplayIdle = 2 * time.Second

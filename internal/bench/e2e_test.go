@@ -36,15 +36,20 @@ func TestMain(m *testing.M) {
 
 // TestEndToEnd runs the whole chain (Consul, two routers, the driver under
 // the plugin host, four vllm-sim shards with the default latency model)
-// and checks what issue 7 asks of it: precise routing of a prefix-heavy
-// workload reaches at least 90% of the oracle's reusable tokens, and a
+// and checks what llmgw bench relies on: precise routing of a prefix-heavy
+// workload reaches at least 90% of the oracle's reusable tokens, prompts
+// over the shards' max_model_len are reported as rejected, not shed, and a
 // router killed mid-run loses no request that had not started streaming.
 func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul, the driver, vllm-sim shards and routers")
+	}
 	bin := bins.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	work := t.TempDir()
-	f, err := fleet.Start(ctx, fleet.Options{BinDir: bin, Shards: 4, Routers: 2, WorkDir: work})
+	// 4096 (not the default 8192) proves the option reaches the engines.
+	f, err := fleet.Start(ctx, fleet.Options{BinDir: bin, Shards: 4, Routers: 2, WorkDir: work, MaxModelLen: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +78,21 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if s.OracleHitShare < 0.9 {
 			t.Errorf("precise routing hit %.1f%% of the oracle's reusable tokens; want >= 90%%", 100*s.OracleHitShare)
+		}
+	})
+
+	t.Run("prompts over max_model_len are rejected, not shed", func(t *testing.T) {
+		w, err := workload.SharedPrefix(workload.PrefixOptions{Groups: 1, PerGroup: 3, PrefixTokens: 5000, SuffixTokens: 30, OutputTokens: 8, Rate: 8, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := bench.Run(ctx, f, bench.Options{Workload: w, Policies: precise, Model: "sim-model", BlockSize: 16,
+			SLO: report.SLO{TTFT: time.Second, ITL: 100 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := rep.Policies[0]; s.Rejected != len(w.Requests) || s.Shed != 0 || s.OK != 0 {
+			t.Errorf("%d rejected, %d shed, %d ok; want all %d rejected by the engines", s.Rejected, s.Shed, s.OK, len(w.Requests))
 		}
 	})
 

@@ -21,11 +21,12 @@
 // dir under TMPDIR (plugin/pluginhost removes it whenever it outlives the
 // plugin).
 //
-// Issue 7 asks for a real `nomad agent -dev` with the plugin when nomad is
-// on the PATH. Nomad's agent cannot be built or installed here, so the
-// fleet always plays the Nomad client itself through plugin/pluginhost,
-// which speaks the same plugin protocol over go-plugin; that path is the
-// only one implemented and tested.
+// The fleet never runs a real `nomad agent -dev`: Nomad's module is not
+// served to this build, so the fleet always plays the Nomad client itself
+// through plugin/pluginhost, which speaks the same plugin protocol over
+// go-plugin; that path is the only one implemented and tested.
+// CONTRIBUTING.md says how to check the driver against a real agent by
+// hand.
 //
 // It is the one production package allowed to import plugin/pluginhost
 // (internal/layering says why). It must not import router/... or

@@ -49,6 +49,9 @@ type Options struct {
 	// APIKey is the key the routers accept from clients (their api_keys);
 	// "" = a new random one. Fleet.APIKey returns it.
 	APIKey string
+	// MaxModelLen is each shard's max_model_len, the longest prompt plus
+	// answer its engine accepts (0: 8192, as jobs/demo-sim.nomad.hcl).
+	MaxModelLen int
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no
@@ -68,6 +71,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ConsulBin == "" {
 		o.ConsulBin = filepath.Join(o.BinDir, "consul")
+	}
+	if o.MaxModelLen == 0 {
+		o.MaxModelLen = 8192
 	}
 	if o.Shards == 0 {
 		o.Shards = 4
@@ -93,6 +99,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("fleet: Model %q: want letters, digits and ._:/- only", o.Model)
 	case o.FlushInterval < 0:
 		return o, fmt.Errorf("fleet: FlushInterval must not be negative, got %s", o.FlushInterval)
+	case o.MaxModelLen < 0:
+		return o, fmt.Errorf("fleet: MaxModelLen must not be negative, got %d", o.MaxModelLen)
 	}
 	for _, b := range []string{o.ConsulBin, filepath.Join(o.BinDir, "llmgw-router"),
 		filepath.Join(o.BinDir, "nomad-driver-vllm"), filepath.Join(o.BinDir, "vllm-sim")} {

@@ -98,7 +98,7 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 		"port":              "http",
 		"kv_events":         true,
 		"block_size":        blockSize,
-		"max_model_len":     8192,
+		"max_model_len":     f.o.MaxModelLen,
 	}
 	if len(f.o.SimArgs) > 0 {
 		config["args"] = f.o.SimArgs

@@ -1,6 +1,9 @@
 // Package kvvectors holds byte vectors of vLLM's KV-event wire format,
-// transcribed by hand from the annotated captures and schema rules in
-// shared/reference/vllm-kv-events.md (section 1.3 and 1.4).
+// written by hand from vLLM's struct definitions and ZMQ publisher
+// (vllm/distributed/kv_events.py), msgspec's encoding rules and a
+// published capture of a vLLM 0.26 batch: the frames, the array layout of
+// each schema length, and the map encoding. docs/PROTOCOLS.md describes
+// them.
 //
 // Both sides of the wire test against these bytes: vllm-sim's encoder must
 // produce them exactly, and the driver's decoder must read them. Neither side

@@ -31,6 +31,7 @@ func (t Tier) String() string {
 
 // Update is one message from a driver session to a router.
 type Update struct {
+	//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
 	_msgpack struct{} `msgpack:",as_array"`
 
 	Version  int       // protocol Version the sender speaks
@@ -43,6 +44,7 @@ type Update struct {
 
 // Replica carries the blocks of one replica ("<alloc id>/<task>").
 type Replica struct {
+	//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
 	_msgpack struct{} `msgpack:",as_array"`
 
 	ID        string
@@ -53,6 +55,7 @@ type Replica struct {
 
 // Group is the change to one (data-parallel rank, tier) of a replica.
 type Group struct {
+	//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
 	_msgpack struct{} `msgpack:",as_array"`
 
 	Rank int // vLLM data-parallel rank that holds the blocks

@@ -32,6 +32,7 @@ var contracts = map[string][]string{
 		"github.com/gin-gonic/gin",
 		"github.com/hashicorp/go-hclog",
 		"github.com/prometheus/client_golang/prometheus",
+		"github.com/prometheus/client_golang/prometheus/collectors",
 		"github.com/prometheus/client_golang/prometheus/promhttp",
 		"github.com/llmgw/llmgw/router/admission",
 		"github.com/llmgw/llmgw/router/openai",

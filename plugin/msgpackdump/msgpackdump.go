@@ -1,6 +1,7 @@
-// Package msgpackdump reads msgpack written the way the Nomad fact sheet
-// prints it (hex byte tokens, with "quoted" raw strings between them), and
-// holds the sheet's full value-mapping example (section 8.2). The
+// Package msgpackdump reads msgpack written as annotated hex (hex byte
+// tokens, with "quoted" raw strings between them), and holds the
+// value-mapping example of Nomad's task-config encoding (docs/PROTOCOLS.md,
+// "How Nomad encodes configs"). The
 // task-config encoder's tests (plugin/nomadconfig) and decoder's tests
 // (plugin/ctymsgpack) check against this one transcription.
 //
@@ -16,9 +17,10 @@ import (
 	"testing"
 )
 
-// ValueMappingExample is the fact sheet's section 8.2 "Full example": the
-// bytes Nomad's config pipeline produced for its job config, captured
-// byte-for-byte.
+// ValueMappingExample is the bytes Nomad 2.0's config pipeline produced
+// for one job config that exercises every value kind (strings, lists,
+// maps, blocks, absent attributes, defaults, numbers that are and are not
+// exact float64 values), captured byte for byte.
 const ValueMappingExample = `8f
 	a4 "args" 92 a2 "-c" a7 "echo hi"
 	a4 "auth" 82 a8 "password" a1 "p" a8 "username" a1 "u"

@@ -11,7 +11,8 @@ import (
 	"github.com/llmgw/llmgw/plugin/spec"
 )
 
-// sheetSpec is the schema of the fact sheet's section 8.2 example.
+// sheetSpec is the schema of msgpackdump.ValueMappingExample, Nomad's
+// value-mapping capture.
 func sheetSpec() *hclspec.Spec {
 	return spec.Object(map[string]*hclspec.Spec{
 		"image":        spec.Attr("", "string", true),
@@ -39,8 +40,8 @@ func sheetSpec() *hclspec.Spec {
 	})
 }
 
-// TestEncodeLikeNomad reproduces the fact sheet's byte-for-byte capture of
-// Nomad's config pipeline (section 8.2).
+// TestEncodeLikeNomad reproduces the byte-for-byte capture of Nomad's
+// config pipeline (msgpackdump.ValueMappingExample).
 func TestEncodeLikeNomad(t *testing.T) {
 	config := map[string]any{
 		"image":    "docker.io/library/busybox:1.36",

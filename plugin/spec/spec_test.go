@@ -10,9 +10,8 @@ import (
 	"github.com/llmgw/llmgw/plugin/proto/hclspec"
 )
 
-// TestWireExamples checks our builders and generated code against the byte
-// strings in the protocol fact sheet (section 6), which came from Nomad's own
-// generated code.
+// TestWireExamples checks our builders and generated code against byte
+// strings that Nomad's own generated code produced for the same HCL specs.
 func TestWireExamples(t *testing.T) {
 	image := Attr("image", "string", true)
 	tests := []struct {

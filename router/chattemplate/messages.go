@@ -158,6 +158,12 @@ func toolContent(c jinja.Value) jinja.Value {
 // and returns them joined by newlines (string format) or as a list of
 // {"type": "text", "text": ...} and {"type": "tool_reference", ...} parts
 // (openai format).
+//
+// vLLM keeps a part only when its parsed result is truthy. In the string
+// format that result is the part's text, so an empty text (a bare "", a
+// text, refusal or thinking part with "", a tool_reference named "") is
+// dropped before the join: [A, "", B] renders "A\nB", not "A\n\nB". In
+// the openai format the result is a non-empty dict, so empty parts stay.
 func normaliseContent(src *jinja.Dict, format contentFormat) (jinja.Value, error) {
 	c, ok := src.Get("content")
 	var items []jinja.Value
@@ -181,6 +187,9 @@ func normaliseContent(src *jinja.Dict, format contentFormat) (jinja.Value, error
 		case typ == "":
 			continue // a text or refusal part with null text: vLLM skips it
 		case format == stringContent:
+			if text == "" {
+				continue // falsy: vLLM drops it before joining
+			}
 			texts = append(texts, text)
 		default:
 			parts = append(parts, partDict(typ, text))

@@ -32,6 +32,22 @@ func TestRenderFollowsVLLM(t *testing.T) {
 		{"text-like parts joined by newline", dump,
 			`{"messages":[{"role":"user","content":["bare",{"type":"text","text":"a"},{"type":"input_text","text":"b"},{"type":"output_text","text":"c"},{"type":"refusal","refusal":"r"},{"type":"thinking","thinking":"t"},{"type":"text","text":null}]}]}`,
 			`{"role": "user", "content": "bare\na\nb\nc\nr\nt"}` + "\ntools=null documents=null gen=True"},
+		{"empty text parts dropped before the join", dump,
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"A"},{"type":"text","text":""},{"type":"text","text":"B"}]},` +
+				`{"role":"user","content":["",{"type":"input_text","text":"C"},{"type":"output_text","text":""},{"type":"refusal","refusal":""},{"type":"thinking","thinking":""},{"type":"tool_reference","name":""},"D"]},` +
+				`{"role":"user","content":[{"type":"text","text":""},""]},{"role":"user","content":[]},{"role":"user","content":""}]}`,
+			`{"role": "user", "content": "A\nB"}` + "\n" + `{"role": "user", "content": "C\nD"}` + "\n" +
+				`{"role": "user", "content": ""}` + "\n" + `{"role": "user", "content": ""}` + "\n" + `{"role": "user", "content": ""}` +
+				"\ntools=null documents=null gen=True"},
+		{"empty text parts kept for openai templates (a part dict is never falsy)", dumpOpenAI,
+			`{"messages":[{"role":"user","content":[{"type":"text","text":"A"},{"type":"text","text":""},"",{"type":"text","text":null}]},` +
+				`{"role":"user","content":[]},{"role":"user","content":""}]}`,
+			`{"role": "user", "content": [{"type": "text", "text": "A"}, {"type": "text", "text": ""}, {"type": "text", "text": ""}]}` + "\n" +
+				`{"role": "user", "content": []}` + "\n" + `{"role": "user", "content": [{"type": "text", "text": ""}]}` +
+				"\ntools=null documents=null gen=True"},
+		{"tool message with an empty text part keeps it in the join for openai templates", dumpOpenAI,
+			`{"messages":[{"role":"tool","tool_call_id":"1","content":[{"type":"text","text":"x"},{"type":"text","text":""},{"type":"text","text":"y"}]}]}`,
+			`{"role": "tool", "content": "x\n\ny", "tool_call_id": "1"}` + "\ntools=null documents=null gen=True"},
 		{"parts rebuilt as text parts for openai templates", dumpOpenAI,
 			`{"messages":[{"role":"user","content":[{"text":"a","type":"input_text","extra":1},{"type":"tool_reference","name":"f"}]}]}`,
 			`{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "tool_reference", "name": "f"}]}` + "\ntools=null documents=null gen=True"},

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // Metrics are the router's Prometheus series (names llmgw_*). They live in
@@ -50,7 +51,7 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 		Name: "llmgw_rate_limited_total", Help: "Requests refused with 429 by their tenant's limits, by tenant and limit (requests, tokens, tokens_too_large, concurrent_requests, concurrent_streams).",
 	}, []string{"tenant", "limit"})
 	m.Registry.MustRegister(m.Requests, m.Decisions, m.CachedTokens, m.Overhead, m.Attempts, m.Ingest, m.RateLimited,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		m.Registry.MustRegister(c)
 	}

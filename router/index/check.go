@@ -17,8 +17,9 @@ type Oversize struct {
 // ranks) and returns those above capacity × (1 + slack), sorted. capacity
 // returns ok false for replicas whose capacity is unknown; they are skipped.
 // The router runs this periodically, alarms, and asks the replica's driver
-// for a fresh snapshot: an index that only grows is the failure prior
-// systems shipped (see reference/router-prior-art.md, memory growth).
+// for a fresh snapshot: an index that only grows (memory climbing until
+// the router is restarted) is a failure other KV-aware routers have
+// shipped.
 func (ix *Index) Oversized(capacity func(replica string) (gpu, cpu int, ok bool), slack float64) []Oversize {
 	ix.wmu.Lock()
 	held := map[string][2]int{}

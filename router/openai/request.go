@@ -198,8 +198,27 @@ func parseMessages(raw json.RawMessage) ([]Message, error) {
 	return out, nil
 }
 
+// textPart is one content part as the approximate keys and the simulated
+// tokenizer read it; a bare string in the list is a text part, as vLLM
+// reads it.
+type textPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+func (p *textPart) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*p = textPart{Type: "text", Text: s}
+		return nil
+	}
+	type plain textPart
+	return json.Unmarshal(b, (*plain)(p))
+}
+
 // content reads a message's content: null, a string, or a list of parts
-// whose text parts are joined by a newline.
+// whose non-empty text parts are joined by a newline (vLLM drops an empty
+// one before joining).
 func content(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
@@ -208,16 +227,13 @@ func content(raw json.RawMessage) (string, error) {
 	if json.Unmarshal(raw, &s) == nil {
 		return s, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []textPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", errors.New("must be a string or a list of content parts")
 	}
 	texts := make([]string, 0, len(parts))
 	for _, p := range parts {
-		if p.Type == "text" || p.Type == "" {
+		if (p.Type == "text" || p.Type == "") && p.Text != "" {
 			texts = append(texts, p.Text)
 		}
 	}

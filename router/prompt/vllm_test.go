@@ -95,4 +95,13 @@ func TestChatLikeVLLM(t *testing.T) {
 	if err1 != nil || err2 != nil || b != a+"<think>\n\n</think>\n\n" {
 		t.Errorf("reasoning_effort none: render %q (%v); want the plain render %q (%v) plus an empty think block", b, err2, a, err1)
 	}
+	// vLLM drops a content part whose text is empty before joining the
+	// parts with "\n" (Qwen3's template takes string content).
+	parts := parse(t, openai.Chat, `{"model":"qwen3","messages":[{"role":"user","content":[{"type":"text","text":"A"},{"type":"text","text":""},"",{"type":"text","text":"B"}]}]}`)
+	joined := parse(t, openai.Chat, `{"model":"qwen3","messages":[{"role":"user","content":"A\nB"}]}`)
+	c, err1 := hf.RenderChat(parts)
+	d, err2 := hf.RenderChat(joined)
+	if err1 != nil || err2 != nil || c != d {
+		t.Errorf("parts [A, \"\", \"\", B]: render %q (%v); want the render of \"A\\nB\" %q (%v)", c, err1, d, err2)
+	}
 }

@@ -46,6 +46,14 @@ type Result struct {
 // OK reports whether the request completed with a full answer.
 func (r *Result) OK() bool { return r.Status == http.StatusOK && r.Err == "" }
 
+// Rejected reports whether the request was refused as invalid: a 4xx
+// answer other than 429 (too many requests) and 408 (timeout), such as
+// the engine's 400 for a prompt over its max_model_len. That says
+// nothing about load, so it is never retried and never counted as shed.
+func (r *Result) Rejected() bool {
+	return r.Status >= 400 && r.Status < 500 && r.Status != http.StatusTooManyRequests && r.Status != http.StatusRequestTimeout
+}
+
 // Options configure a Client.
 type Options struct {
 	Routers Routers

@@ -26,9 +26,9 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { sims.Remove() }))
 }
 
-// startSim runs a vllm-sim serving "sim-model"; the client talks to it as
-// it would to a router (both serve OpenAI's API).
-func startSim(t *testing.T) *simproc.Proc {
+// startSim runs a vllm-sim serving "sim-model", with extra flags; the
+// client talks to it as it would to a router (both serve OpenAI's API).
+func startSim(t *testing.T, extra ...string) *simproc.Proc {
 	t.Helper()
 	bin, err := sims.Path()
 	if err != nil {
@@ -36,7 +36,7 @@ func startSim(t *testing.T) *simproc.Proc {
 	}
 	p, err := simproc.Start(context.Background(), simproc.Options{
 		Binary: bin,
-		Args:   []string{"sim-model", "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1"},
+		Args:   append([]string{"sim-model", "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1"}, extra...),
 	}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +96,36 @@ func TestRunMeasuresAndRetriesPastDeadRouter(t *testing.T) {
 	// allows, and all of it when requests do not overlap in time.
 	if cached > reusable || cached == 0 {
 		t.Errorf("engine reused %d tokens; oracle allows %d", cached, reusable)
+	}
+}
+
+// TestEngineRejectionIsNotShedding: a prompt over the engine's
+// max_model_len gets the engine's 400 at once. That is a rejection, not
+// load shedding: it is tried once, not on every router, and Rejected says
+// so.
+func TestEngineRejectionIsNotShedding(t *testing.T) {
+	sim := startSim(t, "--max-model-len", "256")
+	w, err := workload.SharedPrefix(workload.PrefixOptions{Groups: 1, PerGroup: 3, PrefixTokens: 400, SuffixTokens: 20, OutputTokens: 6, Rate: 20, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Routers: Static{sim.URL, sim.URL}, Model: "sim-model"})
+	defer c.Close()
+	for i, r := range c.Run(context.Background(), w.Requests, nil) {
+		if r.OK() || !r.Rejected() || r.Status != 400 {
+			t.Errorf("request %d: status %d, ok %v, rejected %v; want the engine's 400, rejected", i, r.Status, r.OK(), r.Rejected())
+		}
+		if r.Attempts != 1 {
+			t.Errorf("request %d: %d attempts; a rejection is final, want 1", i, r.Attempts)
+		}
+		if !strings.Contains(r.Err, "maximum context length is 256 tokens") {
+			t.Errorf("request %d: error %q; want the engine's message", i, r.Err)
+		}
+	}
+	for _, st := range []int{200, 408, 429, 500, 502} {
+		if r := (Result{Status: st}); r.Rejected() {
+			t.Errorf("status %d counted as rejected", st)
+		}
 	}
 }
 

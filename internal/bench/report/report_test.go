@@ -28,15 +28,17 @@ func TestSummarize(t *testing.T) {
 		ok(2000*ms, []time.Duration{10 * ms}, 50, 32), // misses the TTFT SLO
 		{Status: 429, Err: "status 429", Attempts: 6}, // shed
 		{Status: 200, Started: true, Err: "stream interrupted"},
+		{Status: 400, Err: "status 400: maximum context length", Attempts: 1, Replica: "r1"}, // rejected
+		{Status: 502, Err: "status 502: no replica answered", Attempts: 6},                   // shed
 	}
-	reusable := []int{64, 64, 48, 16, 16}
+	reusable := []int{64, 64, 48, 16, 16, 16, 16}
 	s := Summarize("p", results, reusable, SLO{TTFT: time.Second, ITL: 20 * ms}, 2*time.Second)
 	want := Summary{
-		Policy: "p", Duration: 2 * time.Second, Requests: 5, OK: 3, Shed: 1, Interrupted: 1,
+		Policy: "p", Duration: 2 * time.Second, Requests: 7, OK: 3, Rejected: 1, Shed: 2, Interrupted: 1,
 		TTFT:    Percentiles{P50: 300, P99: 2000},
 		ITL:     Percentiles{P50: 10, P99: 30},
 		E2E:     Percentiles{P50: 400, P99: 2100},
-		Goodput: 0.5, GoodputShare: 0.2,
+		Goodput: 0.5, GoodputShare: 1.0 / 7,
 		PromptTokens: 250, CachedTokens: 96, CachedShare: 96.0 / 250,
 		OracleTokens: 176, OracleHitShare: 96.0 / 176,
 		BusiestShare: 2.0 / 3,

@@ -31,8 +31,12 @@ type Summary struct {
 	Duration time.Duration `json:"duration_ns"`
 	Requests int           `json:"requests"`
 	OK       int           `json:"ok"`
-	// Shed failed before any byte of their answer, after every retry;
-	// Interrupted failed while their answer streamed.
+	// Rejected were refused as invalid (a 4xx other than 429, such as the
+	// engine's 400 for a prompt over max_model_len), whatever the policy;
+	// Shed failed otherwise before any byte of their answer, after every
+	// retry (load, or no replica answering); Interrupted failed while
+	// their answer streamed.
+	Rejected    int         `json:"rejected"`
 	Shed        int         `json:"shed"`
 	Interrupted int         `json:"interrupted"`
 	TTFT        Percentiles `json:"ttft_ns"`
@@ -72,6 +76,9 @@ func Summarize(policy string, results []client.Result, reusable []int, slo SLO, 
 		case r.OK():
 		case r.Started:
 			s.Interrupted++
+			continue
+		case r.Rejected():
+			s.Rejected++
 			continue
 		default:
 			s.Shed++

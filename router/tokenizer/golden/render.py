@@ -108,7 +108,9 @@ TEXT_FIELDS = {"text": "text", "input_text": "text", "output_text": "text",
 
 def normalise_content(content, fmt):
     """vLLM's content parsing for text parts: null is no parts, a string is
-    one text part; text parts with null text are skipped."""
+    one text part; text parts with null text are skipped; in the string
+    format a part whose text is empty is dropped too (vLLM keeps only truthy
+    parse results, and there the result is the text itself)."""
     items = [] if content is None else [content] if isinstance(content, str) else content
     parts = []
     for p in items:
@@ -121,7 +123,7 @@ def normalise_content(content, fmt):
             continue
         parts.append(("tool_reference" if kind == "tool_reference" else "text", text))
     if fmt == "string":
-        return "\n".join(t for _, t in parts)
+        return "\n".join(t for _, t in parts if t)
     return [{"type": "tool_reference", "name": t} if k == "tool_reference" else {"type": "text", "text": t}
             for k, t in parts]
 

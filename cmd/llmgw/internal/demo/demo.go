@@ -47,7 +47,8 @@ type Config struct {
 	WorkDir string
 }
 
-// ParseFlags reads the demo's flags.
+// ParseFlags reads the demo's flags. For -h its error wraps flag.ErrHelp
+// and lists the flags.
 func ParseFlags(args []string) (Config, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -66,7 +67,7 @@ func ParseFlags(args []string) (Config, error) {
 			var b strings.Builder
 			fs.SetOutput(&b)
 			fs.PrintDefaults()
-			return c, fmt.Errorf("flags:\n%s", b.String())
+			return c, helpError(b.String())
 		}
 		return c, err
 	}
@@ -86,6 +87,13 @@ func ParseFlags(args []string) (Config, error) {
 	}
 	return c, nil
 }
+
+// helpError is ParseFlags' answer to -h: not a failure (it wraps
+// flag.ErrHelp, so a caller can exit 0), and its text lists the flags.
+type helpError string
+
+func (h helpError) Error() string { return "flags:\n" + string(h) }
+func (h helpError) Unwrap() error { return flag.ErrHelp }
 
 func (c Config) policies() ([]bench.Policy, error) {
 	if c.Policies == "" {

@@ -27,6 +27,18 @@ type contentPart struct {
 	Text string `json:"text"`
 }
 
+// UnmarshalJSON reads a bare string in a content list as a text part, as
+// vLLM does.
+func (p *contentPart) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*p = contentPart{Type: "text", Text: s}
+		return nil
+	}
+	type plain contentPart
+	return json.Unmarshal(b, (*plain)(p))
+}
+
 type chatMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`

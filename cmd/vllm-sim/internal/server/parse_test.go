@@ -52,10 +52,17 @@ func TestPromptForms(t *testing.T) {
 }
 
 func TestNormalizeJoinsTextParts(t *testing.T) {
-	msgs := []chatMessage{{Role: "user", Content: json.RawMessage(`[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}]`)}}
-	got, err := normalize(msgs)
-	if err != nil || got[0].Content != "a\nb" {
-		t.Errorf("normalize = %+v, %v; want content \"a\\nb\"", got, err)
+	for _, content := range []string{
+		`[{"type":"text","text":"a"},{"type":"image_url"},{"type":"text","text":"b"}]`,
+		// vLLM drops empty text parts before the join and reads a bare
+		// string as a text part.
+		`[{"type":"text","text":"a"},{"type":"text","text":""},"","b"]`,
+	} {
+		msgs := []chatMessage{{Role: "user", Content: json.RawMessage(content)}}
+		got, err := normalize(msgs)
+		if err != nil || got[0].Content != "a\nb" {
+			t.Errorf("normalize(%s) = %+v, %v; want content \"a\\nb\"", content, got, err)
+		}
 	}
 }
 

@@ -270,10 +270,12 @@ func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
 
 func requestID(prefix string, n uint64) string { return fmt.Sprintf("%s-%016x", prefix, n) }
 
+// joinParts joins the non-empty text parts with "\n": vLLM drops a part
+// whose text is empty before joining.
 func joinParts(parts []contentPart) string {
 	texts := make([]string, 0, len(parts))
 	for _, p := range parts {
-		if p.Type == "text" || p.Type == "" {
+		if (p.Type == "text" || p.Type == "") && p.Text != "" {
 			texts = append(texts, p.Text)
 		}
 	}
