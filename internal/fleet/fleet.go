@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -195,29 +193,13 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	if err = f.startRouters(ctx, o.Scheduler); err != nil {
 		return nil, err
 	}
-	// A replica is exact once its driver has reported state for it, and an
-	// engine reports only when its cache changes: one request each.
-	// Routers keep state that reaches them before they list a replica
-	// (router/ingest), so the warm-up need not wait for the listing;
-	// waitExact below checks listing and mode together.
-	for _, s := range f.runningShards() {
-		if err = f.post(ctx, s.url+"/v1/completions", warmUp(o.Model)); err != nil {
-			return nil, fmt.Errorf("warm up %s: %w", s.replica, err)
-		}
-	}
+	// The driver announces each shard, holding nothing, as soon as its
+	// listener is up, so no request is needed for a shard to be exact.
 	if err = f.waitExact(ctx); err != nil {
-		return nil, err
-	}
-	if err = f.ResetCaches(ctx); err != nil {
 		return nil, err
 	}
 	f.log.Info("fleet ready", "routers", f.RouterURLs(), "consul", f.consul.httpAddr)
 	return f, nil
-}
-
-// warmUp is a completion request of a few full blocks.
-func warmUp(model string) string {
-	return `{"model":` + strconv.Quote(model) + `,"prompt":"` + strings.Repeat("fleet warm up ", 24) + `","max_tokens":1}`
 }
 
 // startRouters starts o.Routers routers of a new generation and waits
