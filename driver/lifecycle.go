@@ -69,6 +69,7 @@ func (d *Driver) stop(ctx context.Context, h *taskHandle, sig syscall.Signal, ti
 		return nil
 	}
 	h.log.Info("stopping engine", "signal", sig.String(), "timeout", timeout.String())
+	h.markStopping()
 	if err := h.proc.Signal(sig); err != nil {
 		return fmt.Errorf("stop %s: %w", h.id, err)
 	}
@@ -88,6 +89,7 @@ func (d *Driver) stop(ctx context.Context, h *taskHandle, sig syscall.Signal, ti
 
 // kill SIGKILLs the shard's process group and waits until it has exited.
 func (d *Driver) kill(ctx context.Context, h *taskHandle) error {
+	h.markStopping()
 	if err := h.proc.Signal(syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill %s: %w", h.id, err)
 	}
