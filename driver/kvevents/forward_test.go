@@ -231,3 +231,33 @@ func first(f *Forwarder) RouterStatus {
 	}
 	return st[0]
 }
+
+// TestForwarderResyncsRouterThatTurnsReady: a router whose check passes
+// again may be a new process behind the same registration, holding
+// nothing; with a keep-alive far away, only the turn to ready can bring
+// it the snapshot.
+func TestForwarderResyncsRouterThatTurnsReady(t *testing.T) {
+	s := NewStore()
+	apply(s, "a", 0, stored([]uint64{1, 2}, nil, toks(0, 8), 4))
+	r := startRouter(t, "secret")
+	src := newStaticRouters(r.endpoint("r1"))
+	f, err := StartForwarder(s, src, ForwarderConfig{DriverID: "node-1", Token: "secret",
+		FlushInterval: 10 * time.Millisecond, KeepAlive: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	waitMirror(t, r, s, "a") // not ready, and still sent its snapshot
+	r.swap(t, "secret")
+	ready := r.endpoint("r1")
+	ready.Ready = true
+	src.Set(ready)
+	waitMirror(t, r, s, "a")
+	poll.Until(t, "the second snapshot counted", func() bool { return first(f).Snapshots == 2 })
+	src.Set(ready) // ready already: no snapshot more
+	apply(s, "a", 0, removed(MediumGPU, 2))
+	waitMirror(t, r, s, "a")
+	if st := first(f); st.Snapshots != 2 {
+		t.Errorf("status %+v; want no third snapshot while the router stays ready", st)
+	}
+}

@@ -44,6 +44,9 @@ type Options struct {
 	// FlushInterval is the driver's kv_flush_interval (0: the driver's
 	// default, 250 ms).
 	FlushInterval time.Duration
+	// KeepAlive is the driver's kv_keep_alive (0: the driver's default,
+	// 10 s).
+	KeepAlive time.Duration
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no
@@ -85,6 +88,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("fleet: Model %q: want letters, digits and ._:/- only", o.Model)
 	case o.FlushInterval < 0:
 		return o, fmt.Errorf("fleet: FlushInterval must not be negative, got %s", o.FlushInterval)
+	case o.KeepAlive < 0:
+		return o, fmt.Errorf("fleet: KeepAlive must not be negative, got %s", o.KeepAlive)
 	}
 	for _, b := range []string{o.ConsulBin, filepath.Join(o.BinDir, "llmgw-router"),
 		filepath.Join(o.BinDir, "nomad-driver-vllm"), filepath.Join(o.BinDir, "vllm-sim")} {
