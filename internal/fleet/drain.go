@@ -13,7 +13,18 @@ import (
 // engine runs and queues no request: the conditions the jobspec's
 // shutdown_delay gives Nomad's stop time for.
 func (f *Fleet) drain(ctx context.Context, s *shard) error {
-	err := f.waitRouters(ctx, "routers to drop "+s.replica, func(_ replicaView, listed bool) bool { return !listed })
+	err := poll(ctx, readyTimeout, "routers to drop "+s.replica, func() error {
+		for _, r := range f.liveRouters() {
+			views, err := f.replicas(ctx, r.url)
+			if err != nil {
+				return notYet("%s: %v", r.name, err)
+			}
+			if v, listed := views[s.replica]; listed {
+				return notYet("%s still lists %s as %+v", r.name, s.replica, v)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
