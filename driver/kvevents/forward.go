@@ -46,6 +46,12 @@ type ForwarderConfig struct {
 	// MinBackoff and MaxBackoff bound the retry delay after a failed send
 	// (defaults 100 ms and 10 s).
 	MinBackoff, MaxBackoff time.Duration
+	// JoinBackoff caps that delay while a router has accepted nothing yet
+	// (default 500 ms): Nomad registers a router's group service before the
+	// router's task has even started, so its first tries fail, and the
+	// router must get its snapshot as soon as it listens, not up to
+	// MaxBackoff later.
+	JoinBackoff time.Duration
 	// SendTimeout bounds one POST (default 10 s).
 	SendTimeout time.Duration
 	Client      *http.Client
@@ -70,6 +76,9 @@ func (c *ForwarderConfig) defaults() error {
 	}
 	if c.MaxBackoff < c.MinBackoff {
 		c.MaxBackoff = max(10*time.Second, c.MinBackoff)
+	}
+	if c.JoinBackoff <= 0 {
+		c.JoinBackoff = min(500*time.Millisecond, c.MaxBackoff)
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 10 * time.Second
@@ -247,7 +256,14 @@ func (s *routerSession) run(ctx context.Context) {
 		lastSent time.Time
 		backoff  = s.cfg.MinBackoff
 		failLog  = rateLimit{every: 30 * time.Second}
+		joined   bool // the router accepted a send
 	)
+	grow := func(d time.Duration) time.Duration {
+		if !joined {
+			return min(2*d, s.cfg.JoinBackoff)
+		}
+		return min(2*d, s.cfg.MaxBackoff)
+	}
 	timer := time.NewTimer(0) // the first update (a snapshot) goes at once
 	defer timer.Stop()
 	for {
@@ -284,13 +300,13 @@ func (s *routerSession) run(ctx context.Context) {
 		next := s.cfg.FlushInterval
 		switch {
 		case err == nil:
-			pending, lastSent, backoff = nil, time.Now(), s.cfg.MinBackoff
+			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
 		case errors.Is(err, kvwire.ErrSnapshotRequired):
 			// The router restarted or lost our session: start over.
 			s.log.Info("router asked for a snapshot", "reason", err)
 			next = 0
 			if pending.Snapshot { // a router refusing snapshots: do not spin
-				next, backoff = backoff, min(2*backoff, s.cfg.MaxBackoff)
+				next, backoff = backoff, grow(backoff)
 			}
 			pending = nil
 			s.sess.Resync()
@@ -299,10 +315,10 @@ func (s *routerSession) run(ctx context.Context) {
 			s.log.Error("router rejected an update", "error", err)
 			pending = nil
 			s.sess.Resync()
-			next, backoff = backoff, min(2*backoff, s.cfg.MaxBackoff)
+			next, backoff = backoff, grow(backoff)
 		default:
 			failLog.do(func(n int) { s.log.Warn("sending kv update failed; retrying", "error", err, "suppressed", n) })
-			next, backoff = backoff, min(2*backoff, s.cfg.MaxBackoff)
+			next, backoff = backoff, grow(backoff)
 		}
 		timer.Reset(next)
 	}

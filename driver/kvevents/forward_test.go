@@ -261,3 +261,25 @@ func TestForwarderResyncsRouterThatTurnsReady(t *testing.T) {
 		t.Errorf("status %+v; want no third snapshot while the router stays ready", st)
 	}
 }
+
+// TestForwarderJoinsRouterOnceItListens: Nomad registers a router before
+// its task starts, so the first sends fail; however long that lasts, the
+// router gets its snapshot within JoinBackoff of listening, not after a
+// backoff grown towards MaxBackoff (an hour here).
+func TestForwarderJoinsRouterOnceItListens(t *testing.T) {
+	s := NewStore()
+	apply(s, "a", 0, stored([]uint64{1}, nil, toks(0, 4), 4))
+	r := startRouter(t, "secret")
+	r.down.Store(true)
+	f, err := StartForwarder(s, newStaticRouters(r.endpoint("r1")), ForwarderConfig{DriverID: "node-1", Token: "secret",
+		FlushInterval: 10 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: time.Hour,
+		JoinBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Doubling from 5 ms, the 14th retry would wait 80 s without the cap.
+	poll.Until(t, "14 failed sends", func() bool { return first(f).Failures >= 14 })
+	r.down.Store(false)
+	waitMirror(t, r, s, "a")
+}
