@@ -69,6 +69,9 @@ type Router struct {
 	// AdminPort is the admin listener's port (MetaAdminPort); 0 when the
 	// router advertises none, or a malformed one.
 	AdminPort int
+	// Health is the instance's health (Health* constants): always passing
+	// from ConvertRouters, any from ConvertRegisteredRouters.
+	Health string
 }
 
 // ConvertReplicas turns instances into replicas sorted by ID. Critical
@@ -145,8 +148,21 @@ func toReplica(in Instance) (Replica, error) {
 // routers sorted by ID, skipping (and reporting) any without a valid ingest
 // port. Routers whose checks are not all passing are left out.
 func ConvertRouters(in []Instance) (out []Router, skipped []error) {
+	return convertRouters(in, true)
+}
+
+// ConvertRegisteredRouters is ConvertRouters keeping routers of every
+// health, each with its Health. Drivers push KV state to a router as soon
+// as it is registered, before its first check passes (Consul runs a new
+// check first at a random point of its interval, up to 10 s in the shipped
+// jobspec), so that it routes exact from the moment it takes requests.
+func ConvertRegisteredRouters(in []Instance) (out []Router, skipped []error) {
+	return convertRouters(in, false)
+}
+
+func convertRouters(in []Instance, passingOnly bool) (out []Router, skipped []error) {
 	for _, inst := range in {
-		if healthOf(inst) != HealthPassing {
+		if passingOnly && healthOf(inst) != HealthPassing {
 			continue
 		}
 		r, err := toRouter(inst)
@@ -175,7 +191,7 @@ func toRouter(in Instance) (Router, error) {
 	if err != nil || p <= 0 || p > 65535 {
 		return Router{}, fmt.Errorf("meta %s=%q: want a port in 1..65535", MetaIngestPort, s)
 	}
-	r := Router{ID: in.Node + "/" + in.ServiceID, Address: in.Address, Port: in.Port, IngestPort: p}
+	r := Router{ID: in.Node + "/" + in.ServiceID, Address: in.Address, Port: in.Port, IngestPort: p, Health: healthOf(in)}
 	// A malformed admin port reads as none: drivers must not lose a
 	// router's KV ingest over a tool's field.
 	if a, err := strconv.Atoi(in.Meta[MetaAdminPort]); err == nil && a > 0 && a <= 65535 {

@@ -130,8 +130,8 @@ func TestConvertRouters(t *testing.T) {
 			name: "two routers sorted",
 			in:   []Instance{inst("r2", "9001"), inst("r1", "9000")},
 			want: []Router{
-				{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000},
-				{ID: "n1/r2", Address: "10.0.0.2", Port: 8080, IngestPort: 9001},
+				{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000, Health: HealthPassing},
+				{ID: "n1/r2", Address: "10.0.0.2", Port: 8080, IngestPort: 9001, Health: HealthPassing},
 			},
 		},
 		{name: "missing ingest port", in: []Instance{inst("r1", "-")}, skipped: []string{MetaIngestPort + " is missing"}},
@@ -150,7 +150,7 @@ func TestConvertRouters(t *testing.T) {
 		{
 			name:    "bad one skipped",
 			in:      []Instance{inst("r1", "9000"), inst("r2", "-1")},
-			want:    []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000}},
+			want:    []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000, Health: HealthPassing}},
 			skipped: []string{"r2"},
 		},
 	}
@@ -162,6 +162,28 @@ func TestConvertRouters(t *testing.T) {
 			}
 			checkSkipped(t, skipped, tc.skipped)
 		})
+	}
+}
+
+// TestConvertRegisteredRouters keeps routers whatever their health, each
+// with it; ConvertRouters keeps only the passing one.
+func TestConvertRegisteredRouters(t *testing.T) {
+	in := []Instance{
+		{ServiceID: "r1", Node: "n1", Address: "10.0.0.2", Port: 8080, Meta: map[string]string{MetaIngestPort: "9000"}, Health: HealthCritical},
+		{ServiceID: "r2", Node: "n1", Address: "10.0.0.2", Port: 8080, Meta: map[string]string{MetaIngestPort: "9001"}},
+		{ServiceID: "r3", Node: "n1", Address: "10.0.0.2", Port: 8080, Meta: map[string]string{MetaIngestPort: "9002"}, Health: HealthWarning},
+	}
+	want := []Router{
+		{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000, Health: HealthCritical},
+		{ID: "n1/r2", Address: "10.0.0.2", Port: 8080, IngestPort: 9001, Health: HealthPassing},
+		{ID: "n1/r3", Address: "10.0.0.2", Port: 8080, IngestPort: 9002, Health: HealthWarning},
+	}
+	got, skipped := ConvertRegisteredRouters(in)
+	if d := cmp.Diff(want, got); d != "" || len(skipped) != 0 {
+		t.Errorf("routers (-want +got):\n%s\nskipped %v", d, skipped)
+	}
+	if passing, _ := ConvertRouters(in); len(passing) != 1 || passing[0].ID != "n1/r2" {
+		t.Errorf("ConvertRouters = %v; want only the passing n1/r2", passing)
 	}
 }
 

@@ -24,6 +24,7 @@ var configSpec = spec.Object(map[string]*hclspec.Spec{
 	"consul_token":      spec.Attr("", "string", false),
 	"router_service":    spec.Optional("router_service", "string", `"llmgw-router"`),
 	"kv_flush_interval": spec.Optional("kv_flush_interval", "string", `"250ms"`),
+	"kv_keep_alive":     spec.Optional("kv_keep_alive", "string", `"10s"`),
 	"ingest_token":      spec.Attr("", "string", false),
 	"ingest_ca_file":    spec.Attr("", "string", false),
 	"owner_pid":         spec.Optional("owner_pid", "number", "0"),
@@ -41,6 +42,9 @@ type Config struct {
 	RouterService string `codec:"router_service"`
 	// KVFlushInterval is how often net KV deltas go to routers.
 	KVFlushInterval time.Duration `codec:"kv_flush_interval"`
+	// KVKeepAlive is the longest a router session stays silent: an empty
+	// update then tells the router the driver is alive.
+	KVKeepAlive time.Duration `codec:"kv_keep_alive"`
 	// IngestToken authenticates the driver to routers' KV ingest.
 	IngestToken string `codec:"ingest_token"`
 	// IngestCAFile, when set, sends KV updates over TLS to routers whose
@@ -61,6 +65,9 @@ func (c *Config) validate() error {
 	}
 	if c.KVFlushInterval <= 0 {
 		return fmt.Errorf("kv_flush_interval: must be positive, got %s", c.KVFlushInterval)
+	}
+	if c.KVKeepAlive < c.KVFlushInterval {
+		return fmt.Errorf("kv_keep_alive: must be at least kv_flush_interval (%s), got %s", c.KVFlushInterval, c.KVKeepAlive)
 	}
 	if c.RouterService == "" {
 		return fmt.Errorf("router_service: must not be empty")

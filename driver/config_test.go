@@ -45,7 +45,7 @@ func TestPluginConfigDefaults(t *testing.T) {
 	if err := ctymsgpack.Decode(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", RouterService: "llmgw-router", KVFlushInterval: 250 * time.Millisecond}
+	want := Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", RouterService: "llmgw-router", KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second}
 	if d := cmp.Diff(want, c); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
@@ -96,10 +96,11 @@ func TestPluginConfigValidate(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{Config{RouterService: "r", KVFlushInterval: time.Second}, "engine"},
+		{Config{RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Minute}, "engine"},
 		{Config{Engine: "vllm", RouterService: "r"}, "kv_flush_interval"},
-		{Config{Engine: "vllm", KVFlushInterval: time.Second}, "router_service"},
-		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, OwnerPid: -1}, "owner_pid"},
+		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Millisecond}, "kv_keep_alive"},
+		{Config{Engine: "vllm", KVFlushInterval: time.Second, KVKeepAlive: time.Minute}, "router_service"},
+		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Minute, OwnerPid: -1}, "owner_pid"},
 	}
 	for _, tt := range tests {
 		if err := tt.c.validate(); err == nil || !strings.HasPrefix(err.Error(), tt.want) {

@@ -3,7 +3,6 @@ package driver_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
@@ -27,21 +26,9 @@ func TestDestroyRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.Until(t, "the shard's group to vanish", func() bool { return pluginhost.GroupGone(pid) })
-	timeout := time.After(30 * time.Second)
-	for {
-		select {
-		case e := <-ev.ch:
-			if strings.Contains(e.GetMessage(), "did not stop") {
-				t.Errorf("forced destroy reported a stop timeout: %q", e.GetMessage())
-			}
-			if strings.HasPrefix(e.GetMessage(), "engine exited") {
-				if e.GetAnnotations()["signal"] != "9" {
-					t.Errorf("exit event %v; want SIGKILL", e)
-				}
-				return
-			}
-		case <-timeout:
-			t.Fatal("no exit event")
+	for _, e := range ev.until(t, marker(t, h)) {
+		if strings.Contains(e.GetMessage(), "did not stop") {
+			t.Errorf("forced destroy reported a stop timeout: %q", e.GetMessage())
 		}
 	}
 }

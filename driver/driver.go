@@ -180,7 +180,7 @@ func (d *Driver) pluginConfig() Config {
 	defer d.mu.Unlock()
 	if d.config == nil {
 		return Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", RouterService: "llmgw-router",
-			KVFlushInterval: 250 * time.Millisecond}
+			KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second}
 	}
 	return *d.config
 }

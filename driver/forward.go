@@ -12,8 +12,9 @@ import (
 )
 
 // forwarding carries the store's block state to every router instance
-// registered in Consul: a watcher of the router service and the
-// forwarder's per-router sessions (snapshot, then net deltas).
+// registered in Consul, passing its check or not yet: a watcher of the
+// router service and the forwarder's per-router sessions (snapshot, then
+// net deltas).
 type forwarding struct {
 	config  Config
 	watcher *consul.Watcher[consul.Router]
@@ -51,7 +52,7 @@ func (d *Driver) startForwarding(c Config) error {
 	if err != nil {
 		return fmt.Errorf("consul client for %s: %w", c.ConsulAddress, err)
 	}
-	w, err := consul.Watch(d.ctx, client, consul.Query{Service: c.RouterService}, consul.ConvertRouters,
+	w, err := consul.Watch(d.ctx, client, consul.Query{Service: c.RouterService}, consul.ConvertRegisteredRouters,
 		consul.WatchOptions{Logger: d.log.Named("consul")})
 	if err != nil {
 		return fmt.Errorf("watch %s in consul: %w", c.RouterService, err)
@@ -72,7 +73,7 @@ func (d *Driver) startForwarding(c Config) error {
 		routers = kvevents.HTTPS{Source: routers}
 	}
 	fwd, err := kvevents.StartForwarder(d.opts.Store, routers, kvevents.ForwarderConfig{
-		DriverID: id, Token: c.IngestToken, FlushInterval: c.KVFlushInterval, Client: hc, Logger: d.log.Named("forward"),
+		DriverID: id, Token: c.IngestToken, FlushInterval: c.KVFlushInterval, KeepAlive: c.KVKeepAlive, Client: hc, Logger: d.log.Named("forward"),
 	})
 	if err != nil {
 		w.Close()

@@ -26,11 +26,21 @@ type taskHandle struct {
 	done   chan struct{} // closed once the exit is recorded
 	cancel context.CancelFunc
 
-	mu          sync.Mutex // guards exit, exitErr, completedAt, ready
+	mu          sync.Mutex // guards exit, exitErr, completedAt, ready, stopping
 	exit        supervisor.Exit
 	exitErr     error
 	completedAt time.Time
 	ready       bool
+	// stopping is set once Nomad asked for the stop (StopTask, or
+	// DestroyTask with force): the exit is then Nomad's own doing.
+	stopping bool
+}
+
+// markStopping records that Nomad asked the shard to stop.
+func (h *taskHandle) markStopping() {
+	h.mu.Lock()
+	h.stopping = true
+	h.mu.Unlock()
 }
 
 // run starts the handle's goroutines under the driver's context.
@@ -48,7 +58,17 @@ func (d *Driver) run(h *taskHandle) {
 	}()
 }
 
-// waitExit records the engine's exit, closes done, and reports it.
+// waitExit records the engine's exit, reports it, and closes done.
+//
+// An exit Nomad did not ask for (a crash, the OOM killer, a kill from
+// outside) is a Driver event, emitted before done closes: WaitTask answers
+// only after it, so the event is on the stream while Nomad still handles
+// the task's events. An exit Nomad asked for (StopTask, DestroyTask) is
+// not: Nomad records that kill in its own events, exit code included, and
+// when it stops an allocation it is removing (`job stop -purge`, garbage
+// collection) it has dropped the task's event handler already, so an
+// event would only be logged as having no handler. The plugin log has
+// every exit.
 func (h *taskHandle) waitExit(ctx context.Context, d *Driver) {
 	select {
 	case <-h.proc.Done():
@@ -65,11 +85,14 @@ func (h *taskHandle) waitExit(ctx context.Context, d *Driver) {
 	}
 	h.mu.Lock()
 	h.exit, h.exitErr, h.completedAt = ex, err, time.Now()
+	requested := h.stopping
 	h.mu.Unlock()
+	h.log.Info("engine exited", "exit_code", ex.Code, "signal", ex.Signal, "error", err, "stop_requested", requested)
+	if !requested {
+		d.events.emit(h.cfg, "engine exited with code "+strconv.Itoa(ex.Code), map[string]string{
+			"exit_code": strconv.Itoa(ex.Code), "signal": strconv.Itoa(ex.Signal)})
+	}
 	close(h.done)
-	h.log.Info("engine exited", "exit_code", ex.Code, "signal", ex.Signal, "error", err)
-	d.events.emit(h.cfg, "engine exited with code "+strconv.Itoa(ex.Code), map[string]string{
-		"exit_code": strconv.Itoa(ex.Code), "signal": strconv.Itoa(ex.Signal)})
 }
 
 // watchHealth polls the engine's /health until it answers 200 once, then

@@ -30,7 +30,8 @@ type KVSummary struct {
 // KVCounters are a replica's intake counters, summed over ranks.
 type KVCounters struct {
 	Batches, Replayed, Lost uint64
-	// Restarts counts engine restarts the listener saw (sequence reset).
+	// Restarts counts engine restarts the listener saw by itself (the
+	// sequence went backwards), not those EngineRestarted announced.
 	Restarts uint64
 }
 
@@ -38,7 +39,9 @@ type KVCounters struct {
 type KVListener interface {
 	Port() int       // rank 0's event port, persisted to bind again after a restart
 	ReplayPort() int // rank 0's replay port, -1 for none
-	// EngineRestarted says a new engine process publishes now.
+	// EngineRestarted says a new engine process publishes from now on
+	// (called before it starts): the replica holds nothing, and routers are
+	// told so at once. It does not count in Counters().Restarts.
 	EngineRestarted()
 	Counters() KVCounters
 	Close() error

@@ -69,6 +69,7 @@ func (d *Driver) stop(ctx context.Context, h *taskHandle, sig syscall.Signal, ti
 		return nil
 	}
 	h.log.Info("stopping engine", "signal", sig.String(), "timeout", timeout.String())
+	h.markStopping()
 	if err := h.proc.Signal(sig); err != nil {
 		return fmt.Errorf("stop %s: %w", h.id, err)
 	}
@@ -88,6 +89,7 @@ func (d *Driver) stop(ctx context.Context, h *taskHandle, sig syscall.Signal, ti
 
 // kill SIGKILLs the shard's process group and waits until it has exited.
 func (d *Driver) kill(ctx context.Context, h *taskHandle) error {
+	h.markStopping()
 	if err := h.proc.Signal(syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill %s: %w", h.id, err)
 	}
@@ -157,6 +159,7 @@ func (d *Driver) InspectTask(_ context.Context, req *drivers.InspectTaskRequest)
 		attrs["kv_batches"] = strconv.FormatUint(c.Batches, 10)
 		attrs["kv_replayed"] = strconv.FormatUint(c.Replayed, 10)
 		attrs["kv_lost"] = strconv.FormatUint(c.Lost, 10)
+		attrs["kv_restarts"] = strconv.FormatUint(c.Restarts, 10)
 	}
 	return &drivers.InspectTaskResponse{Task: ts, Driver: &drivers.TaskDriverStatus{Attributes: attrs}}, nil
 }

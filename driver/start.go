@@ -89,6 +89,12 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		}
 	}
 
+	if kv != nil {
+		// Before the engine runs: its first event must find the old
+		// engine's state gone, and routers learn at once that it holds
+		// nothing.
+		kv.EngineRestarted()
+	}
 	if st.Env, err = withEngineKey(buildEnv(cfg.GetEnv(), cfg.GetDeviceEnv(), task.Env), task.APIKeyEnv); err != nil {
 		return nil, err
 	}
@@ -108,7 +114,6 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	}
 	cleanup = nil // the shard runs: keep the listener
 	if kv != nil {
-		kv.EngineRestarted()
 		d.events.emit(cfg, "KV events on: listening on port "+strconv.Itoa(st.KVPort),
 			map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
 	}

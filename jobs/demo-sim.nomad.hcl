@@ -77,6 +77,13 @@ job "demo-sim" {
         cpu    = 500
         memory = 256
       }
+
+      # Nomad deregisters the replica's service, then waits this long before
+      # it signals the engine: routers follow Consul with blocking queries and
+      # drop the replica within a fraction of a second, so nothing new is sent
+      # to an engine that is shutting down, and requests already running get
+      # this long to finish first.
+      shutdown_delay = "5s"
     }
   }
 }

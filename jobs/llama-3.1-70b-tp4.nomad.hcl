@@ -94,6 +94,13 @@ job "llama-3.1-70b-tp4" {
       }
 
       kill_timeout = "30s"
+
+      # Nomad deregisters the replica's service, then waits this long before
+      # it signals the engine: routers follow Consul with blocking queries and
+      # drop the replica within a fraction of a second, so nothing new is sent
+      # to an engine that is shutting down, and requests already running get
+      # this long to finish first.
+      shutdown_delay = "5s"
     }
   }
 }

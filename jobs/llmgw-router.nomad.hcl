@@ -52,6 +52,12 @@ job "llmgw-router" {
       mode     = "delay"
     }
 
+    # Nomad deregisters the router's service, then waits this long before it
+    # signals the router: clients resolving llmgw-router.service.consul and
+    # drivers pushing KV state stop choosing it first, and requests already
+    # running (streams included) get this long to finish.
+    shutdown_delay = "5s"
+
     service {
       name = "llmgw-router"
       port = "http"

@@ -98,6 +98,7 @@ func (c *checker) job(job *hclsyntax.Block) {
 	for _, g := range job.Body.Blocks {
 		if g.Type == "group" {
 			c.group(g)
+			c.shutdownDelays(g)
 		}
 	}
 }

@@ -46,6 +46,11 @@ func TestBrokenJobspecs(t *testing.T) {
 			`:8:5: service on vllm port "http" is declared at group level`,
 			`:14:5: task "vllm": no service block`,
 		}},
+		{"no-shutdown-delay", []string{
+			`:9:5: task "vllm": defines a service but no shutdown_delay`,
+			`:38:22: shutdown_delay "0s": want a duration above zero`,
+			`:44:5: group "router": defines a service, but neither the group nor a task has a shutdown_delay`,
+		}},
 		{"no-config", []string{`:4:5: task "vllm": driver vllm needs a config block`}},
 		{"no-job", []string{`:1:1: no job block`}},
 		{"syntax", []string{`:3:18: Unclosed configuration block`}},

@@ -27,6 +27,7 @@ const replicaJob = `job "j" {
           path = "/health"
         }
       }
+      shutdown_delay = "5s"
     }
   }
 }

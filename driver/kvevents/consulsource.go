@@ -7,9 +7,11 @@ import (
 	"github.com/llmgw/llmgw/consul"
 )
 
-// ConsulRouters adapts consul's watcher of passing llmgw-router instances
-// (consul.WatchRouters) to a RouterSource: each router's KV-ingest port
-// from its service meta becomes the endpoint URL.
+// ConsulRouters adapts consul's watcher of llmgw-router instances to a
+// RouterSource: each router's KV-ingest port from its service meta becomes
+// the endpoint URL, and a passing check makes it Ready. The driver watches
+// every registered router (consul.ConvertRegisteredRouters), so a new one
+// gets its snapshot before its first check passes.
 type ConsulRouters struct {
 	W *consul.Watcher[consul.Router]
 }
@@ -31,8 +33,9 @@ func RouterEndpoints(rs []consul.Router) []RouterEndpoint {
 	out := make([]RouterEndpoint, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, RouterEndpoint{
-			ID:  r.ID,
-			URL: "http://" + net.JoinHostPort(r.Address, strconv.Itoa(r.IngestPort)),
+			ID:    r.ID,
+			URL:   "http://" + net.JoinHostPort(r.Address, strconv.Itoa(r.IngestPort)),
+			Ready: r.Health == "" || r.Health == consul.HealthPassing,
 		})
 	}
 	return out

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/consul/api"
+
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/poll"
@@ -14,10 +16,10 @@ import (
 
 func TestRouterEndpoints(t *testing.T) {
 	got := RouterEndpoints([]consul.Router{
-		{ID: "n1/r1", Address: "10.0.0.7", Port: 8080, IngestPort: 8081},
-		{ID: "n2/r1", Address: "fd00::1", Port: 8080, IngestPort: 9000},
+		{ID: "n1/r1", Address: "10.0.0.7", Port: 8080, IngestPort: 8081, Health: consul.HealthPassing},
+		{ID: "n2/r1", Address: "fd00::1", Port: 8080, IngestPort: 9000, Health: consul.HealthCritical},
 	})
-	want := []RouterEndpoint{{ID: "n1/r1", URL: "http://10.0.0.7:8081"}, {ID: "n2/r1", URL: "http://[fd00::1]:9000"}}
+	want := []RouterEndpoint{{ID: "n1/r1", URL: "http://10.0.0.7:8081", Ready: true}, {ID: "n2/r1", URL: "http://[fd00::1]:9000"}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("endpoints %v; want %v", got, want)
 	}
@@ -62,4 +64,59 @@ func TestForwarderWithConsul(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.Until(t, "the session to stop", func() bool { return len(f.Status()) == 0 })
+}
+
+// TestForwarderReachesRouterBeforeItsCheck: the driver watches every
+// registered router, so one whose check has not passed yet (Consul runs a
+// new check first at a random point of its interval) gets the snapshot at
+// once, long before the keep-alive.
+func TestForwarderReachesRouterBeforeItsCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Consul agent")
+	}
+	agent := consultest.Start(t)
+	ctx := context.Background()
+	w, err := consul.Watch(ctx, agent.Client, consul.Query{Service: consul.RouterService}, consul.ConvertRegisteredRouters, consul.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	s := NewStore()
+	apply(s, "a", 0, stored([]uint64{1, 2}, nil, toks(0, 8), 4))
+	r := startRouter(t, "secret")
+	f, err := StartForwarder(s, ConsulRouters{W: w}, ForwarderConfig{DriverID: "node-1", Token: "secret",
+		FlushInterval: 10 * time.Millisecond, KeepAlive: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	u, err := url.Parse(r.srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, _ := strconv.Atoi(u.Port())
+	// A TTL check nobody updates: critical for the whole test.
+	err = agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
+		ID: "router-1", Name: consul.RouterService, Address: "127.0.0.1", Port: port,
+		Meta:  map[string]string{consul.MetaIngestPort: strconv.Itoa(port)},
+		Check: &api.AgentServiceCheck{CheckID: "router-1-ttl", TTL: "1h", Status: api.HealthCritical},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, r, s, "a")
+	if st := first(f); st.Ready || st.Snapshots != 1 {
+		t.Errorf("session %+v; want one snapshot to a router not ready yet", st)
+	}
+
+	// The check passes: nothing to resend the router does not hold, but
+	// it might be a new process behind the same registration. Swap in an
+	// empty one: the snapshot must come at once, not at the keep-alive.
+	r.swap(t, "secret")
+	if err := agent.Client.Agent().UpdateTTL("router-1-ttl", "", api.HealthPassing); err != nil {
+		t.Fatal(err)
+	}
+	waitMirror(t, r, s, "a")
+	poll.Until(t, "the second snapshot counted", func() bool { return first(f).Snapshots == 2 })
 }

@@ -13,9 +13,11 @@
 // (an error means "start the engine without events" and is never fatal),
 // pass Intake.EngineFlag() as --kv-events-config, remember Intake.Port() and
 // ReplayPort() in the task state to bind them again after a plugin restart,
-// and call Intake.EngineRestarted() when the shard's engine process is
-// replaced. When the shard stops: Intake.Close(), then Store.Remove(replica),
-// which every router session delivers as "holds nothing".
+// and call Intake.EngineRestarted() before starting each new engine process:
+// it announces the replica, holding nothing, so routers route an engine that
+// has published nothing yet exact at once. When the shard stops:
+// Intake.Close(), then Store.Remove(replica), which every router session
+// delivers as "holds nothing".
 //
 // # Sequence rules, per rank
 //

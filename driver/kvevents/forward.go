@@ -18,6 +18,11 @@ import (
 type RouterEndpoint struct {
 	ID  string // unique per instance (Consul node/service id)
 	URL string // base URL of its KV-ingest listener, e.g. http://10.0.0.7:8081
+	// Ready says the router's health check passes. A session starts
+	// whatever its value; when it turns true, the session sends a snapshot
+	// at once, since a router whose check failed and passes again may be
+	// a new process behind the same registration, holding nothing.
+	Ready bool
 }
 
 // RouterSource is the live set of routers. A change is a wake-up on
@@ -35,11 +40,18 @@ type ForwarderConfig struct {
 	// FlushInterval is the time between updates (default 250 ms).
 	FlushInterval time.Duration
 	// KeepAlive is the longest gap between two updates; an empty delta is
-	// sent when nothing changed for that long (default 10 s).
+	// sent when nothing changed for that long (default 10 s). A new router
+	// does not wait for it: its session starts with a snapshot.
 	KeepAlive time.Duration
 	// MinBackoff and MaxBackoff bound the retry delay after a failed send
 	// (defaults 100 ms and 10 s).
 	MinBackoff, MaxBackoff time.Duration
+	// JoinBackoff caps that delay while a router has accepted nothing yet
+	// (default 500 ms): Nomad registers a router's group service before the
+	// router's task has even started, so its first tries fail, and the
+	// router must get its snapshot as soon as it listens, not up to
+	// MaxBackoff later.
+	JoinBackoff time.Duration
 	// SendTimeout bounds one POST (default 10 s).
 	SendTimeout time.Duration
 	Client      *http.Client
@@ -64,6 +76,9 @@ func (c *ForwarderConfig) defaults() error {
 	}
 	if c.MaxBackoff < c.MinBackoff {
 		c.MaxBackoff = max(10*time.Second, c.MinBackoff)
+	}
+	if c.JoinBackoff <= 0 {
+		c.JoinBackoff = min(500*time.Millisecond, c.MaxBackoff)
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 10 * time.Second
@@ -145,8 +160,9 @@ func (f *Forwarder) run(ctx context.Context) {
 	}
 }
 
-// reconcile starts sessions for new routers and stops those of routers
-// that left (or moved to another URL).
+// reconcile starts sessions for new routers (a snapshot goes at once),
+// stops those of routers that left (or moved to another URL), and resends
+// a snapshot at once to a router whose check passes again.
 func (f *Forwarder) reconcile(ctx context.Context, set []RouterEndpoint) {
 	want := make(map[string]RouterEndpoint, len(set))
 	for _, r := range set {
@@ -155,10 +171,16 @@ func (f *Forwarder) reconcile(ctx context.Context, set []RouterEndpoint) {
 	f.mu.Lock()
 	var stop []*routerSession
 	for id, s := range f.sessions {
-		if r, ok := want[id]; !ok || r.URL != s.ep.URL {
+		r, ok := want[id]
+		if !ok || r.URL != s.ep.URL {
 			stop = append(stop, s)
 			delete(f.sessions, id)
+			continue
 		}
+		if r.Ready && !s.ep.Ready {
+			s.resync()
+		}
+		s.ep.Ready = r.Ready
 	}
 	for id, r := range want {
 		if _, ok := f.sessions[id]; !ok && ctx.Err() == nil {
@@ -179,6 +201,7 @@ type routerSession struct {
 	log    hclog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
+	kick   chan struct{} // resync now: the router may have restarted
 
 	mu sync.Mutex
 	st RouterStatus
@@ -187,12 +210,21 @@ type routerSession struct {
 func (f *Forwarder) startSession(ctx context.Context, ep RouterEndpoint) *routerSession {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &routerSession{
-		ep: ep, cfg: &f.cfg, sess: f.store.Open(), cancel: cancel, done: make(chan struct{}),
+		ep: ep, cfg: &f.cfg, sess: f.store.Open(), cancel: cancel, done: make(chan struct{}), kick: make(chan struct{}, 1),
 		log: f.cfg.Logger.With("router", ep.ID, "url", ep.URL),
 		st:  RouterStatus{RouterEndpoint: ep},
 	}
 	go s.run(ctx)
 	return s
+}
+
+// resync makes the session send a snapshot now, whatever it was doing
+// (waiting for the next flush, or backing off after failures).
+func (s *routerSession) resync() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (s *routerSession) stop() {
@@ -224,7 +256,14 @@ func (s *routerSession) run(ctx context.Context) {
 		lastSent time.Time
 		backoff  = s.cfg.MinBackoff
 		failLog  = rateLimit{every: 30 * time.Second}
+		joined   bool // the router accepted a send
 	)
+	grow := func(d time.Duration) time.Duration {
+		if !joined {
+			return min(2*d, s.cfg.JoinBackoff)
+		}
+		return min(2*d, s.cfg.MaxBackoff)
+	}
 	timer := time.NewTimer(0) // the first update (a snapshot) goes at once
 	defer timer.Stop()
 	for {
@@ -232,6 +271,11 @@ func (s *routerSession) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+		case <-s.kick:
+			// A snapshot replaces whatever was pending.
+			timer.Stop()
+			pending, backoff = nil, s.cfg.MinBackoff
+			s.sess.Resync()
 		}
 		if pending == nil {
 			d := s.sess.Drain()
@@ -256,13 +300,13 @@ func (s *routerSession) run(ctx context.Context) {
 		next := s.cfg.FlushInterval
 		switch {
 		case err == nil:
-			pending, lastSent, backoff = nil, time.Now(), s.cfg.MinBackoff
+			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
 		case errors.Is(err, kvwire.ErrSnapshotRequired):
 			// The router restarted or lost our session: start over.
 			s.log.Info("router asked for a snapshot", "reason", err)
 			next = 0
 			if pending.Snapshot { // a router refusing snapshots: do not spin
-				next, backoff = backoff, min(2*backoff, s.cfg.MaxBackoff)
+				next, backoff = backoff, grow(backoff)
 			}
 			pending = nil
 			s.sess.Resync()
@@ -271,10 +315,10 @@ func (s *routerSession) run(ctx context.Context) {
 			s.log.Error("router rejected an update", "error", err)
 			pending = nil
 			s.sess.Resync()
-			next, backoff = backoff, min(2*backoff, s.cfg.MaxBackoff)
+			next, backoff = backoff, grow(backoff)
 		default:
 			failLog.do(func(n int) { s.log.Warn("sending kv update failed; retrying", "error", err, "suppressed", n) })
-			next, backoff = backoff, min(2*backoff, s.cfg.MaxBackoff)
+			next, backoff = backoff, grow(backoff)
 		}
 		timer.Reset(next)
 	}

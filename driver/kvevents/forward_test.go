@@ -231,3 +231,55 @@ func first(f *Forwarder) RouterStatus {
 	}
 	return st[0]
 }
+
+// TestForwarderResyncsRouterThatTurnsReady: a router whose check passes
+// again may be a new process behind the same registration, holding
+// nothing; with a keep-alive far away, only the turn to ready can bring
+// it the snapshot.
+func TestForwarderResyncsRouterThatTurnsReady(t *testing.T) {
+	s := NewStore()
+	apply(s, "a", 0, stored([]uint64{1, 2}, nil, toks(0, 8), 4))
+	r := startRouter(t, "secret")
+	src := newStaticRouters(r.endpoint("r1"))
+	f, err := StartForwarder(s, src, ForwarderConfig{DriverID: "node-1", Token: "secret",
+		FlushInterval: 10 * time.Millisecond, KeepAlive: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	waitMirror(t, r, s, "a") // not ready, and still sent its snapshot
+	r.swap(t, "secret")
+	ready := r.endpoint("r1")
+	ready.Ready = true
+	src.Set(ready)
+	waitMirror(t, r, s, "a")
+	poll.Until(t, "the second snapshot counted", func() bool { return first(f).Snapshots == 2 })
+	src.Set(ready) // ready already: no snapshot more
+	apply(s, "a", 0, removed(MediumGPU, 2))
+	waitMirror(t, r, s, "a")
+	if st := first(f); st.Snapshots != 2 {
+		t.Errorf("status %+v; want no third snapshot while the router stays ready", st)
+	}
+}
+
+// TestForwarderJoinsRouterOnceItListens: Nomad registers a router before
+// its task starts, so the first sends fail; however long that lasts, the
+// router gets its snapshot within JoinBackoff of listening, not after a
+// backoff grown towards MaxBackoff (an hour here).
+func TestForwarderJoinsRouterOnceItListens(t *testing.T) {
+	s := NewStore()
+	apply(s, "a", 0, stored([]uint64{1}, nil, toks(0, 4), 4))
+	r := startRouter(t, "secret")
+	r.down.Store(true)
+	f, err := StartForwarder(s, newStaticRouters(r.endpoint("r1")), ForwarderConfig{DriverID: "node-1", Token: "secret",
+		FlushInterval: 10 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: time.Hour,
+		JoinBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Doubling from 5 ms, the 14th retry would wait 80 s without the cap.
+	poll.Until(t, "14 failed sends", func() bool { return first(f).Failures >= 14 })
+	r.down.Store(false)
+	waitMirror(t, r, s, "a")
+}

@@ -29,7 +29,8 @@ type IntakeConfig struct {
 
 // Intake is the set of listeners of one replica. Safe for concurrent use.
 type Intake struct {
-	cfg IntakeConfig
+	cfg  IntakeConfig
+	sink Sink
 
 	mu        sync.Mutex // guards listeners
 	listeners []*Listener
@@ -70,7 +71,7 @@ func openIntakeOnce(cfg IntakeConfig, sink Sink) (*Intake, error) {
 		}
 		cfg.ReplayPort = p
 	}
-	in := &Intake{cfg: cfg}
+	in := &Intake{cfg: cfg, sink: sink}
 	for rank := range cfg.DataParallelSize {
 		lc := ListenerConfig{Replica: cfg.Replica, Rank: rank, Topic: cfg.Topic, Logger: cfg.Logger}
 		if cfg.ReplayPort > 0 {
@@ -161,11 +162,16 @@ func (in *Intake) EngineFlag() string {
 }
 
 // EngineRestarted tells every rank's listener that a new engine process
-// publishes now.
+// publishes from now on, and announces the replica, holding nothing, to
+// every router session (Store.Announce): a fresh engine is exact at once,
+// before its first event. Call it before starting the engine. After a
+// plugin restart, when a running engine's state is still to be replayed,
+// do not: the replica is then announced by its first batch.
 func (in *Intake) EngineRestarted() {
 	for _, l := range in.current() {
 		l.EngineRestarted()
 	}
+	in.sink.Announce(in.cfg.Replica)
 }
 
 // Stats returns each rank's listener counters, by rank.

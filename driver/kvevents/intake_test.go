@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/internal/poll"
 )
 
@@ -68,4 +69,39 @@ func TestIntakeRejectsEmptyReplica(t *testing.T) {
 	if _, err := OpenIntake(IntakeConfig{}, NewStore()); err == nil {
 		t.Fatal("no error for an empty replica id")
 	}
+}
+
+// TestIntakeAnnouncesNewEngine: a replica whose engine has published
+// nothing yet is part of every snapshot and is sent to a running session
+// as a reset, so routers know it holds nothing instead of not knowing it.
+func TestIntakeAnnouncesNewEngine(t *testing.T) {
+	s := NewStore()
+	running := s.Open()
+	defer running.Close()
+	if d := running.Drain(); !d.Snapshot || len(d.Replicas) != 0 {
+		t.Fatalf("first drain %+v; want an empty snapshot", d)
+	}
+	in, err := OpenIntake(IntakeConfig{Replica: "r"}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	in.EngineRestarted()
+	want := []kvwire.Replica{{ID: "r", Reset: true}}
+	if d := running.Drain(); d.Snapshot || !slices.EqualFunc(d.Replicas, want, sameReplica) {
+		t.Errorf("delta %+v; want replica r reset, holding nothing", d)
+	}
+	later := s.Open()
+	defer later.Close()
+	want = []kvwire.Replica{{ID: "r"}}
+	if d := later.Drain(); !d.Snapshot || !slices.EqualFunc(d.Replicas, want, sameReplica) {
+		t.Errorf("snapshot %+v; want replica r, holding nothing", d)
+	}
+	if got := s.Replicas(); !slices.Equal(got, []string{"r"}) {
+		t.Errorf("store replicas %v; want [r]", got)
+	}
+}
+
+func sameReplica(a, b kvwire.Replica) bool {
+	return a.ID == b.ID && a.Reset == b.Reset && a.BlockSize == b.BlockSize && len(a.Groups) == 0 && len(b.Groups) == 0
 }

@@ -14,10 +14,13 @@ import (
 	zmq "github.com/pebbe/zmq4"
 )
 
-// Sink receives what a listener decodes. *Store implements it.
+// Sink receives what a listener decodes, and what an intake announces.
+// *Store implements it.
 type Sink interface {
 	Apply(replica string, rank int, b *Batch)
 	ClearRank(replica string, rank int)
+	// Announce says a new engine publishes for replica: it holds nothing.
+	Announce(replica string)
 }
 
 var _ Sink = (*Store)(nil)
@@ -51,12 +54,15 @@ type ListenerConfig struct {
 
 // ListenerStats counts a listener's traffic and repairs.
 type ListenerStats struct {
-	Batches     uint64 // batches applied (live and replayed)
-	Replayed    uint64 // of those, batches that came by replay
-	Duplicates  uint64 // live batches already applied by a replay
-	Gaps        uint64 // sequence gaps seen on the live stream
-	Lost        uint64 // batches neither received nor recovered by replay
-	Restarts    uint64 // sequence went backwards: the engine restarted
+	Batches    uint64 // batches applied (live and replayed)
+	Replayed   uint64 // of those, batches that came by replay
+	Duplicates uint64 // live batches already applied by a replay
+	Gaps       uint64 // sequence gaps seen on the live stream
+	Lost       uint64 // batches neither received nor recovered by replay
+	Restarts   uint64 // sequence went backwards: the engine restarted unannounced
+	// Announced counts EngineRestarted calls, each counted before the call
+	// returns; they are not Restarts: the caller knows of them already.
+	Announced   uint64
 	ReplayFails uint64 // replay attempts that failed or timed out
 	BadFrames   uint64 // messages without 3 frames or an 8-byte sequence
 	Malformed   uint64 // payloads the decoder rejected
@@ -185,10 +191,15 @@ func (l *Listener) Stats() ListenerStats {
 }
 
 // EngineRestarted tells the listener that a new engine process now
-// publishes on its port (the driver started one): the rank's state is
+// publishes on its port (the driver starts one): the rank's state is
 // cleared and sequence tracking starts afresh, even if the new engine's
-// first sequence numbers happen to look like a continuation.
+// first sequence numbers happen to look like a continuation. Call it
+// before the new engine starts: the listener handles the reset before any
+// message it receives after the call. It is counted in Announced before it
+// returns, and never in Restarts, so a caller comparing Restarts before
+// and after cannot mistake its own restart for one the engine made.
 func (l *Listener) EngineRestarted() {
+	l.count(func(s *ListenerStats) { s.Announced++ })
 	select {
 	case l.reset <- struct{}{}:
 	default:
@@ -217,11 +228,7 @@ func (l *Listener) run(ctx context.Context) {
 	poller.Add(l.sub, zmq.POLLIN)
 	lastHeard := time.Now()
 	for ctx.Err() == nil {
-		select {
-		case <-l.reset:
-			l.restart()
-		default:
-		}
+		l.takeReset()
 		polled, err := poller.Poll(pollEvery)
 		if err != nil {
 			if zmq.AsErrno(err) == zmq.Errno(syscall.EINTR) {
@@ -239,6 +246,9 @@ func (l *Listener) run(ctx context.Context) {
 		}
 		lastHeard = time.Now()
 		for ctx.Err() == nil {
+			// A reset announced while messages were queued comes first:
+			// what arrives after it is the new engine's.
+			l.takeReset()
 			msg, err := l.sub.RecvMessageBytes(zmq.DONTWAIT)
 			if err != nil {
 				if zmq.AsErrno(err) != zmq.Errno(syscall.EAGAIN) && zmq.AsErrno(err) != zmq.Errno(syscall.EINTR) {
@@ -269,13 +279,26 @@ func (l *Listener) catchUp(ctx context.Context) {
 	}
 }
 
-// restart clears the rank and forgets the sequence.
-func (l *Listener) restart() {
+// takeReset handles a reset EngineRestarted announced, if any.
+func (l *Listener) takeReset() {
+	select {
+	case <-l.reset:
+		l.restart(false)
+	default:
+	}
+}
+
+// restart clears the rank and forgets the sequence; seen says the listener
+// found out by itself (the sequence went backwards), which counts as a
+// restart.
+func (l *Listener) restart(seen bool) {
 	l.sink.ClearRank(l.cfg.Replica, l.cfg.Rank)
 	l.liveLast = -1
 	l.mu.Lock()
 	l.stats.LastSeq = -1
-	l.stats.Restarts++
+	if seen {
+		l.stats.Restarts++
+	}
 	l.mu.Unlock()
 }
 
@@ -301,7 +324,7 @@ func (l *Listener) live(ctx context.Context, msg [][]byte) {
 	seq := int64(useq & (1<<63 - 1))
 	if l.liveLast >= 0 && seq <= l.liveLast {
 		l.log.Info("kv events sequence went backwards: engine restarted; clearing its blocks", "seq", seq, "last", l.liveLast)
-		l.restart()
+		l.restart(true)
 	}
 	l.liveLast = seq
 	applied := l.Stats().LastSeq

@@ -255,9 +255,9 @@ func TestListenerEngineRestartedByDriver(t *testing.T) {
 	}
 	poll.Until(t, "old engine's batches", func() bool { return l.Stats().LastSeq == 1 })
 	l.EngineRestarted()
-	poll.Until(t, "restart handled", func() bool { return l.Stats().Restarts == 1 })
-	if got := s.Blocks("r"); len(got) != 0 {
-		t.Fatalf("blocks after restart %v; want none", got)
+	poll.Until(t, "restart handled", func() bool { return len(s.Blocks("r")) == 0 })
+	if st := l.Stats(); st.Announced != 1 || st.Restarts != 0 {
+		t.Errorf("stats %+v; want 1 announced restart and none seen", st)
 	}
 	fresh, keys := chainPayloads(t, 1, 50)
 	e.seq = 0 // the new engine counts from 0 again
@@ -285,5 +285,57 @@ func TestListenerCatchesUpWhenQuiet(t *testing.T) {
 	}
 	if st := l.Stats(); st.Replayed != 2 || st.Lost != 0 || st.ReplayFails != 0 {
 		t.Errorf("stats %+v; want both batches replayed", st)
+	}
+}
+
+// heldSink is a Store whose Apply waits until released: the listener's
+// goroutine is held inside it.
+type heldSink struct {
+	*Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldSink) Apply(replica string, rank int, b *Batch) {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	<-h.release
+	h.Store.Apply(replica, rank, b)
+}
+
+// TestEngineRestartedCountedAtOnce: the driver takes a new engine's
+// baseline counters right after starting it, and a fast engine is ready
+// before the listener's goroutine gets round to the reset. With that
+// goroutine held busy, EngineRestarted must already be counted when it
+// returns, and once the goroutine has handled it, it must not count as a
+// restart the listener saw: only those are reported as the engine's own.
+func TestEngineRestartedCountedAtOnce(t *testing.T) {
+	s := &heldSink{Store: NewStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	l := listen(t, ListenerConfig{}, s)
+	e := startFakeEngine(t, l.Endpoint(), 0, true)
+	old, _ := chainPayloads(t, 1, 10)
+	e.publish(old[0], false)
+	<-s.entered // the goroutine is inside Apply now
+
+	l.EngineRestarted()
+	st := l.Stats()
+	close(s.release)
+	if st.Announced != 1 || st.Restarts != 0 {
+		t.Errorf("stats right after EngineRestarted %+v; want it counted as announced, not as a restart", st)
+	}
+	poll.Until(t, "the old batch applied, then the reset", func() bool {
+		return s.Stats().Stored == 1 && l.Stats().LastSeq == -1 && len(s.Blocks("r")) == 0
+	})
+	fresh, keys := chainPayloads(t, 1, 50)
+	e.seq = 0
+	e.publish(fresh[0], false)
+	poll.Until(t, "the new engine's batch", func() bool { return l.Stats().LastSeq == 0 })
+	if st := l.Stats(); st.Restarts != 0 || st.Announced != 1 {
+		t.Errorf("stats %+v; want the announced restart only", st)
+	}
+	if got := s.Blocks("r"); !slices.Equal(got, gpu(0, keys...)) {
+		t.Errorf("blocks %v; want the new engine's %v", got, keys)
 	}
 }

@@ -136,6 +136,20 @@ func (s *Store) ClearRank(replica string, rank int) {
 	}
 }
 
+// Announce makes replica known, holding nothing: a new engine publishes
+// for it. Snapshots list it from now on, and every session is sent it as a
+// reset, so routers route it exact at once instead of waiting for its first
+// event; an idle engine may send none for a long time, and what a router
+// knows for certain about it, that it holds nothing, is worth using.
+func (s *Store) Announce(replica string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.replica(replica)
+	if len(s.sessions) > 0 {
+		s.log.append(change{rep: r, op: opReset})
+	}
+}
+
 // Remove forgets replica: every session is told it holds nothing.
 func (s *Store) Remove(replica string) {
 	s.mu.Lock()

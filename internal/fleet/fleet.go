@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +50,9 @@ type Options struct {
 	// MaxModelLen is each shard's max_model_len, the longest prompt plus
 	// answer its engine accepts (0: 8192, as jobs/demo-sim.nomad.hcl).
 	MaxModelLen int
+	// KeepAlive is the driver's kv_keep_alive (0: the driver's default,
+	// 10 s).
+	KeepAlive time.Duration
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no
@@ -101,6 +102,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("fleet: FlushInterval must not be negative, got %s", o.FlushInterval)
 	case o.MaxModelLen < 0:
 		return o, fmt.Errorf("fleet: MaxModelLen must not be negative, got %d", o.MaxModelLen)
+	case o.KeepAlive < 0:
+		return o, fmt.Errorf("fleet: KeepAlive must not be negative, got %s", o.KeepAlive)
 	}
 	for _, b := range []string{o.ConsulBin, filepath.Join(o.BinDir, "llmgw-router"),
 		filepath.Join(o.BinDir, "nomad-driver-vllm"), filepath.Join(o.BinDir, "vllm-sim")} {
@@ -209,29 +212,13 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	if err = f.startRouters(ctx, o.Scheduler); err != nil {
 		return nil, err
 	}
-	// A replica is exact once its driver has reported state for it, and an
-	// engine reports only when its cache changes: one request each.
-	// Routers keep state that reaches them before they list a replica
-	// (router/ingest), so the warm-up need not wait for the listing;
-	// waitExact below checks listing and mode together.
-	for _, s := range f.runningShards() {
-		if err = f.post(ctx, s.url+"/v1/completions", warmUp(o.Model)); err != nil {
-			return nil, fmt.Errorf("warm up %s: %w", s.replica, err)
-		}
-	}
+	// The driver announces each shard, holding nothing, as soon as its
+	// listener is up, so no request is needed for a shard to be exact.
 	if err = f.waitExact(ctx); err != nil {
-		return nil, err
-	}
-	if err = f.ResetCaches(ctx); err != nil {
 		return nil, err
 	}
 	f.log.Info("fleet ready", "routers", f.RouterURLs(), "consul", f.consul.httpAddr)
 	return f, nil
-}
-
-// warmUp is a completion request of a few full blocks.
-func warmUp(model string) string {
-	return `{"model":` + strconv.Quote(model) + `,"prompt":"` + strings.Repeat("fleet warm up ", 24) + `","max_tokens":1}`
 }
 
 // startRouters starts o.Routers routers of a new generation and waits

@@ -105,7 +105,7 @@ func TestFleet(t *testing.T) {
 
 	t.Run("stop means empty: the driver clears a stopped shard", func(t *testing.T) {
 		s := f.shards[1]
-		if err := f.post(ctx, s.url+"/v1/completions", warmUp(o.Model)); err != nil {
+		if err := f.post(ctx, s.url+"/v1/completions", `{"model":"sim-model","prompt":"`+strings.Repeat("fill a few blocks ", 24)+`","max_tokens":1}`); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "routers to index the shard's blocks", func() bool { return allRouters(t, f, s.replica, holds) })

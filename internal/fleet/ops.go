@@ -81,9 +81,13 @@ func (f *Fleet) KillRouter(i int) error {
 }
 
 // StopShard stops shard i (in start order) the way Nomad stops an
-// allocation: its Consul service is deregistered, then the driver stops
-// and destroys the task, which tells every router the replica holds
-// nothing. It returns once the engine's processes are gone.
+// allocation of jobs/demo-sim.nomad.hcl: its Consul service is
+// deregistered; then, where Nomad waits the task's shutdown_delay, the
+// fleet waits for what that delay is for: no live router lists the shard
+// any more, and the engine has finished the requests it was running; only
+// then does the driver stop and destroy the task, which tells every router
+// the replica holds nothing. It returns once the engine's processes are
+// gone. No request is lost to the stop.
 func (f *Fleet) StopShard(ctx context.Context, i int) error {
 	f.op.Lock()
 	defer f.op.Unlock()
@@ -92,6 +96,9 @@ func (f *Fleet) StopShard(ctx context.Context, i int) error {
 		return err
 	}
 	err = f.deregister(ctx, s)
+	if err == nil {
+		err = f.drain(ctx, s)
+	}
 	if e := f.stopTask(ctx, s); err == nil {
 		err = e
 	}

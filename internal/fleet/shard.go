@@ -64,6 +64,9 @@ func (f *Fleet) startDriver(ctx context.Context) error {
 	if f.o.FlushInterval > 0 {
 		cfg["kv_flush_interval"] = f.o.FlushInterval.String()
 	}
+	if f.o.KeepAlive > 0 {
+		cfg["kv_keep_alive"] = f.o.KeepAlive.String()
+	}
 	return h.SetConfig(ctx, cfg, &base.NomadConfig{Driver: &base.NomadDriverConfig{}})
 }
 

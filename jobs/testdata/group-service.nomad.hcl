@@ -17,6 +17,8 @@ job "broken" {
       config {
         model = "m"
       }
+
+      shutdown_delay = "5s"
     }
   }
 }

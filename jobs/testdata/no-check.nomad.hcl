@@ -24,6 +24,8 @@ job "broken" {
           llmgw-kv-events  = "true"
         }
       }
+
+      shutdown_delay = "5s"
     }
   }
 }

@@ -30,6 +30,8 @@ job "broken" {
           timeout  = "5s"
         }
       }
+
+      shutdown_delay = "5s"
     }
   }
 }
