@@ -18,22 +18,23 @@ import (
 // fileConfig mirrors the HCL file. Optional attributes are pointers so an
 // absent one keeps the default.
 type fileConfig struct {
-	Listen           *string   `hcl:"listen,optional"`
-	IngestListen     *string   `hcl:"ingest_listen,optional"`
-	AdvertiseAddress *string   `hcl:"advertise_address,optional"`
-	KVToken          *string   `hcl:"kv_token,optional"`
-	MaxBodyBytes     *int64    `hcl:"max_body_bytes,optional"`
-	Attempts         *int      `hcl:"attempts,optional"`
-	UpstreamTimeout  *string   `hcl:"upstream_timeout,optional"`
-	DriverExpiry     *string   `hcl:"driver_expiry,optional"`
-	ScrapeInterval   *string   `hcl:"scrape_interval,optional"`
-	PeerInterval     *string   `hcl:"peer_load_interval,optional"`
-	PeerExpiry       *string   `hcl:"peer_load_expiry,optional"`
-	LogLevel         *string   `hcl:"log_level,optional"`
-	QueueTimeout     *string   `hcl:"queue_timeout,optional"`
-	MaxQueue         *int      `hcl:"max_queue,optional"`
-	APIKeys          []string  `hcl:"api_keys,optional"`
-	Auth             *fileAuth `hcl:"auth,block"`
+	Listen           *string `hcl:"listen,optional"`
+	IngestListen     *string `hcl:"ingest_listen,optional"`
+	AdvertiseAddress *string `hcl:"advertise_address,optional"`
+	KVToken          *string `hcl:"kv_token,optional"`
+	MaxBodyBytes     *int64  `hcl:"max_body_bytes,optional"`
+	Attempts         *int    `hcl:"attempts,optional"`
+	UpstreamTimeout  *string `hcl:"upstream_timeout,optional"`
+	DriverExpiry     *string `hcl:"driver_expiry,optional"`
+	ScrapeInterval   *string `hcl:"scrape_interval,optional"`
+	PeerInterval     *string `hcl:"peer_load_interval,optional"`
+	PeerExpiry       *string `hcl:"peer_load_expiry,optional"`
+	LogLevel         *string `hcl:"log_level,optional"`
+	QueueTimeout     *string `hcl:"queue_timeout,optional"`
+	MaxQueue         *int    `hcl:"max_queue,optional"`
+
+	APIKeys []string  `hcl:"api_keys,optional"` // router/config/auth.go
+	Auth    *fileAuth `hcl:"auth,block"`
 
 	Consul    *fileConsul    `hcl:"consul,block"`
 	Models    []fileModel    `hcl:"model,block"`
