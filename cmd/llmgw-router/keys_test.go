@@ -131,3 +131,23 @@ func TestSIGHUPReloadsKeys(t *testing.T) {
 		t.Errorf("exit after SIGTERM: %v", err)
 	}
 }
+
+// TestReadmeKeysFile keeps the keys file example in README.md loadable.
+func TestReadmeKeysFile(t *testing.T) {
+	doc, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```json\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no keys file example in a json block")
+	}
+	tab, err := auth.ParseFile([]byte(example))
+	if err != nil {
+		t.Fatalf("the README's keys file example: %v", err)
+	}
+	if len(tab.Tenants()) != 2 || tab.Keys() != 3 {
+		t.Errorf("example has %d tenants, %d keys; want 2, 3", len(tab.Tenants()), tab.Keys())
+	}
+}

@@ -105,6 +105,9 @@ func measureAdmitted(t *testing.T, routers []*server.Server, key string, rate fl
 	defer client.CloseIdleConnections()
 	body := completion("a short prompt", false)
 	var admitted, refused, other atomic.Int64
+	var once sync.Once
+	var sample429 *http.Response
+	var sampleBody []byte
 	var wg sync.WaitGroup
 	start := time.Now()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
@@ -126,8 +129,11 @@ func measureAdmitted(t *testing.T, routers []*server.Server, key string, rate fl
 				other.Add(1)
 				return
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
+			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests {
+				once.Do(func() { sample429, sampleBody = resp, b })
+			}
 			switch {
 			case !counted:
 			case resp.StatusCode == http.StatusOK:
@@ -140,6 +146,17 @@ func measureAdmitted(t *testing.T, routers []*server.Server, key string, rate fl
 		}()
 	}
 	wg.Wait()
+	if sample429 == nil {
+		t.Fatal("no request was refused")
+	}
+	h := sample429.Header
+	var e struct {
+		Error struct{ Type, Code string }
+	}
+	if err := json.Unmarshal(sampleBody, &e); err != nil || e.Error.Code != "rate_limit_exceeded" || e.Error.Type != "requests" ||
+		h.Get("Retry-After") == "" || h.Get("x-ratelimit-limit-requests") != "20" || h.Get("x-ratelimit-remaining-requests") != "0" || h.Get("x-ratelimit-reset-requests") == "" {
+		t.Errorf("a 429 through a real router: %v %s", h, sampleBody)
+	}
 	if other.Load() > 0 {
 		t.Errorf("%d requests failed other than with 429", other.Load())
 	}

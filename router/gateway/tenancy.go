@@ -135,15 +135,17 @@ func mayNameCacheSalt(body []byte) bool {
 		return true
 	}
 	const word = "cache_salt"
-	for i := bytes.IndexAny(body, "cC"); i >= 0 && i+len(word) <= len(body); {
-		if bytes.EqualFold(body[i:i+len(word)], []byte(word)) {
-			return true
+	for _, first := range []byte{'c', 'C'} { // IndexByte is vectorised; IndexAny is not
+		for rest := body; ; {
+			i := bytes.IndexByte(rest, first)
+			if i < 0 || len(rest)-i < len(word) {
+				break
+			}
+			if bytes.EqualFold(rest[i:i+len(word)], []byte(word)) {
+				return true
+			}
+			rest = rest[i+1:]
 		}
-		j := bytes.IndexAny(body[i+1:], "cC")
-		if j < 0 {
-			break
-		}
-		i += 1 + j
 	}
 	return false
 }
@@ -208,7 +210,10 @@ func (g *Gateway) proxyLimited(w gin.ResponseWriter, r *http.Request, proxy http
 	used := int64(-1) // the estimate stands unless the response says otherwise
 	// Deferred: a stream the proxy aborts (http.ErrAbortHandler) must
 	// still release its hold.
-	defer func() { p.grant.Finish(used) }()
+	defer func() {
+		p.grant.Finish(used)
+		uw.release()
+	}()
 	proxy.ServeHTTP(uw, r)
 	status := w.Status()
 	if used = 0; status < http.StatusBadRequest {

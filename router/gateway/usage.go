@@ -2,8 +2,9 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
+	"strconv"
+	"sync"
 )
 
 // usageTail is how much of a response's end is kept to find its usage:
@@ -17,12 +18,28 @@ const usageTail = 4 << 10
 // chunk (sent when the client asked for stream_options.include_usage).
 type usageWriter struct {
 	http.ResponseWriter
-	tail []byte
+	tail []byte // from tails, returned by release
+}
+
+// tails reuses the writers' buffers: a fresh one per request would cost
+// more than everything else tenancy adds.
+var tails = sync.Pool{New: func() any { b := make([]byte, 0, 2*usageTail); return &b }}
+
+// release returns the writer's buffer; the writer keeps no tail after.
+func (u *usageWriter) release() {
+	if u.tail != nil {
+		b := u.tail[:0]
+		tails.Put(&b)
+		u.tail = nil
+	}
 }
 
 func (u *usageWriter) Write(p []byte) (int, error) {
 	n, err := u.ResponseWriter.Write(p)
 	p = p[:n]
+	if u.tail == nil {
+		u.tail = (*tails.Get().(*[]byte))[:0]
+	}
 	if len(p) >= usageTail {
 		u.tail = append(u.tail[:0], p[len(p)-usageTail:]...)
 	} else {
@@ -59,20 +76,66 @@ func usedTokens(tail []byte) int64 {
 		if len(rest) == 0 || rest[0] != ':' {
 			continue
 		}
-		var u struct {
-			PromptTokens     *int64 `json:"prompt_tokens"`
-			CompletionTokens *int64 `json:"completion_tokens"`
-			TotalTokens      *int64 `json:"total_tokens"`
-		}
-		if err := json.NewDecoder(bytes.NewReader(rest[1:])).Decode(&u); err != nil {
+		obj := objectAt(bytes.TrimLeft(rest[1:], " \t\r\n"))
+		if obj == nil {
 			return -1
 		}
-		switch {
-		case u.TotalTokens != nil && *u.TotalTokens >= 0:
-			return *u.TotalTokens
-		case u.PromptTokens != nil && u.CompletionTokens != nil && *u.PromptTokens >= 0 && *u.CompletionTokens >= 0:
-			return *u.PromptTokens + *u.CompletionTokens
+		if total, ok := intField(obj, "total_tokens"); ok {
+			return total
+		}
+		p, okP := intField(obj, "prompt_tokens")
+		c, okC := intField(obj, "completion_tokens")
+		if okP && okC {
+			return p + c
 		}
 		return -1 // "usage": null
 	}
+}
+
+// objectAt returns the JSON object b starts with, up to its closing brace,
+// or nil when b does not start with a whole one.
+func objectAt(b []byte) []byte {
+	if len(b) == 0 || b[0] != '{' {
+		return nil
+	}
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++ // skip the escaped byte
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth == 0 {
+				return b[:i+1]
+			}
+		}
+	}
+	return nil
+}
+
+// intField reads the non-negative integer of "name" in the JSON object
+// obj (usage objects nest only prompt_tokens_details, whose keys differ).
+func intField(obj []byte, name string) (int64, bool) {
+	i := bytes.Index(obj, []byte(`"`+name+`"`))
+	if i < 0 {
+		return 0, false
+	}
+	rest := bytes.TrimLeft(obj[i+len(name)+2:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return 0, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	n := 0
+	for n < len(rest) && n < 18 && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	if n == 0 || n < len(rest) && (rest[n] == '.' || rest[n] == 'e' || rest[n] == 'E' || rest[n] >= '0' && rest[n] <= '9') {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(rest[:n]), 10, 64)
+	return v, err == nil
 }

@@ -146,7 +146,12 @@ func (p *Publisher) next(own map[string]scheduler.PeerLoad, tenants map[string]r
 	m := Message{Version: MinVersion, Router: p.opts.Self, Replicas: make([]Replica, 0, len(own))}
 	if p.opts.Tenants != nil {
 		m.Version = Version
-		m.Tenants = tenantsOf(tenants, slices.Sorted(maps.Keys(tenants)))
+		names := slices.Sorted(maps.Keys(tenants))
+		if len(names) > MaxTenants {
+			p.opts.Logger.Warn("more active tenants than one peer message carries; the rest are limited per router", "active", len(names), "max", MaxTenants)
+			names = names[:MaxTenants]
+		}
+		m.Tenants = tenantsOf(tenants, names)
 	}
 	for _, id := range slices.Sorted(maps.Keys(own)) {
 		l := own[id]

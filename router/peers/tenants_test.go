@@ -14,11 +14,11 @@ import (
 
 // TestTenantsReachThePeersLimiter: router a's admissions, published over
 // real HTTP, drain router b's bucket for the same tenant; a's requests in
-// flight count against b's concurrency limit until they end, and until a
-// expires.
+// flight count against b's concurrency limit until they end.
 func TestTenantsReachThePeersLimiter(t *testing.T) {
-	// A minute's budget refills at 1000 tokens a second.
-	ten := &tenant.Tenant{Name: "team", Limits: tenant.Limits{TokensPerMinute: 60000, MaxConcurrent: 100}}
+	// A minute's budget refills at 1000 tokens a second; one request at
+	// a time, fleet-wide.
+	ten := &tenant.Tenant{Name: "team", Limits: tenant.Limits{TokensPerMinute: 60000, MaxConcurrent: 1}}
 	la, lb := ratelimit.New(), ratelimit.New()
 	tab, err := NewTable("b", "secret", scheduler.NewTracker(), time.Minute)
 	if err != nil {
@@ -44,25 +44,27 @@ func TestTenantsReachThePeersLimiter(t *testing.T) {
 	}
 	first.Finish(-1)
 	poll.Until(t, "b to hear from a", func() bool { return tab.Peers() == 1 })
-	g, s := la.Admit(ten, 60000, false)
+	refused := func(limit ratelimit.Limit, tokens int64) func() bool {
+		return func() bool {
+			g, s := lb.Admit(ten, tokens, false)
+			g.Finish(0) // an admitted probe gives its tokens back
+			return !s.Allowed && s.Limit == limit
+		}
+	}
+	// a's request in flight counts at b at once, in the tenant's first
+	// report (which only sets where a's totals start).
+	g, s := la.Admit(ten, 0, false)
 	if !s.Allowed {
 		t.Fatal(s)
 	}
-	// b now refuses half a minute's tokens: a's request used the budget,
-	// and b refills no more than 1000 a second.
-	poll.Until(t, "b to charge a's request", func() bool {
-		g, s := lb.Admit(ten, 30000, false)
-		g.Finish(-1)
-		return !s.Allowed && s.Limit == ratelimit.LimitTokens
-	})
-	one := &tenant.Tenant{Name: "team", Limits: tenant.Limits{MaxConcurrent: 1}}
-	if _, s := lb.Admit(one, 0, false); s.Allowed {
-		t.Error("b admitted beyond a concurrency of 1 with a's request in flight")
+	poll.Until(t, "b to count a's request in flight", refused(ratelimit.LimitConcurrent, 0))
+	g.Finish(-1)
+	poll.Until(t, "b to see it end", func() bool { return !refused(ratelimit.LimitConcurrent, 0)() })
+	// a's next request spends the minute's tokens; b, refilling 1000 a
+	// second, refuses half a minute's worth.
+	if g, s = la.Admit(ten, 60000, false); !s.Allowed {
+		t.Fatal(s)
 	}
 	g.Finish(-1)
-	poll.Until(t, "b to see a's request end", func() bool {
-		g, s := lb.Admit(one, 0, false)
-		g.Finish(-1)
-		return s.Allowed
-	})
+	poll.Until(t, "b to charge a's tokens", refused(ratelimit.LimitTokens, 30000))
 }

@@ -42,6 +42,7 @@ type state struct {
 	own          Usage
 	peerInFlight int
 	peerStreams  int
+	changed      time.Time // of own, for Own to leave idle tenants out
 }
 
 // sizes of the buckets for limits l: one second of requests (at least
@@ -120,10 +121,11 @@ func (l *Limiter) Admit(t *tenant.Tenant, tokens int64, stream bool) (*Grant, St
 		st.own.Requests++
 		st.own.Tokens += tokens
 		st.own.InFlight++
+		st.changed = now
 		if stream {
 			st.own.Streams++
 		}
-		g = &Grant{st: st, tokens: tokens, stream: stream}
+		g = &Grant{l: l, st: st, tokens: tokens, stream: stream}
 	}
 	s.fill(st, lim)
 	return g, s
@@ -131,6 +133,7 @@ func (l *Limiter) Admit(t *tenant.Tenant, tokens int64, stream bool) (*Grant, St
 
 // Grant is one admitted request's hold on its tenant's limits.
 type Grant struct {
+	l      *Limiter
 	st     *state
 	tokens int64
 	stream bool
@@ -152,6 +155,7 @@ func (g *Grant) Finish(actual int64) {
 		return
 	}
 	g.done = true
+	st.changed = g.l.now()
 	st.own.InFlight--
 	if g.stream {
 		st.own.Streams--
@@ -164,14 +168,21 @@ func (g *Grant) Finish(actual int64) {
 	}
 }
 
-// Own is this router's use of every tenant it has admitted, for its peers.
+// IdleAfter is how long a tenant with nothing in flight and no new
+// admission stays in Own: past it, peers need not hear of it again
+// until it is used.
+const IdleAfter = time.Minute
+
+// Own is this router's use of every tenant it admitted within IdleAfter
+// or has in flight, for its peers.
 func (l *Limiter) Own() map[string]Usage {
+	cutoff := l.now().Add(-IdleAfter)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	out := make(map[string]Usage, len(l.tenants))
 	for name, st := range l.tenants {
 		st.mu.Lock()
-		if st.own != (Usage{}) {
+		if st.own != (Usage{}) && (st.own.InFlight > 0 || st.changed.After(cutoff)) {
 			out[name] = st.own
 		}
 		st.mu.Unlock()
@@ -181,13 +192,15 @@ func (l *Limiter) Own() map[string]Usage {
 
 // SetPeer takes one peer's latest report: the growth of its totals since
 // its previous report is charged to this router's buckets, and its
-// in-flight counts replace the ones it reported before. A peer's first
-// report sets where its totals start: what it admitted before this router
-// heard of it has been refilled since, or will be by the next reports.
+// in-flight counts replace the ones it reported before. A tenant's first
+// appearance in a peer's reports (a new peer, or a tenant that was idle
+// and left out) sets where its totals start: charging a running total in
+// full would charge what was refilled long ago, and the cost is the
+// admissions of one report interval.
 func (l *Limiter) SetPeer(peer string, usage map[string]Usage) {
 	now := l.now()
 	l.mu.Lock()
-	prev, known := l.peers[peer]
+	prev := l.peers[peer]
 	l.peers[peer] = usage
 	l.mu.Unlock()
 	for name, u := range usage {
@@ -199,7 +212,7 @@ func (l *Limiter) SetPeer(peer string, usage map[string]Usage) {
 		st.mu.Lock()
 		st.peerInFlight += u.InFlight - p.InFlight
 		st.peerStreams += u.Streams - p.Streams
-		if known || had {
+		if had {
 			st.chargePeer(now, u.Requests-p.Requests, u.Tokens-p.Tokens)
 		}
 		st.mu.Unlock()

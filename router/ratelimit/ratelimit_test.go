@@ -87,6 +87,17 @@ func TestTokensPerMinute(t *testing.T) {
 	if own := l.Own()["a"]; own.Requests != 2 || own.Tokens != 300 || own.InFlight != 1 {
 		t.Errorf("own usage %+v", own)
 	}
+	// Idle tenants leave the reports; one in flight stays, however long.
+	idle := &tenant.Tenant{Name: "idle", Limits: tenant.Limits{RequestsPerSecond: 5}}
+	ig, _ := l.Admit(idle, 0, false)
+	ig.Finish(-1)
+	if _, ok := l.Own()["idle"]; !ok {
+		t.Error("a tenant just used is not reported")
+	}
+	c.add(IdleAfter + time.Second)
+	if own := l.Own(); len(own) != 1 || own["a"].InFlight != 1 {
+		t.Errorf("after a minute idle: %v; want only a, in flight", own)
+	}
 }
 
 func TestConcurrency(t *testing.T) {
@@ -139,12 +150,16 @@ func TestPeers(t *testing.T) {
 		t.Errorf("peer admissions not charged: %+v", s)
 	}
 	c.add(time.Second)
-	// A new peer whose first report this router already knows of the
-	// tenant: charged in full once it reports a second time.
+	// A tenant's first appearance in a peer's reports is its baseline
+	// (its in-flight counts count at once), its growth after is charged.
 	l.SetPeer("r3", map[string]Usage{})
-	l.SetPeer("r3", map[string]Usage{"a": {Requests: 10, InFlight: 5}})
-	if _, s := l.Admit(ten, 0, false); s.Allowed {
-		t.Errorf("r3's requests not charged: %+v", s)
+	l.SetPeer("r3", map[string]Usage{"a": {Requests: 1_000_000, InFlight: 5}})
+	if _, s := l.Admit(ten, 0, false); s.Allowed || s.Limit != LimitConcurrent {
+		t.Errorf("r3's requests in flight not counted: %+v", s)
+	}
+	l.SetPeer("r3", map[string]Usage{"a": {Requests: 1_000_010}})
+	if _, s := l.Admit(ten, 0, false); s.Allowed || s.Limit != LimitRequests {
+		t.Errorf("r3's new requests not charged: %+v", s)
 	}
 	l.ForgetPeer("r3")
 	c.add(time.Second)

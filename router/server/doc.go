@@ -9,8 +9,10 @@
 // LoRA adapters), the per-replica capacity check that alarms when the index
 // holds more of a replica than its engine advertises and repairs it by
 // asking that replica's driver for a fresh snapshot, the router's own
-// Consul registration as llmgw-router with an HTTP check, and the expiry of
-// silent drivers.
+// Consul registration as llmgw-router with an HTTP check, the expiry of
+// silent drivers, and the API keys (router/auth, reloaded on change and on
+// SIGHUP) with the tenants' limits (router/ratelimit), shared with the
+// other routers through router/peers.
 //
 // It owns process-level lifetime: Start opens every listener and goroutine,
 // Close stops them in reverse order and waits. cmd/llmgw-router only parses
