@@ -74,7 +74,9 @@ model %q {
 }
 
 // startRouter writes name's config and starts it, returning once it has
-// registered in Consul (its API then serves).
+// registered in Consul and its check passes, so that Consul DNS and
+// `llmgw status` list it. (Drivers send it KV state as soon as it is
+// registered, so it may route exact before that.)
 func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*router, error) {
 	dir := filepath.Join(f.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -112,6 +114,15 @@ func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*route
 			return fmt.Errorf("%s registered without meta %s", name, consul.MetaAdminPort)
 		}
 		r.url = "http://" + svc.Address + ":" + strconv.Itoa(svc.Port)
+		checks, _, err := f.consul.client.Health().Checks(svc.Service, (&api.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return notYet("%v", err)
+		}
+		for _, c := range checks {
+			if c.ServiceID == r.serviceID && c.Status != api.HealthPassing {
+				return notYet("%s's check is %s", name, c.Status)
+			}
+		}
 		r.adminURL = "http://" + net.JoinHostPort(svc.Address, admin)
 		return nil
 	})
