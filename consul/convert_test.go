@@ -140,12 +140,12 @@ func TestConvertRouters(t *testing.T) {
 		{
 			name: "admin port",
 			in:   []Instance{withMeta(inst("r1", "9000"), MetaAdminPort, "9100")},
-			want: []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000, AdminPort: 9100}},
+			want: []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000, AdminPort: 9100, Health: HealthPassing}},
 		},
 		{
 			name: "bad admin port reads as none",
 			in:   []Instance{withMeta(inst("r1", "9000"), MetaAdminPort, "0")},
-			want: []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000}},
+			want: []Router{{ID: "n1/r1", Address: "10.0.0.2", Port: 8080, IngestPort: 9000, Health: HealthPassing}},
 		},
 		{
 			name:    "bad one skipped",

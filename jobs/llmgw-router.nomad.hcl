@@ -15,6 +15,10 @@
 # cmd/llmgw-router/README.md; a change reaches the routers with SIGHUP,
 # without a restart):
 #   nomad var put nomad/jobs/llmgw-router/keys keys_json=@keys.json
+# Engines started with an API key (api_key_env in the model's jobspec) need
+# the same key here, as engine_api_key in the first variable; a job reads
+# only its own variables, so the key is stored in both:
+#   nomad var put nomad/jobs/llmgw-router kv_token=... admin_token=... engine_api_key=<the engines' key>
 job "llmgw-router" {
   datacenters = ["*"]
   type        = "service"
@@ -117,7 +121,8 @@ job "llmgw-router" {
         change_mode = "restart"
         data        = <<-EOT
           {{ with nomadVar "nomad/jobs/llmgw-router" }}LLMGW_KV_TOKEN={{ .kv_token }}
-          LLMGW_ADMIN_TOKEN={{ .admin_token }}{{ end }}
+          LLMGW_ADMIN_TOKEN={{ .admin_token }}
+          LLMGW_ENGINE_API_KEY={{ .engine_api_key }}{{ end }}
         EOT
       }
 

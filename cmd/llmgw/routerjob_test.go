@@ -56,7 +56,7 @@ func TestRouterJobConfig(t *testing.T) {
 		t.Errorf("listen %q, ingest_listen %q, admin_listen %q; want the allocated ports", cfg.Listen, cfg.IngestListen, cfg.HTTP.AdminListen)
 	}
 	secrets := templateData(t, src, path, "secrets/kv.env")
-	for _, v := range []string{"LLMGW_KV_TOKEN={{ .kv_token }}", "LLMGW_ADMIN_TOKEN={{ .admin_token }}"} {
+	for _, v := range []string{"LLMGW_KV_TOKEN={{ .kv_token }}", "LLMGW_ADMIN_TOKEN={{ .admin_token }}", "LLMGW_ENGINE_API_KEY={{ .engine_api_key }}"} {
 		if !strings.Contains(secrets, v) {
 			t.Errorf("secrets template lacks %s:\n%s", v, secrets)
 		}

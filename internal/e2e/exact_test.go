@@ -47,6 +47,7 @@ func startFleetWith(t *testing.T, extra ...[]string) *fleet {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = in.Close() })
+		in.EngineRestarted() // as the driver does before it starts an engine: the replica is announced empty
 		s := startSim(t, append([]string{"--sim-latency=false", "--kv-events-config", in.EngineFlag()}, args...)...)
 		f.sims[id], f.ids = s, append(f.ids, id)
 		f.register(t, id)

@@ -36,6 +36,8 @@ job "broken" {
           timeout  = "5s"
         }
       }
+
+      shutdown_delay = "5s"
     }
   }
 }

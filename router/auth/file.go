@@ -50,12 +50,16 @@ type fileLimits struct {
 
 var tenantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
+// MaxPriority bounds a tenant's priority to -MaxPriority..MaxPriority: the
+// bands router/admission serves (a gateway test keeps the two equal), so a
+// keys file cannot name a band that admission would silently clamp.
+const MaxPriority = 10
+
 // Bounds on what one tenant may say.
 const (
-	maxPriority = 1000
-	maxWeight   = 1e6
-	maxRate     = 1e9
-	maxModels   = 4096
+	maxWeight = 1e6
+	maxRate   = 1e9
+	maxModels = 4096
 )
 
 // ParseFile reads a keys file: a JSON object, with no unknown fields and
@@ -132,8 +136,8 @@ func (t *Table) addFile(src []byte) error {
 
 func (ft *fileTenant) tenant(secret string) (*tenant.Tenant, error) {
 	ten := &tenant.Tenant{Name: ft.Name, Priority: ft.Priority, Weight: 1, Isolated: ft.Isolated}
-	if ft.Priority < -maxPriority || ft.Priority > maxPriority {
-		return nil, fmt.Errorf("priority %d: want %d..%d", ft.Priority, -maxPriority, maxPriority)
+	if ft.Priority < -MaxPriority || ft.Priority > MaxPriority {
+		return nil, fmt.Errorf("priority %d: want %d..%d", ft.Priority, -MaxPriority, MaxPriority)
 	}
 	if ft.Weight != nil {
 		if w := *ft.Weight; !(w > 0 && w <= maxWeight) {

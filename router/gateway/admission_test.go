@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/admission"
+	"github.com/llmgw/llmgw/router/auth"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/tenant"
@@ -292,4 +293,12 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
+}
+
+// TestPriorityBoundsAgree keeps the keys file's priority range to the
+// bands admission serves: a wider range would be clamped without a word.
+func TestPriorityBoundsAgree(t *testing.T) {
+	if auth.MaxPriority != admission.MaxPriority || -auth.MaxPriority != admission.MinPriority {
+		t.Errorf("keys file priorities -%d..%d, admission bands %d..%d", auth.MaxPriority, auth.MaxPriority, admission.MinPriority, admission.MaxPriority)
+	}
 }

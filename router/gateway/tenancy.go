@@ -68,7 +68,7 @@ func bearer(h string) (string, bool) {
 
 // forTenant checks that the request's tenant may use the requested model
 // and, for an isolated tenant, salts the request: cache_salt becomes the
-// tenant's salt (joined with any salt the client sent, which therefore
+// tenant's salt (mixed with any salt the client sent, which therefore
 // cannot escape the tenant's cache), both in the body the engine gets and
 // in the prompt's block keys, so the router keys the blocks as vLLM will.
 func forTenant(t *tenant.Tenant, req *openai.Request) *errStatus {
@@ -80,10 +80,7 @@ func forTenant(t *tenant.Tenant, req *openai.Request) *errStatus {
 	if !t.Isolated || t.CacheSalt == "" {
 		return nil
 	}
-	salt := t.CacheSalt
-	if req.CacheSalt != "" {
-		salt += ":" + req.CacheSalt
-	}
+	salt := t.SaltFor(req.CacheSalt)
 	body, err := withCacheSalt(req.Body, salt)
 	if err != nil {
 		return &errStatus{code: http.StatusBadRequest, msg: err.Error()}

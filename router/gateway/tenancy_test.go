@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -271,7 +274,7 @@ func TestIsolatedTenantIsSalted(t *testing.T) {
 		{openKey, chatBody, ""},
 		{openKey, `{"model":"m","cache_salt":"mine","messages":[{"role":"user","content":"hi"}]}`, "mine"},
 		{isolatedKey, chatBody, salt},
-		{isolatedKey, `{"model":"m","cache_salt":"mine","messages":[{"role":"user","content":"hi"}]}`, salt + ":mine"},
+		{isolatedKey, `{"model":"m","cache_salt":"mine","messages":[{"role":"user","content":"hi"}]}`, hmacHex(salt, "mine")},
 		{isolatedKey, `{"model":"m","cache_salt":"","messages":[{"role":"user","content":"hi"}]}`, salt},
 	} {
 		if resp, b := call(t, chat, "Bearer "+tc.key, tc.body); resp.StatusCode != 200 {
@@ -324,7 +327,7 @@ func TestSaltKeysBlocks(t *testing.T) {
 	if ka[0] != ka2[0] {
 		t.Error("the same tenant keys the same prompt differently")
 	}
-	if !strings.Contains(string(bodyA), `"cache_salt":"`+a.CacheSalt+`:c"`) {
+	if !strings.Contains(string(bodyA), `"cache_salt":"`+hmacHex(a.CacheSalt, "c")+`"`) {
 		t.Errorf("forwarded body %s", bodyA)
 	}
 }
@@ -446,4 +449,12 @@ func FuzzWithCacheSalt(f *testing.F) {
 			t.Fatalf("%q -> %q: salt keys %v", body, out, salts)
 		}
 	})
+}
+
+// hmacHex is the salt an isolated tenant's request carries when its client
+// sent one of its own, computed here apart from tenant.SaltFor.
+func hmacHex(key, msg string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(msg))
+	return hex.EncodeToString(m.Sum(nil))
 }

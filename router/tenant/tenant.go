@@ -7,6 +7,9 @@ package tenant
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 )
 
@@ -64,6 +67,21 @@ func (t *Tenant) ShareWeight() float64 {
 		return 1
 	}
 	return t.Weight
+}
+
+// SaltFor is the cache_salt an isolated tenant's request carries to the
+// engine, given the salt the client sent ("" for none): CacheSalt alone, or
+// the hex HMAC-SHA256 of the client's salt keyed by CacheSalt, so a client
+// may partition its own tenant's cache but never reach another's. Either
+// is 64 hex digits, inside vLLM's 128-character limit and free of the
+// characters it refuses, whatever the client sent.
+func (t *Tenant) SaltFor(client string) string {
+	if client == "" {
+		return t.CacheSalt
+	}
+	m := hmac.New(sha256.New, []byte(t.CacheSalt))
+	m.Write([]byte(client))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 type ctxKey struct{}

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,19 @@ func TestContext(t *testing.T) {
 	}
 	if w := (&Tenant{}).ShareWeight(); w != 1 {
 		t.Errorf("zero weight reads as %v, want 1", w)
+	}
+}
+
+func TestSaltFor(t *testing.T) {
+	ten := &Tenant{CacheSalt: "tenant-salt"}
+	if got := ten.SaltFor(""); got != "tenant-salt" {
+		t.Errorf("no client salt: %q, want the tenant's", got)
+	}
+	a, b := ten.SaltFor("mine"), ten.SaltFor(strings.Repeat("x", 4096))
+	if a == b || a == ten.CacheSalt || len(a) != 64 || len(b) != 64 {
+		t.Errorf("client salts %q and %q: want two distinct 64-digit salts", a, b)
+	}
+	if other := (&Tenant{CacheSalt: "other-salt"}).SaltFor("mine"); other == a {
+		t.Errorf("two tenants with the same client salt share %q", a)
 	}
 }
