@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"testing"
 )
@@ -31,7 +32,10 @@ func load(url string, workers int, stop <-chan struct{}) func() (map[string]int,
 				default:
 				}
 				body, _ := json.Marshal(map[string]any{"model": "sim-model", "prompt": prompt(10000*w + i), "max_tokens": 16})
-				resp, err := testClient.Post(url+"/v1/completions", "application/json", bytes.NewReader(body))
+				req, _ := http.NewRequest(http.MethodPost, url+"/v1/completions", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+testAPIKey)
+				resp, err := testClient.Do(req)
 				mu.Lock()
 				if err != nil {
 					failures = append(failures, err.Error())
@@ -74,17 +78,22 @@ func TestDrainLosesNoRequest(t *testing.T) {
 
 	stop := make(chan struct{})
 	results := load(url, 4, stop)
+	var once sync.Once
+	finish := func() (map[string]int, []string) {
+		var served map[string]int
+		var failures []string
+		once.Do(func() { close(stop); served, failures = results() })
+		return served, failures
+	}
+	defer finish() // the load's goroutines end with the test, even one that fails
 	waitFor(t, "requests in flight on the shard to stop", func() bool {
 		n, err := f.inFlight(context.Background(), f.Shards()[0].URL)
 		return err == nil && n > 0
 	})
 	if err := f.StopShard(context.Background(), 0); err != nil {
-		close(stop)
-		results()
 		t.Fatal(err)
 	}
-	close(stop)
-	served, failures := results()
+	served, failures := finish()
 	if len(failures) > 0 {
 		t.Errorf("%d requests failed while the shard drained; first: %s", len(failures), failures[0])
 	}

@@ -163,7 +163,13 @@ func (f *Fleet) replicas(ctx context.Context, routerURL string) (map[string]repl
 	if admin == "" {
 		return nil, fmt.Errorf("no live router at %s", routerURL)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/admin/replicas", nil)
+	return f.replicasAt(ctx, admin)
+}
+
+// replicasAt reads /admin/replicas from the admin listener at adminURL, by
+// replica id.
+func (f *Fleet) replicasAt(ctx context.Context, adminURL string) (map[string]replicaView, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, adminURL+"/admin/replicas", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -173,13 +179,13 @@ func (f *Fleet) replicas(ctx context.Context, routerURL string) (map[string]repl
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/admin/replicas: %s", routerURL, resp.Status)
+		return nil, fmt.Errorf("GET %s/admin/replicas: %s", adminURL, resp.Status)
 	}
 	var body struct {
 		Replicas []replicaView `json:"replicas"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("GET %s/admin/replicas: %w", routerURL, err)
+		return nil, fmt.Errorf("GET %s/admin/replicas: %w", adminURL, err)
 	}
 	out := make(map[string]replicaView, len(body.Replicas))
 	for _, r := range body.Replicas {

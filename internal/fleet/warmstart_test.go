@@ -22,11 +22,11 @@ import (
 // does from the jobspec's service block) once its API serves, with a TTL
 // check nobody updates, so it stays critical, as a new router's check is
 // until Consul first runs it (at a random point of its interval, up to
-// 10 s in the shipped jobspec). It returns the router's URL and when it
-// was registered; the router stops when the test ends.
-func joinRouter(t *testing.T, f *Fleet, name string) (string, time.Time) {
+// 10 s in the shipped jobspec). It returns the router's API and admin URLs
+// and when it was registered; the router stops when the test ends.
+func joinRouter(t *testing.T, f *Fleet, name string) (apiURL, adminURL string, registered time.Time) {
 	t.Helper()
-	ports, err := netport.FreeTCPs(2)
+	ports, err := netport.FreeTCPs(3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,10 @@ func joinRouter(t *testing.T, f *Fleet, name string) (string, time.Time) {
 	}
 	conf := fmt.Sprintf(`listen        = "127.0.0.1:%d"
 ingest_listen = "127.0.0.1:%d"
+admin_listen  = "127.0.0.1:%d"
 log_level     = "info"
+api_keys      = [%q]
+expose_route_headers = true
 
 consul {
   address  = %q
@@ -47,7 +50,7 @@ consul {
 model %q {
   sim = true
 }
-`, ports[0], ports[1], f.consul.httpAddr, f.o.Model)
+`, ports[0], ports[1], ports[2], f.APIKey(), f.consul.httpAddr, f.o.Model)
 	path := filepath.Join(dir, "router.hcl")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -79,7 +82,7 @@ model %q {
 	}
 	at := time.Now()
 	t.Cleanup(func() { _ = a.ServiceDeregister(id) })
-	return url, at
+	return url, "http://127.0.0.1:" + strconv.Itoa(ports[2]), at
 }
 
 // TestNewRouterExactAtOnce: a router that joins a running fleet routes
@@ -101,9 +104,9 @@ func TestNewRouterExactAtOnce(t *testing.T) {
 	defer f.Close()
 	var took []time.Duration
 	for i := range 5 {
-		url, registered := joinRouter(t, f, "joiner-"+strconv.Itoa(i))
+		url, admin, registered := joinRouter(t, f, "joiner-"+strconv.Itoa(i))
 		waitFor(t, "the new router to see every shard exact", func() bool {
-			v, err := f.replicas(context.Background(), url)
+			v, err := f.replicasAt(context.Background(), admin)
 			if err != nil {
 				return false
 			}
