@@ -15,9 +15,9 @@ import (
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
-// groupVmRSS sums VmRSS from /proc/PID/status over the live members of
+// groupVMRSS sums VmRSS from /proc/PID/status over the live members of
 // process group pgid, as an operator would with ps or top.
-func groupVmRSS(t *testing.T, pgid int) (bytes uint64, pids []int) {
+func groupVMRSS(t *testing.T, pgid int) (bytes uint64, pids []int) {
 	t.Helper()
 	dir, err := os.ReadDir("/proc")
 	if err != nil {
@@ -75,12 +75,12 @@ func TestStatsMatchProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		before, _ := groupVmRSS(t, pid)
+		before, _ := groupVMRSS(t, pid)
 		s, err := stream.Recv()
 		if err != nil {
 			t.Fatal(err)
 		}
-		after, pids := groupVmRSS(t, pid)
+		after, pids := groupVMRSS(t, pid)
 		mem := s.GetStats().GetAggResourceUsage().GetMemory()
 		lo, hi := min(before, after), max(before, after)
 		// The engine may grow between the reads: allow a tenth either side.
