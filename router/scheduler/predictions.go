@@ -28,14 +28,20 @@ var Predictions = NewStateKey[Prediction]("cached-block predictions")
 // blocks, the most credit and the most exact mode win, so several
 // producers (precise and approximate) can each say what they know.
 func NotePrediction(req *Request, i int, p Prediction) {
-	if old, ok := Predictions.Get(req, i); ok {
+	c := &req.cycle
+	if i < 0 || i >= c.n {
+		return // scored outside Schedule
+	}
+	s := Predictions.slot(c) // one slot lookup for the read and the write
+	if s.set[i] {
+		old := s.v[i]
 		p.Blocks = max(p.Blocks, old.Blocks)
 		p.Credit = max(p.Credit, old.Credit)
 		if old.Mode == ModeExact {
 			p.Mode = ModeExact
 		}
 	}
-	Predictions.Set(req, i, p)
+	s.v[i], s.set[i] = p, true
 }
 
 // creditOf is the prefill credit, in blocks, predicted for candidate i (0
