@@ -17,19 +17,20 @@ import (
 // nothing, keeping Schedule's zero-allocation path.
 //
 // Make keys once, as package-level variables (NewStateKey): every key
-// ever made reserves a slot in the Requests that use it.
+// ever made reserves a slot in the Requests that use it. The zero
+// StateKey holds nothing: Set ignores it and Get finds nothing.
 type StateKey[T any] struct {
-	id   int
+	id   int // its slot in cycleState.state; 0 for the zero key
 	name string
 }
 
-// stateKeys counts the keys made, giving each its slot.
+// stateKeys counts the keys made, giving each its slot from 1.
 var stateKeys atomic.Int64
 
 // NewStateKey makes a key for values of type T; name is for error
 // messages (such as ordering errors) and need not be unique.
 func NewStateKey[T any](name string) StateKey[T] {
-	return StateKey[T]{id: int(stateKeys.Add(1)) - 1, name: name}
+	return StateKey[T]{id: int(stateKeys.Add(1)), name: name}
 }
 
 // Name is the name the key was made with.
@@ -42,7 +43,7 @@ func (k StateKey[T]) stateID() int { return k.id }
 // beyond the candidates, it does nothing.
 func (k StateKey[T]) Set(req *Request, i int, v T) {
 	c := &req.cycle
-	if i < 0 || i >= c.n {
+	if k.id == 0 || i < 0 || i >= c.n {
 		return
 	}
 	s := k.slot(c)
@@ -53,7 +54,7 @@ func (k StateKey[T]) Set(req *Request, i int, v T) {
 // decision; ok is false when none did.
 func (k StateKey[T]) Get(req *Request, i int) (v T, ok bool) {
 	c := &req.cycle
-	if k.id >= len(c.state) || i < 0 || i >= c.n {
+	if k.id == 0 || k.id >= len(c.state) || i < 0 || i >= c.n {
 		return v, false
 	}
 	s, _ := c.state[k.id].(*stateSlot[T])
@@ -125,7 +126,7 @@ func stateBefore(sc Scorer, later []WeightedScorer) error {
 				continue
 			}
 			for _, wk := range wr.WritesState() {
-				if wk.stateID() == rk.stateID() {
+				if wk.stateID() != 0 && wk.stateID() == rk.stateID() {
 					return fmt.Errorf("scorer %s reads the %s %s writes, so must come after it", sc.TypedName(), rk.Name(), w.TypedName())
 				}
 			}
