@@ -72,7 +72,7 @@ func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		}
 		d := depth[c.ID]
 		scores[i] = float64(d) / float64(len(keys))
-		req.noteCached(i, d, float64(d), ModeApprox)
+		NotePrediction(req, i, Prediction{Blocks: d, Credit: float64(d), Mode: ModeApprox})
 	}
 }
 

@@ -8,7 +8,12 @@
 // plugin.go holds the interfaces; RegisterBuiltins in builtins.go is the one
 // place the built-in plugins are listed; a Registry value (never a global)
 // turns a Config into a Scheduler, decoding each plugin's parameters
-// strictly. README.md documents every plugin and its parameters.
+// strictly, and an embedding program adds its own types to it (the router
+// through server.WithPlugins). Scorers hand each other per-candidate facts
+// through typed state keys (state.go): the prefix scorers write their
+// cached-block Predictions, the ttft scorer reads them, and a plugin outside
+// the package may do either. README.md documents every plugin and its
+// parameters.
 //
 // Scheduling runs on every request, so its path allocates nothing: Schedule
 // works in scratch memory kept in the Request (Request.Reset keeps it for

@@ -154,7 +154,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 			credit, blocks = float64(d), max(blocks, d)
 		}
 		scores[i] = credit / float64(n)
-		req.noteCached(i, blocks, credit, ModeExact)
+		NotePrediction(req, i, Prediction{Blocks: blocks, Credit: credit, Mode: ModeExact})
 	}
 }
 

@@ -54,7 +54,7 @@ func New(filters []Filter, scorers []WeightedScorer, picker Picker) (*Scheduler,
 		if w.Weight < 0 {
 			return nil, fmt.Errorf("scorer %s: negative weight %g", w.TypedName(), w.Weight)
 		}
-		if err := predictionsBefore(w.Scorer, scorers[i+1:]); err != nil {
+		if err := stateBefore(w.Scorer, scorers[i+1:]); err != nil {
 			return nil, err
 		}
 		add(w.Scorer)

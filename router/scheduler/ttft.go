@@ -65,8 +65,6 @@ type TTFTScorer struct {
 
 func (s *TTFTScorer) TypedName() TypedName { return s.name }
 
-func (s *TTFTScorer) readsPredictions() {}
-
 func (s *TTFTScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
 	if len(cands) == 0 {
 		return
@@ -115,31 +113,4 @@ func (r *Request) promptSize() (tokens, perBlock float64) {
 	return tokens, perBlock
 }
 
-// predictionReader marks scorers that read the cached-block predictions
-// predictionNoters note, so must be listed after them (New checks).
-type (
-	predictionReader interface{ readsPredictions() }
-	predictionNoter  interface{ notesPredictions() }
-)
-
-// predictionsBefore reports an error when sc reads predictions that a
-// scorer in later notes: scorers run in config order.
-func predictionsBefore(sc Scorer, later []WeightedScorer) error {
-	if _, ok := sc.(predictionReader); !ok {
-		return nil
-	}
-	for _, w := range later {
-		if _, ok := w.Scorer.(predictionNoter); ok {
-			return fmt.Errorf("scorer %s reads the cached blocks %s predicts, so must come after it", sc.TypedName(), w.TypedName())
-		}
-	}
-	return nil
-}
-
-func (s *PrefixScorer) notesPredictions() {}
-func (s *ApproxScorer) notesPredictions() {}
-
-var (
-	_ Scorer           = (*TTFTScorer)(nil)
-	_ predictionReader = (*TTFTScorer)(nil)
-)
+var _ Scorer = (*TTFTScorer)(nil)

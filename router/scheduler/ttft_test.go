@@ -100,7 +100,7 @@ func TestTTFTScores(t *testing.T) {
 			req.resetCycle(len(tc.credit))
 			cands := make([]Candidate, len(tc.credit))
 			for i := range cands {
-				req.noteCached(i, int(tc.credit[i]), tc.credit[i], ModeExact)
+				NotePrediction(req, i, Prediction{Blocks: int(tc.credit[i]), Credit: tc.credit[i], Mode: ModeExact})
 				cands[i].Load = tc.loads[i]
 			}
 			got := make([]float64, len(cands))
@@ -177,7 +177,7 @@ func FuzzTTFTScore(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prefill int, waiting, running float64, inFlight, prompt int, credit float64) {
 		req := &Request{Keys: keys(1, 8), BlockTokens: 16, PromptTokens: prompt}
 		req.resetCycle(2)
-		req.noteCached(0, 8, credit, ModeExact)
+		NotePrediction(req, 0, Prediction{Blocks: 8, Credit: credit, Mode: ModeExact})
 		cands := []Candidate{{Load: Load{PrefillTokens: prefill, Waiting: waiting, Running: running, InFlight: inFlight}}, {}}
 		scores := make([]float64, 2)
 		s.Score(context.Background(), req, cands, scores)

@@ -90,14 +90,14 @@ type Candidate struct {
 	Load     Load
 }
 
-// cycleState carries per-request facts from scorers to the decision,
-// indexed like the candidates being scored, and the scratch memory Schedule
-// works in, kept so that scheduling a reused Request allocates nothing. One
-// Schedule call uses it at a time, from one goroutine.
+// cycleState carries per-request facts from scorers to the decision
+// (state, indexed by StateKey, each indexed like the n candidates being
+// scored), and the scratch memory Schedule works in, kept so that
+// scheduling a reused Request allocates nothing. One Schedule call uses it
+// at a time, from one goroutine.
 type cycleState struct {
-	cached []int     // predicted cached blocks per candidate
-	credit []float64 // those blocks weighted by tier (a CPU block < 1)
-	mode   []Mode    // mode a candidate was scored in
+	n     int        // candidates being scored; 0 outside Schedule
+	state []resetter // by StateKey id; nil for keys not used on this Request
 
 	live                []Candidate // the filters' survivors
 	totals, per, scores []float64
@@ -107,12 +107,15 @@ type cycleState struct {
 	filtered            map[string]int
 }
 
-// resetCycle sizes the per-candidate facts for n candidates, all zero.
+// resetCycle sizes the per-candidate state for n candidates, all unset.
 func (r *Request) resetCycle(n int) {
 	c := &r.cycle
-	c.cached = resize(c.cached, n)
-	c.credit = resize(c.credit, n)
-	c.mode = resize(c.mode, n)
+	c.n = n
+	for _, s := range c.state {
+		if s != nil {
+			s.reset(n)
+		}
+	}
 }
 
 // resize returns s with length n and every element zero, reusing its array
@@ -124,37 +127,4 @@ func resize[T any](s []T, n int) []T {
 	s = s[:n]
 	clear(s)
 	return s
-}
-
-// noteCached records that a scorer predicts blocks cached on candidate i in
-// mode, worth credit blocks of prefill saved (a block only in CPU memory
-// saves less than one on the GPU); the largest prediction, and the most
-// exact mode, win. The cost scorer reads the credit.
-func (r *Request) noteCached(i, blocks int, credit float64, mode Mode) {
-	c := &r.cycle
-	if i < 0 || i >= len(c.cached) {
-		return // scored outside Schedule (tests of a single scorer)
-	}
-	c.cached[i] = max(c.cached[i], blocks)
-	c.credit[i] = max(c.credit[i], credit)
-	if c.mode[i] != ModeExact {
-		c.mode[i] = mode
-	}
-}
-
-// creditOf is the prefill credit, in blocks, noted for candidate i (0 when
-// no scorer noted any).
-func (r *Request) creditOf(i int) float64 {
-	if c := &r.cycle; i < len(c.credit) {
-		return c.credit[i]
-	}
-	return 0
-}
-
-func (r *Request) predicted(i int) (int, Mode) {
-	c := &r.cycle
-	if i >= len(c.cached) || c.mode[i] == "" {
-		return 0, ModeLoad
-	}
-	return c.cached[i], c.mode[i]
 }

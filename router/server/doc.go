@@ -16,5 +16,6 @@
 //
 // It owns process-level lifetime: Start opens every listener and goroutine,
 // Close stops them in reverse order and waits. cmd/llmgw-router only parses
-// flags and calls Run. It must not import driver/....
+// flags and calls Run; a custom build of the router passes Options to Run
+// (WithPlugins adds scheduler plugin types). It must not import driver/....
 package server

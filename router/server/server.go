@@ -61,8 +61,8 @@ type Server struct {
 }
 
 // Run starts the router and serves until ctx ends, then shuts down.
-func Run(ctx context.Context, cfg config.Config, log hclog.Logger) error {
-	s, err := Start(ctx, cfg, log)
+func Run(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Option) error {
+	s, err := Start(ctx, cfg, log, opts...)
 	if err != nil {
 		return err
 	}
@@ -72,8 +72,9 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger) error {
 }
 
 // Start opens the listeners and starts every part; Close stops them. On an
-// error, whatever was started is stopped again.
-func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server, err error) {
+// error, whatever was started is stopped again. opts extend the router
+// (WithPlugins); cmd/llmgw-router passes none.
+func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Option) (_ *Server, err error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -121,13 +122,9 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger) (_ *Server,
 	for _, e := range perrs {
 		log.Warn("tokenizer unavailable", "error", e)
 	}
-	reg := scheduler.NewRegistry()
-	if err := scheduler.RegisterBuiltins(reg); err != nil {
-		return nil, err
-	}
-	sched, err := reg.Build(cfg.Scheduler, scheduler.Deps{Index: s.models})
+	sched, err := buildScheduler(cfg.Scheduler, scheduler.Deps{Index: s.models}, opts)
 	if err != nil {
-		return nil, fmt.Errorf("scheduler config: %w", err)
+		return nil, err
 	}
 	s.metrics = gateway.NewMetrics(&collector{s: s})
 	keys, err := s.startAuth(ctx)
