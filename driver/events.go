@@ -11,10 +11,14 @@ import (
 
 // eventBus fans driver task events out to the TaskEvents streams. Nomad
 // keeps one stream open for the plugin's life and re-opens it at once if it
-// ends; a slow stream loses events rather than stalling a task.
+// ends; a slow stream loses events rather than stalling a task. Events
+// emitted while no stream is open (a plugin that recovers its tasks before
+// Nomad's stream has reached it, or between a stream's end and the next)
+// are held, up to subscribeBuffer of them, for the next stream.
 type eventBus struct {
-	mu   sync.Mutex // guards subs
-	subs map[chan *drivers.DriverTaskEvent]struct{}
+	mu      sync.Mutex // guards subs and pending
+	subs    map[chan *drivers.DriverTaskEvent]struct{}
+	pending []*drivers.DriverTaskEvent
 }
 
 func newEventBus() *eventBus {
@@ -27,6 +31,10 @@ const subscribeBuffer = 256
 func (b *eventBus) subscribe() (chan *drivers.DriverTaskEvent, func()) {
 	ch := make(chan *drivers.DriverTaskEvent, subscribeBuffer)
 	b.mu.Lock()
+	for _, ev := range b.pending {
+		ch <- ev // fits: pending holds at most subscribeBuffer
+	}
+	b.pending = nil
 	b.subs[ch] = struct{}{}
 	b.mu.Unlock()
 	return ch, func() {
@@ -44,6 +52,13 @@ func (b *eventBus) emit(cfg *drivers.TaskConfig, msg string, annotations map[str
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.subs) == 0 {
+		if len(b.pending) == subscribeBuffer {
+			b.pending = b.pending[1:] // the oldest goes first
+		}
+		b.pending = append(b.pending, ev)
+		return
+	}
 	for ch := range b.subs {
 		select {
 		case ch <- ev:
