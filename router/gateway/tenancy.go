@@ -116,6 +116,9 @@ func withCacheSalt(body []byte, salt string) ([]byte, error) {
 	if err := d.Decode(&m); err != nil {
 		return nil, fmt.Errorf("%w: malformed JSON: %v", openai.ErrBadRequest, err)
 	}
+	if m == nil { // the body was JSON null
+		return nil, fmt.Errorf("%w: the request body must be a JSON object", openai.ErrBadRequest)
+	}
 	for k := range m {
 		if strings.EqualFold(k, "cache_salt") {
 			delete(m, k) // Go's decoder matches keys in any case

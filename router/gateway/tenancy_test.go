@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -428,7 +429,7 @@ func saltKeys(t *testing.T, body []byte) []string {
 
 // FuzzWithCacheSalt: whatever object a client sends, the forwarded body is
 // valid JSON with exactly one cache_salt key (in any case) holding the
-// tenant's salt.
+// tenant's salt; a JSON null is refused, not salted (it once panicked).
 func FuzzWithCacheSalt(f *testing.F) {
 	f.Add(`{"model":"m","cache_salt":"x"}`)
 	f.Add(`{"CACHE_SALT":1,"cache\u005Fsalt":null}`)
@@ -439,6 +440,12 @@ func FuzzWithCacheSalt(f *testing.F) {
 			return // the gateway parses the request first
 		}
 		out, err := withCacheSalt([]byte(body), "s")
+		if in == nil { // null: no object to salt
+			if !errors.Is(err, openai.ErrBadRequest) {
+				t.Fatalf("%q: err %v, want a bad request", body, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("%q: %v", body, err)
 		}
