@@ -2,9 +2,6 @@ package auth
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,7 +177,5 @@ func (ft *fileTenant) tenant(secret string) (*tenant.Tenant, error) {
 // same file derives the same salt; a tenant that knows its own name but
 // not the secret cannot compute another's.
 func CacheSalt(secret, name string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(name))
-	return hex.EncodeToString(m.Sum(nil))
+	return tenant.DeriveSalt(secret, name)
 }

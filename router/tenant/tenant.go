@@ -79,8 +79,16 @@ func (t *Tenant) SaltFor(client string) string {
 	if client == "" {
 		return t.CacheSalt
 	}
-	m := hmac.New(sha256.New, []byte(t.CacheSalt))
-	m.Write([]byte(client))
+	return DeriveSalt(t.CacheSalt, client)
+}
+
+// DeriveSalt is the hex HMAC-SHA256 of msg keyed by key: how a keys
+// file's salt_secret makes each isolated tenant's salt (router/auth) and
+// how a tenant's salt absorbs a client's own (SaltFor). 64 hex digits:
+// within vLLM's 128 characters and free of the characters it refuses.
+func DeriveSalt(key, msg string) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(msg))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
