@@ -1,4 +1,4 @@
-# llmgw bench: routing policies compared on a local fleet (internal/bench,
+# llmgw bench: routing policies compared on a local fleet (cmd/llmgw/internal/bench,
 # `llmgw bench`).
 #
 #   make bench-policies   reruns the comparisons docs/BENCHMARKS.md reports
@@ -9,13 +9,13 @@
 #   make bench            runs them too, before the Go benchmarks
 #
 # Each run starts Consul, the driver with four vllm-sim shards and two
-# routers (internal/fleet), then replays one deterministic workload per
+# routers (cmd/llmgw/internal/fleet), then replays one deterministic workload per
 # policy: about 10 minutes for all three comparisons.
 
 BENCH_POLICIES ?= round-robin,least-loaded,approx-prefix,prefix-load,precise-prefix
 BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1 -policies $(BENCH_POLICIES)
-BENCH_TRACE_FLAGS ?= -workload trace -trace internal/bench/trace/testdata/sample.jsonl -rate 3 -seed 1 -policies $(BENCH_POLICIES)
-BENCH_SYNTH_FLAGS ?= -workload trace -trace internal/bench/trace/testdata/toolagent-synth.jsonl -rate 3 -seed 1 -policies round-robin,prefix-load,precise-prefix
+BENCH_TRACE_FLAGS ?= -workload trace -trace cmd/llmgw/internal/bench/trace/testdata/sample.jsonl -rate 3 -seed 1 -policies $(BENCH_POLICIES)
+BENCH_SYNTH_FLAGS ?= -workload trace -trace cmd/llmgw/internal/bench/trace/testdata/toolagent-synth.jsonl -rate 3 -seed 1 -policies round-robin,prefix-load,precise-prefix
 
 .PHONY: bench-policies
 

@@ -11,10 +11,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/llmgw/llmgw/internal/bench"
-	"github.com/llmgw/llmgw/internal/bench/report"
-	"github.com/llmgw/llmgw/internal/bench/workload"
-	"github.com/llmgw/llmgw/internal/fleet"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet"
 )
 
 // runBench runs `llmgw bench`: it starts a fleet (Consul, routers, the

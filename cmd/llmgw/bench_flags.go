@@ -8,10 +8,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/bench"
-	"github.com/llmgw/llmgw/internal/bench/report"
-	"github.com/llmgw/llmgw/internal/bench/trace"
-	"github.com/llmgw/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/trace"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 )
 
 const benchUsage = `usage: llmgw bench [-workload chat|prefix|siblings|trace] [-rate R] [-policies LIST] [-out DIR] [-doc FILE] [flags]
@@ -157,5 +157,5 @@ func isTerminal(f *os.File) bool {
 }
 
 // shardBlockSize is the KV block size of the fleet's shards (the block
-// size of jobs/demo-sim.nomad.hcl, which internal/fleet runs).
+// size of jobs/demo-sim.nomad.hcl, which cmd/llmgw/internal/fleet runs).
 const shardBlockSize = 16

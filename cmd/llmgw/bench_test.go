@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/bench/client"
-	"github.com/llmgw/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
 )
 
 // TestRunBenchUsage: bad flags and workloads exit 2 with a message, before
@@ -50,7 +50,7 @@ func TestBenchWorkloads(t *testing.T) {
 		{"-workload", "chat", "-users", "2", "-rounds", "2"},
 		{"-workload", "prefix", "-groups", "2", "-per-group", "2"},
 		{"-workload", "siblings", "-prompts", "2", "-samples", "3"},
-		{"-workload", "trace", "-trace", "../../internal/bench/trace/testdata/sample.jsonl", "-max-requests", "5"},
+		{"-workload", "trace", "-trace", "internal/bench/trace/testdata/sample.jsonl", "-max-requests", "5"},
 	} {
 		c, err := parseBenchFlags(args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err != nil {

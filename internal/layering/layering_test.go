@@ -48,7 +48,7 @@ func TestLayering(t *testing.T) {
 		{module + "/jobs/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/driver/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/router/...", module + "/plugin/pluginhost", "pluginhost is test support"},
-		// cmd/llmgw reaches pluginhost only through internal/fleet (see
+		// cmd/llmgw reaches pluginhost only through cmd/llmgw/internal/fleet (see
 		// TestOnlyFleetHostsPlugins); the deployed daemons never do.
 		{module + "/cmd/nomad-driver-vllm/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/cmd/llmgw-router/...", module + "/plugin/pluginhost", "pluginhost is test support"},
@@ -83,7 +83,7 @@ func TestLayeringSeesDependencies(t *testing.T) {
 }
 
 // TestOnlyFleetHostsPlugins: plugin/pluginhost plays the Nomad client. Tests
-// use it, and so does internal/fleet, which runs the whole chain on one
+// use it, and so does cmd/llmgw/internal/fleet, which runs the whole chain on one
 // machine for `llmgw demo` and the benchmarks where no Nomad agent can run;
 // no other production package may import it directly.
 func TestOnlyFleetHostsPlugins(t *testing.T) {
@@ -105,11 +105,11 @@ func TestOnlyFleetHostsPlugins(t *testing.T) {
 			if f[0] == fleet {
 				seen = true
 			} else {
-				t.Errorf("%s imports %s: only internal/fleet may host the plugin outside tests", f[0], host)
+				t.Errorf("%s imports %s: only cmd/llmgw/internal/fleet may host the plugin outside tests", f[0], host)
 			}
 		}
 	}
 	if !seen {
-		t.Errorf("internal/fleet does not import %s; go list output misread?", host)
+		t.Errorf("cmd/llmgw/internal/fleet does not import %s; go list output misread?", host)
 	}
 }

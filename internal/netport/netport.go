@@ -3,7 +3,7 @@
 // kernel chooses each number, the listener that held it is closed, and the
 // caller binds it again. Another process may take a port between the close
 // and the caller's bind; tests accept that small window, and so does
-// internal/fleet (the local demo chain), whose programs must be told their
+// cmd/llmgw/internal/fleet (the local demo chain), whose programs must be told their
 // ports up front and then fail with their own bind error. Production code
 // that can bind ":0" itself must do so instead.
 //
@@ -19,7 +19,7 @@ import (
 
 // TB is the part of testing.TB the helpers use. Taking it instead of
 // testing.TB keeps the testing package out of binaries that import netport
-// (llmgw, through internal/fleet).
+// (llmgw, through cmd/llmgw/internal/fleet).
 type TB interface {
 	Helper()
 	Fatal(args ...any)

@@ -14,7 +14,7 @@
 // host here is a test or a one-machine fleet, and nothing reattaches to its
 // plugin later.
 //
-// It is test support, and it runs the driver for internal/fleet, which
+// It is test support, and it runs the driver for cmd/llmgw/internal/fleet, which
 // plays a one-machine Nomad client for `llmgw demo` and the benchmarks; no
 // other production code uses it. It imports only plugin/ packages,
 // internal/pdeathsig and libraries, never driver/.

@@ -1,8 +1,8 @@
 // Package demo runs llmgw's local demonstration on a real chain
-// (internal/fleet): a Consul agent, nomad-driver-vllm under the plugin host
+// (cmd/llmgw/internal/fleet): a Consul agent, nomad-driver-vllm under the plugin host
 // running vllm-sim shards with KV events, and llmgw-router processes. It
 // sends one short multi-turn chat workload per routing policy through the
-// routers, found by Consul DNS (internal/bench), shows a progress bar, and
+// routers, found by Consul DNS (cmd/llmgw/internal/bench), shows a progress bar, and
 // prints each policy's cache-hit share and TTFT. Every process it started
 // is stopped, also when ctx is cancelled (Ctrl-C).
 package demo
@@ -19,10 +19,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/llmgw/llmgw/internal/bench"
-	"github.com/llmgw/llmgw/internal/bench/report"
-	"github.com/llmgw/llmgw/internal/bench/workload"
-	"github.com/llmgw/llmgw/internal/fleet"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet"
 )
 
 // Config sizes the demo.
@@ -36,7 +36,7 @@ type Config struct {
 	MaxTokens int
 	// Rate is the workload's arrival rate in requests per second.
 	Rate float64
-	// Policies is a comma-separated list (see internal/bench); "" runs all.
+	// Policies is a comma-separated list (see cmd/llmgw/internal/bench); "" runs all.
 	Policies string
 	// Progress draws a progress bar per policy on the output.
 	Progress bool

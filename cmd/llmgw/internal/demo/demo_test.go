@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/llmgw/llmgw/internal/fleet/fleettest"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
 )
 
 var bins fleettest.Binaries

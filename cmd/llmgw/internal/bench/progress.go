@@ -6,7 +6,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/llmgw/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/client"
 )
 
 // ShowProgress draws one progress bar per policy on w, counting finished

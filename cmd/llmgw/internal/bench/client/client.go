@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 )
 
 // Result is what one request did, as the client saw it.
@@ -30,7 +30,7 @@ type Result struct {
 	Attempts int
 	// Router is the base URL that answered; Replica and Mode come from the
 	// router's X-Llmgw-Replica and X-Llmgw-Routing-Mode headers, sent by
-	// routers with expose_route_headers (internal/fleet's); else empty.
+	// routers with expose_route_headers (cmd/llmgw/internal/fleet's); else empty.
 	Router, Replica, Mode string
 	// Sent is when the request left, from the start of the run.
 	Sent time.Duration

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/bench/trace"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/trace"
 )
 
 func TestWordsAreExactTokens(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 
-	"github.com/llmgw/llmgw/internal/fleet/fleettest"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
 )
 
 // TestStartFailsCleanly: a shard whose engine cannot start fails Start

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/fleet/fleettest"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
 	testpoll "github.com/llmgw/llmgw/internal/poll"
 )
 

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/bench/trace"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/trace"
 	"github.com/llmgw/llmgw/internal/simtokenizer"
 )
 

@@ -8,6 +8,6 @@
 // file, so the package knows each prompt's token ids exactly (Request.Tokens)
 // and a trace's block of N tokens is exactly N tokens long wherever it sits.
 //
-// It imports internal/simtokenizer and internal/bench/trace only; it sends
-// nothing (internal/bench/client does).
+// It imports internal/simtokenizer and cmd/llmgw/internal/bench/trace only; it sends
+// nothing (cmd/llmgw/internal/bench/client does).
 package workload

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/llmgw/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/client"
 )
 
 func ok(ttft time.Duration, gaps []time.Duration, prompt, cached int) client.Result {

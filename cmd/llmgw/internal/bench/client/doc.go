@@ -10,5 +10,5 @@
 // whose answer had started streaming. Run replays a whole workload open
 // loop: each request leaves at its scheduled time whatever the others do.
 //
-// It imports internal/bench/workload and the standard library only.
+// It imports cmd/llmgw/internal/bench/workload and the standard library only.
 package client

@@ -5,7 +5,7 @@
 // way Nomad registers it from that jobspec's service block (service vllm,
 // tag llmgw, the llmgw-* meta, an HTTP check on /health), and llmgw-router
 // processes with a generated config, registered in Consul as llmgw-router.
-// The demo (`llmgw demo`), the benchmarks (internal/bench) and end-to-end
+// The demo (`llmgw demo`), the benchmarks (cmd/llmgw/internal/bench) and end-to-end
 // tests start it; Close stops and reaps every process, also after a failed
 // or cancelled Start.
 //

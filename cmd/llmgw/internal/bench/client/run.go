@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 )
 
 // Run replays reqs open loop: each request is sent at its scheduled time

@@ -13,9 +13,9 @@ import (
 	"github.com/hashicorp/consul/api"
 	"go.uber.org/goleak"
 
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/oracle"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/bench/oracle"
-	"github.com/llmgw/llmgw/internal/bench/workload"
 	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/internal/simproc"
 )

@@ -11,12 +11,12 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/llmgw/llmgw/internal/bench"
-	"github.com/llmgw/llmgw/internal/bench/client"
-	"github.com/llmgw/llmgw/internal/bench/report"
-	"github.com/llmgw/llmgw/internal/bench/workload"
-	"github.com/llmgw/llmgw/internal/fleet"
-	"github.com/llmgw/llmgw/internal/fleet/fleettest"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
 )
 
 // bins builds the fleet's binaries from this tree once per test process.

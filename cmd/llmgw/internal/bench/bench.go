@@ -7,13 +7,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/bench/client"
-	"github.com/llmgw/llmgw/internal/bench/oracle"
-	"github.com/llmgw/llmgw/internal/bench/report"
-	"github.com/llmgw/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/oracle"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 )
 
-// Fleet is what a run needs from the fleet under test; internal/fleet's
+// Fleet is what a run needs from the fleet under test; cmd/llmgw/internal/fleet's
 // Fleet provides it.
 type Fleet interface {
 	ConsulDNSAddr() string

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/client"
 )
 
 // SLO is the service level a request must meet to count as goodput: its
@@ -57,7 +57,7 @@ type Summary struct {
 	OracleHitShare float64 `json:"oracle_hit_share"`
 	// BusiestShare is the share of completed requests served by the
 	// replica that served the most (1/shards is an even spread), from the
-	// router's X-Llmgw-Replica header (internal/fleet's routers run with
+	// router's X-Llmgw-Replica header (cmd/llmgw/internal/fleet's routers run with
 	// expose_route_headers; a default router sends none).
 	BusiestShare float64 `json:"busiest_replica_share"`
 

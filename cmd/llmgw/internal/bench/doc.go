@@ -10,6 +10,6 @@
 // Consul DNS and measures them, report summarises and renders results.
 //
 // The package reaches the fleet only through the small Fleet interface
-// below (internal/fleet provides it); it must not import driver/... or
+// below (cmd/llmgw/internal/fleet provides it); it must not import driver/... or
 // router/... packages, which it meets only over HTTP and DNS.
 package bench

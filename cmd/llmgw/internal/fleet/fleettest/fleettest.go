@@ -1,5 +1,5 @@
 // Package fleettest is test support for packages that start an
-// internal/fleet: it builds the fleet's binaries from this module once per
+// cmd/llmgw/internal/fleet: it builds the fleet's binaries from this module once per
 // test process (so a stale bin/ cannot mislead a test), links the Consul
 // agent beside them, and finds processes a fleet left behind.
 //

@@ -6,6 +6,6 @@
 // offline oracle's bound. It renders them as JSON, as a Markdown section
 // for docs/BENCHMARKS.md, and as PNG plots (gonum.org/v1/plot).
 //
-// It imports internal/bench/client (for Result) and gonum's plot packages
+// It imports cmd/llmgw/internal/bench/client (for Result) and gonum's plot packages
 // only.
 package report

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/consul/api"
 	"go.uber.org/goleak"
 
-	"github.com/llmgw/llmgw/internal/fleet/fleettest"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
 )
 
 // TestFleet runs the whole chain once and goes through every operation in
