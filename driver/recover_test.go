@@ -17,10 +17,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/netport"
 	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/internal/simproc"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"

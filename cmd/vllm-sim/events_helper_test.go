@@ -11,8 +11,8 @@ import (
 	zmq "github.com/pebbe/zmq4"
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/netport"
-	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // evt is a decoded KV event, read generically (not with the simulator's

@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/llmgw/llmgw/internal/simproc"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 )
 
 // The test binary doubles as vllm-sim: started with VLLM_SIM_MAIN=1 it runs

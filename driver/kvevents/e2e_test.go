@@ -5,10 +5,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // groundTruth turns vllm-sim's dump into canonical blocks. Keys chain over

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // sims builds vllm-sim from this tree once per test process (a bin/vllm-sim

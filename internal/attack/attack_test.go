@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // The router's bounds under attack, short so the suite is quick; the

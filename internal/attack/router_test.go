@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/pdeathsig"
-	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 // sims builds vllm-sim once ($LLMGW_VLLM_SIM_BIN overrides it).

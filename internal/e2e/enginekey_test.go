@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/internal/simproc"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/server"
 )

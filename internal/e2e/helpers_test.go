@@ -16,7 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/llmgw/llmgw/internal/simproc"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/server"
 )

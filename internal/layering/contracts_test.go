@@ -60,7 +60,7 @@ var contracts = map[string][]string{
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
-		"github.com/llmgw/llmgw/internal/simtokenizer",
+		"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer",
 		"github.com/llmgw/llmgw/router/chattemplate",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/tokenizer",
@@ -72,9 +72,9 @@ var contracts = map[string][]string{
 	},
 	"router/scheduler":                {"github.com/llmgw/llmgw/router/index"},
 	"router/tenant":                   nil,
-	"internal/simtokenizer":           nil,
+	"cmd/vllm-sim/simtokenizer":       nil,
 	"internal/kvvectors":              nil,
-	"internal/simproc":                nil,
+	"cmd/vllm-sim/simproc":            nil,
 	"internal/netport":                nil,
 	"internal/pdeathsig":              {"golang.org/x/sys/unix"},
 	"plugin/msgpackdump":              nil,
@@ -83,7 +83,7 @@ var contracts = map[string][]string{
 	"cmd/llmgw/internal/bench/oracle": {"github.com/llmgw/llmgw/internal/blockkey"},
 	"cmd/llmgw/internal/bench/workload": {
 		"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/trace",
-		"github.com/llmgw/llmgw/internal/simtokenizer",
+		"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer",
 	},
 	"cmd/llmgw/internal/bench/client": {"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"},
 	"cmd/llmgw/internal/bench/report": {

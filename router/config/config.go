@@ -78,7 +78,7 @@ type Model struct {
 	// simulator's tokenizer when Sim is set, otherwise approx routing on text.
 	TokenizerDir string
 	// Sim says the model's replicas are vllm-sim without a tokenizer
-	// directory, so the router tokenizes with internal/simtokenizer.
+	// directory, so the router tokenizes with cmd/vllm-sim/simtokenizer.
 	Sim bool
 }
 

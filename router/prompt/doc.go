@@ -10,6 +10,6 @@
 //
 // Each model gets an Encoder: a Hugging Face tokenizer directory
 // (router/tokenizer and router/chattemplate), vllm-sim's deterministic
-// tokenizer (internal/simtokenizer), or none. It must not import gin,
+// tokenizer (cmd/vllm-sim/simtokenizer), or none. It must not import gin,
 // driver/... or the HTTP API.
 package prompt

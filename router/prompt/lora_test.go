@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 	"github.com/llmgw/llmgw/internal/blockkey"
-	"github.com/llmgw/llmgw/internal/simtokenizer"
 	"github.com/llmgw/llmgw/router/openai"
 )
 

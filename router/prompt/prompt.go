@@ -11,8 +11,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 	"github.com/llmgw/llmgw/internal/blockkey"
-	"github.com/llmgw/llmgw/internal/simtokenizer"
 	"github.com/llmgw/llmgw/router/chattemplate"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/tokenizer"

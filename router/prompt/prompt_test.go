@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 	"github.com/llmgw/llmgw/internal/blockkey"
-	"github.com/llmgw/llmgw/internal/simtokenizer"
 	"github.com/llmgw/llmgw/router/openai"
 )
 

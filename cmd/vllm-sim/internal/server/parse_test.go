@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/simtokenizer"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 )
 
 type testTok struct{ simtokenizer.Tokenizer }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/server"
-	"github.com/llmgw/llmgw/internal/simtokenizer"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 	"github.com/llmgw/llmgw/router/chattemplate"
 	"github.com/llmgw/llmgw/router/tokenizer"
 )

@@ -15,9 +15,9 @@ import (
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/oracle"
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/internal/simproc"
 )
 
 var sims simproc.Shared

@@ -4,10 +4,10 @@
 // arrivals at a target rate.
 //
 // Prompts are made of space-led words whose every token is three bytes under
-// internal/simtokenizer, the tokenizer vllm-sim uses without a tokenizer
+// cmd/vllm-sim/simtokenizer, the tokenizer vllm-sim uses without a tokenizer
 // file, so the package knows each prompt's token ids exactly (Request.Tokens)
 // and a trace's block of N tokens is exactly N tokens long wherever it sits.
 //
-// It imports internal/simtokenizer and cmd/llmgw/internal/bench/trace only; it sends
+// It imports cmd/vllm-sim/simtokenizer and cmd/llmgw/internal/bench/trace only; it sends
 // nothing (cmd/llmgw/internal/bench/client does).
 package workload

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/trace"
-	"github.com/llmgw/llmgw/internal/simtokenizer"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 )
 
 // ChatOptions shape a multi-turn chat workload in the style of

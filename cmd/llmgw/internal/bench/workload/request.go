@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/simtokenizer"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 )
 
 // Request is one request of a workload.
