@@ -9,7 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // TestWatchReplicasDrain runs a real agent: a replica whose check warns, or

@@ -9,7 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 func registerIn(t *testing.T, c *api.Client, service, id string, tags []string) {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 func TestMain(m *testing.M) {

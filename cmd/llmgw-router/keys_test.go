@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/auth"
 )
 

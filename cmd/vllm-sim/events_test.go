@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/kvvectors"
+	"github.com/llmgw/llmgw/internal/testkit/kvvectors"
 	"time"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 func TestRouterEndpoints(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
-	"github.com/llmgw/llmgw/internal/kvvectors"
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/testkit/kvvectors"
 )
 
 // wantExtra turns a vector's extra_keys meaning into blockkey bytes as the

@@ -8,7 +8,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // groundTruth turns vllm-sim's dump into canonical blocks. Keys chain over

@@ -14,7 +14,7 @@ import (
 
 // storedPayload encodes a batch with one BlockStored event in vLLM's 9-field
 // array schema. Test payloads use the reference's layout through a generic
-// msgpack encoder; the decoder's byte-exact tests use internal/kvvectors.
+// msgpack encoder; the decoder's byte-exact tests use internal/testkit/kvvectors.
 func storedPayload(t *testing.T, hashes []uint64, parent *uint64, tokens []uint32, bs int) []byte {
 	t.Helper()
 	var p any

@@ -9,7 +9,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/netport"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"go.uber.org/goleak"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // sims builds vllm-sim from this tree once per test process (a bin/vllm-sim

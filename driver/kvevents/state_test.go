@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
-	"github.com/llmgw/llmgw/internal/kvvectors"
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/testkit/kvvectors"
 )
 
 // toks returns n token ids starting at start.

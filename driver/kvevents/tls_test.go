@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/internal/testcert"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
+	"github.com/llmgw/llmgw/internal/testkit/testcert"
 )
 
 // TestForwarderOverTLS: with TLSClient and HTTPS, updates reach a router

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/driver/supervisor"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // startOwner starts a process to own a supervised engine, killed and

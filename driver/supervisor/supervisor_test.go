@@ -13,7 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmgw/llmgw/driver/supervisor"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // TestMain doubles as the plugin binary's supervise mode.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // The router's bounds under attack, short so the suite is quick; the

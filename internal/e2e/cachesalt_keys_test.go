@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/driver/kvevents"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // TestApproxModeInConsul: replicas found in Consul whose drivers send no KV

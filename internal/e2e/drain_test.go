@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/server"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/server"
 )

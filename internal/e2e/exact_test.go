@@ -15,7 +15,7 @@ import (
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/driver/kvevents"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/server"
 )

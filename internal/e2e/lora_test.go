@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/server"
 )

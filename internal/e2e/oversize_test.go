@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // lockedLog collects the router's log lines and passes them to the test log.

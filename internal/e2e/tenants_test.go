@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/auth"
 	"github.com/llmgw/llmgw/router/server"
 )

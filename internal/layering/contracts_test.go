@@ -55,8 +55,8 @@ var contracts = map[string][]string{
 		"golang.org/x/net/netutil",
 		"github.com/llmgw/llmgw/router/openai",
 	},
-	"internal/testcert": nil,
-	"internal/attack":   nil, // tests only
+	"internal/testkit/testcert": nil,
+	"internal/attack":           nil, // tests only
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
@@ -73,12 +73,12 @@ var contracts = map[string][]string{
 	"router/scheduler":                {"github.com/llmgw/llmgw/router/index"},
 	"router/tenant":                   nil,
 	"cmd/vllm-sim/simtokenizer":       nil,
-	"internal/kvvectors":              nil,
+	"internal/testkit/kvvectors":      nil,
 	"cmd/vllm-sim/simproc":            nil,
 	"internal/netport":                nil,
 	"internal/pdeathsig":              {"golang.org/x/sys/unix"},
 	"plugin/msgpackdump":              nil,
-	"internal/poll":                   nil,
+	"internal/testkit/poll":           nil,
 	"cmd/llmgw/internal/bench/trace":  nil,
 	"cmd/llmgw/internal/bench/oracle": {"github.com/llmgw/llmgw/internal/blockkey"},
 	"cmd/llmgw/internal/bench/workload": {
@@ -100,7 +100,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload",
 		"github.com/schollz/progressbar/v3",
 	},
-	"internal/pdeathsig/pdeathsigtest": nil,
+	"internal/testkit/pdeathsigtest": nil,
 }
 
 // TestPackageContracts enforces each package comment's promise about its

@@ -13,8 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmgw/llmgw/internal/pdeathsig"
-	"github.com/llmgw/llmgw/internal/pdeathsig/pdeathsigtest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/pdeathsigtest"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // modeEnv selects what a re-executed test binary does: "sleep" (a child

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/pdeathsig/pdeathsigtest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/pdeathsigtest"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 )

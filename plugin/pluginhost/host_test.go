@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/plugin"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"

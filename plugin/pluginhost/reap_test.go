@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"

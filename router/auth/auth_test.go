@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 const (

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/auth"
 	"github.com/llmgw/llmgw/router/openai"

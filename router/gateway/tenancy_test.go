@@ -16,7 +16,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/auth"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/poll"
-	"github.com/llmgw/llmgw/internal/testcert"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
+	"github.com/llmgw/llmgw/internal/testkit/testcert"
 )
 
 // TestTLSReload: a listener serves the certificate on disk, serves a

@@ -10,7 +10,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 func register(t *testing.T, c *api.Client, id, model string) {

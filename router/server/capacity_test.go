@@ -17,7 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/config"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/internal/testcert"
+	"github.com/llmgw/llmgw/internal/testkit/testcert"
 	"github.com/llmgw/llmgw/router/config"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
-	testpoll "github.com/llmgw/llmgw/internal/poll"
+	testpoll "github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // ownerEnv, when set (to the fleet's bin dir), makes the test binary a

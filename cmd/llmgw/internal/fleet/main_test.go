@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
-	testpoll "github.com/llmgw/llmgw/internal/poll"
+	testpoll "github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // bins are the fleet's binaries, built from this tree once.
@@ -35,7 +35,7 @@ func options(t *testing.T) Options {
 		SimArgs: []string{"--sim-latency=false"}, APIKey: testAPIKey}
 }
 
-// waitFor waits for cond with internal/poll and returns how long it took,
+// waitFor waits for cond with internal/testkit/poll and returns how long it took,
 // which the tests log to show how quickly the fleet reacts.
 func waitFor(t *testing.T, what string, cond func() bool) time.Duration {
 	t.Helper()

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
-	"github.com/llmgw/llmgw/internal/kvvectors"
+	"github.com/llmgw/llmgw/internal/testkit/kvvectors"
 )
 
 // hashOf makes an engine hash whose int form (last 8 bytes) is v.

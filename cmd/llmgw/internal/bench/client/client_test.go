@@ -17,7 +17,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/poll"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 var sims simproc.Shared
