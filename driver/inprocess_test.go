@@ -12,7 +12,7 @@ import (
 
 	"github.com/llmgw/llmgw/driver"
 	"github.com/llmgw/llmgw/driver/kvevents"
-	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/localproc/netport"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/plugin/nomadconfig"
 	"github.com/llmgw/llmgw/plugin/pluginhost"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/localproc/netport"
 )
 
 func TestRunStatusUsage(t *testing.T) {

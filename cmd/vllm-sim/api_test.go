@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/localproc/netport"
 )
 
 func TestRepeatedPromptIsCachedAndFaster(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
-	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/localproc/netport"
 )
 
 // evt is a decoded KV event, read generically (not with the simulator's

@@ -22,7 +22,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/localproc/netport"
 )
 
 // BinEnv names the environment variable holding the agent binary's path; the

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
-	"github.com/llmgw/llmgw/internal/pdeathsig"
+	"github.com/llmgw/llmgw/internal/localproc/pdeathsig"
 )
 
 // sims builds vllm-sim once ($LLMGW_VLLM_SIM_BIN overrides it).

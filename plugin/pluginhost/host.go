@@ -8,7 +8,7 @@
 // they left (Reap, CloseAtEnd).
 //
 // The plugin dies with its host: it is started with a parent-death signal
-// (SIGKILL) from an OS thread kept for its lifetime (internal/pdeathsig),
+// (SIGKILL) from an OS thread kept for its lifetime (internal/localproc/pdeathsig),
 // so even a host killed by SIGKILL leaves no plugin process behind. That is
 // stricter than Nomad's client, whose plugins outlive an agent restart; a
 // host here is a test or a one-machine fleet, and nothing reattaches to its
@@ -17,7 +17,7 @@
 // It is test support, and it runs the driver for cmd/llmgw/internal/fleet, which
 // plays a one-machine Nomad client for `llmgw demo` and the benchmarks; no
 // other production code uses it. It imports only plugin/ packages,
-// internal/pdeathsig and libraries, never driver/.
+// internal/localproc/pdeathsig and libraries, never driver/.
 package pluginhost
 
 import (
@@ -32,7 +32,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
-	"github.com/llmgw/llmgw/internal/pdeathsig"
+	"github.com/llmgw/llmgw/internal/localproc/pdeathsig"
 	"github.com/llmgw/llmgw/plugin"
 	"github.com/llmgw/llmgw/plugin/proto/base"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"

@@ -1,4 +1,4 @@
-// Package pdeathsigtest is test support for internal/pdeathsig's promise:
+// Package pdeathsigtest is test support for internal/localproc/pdeathsig's promise:
 // it ends OS threads of the test process, as a library that locks a thread
 // and returns would, so a test can show that a child started through
 // pdeathsig.Start survives that. It imports only the standard library.

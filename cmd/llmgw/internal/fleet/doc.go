@@ -13,7 +13,7 @@
 // even when Close never runs because the owner was killed with SIGKILL or
 // died of SIGPIPE: Consul, the routers and the plugin have a parent-death
 // signal (SIGKILL, forked from a thread kept for their lifetime by
-// internal/pdeathsig), and the driver's owner_pid option makes each
+// internal/localproc/pdeathsig), and the driver's owner_pid option makes each
 // shard's supervisor watch the owner through a pidfd and, on its death,
 // stop the engine as StopTask would (SIGTERM to its group, SIGKILL 5 s
 // later). A hard kill still leaves files: the work dir when Options.WorkDir

@@ -8,13 +8,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llmgw/llmgw/internal/pdeathsig"
+	"github.com/llmgw/llmgw/internal/localproc/pdeathsig"
 )
 
 // proc is one child process the fleet started directly (the Consul agent, a
 // router). It runs in a process group of its own, so a terminal's Ctrl-C
 // reaches only the fleet's owner, which then stops everything in order; it
-// gets SIGKILL should the owner die without stopping it (internal/pdeathsig
+// gets SIGKILL should the owner die without stopping it (internal/localproc/pdeathsig
 // keeps the forking thread alive as long as the child, as that signal
 // requires). Its output goes to a log file in the work dir, and a goroutine
 // reaps it.

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/llmgw/llmgw/consul"
-	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/localproc/netport"
 )
 
 // joinRouter starts a router the way Nomad runs the shipped router job:

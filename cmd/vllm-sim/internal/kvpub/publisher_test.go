@@ -12,7 +12,7 @@ import (
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
-	"github.com/llmgw/llmgw/internal/netport"
+	"github.com/llmgw/llmgw/internal/localproc/netport"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

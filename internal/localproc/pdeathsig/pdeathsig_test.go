@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/llmgw/llmgw/internal/pdeathsig"
+	"github.com/llmgw/llmgw/internal/localproc/pdeathsig"
 	"github.com/llmgw/llmgw/internal/testkit/pdeathsigtest"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 )

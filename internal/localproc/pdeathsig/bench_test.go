@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/pdeathsig"
+	"github.com/llmgw/llmgw/internal/localproc/pdeathsig"
 )
 
 // BenchmarkStartWait starts and reaps a trivial child through Start: the
