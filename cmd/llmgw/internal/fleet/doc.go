@@ -29,6 +29,6 @@
 // hand.
 //
 // It is the one production package allowed to import plugin/pluginhost
-// (internal/layering says why). It must not import router/... or
+// (internal/tests/layering says why). It must not import router/... or
 // driver/...: it drives their binaries, as an operator would.
 package fleet

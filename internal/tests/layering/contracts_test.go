@@ -56,7 +56,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/openai",
 	},
 	"internal/testkit/testcert": nil,
-	"internal/attack":           nil, // tests only
+	"internal/tests/attack":     nil, // tests only
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
@@ -107,7 +107,7 @@ var contracts = map[string][]string{
 // imports: the standard library plus only the listed packages.
 func TestPackageContracts(t *testing.T) {
 	for dir, allowed := range contracts {
-		p, err := build.ImportDir(filepath.Join("..", "..", dir), 0)
+		p, err := build.ImportDir(filepath.Join("..", "..", "..", dir), 0)
 		if err != nil {
 			t.Errorf("%s: %v", dir, err)
 			continue
