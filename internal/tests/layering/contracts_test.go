@@ -55,6 +55,8 @@ var contracts = map[string][]string{
 		"golang.org/x/net/netutil",
 		"github.com/llmgw/llmgw/router/openai",
 	},
+	"internal/blockkey":         {"github.com/zeebo/xxh3"},
+	"internal/kvwire":           {"github.com/vmihailenco/msgpack/v5"},
 	"internal/testkit/testcert": nil,
 	"internal/tests/attack":     nil, // tests only
 	"router/prompt": {

@@ -30,6 +30,10 @@ func deps(t *testing.T, pattern string) map[string][]string {
 	return m
 }
 
+// TestLayering checks finer rules than TestLayers (layout_test.go), which
+// already forbids every import of a command by a lower layer and every
+// import between parts of one layer; these rules follow imports
+// transitively.
 func TestLayering(t *testing.T) {
 	rules := []struct {
 		from      string // go list pattern
@@ -42,24 +46,24 @@ func TestLayering(t *testing.T) {
 		{module + "/plugin/...", module + "/driver", "the plugin protocol knows nothing about vLLM"},
 		{module + "/consul/...", module + "/router", "consul/ is below router/"},
 		{module + "/consul/...", module + "/driver", "consul/ is below driver/"},
-		{module + "/internal/...", module + "/cmd", "nothing imports a command"},
-		{module + "/router/...", module + "/cmd", "nothing imports a command"},
-		{module + "/driver/...", module + "/cmd", "nothing imports a command"},
 		{module + "/jobs/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/driver/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/router/...", module + "/plugin/pluginhost", "pluginhost is test support"},
-		// cmd/llmgw reaches pluginhost only through cmd/llmgw/internal/fleet (see
-		// TestOnlyFleetHostsPlugins); the deployed daemons never do.
+		// cmd/llmgw reaches pluginhost only through its fleet package
+		// (see TestOnlyFleetHostsPlugins); the deployed daemons never do.
 		{module + "/cmd/nomad-driver-vllm/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/cmd/llmgw-router/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/cmd/vllm-sim/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/jobs/...", module + "/router", "jobspecs are checked against the driver, not the router"},
-		{module + "/internal/fleet/...", module + "/router", "the fleet runs routers as processes"},
-		{module + "/internal/fleet/...", module + "/driver", "the fleet runs the driver over the plugin protocol"},
-		{module + "/jobs/...", module + "/cmd", "nothing imports a command"},
+		{module + "/cmd/llmgw/internal/fleet/...", module + "/router", "the fleet runs routers as processes"},
+		{module + "/cmd/llmgw/internal/fleet/...", module + "/driver", "the fleet runs the driver over the plugin protocol"},
 	}
 	for _, r := range rules {
-		for pkg, imports := range deps(t, r.from) {
+		pkgs := deps(t, r.from)
+		if len(pkgs) == 0 {
+			t.Errorf("rule %s -> %s: %s matches no package; was it moved?", r.from, r.forbidden, r.from)
+		}
+		for pkg, imports := range pkgs {
 			for _, imp := range imports {
 				if imp == r.forbidden || strings.HasPrefix(imp, r.forbidden+"/") {
 					t.Errorf("%s imports %s: %s", pkg, imp, r.why)
@@ -77,21 +81,21 @@ func TestLayeringSeesDependencies(t *testing.T) {
 	if len(all) == 0 {
 		t.Fatal("go list returned no packages for the module")
 	}
-	if _, ok := all[module+"/internal/layering"]; !ok {
+	if _, ok := all[module+"/internal/tests/layering"]; !ok {
 		t.Errorf("go list output lacks this package; got %d packages", len(all))
 	}
 }
 
-// TestOnlyFleetHostsPlugins: plugin/pluginhost plays the Nomad client. Tests
-// use it, and so does cmd/llmgw/internal/fleet, which runs the whole chain on one
-// machine for `llmgw demo` and the benchmarks where no Nomad agent can run;
-// no other production package may import it directly.
+// TestOnlyFleetHostsPlugins: plugin/pluginhost plays the Nomad client.
+// Tests use it, and so does cmd/llmgw/internal/fleet, which runs the whole
+// chain on one machine for `llmgw demo` and the benchmarks where no Nomad
+// agent can run; no other production package may import it directly.
 func TestOnlyFleetHostsPlugins(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"/...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	const host, fleet = module + "/plugin/pluginhost", module + "/internal/fleet"
+	const host, fleet = module + "/plugin/pluginhost", module + "/cmd/llmgw/internal/fleet"
 	seen := false
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
