@@ -50,7 +50,7 @@ func TestBenchWorkloads(t *testing.T) {
 		{"-workload", "chat", "-users", "2", "-rounds", "2"},
 		{"-workload", "prefix", "-groups", "2", "-per-group", "2"},
 		{"-workload", "siblings", "-prompts", "2", "-samples", "3"},
-		{"-workload", "trace", "-trace", "internal/bench/trace/testdata/sample.jsonl", "-max-requests", "5"},
+		{"-workload", "trace", "-trace", filepath.Join("internal", "bench", "trace", "testdata", "sample.jsonl"), "-max-requests", "5"},
 	} {
 		c, err := parseBenchFlags(args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err != nil {
