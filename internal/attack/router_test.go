@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/pdeathsig"
+	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/internal/simproc"
 )
 
@@ -100,7 +101,7 @@ func startRouter(t *testing.T, bin, src string) *router {
 		_ = r.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-r.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(poll.Timeout):
 			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
 			<-r.done
 		}
