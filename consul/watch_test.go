@@ -99,7 +99,7 @@ func TestWatchReplicas(t *testing.T) {
 	}
 	select {
 	case <-w.Changed():
-	case <-time.After(20 * time.Second):
+	case <-time.After(poll.Timeout):
 		t.Fatal("no wake-up after deregistration")
 	}
 	poll.Until(t, "b to leave when deregistered", func() bool { return equal(replicaIDs(w), "alloc-a/vllm") })

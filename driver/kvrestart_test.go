@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
@@ -18,7 +19,7 @@ import (
 func (e *events) until(t *testing.T, id string) []*drivers.DriverTaskEvent {
 	t.Helper()
 	var out []*drivers.DriverTaskEvent
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(poll.Timeout)
 	for {
 		select {
 		case ev := <-e.ch:

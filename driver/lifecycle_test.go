@@ -161,7 +161,7 @@ func watchEvents(t *testing.T, h *pluginhost.Host) *events {
 // next waits for an event whose message starts with prefix, skipping others.
 func (e *events) next(t *testing.T, prefix string) *drivers.DriverTaskEvent {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(poll.Timeout)
 	for {
 		select {
 		case ev := <-e.ch:

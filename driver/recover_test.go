@@ -84,25 +84,26 @@ func kvState(t *testing.T, attrs map[string]string) (n int, sum uint64) {
 func waitInSync(t *testing.T, get func() map[string]string, url string) {
 	t.Helper()
 	var last string
-	deadline := time.Now().Add(30 * time.Second)
 	nudge := time.Now().Add(2 * time.Second)
-	for i := 0; ; i++ {
+	i := 0
+	ok := poll.Within(poll.Timeout, func() bool {
 		attrs := get()
 		gn, gs := truth(t, url)
 		dn, ds := kvState(t, attrs)
 		if gn > 0 && gn == dn && gs == ds {
-			return
+			return true
 		}
 		last = "engine " + strconv.Itoa(gn) + " blocks, driver " + strconv.Itoa(dn) + "; batches=" + attrs["kv_batches"] +
 			" replayed=" + attrs["kv_replayed"] + " lost=" + attrs["kv_lost"]
-		if time.Now().After(deadline) {
-			t.Fatalf("driver's block state never matched the engine's: %s", last)
-		}
 		if time.Now().After(nudge) {
+			i++
 			complete(t, url, strings.Repeat("nudge "+strconv.Itoa(i)+" ", 12))
 			nudge = time.Now().Add(2 * time.Second)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	})
+	if !ok {
+		t.Fatalf("driver's block state never matched the engine's: %s", last)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/localproc/netport"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 func TestRepeatedPromptIsCachedAndFaster(t *testing.T) {
@@ -213,13 +214,8 @@ func TestBadRequests(t *testing.T) {
 func TestHeadlessServesNothingAndStops(t *testing.T) {
 	port := netport.FreeTCP(t)
 	p := startProc(t, nil, "sim-model", "--headless", "--port", itoa(port), "--data-parallel-size", "2", "--data-parallel-rank", "1")
-	deadline := time.After(30 * time.Second)
-	for !strings.Contains(p.Output(), "running headless") {
-		select {
-		case <-deadline:
-			t.Fatalf("no headless start:\n%s", p.Output())
-		case <-time.After(10 * time.Millisecond):
-		}
+	if !poll.Within(poll.Timeout, func() bool { return strings.Contains(p.Output(), "running headless") }) {
+		t.Fatalf("no headless start:\n%s", p.Output())
 	}
 	if _, err := http.Get("http://127.0.0.1:" + itoa(port) + "/health"); err == nil {
 		t.Error("a headless shard answered HTTP")
@@ -230,7 +226,7 @@ func TestHeadlessServesNothingAndStops(t *testing.T) {
 		if code := p.ExitCode(); code != 0 {
 			t.Errorf("exit code %d after SIGTERM; want 0", code)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(poll.Timeout):
 		t.Fatal("headless shard ignored SIGTERM")
 	}
 }
@@ -248,7 +244,7 @@ func TestStartupErrors(t *testing.T) {
 		p := startProc(t, nil, tt.args...)
 		select {
 		case <-p.Done():
-		case <-time.After(30 * time.Second):
+		case <-time.After(poll.Timeout):
 			t.Fatalf("%q kept running", tt.args)
 		}
 		if p.ExitCode() == 0 || !strings.Contains(p.Output(), tt.want) {

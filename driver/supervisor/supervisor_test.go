@@ -52,7 +52,7 @@ func wait(t *testing.T, p *supervisor.Process) supervisor.Exit {
 	t.Helper()
 	select {
 	case <-p.Done():
-	case <-time.After(10 * time.Second):
+	case <-time.After(poll.Timeout):
 		t.Fatal("supervisor did not exit")
 	}
 	ex, err := p.Exit()

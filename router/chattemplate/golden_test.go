@@ -54,6 +54,9 @@ func goldenTemplates(t *testing.T, g renderGolden) map[string]*Template {
 	dir := testdataDir()
 	raw, err := os.ReadFile(filepath.Join(dir, "templates.json"))
 	if os.IsNotExist(err) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s/templates.json is absent in CI: `make test` runs `make testdata` first", dir)
+		}
 		t.Skipf("%s/templates.json is absent: run `make testdata` (or set LLMGW_TESTDATA)", dir)
 	}
 	if err != nil {

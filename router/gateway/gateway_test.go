@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmgw/llmgw/internal/localproc/netport"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/openai"
@@ -222,7 +223,7 @@ func TestStreamingPassesChunks(t *testing.T) {
 			w.(http.Flusher).Flush()
 			select {
 			case <-ack:
-			case <-time.After(10 * time.Second):
+			case <-time.After(poll.Timeout):
 				return // the router buffered: the client never saw the event
 			}
 		}
@@ -293,7 +294,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	resp.Body.Close()
 	select {
 	case <-canceled:
-	case <-time.After(10 * time.Second):
+	case <-time.After(poll.Timeout):
 		t.Fatal("upstream request not canceled after the client left")
 	}
 }

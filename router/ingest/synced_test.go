@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/index"
 )
 
@@ -44,7 +45,7 @@ func TestSyncedDoesNotWaitForUpdates(t *testing.T) {
 		if got != [2]bool{true, false} {
 			t.Errorf("during the update: Synced(a/1), Synced(b/1) = %v; want the last finished state [true false]", got)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(poll.Timeout):
 		t.Error("Synced waited for the update being applied")
 	}
 	close(release)

@@ -63,6 +63,9 @@ func qwen3(t *testing.T) *Prompts {
 	}
 	dir = filepath.Join(dir, "models", "qwen3")
 	if _, err := os.Stat(filepath.Join(dir, "tokenizer.json")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is absent in CI: `make test` runs `make testdata` first", dir)
+		}
 		t.Skipf("%s is absent: run `make testdata` (or set LLMGW_TESTDATA)", dir)
 	}
 	p, errs := New(map[string]Source{"qwen3": {Dir: dir}})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/config"
 )
 
@@ -161,7 +162,7 @@ func TestWriteTimeoutDropsStalledReader(t *testing.T) {
 			t.Errorf("dropped after %s, before write_timeout %s", took, d)
 		}
 		t.Logf("stalled reader dropped; replica request cancelled after %s (write_timeout %s)", took, d)
-	case <-time.After(30 * time.Second):
+	case <-time.After(poll.Timeout):
 		t.Fatal("replica request still running 30 s after the client stopped reading")
 	}
 }

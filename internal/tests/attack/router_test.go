@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/localproc/pdeathsig"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // sims builds vllm-sim once ($LLMGW_VLLM_SIM_BIN overrides it).
@@ -100,7 +101,7 @@ func startRouter(t *testing.T, bin, src string) *router {
 		_ = r.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-r.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(poll.Timeout):
 			_ = syscall.Kill(-r.pid, syscall.SIGKILL)
 			<-r.done
 		}

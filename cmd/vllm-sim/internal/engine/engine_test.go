@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // recorder keeps published batches; the real ZMQ publisher is tested in
@@ -98,7 +99,7 @@ func prompt(n int, base uint32) []uint32 {
 func collect(t *testing.T, r *Request) []Token {
 	t.Helper()
 	var toks []Token
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(poll.Timeout)
 	for {
 		select {
 		case tok := <-r.Out:
@@ -107,7 +108,7 @@ func collect(t *testing.T, r *Request) []Token {
 				return toks
 			}
 		case <-timeout:
-			t.Fatalf("request incomplete after 10s; got %d tokens", len(toks))
+			t.Fatalf("request incomplete after %v; got %d tokens", poll.Timeout, len(toks))
 		}
 	}
 }
