@@ -84,7 +84,7 @@ type hfConfig struct {
 // MLP and MoE layers hold no cache). The layers are then grouped as vLLM's
 // _get_kv_cache_groups_uniform_page_size groups them: by spec in order of
 // first appearance, each spec split into groups of the smallest spec's
-// layer count (or of the largest, when that is under 1.25 times the
+// layer count (or of the largest, when that is under 1.5 times the
 // smallest, to avoid padding).
 func GroupsFromModelConfig(data []byte) ([]kvcache.GroupSpec, error) {
 	var cfg hfConfig
@@ -168,7 +168,7 @@ func groupLayers(layers []kvcache.GroupSpec) ([]kvcache.GroupSpec, error) {
 		minN, maxN = min(minN, n), max(maxN, n)
 	}
 	size := minN
-	if float64(maxN) < float64(minN)*1.25 {
+	if float64(maxN) < float64(minN)*1.5 {
 		size = maxN
 	}
 	var groups []kvcache.GroupSpec

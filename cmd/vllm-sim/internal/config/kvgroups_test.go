@@ -46,9 +46,16 @@ func TestGroupsFromModelConfig(t *testing.T) {
 			"mamba,mamba,mamba,full"},
 		{"granite 4", map[string]any{"layer_types": layers(40, "mamba", "mamba", "mamba", "mamba", "mamba", "mamba", "mamba", "mamba", "mamba", "attention")},
 			"mamba,mamba,mamba,mamba,mamba,mamba,mamba,mamba,mamba,full"},
-		// 9 and 8 layers: within 1.25 times, one group each.
+		// 9 and 8 layers: within 1.5 times, one group each.
 		{"near equal counts", map[string]any{"layer_types": append(layers(16, "full_attention", "sliding_attention"), "full_attention"), "sliding_window": 64},
 			"full,sliding_window:64"},
+		// gpt-oss with an EAGLE drafter's extra full layer: 12 and 13, still
+		// one group each (vLLM pads the window group to 13 layers).
+		{"12 sliding and 13 full", map[string]any{"layer_types": append(layers(24, "sliding_attention", "full_attention"), "full_attention"), "sliding_window": 128},
+			"sliding_window:128,full"},
+		// 10 and 20: twice the smallest, so groups of 10.
+		{"1 full : 2 sliding", map[string]any{"layer_types": layers(30, "full_attention", "sliding_attention", "sliding_attention"), "sliding_window": 64},
+			"full,sliding_window:64,sliding_window:64"},
 		{"all full", map[string]any{"layer_types": layers(32, "full_attention")}, "full"},
 		{"nemotron-h pattern", map[string]any{"hybrid_override_pattern": "M-M-M*-M-M-M*-"}, "mamba,mamba,mamba,full"},
 		{"multimodal text_config", map[string]any{"text_config": map[string]any{"layer_types": layers(12, "sliding_attention", "full_attention"), "sliding_window": 1024}},
