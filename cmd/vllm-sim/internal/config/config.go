@@ -145,6 +145,20 @@ func (c Config) validateGroups() error {
 	if c.CPUOffloadBlocks > 0 {
 		return fmt.Errorf("--sim-cpu-offload-blocks plays the offloading connector for one full-attention group only; --sim-kv-cache-groups is %s", kvcache.FormatGroups(c.KVCacheGroups))
 	}
+	// One sequence of --max-model-len must fit in every group at once: the
+	// simulator allocates a prompt's blocks in each attention group on
+	// admission, and a Mamba group holds at most two.
+	need, perGroup := 0, (c.MaxModelLen+c.BlockSize-1)/c.BlockSize
+	for _, g := range c.KVCacheGroups {
+		if g.Kind == kvcache.Mamba {
+			need += 2
+		} else {
+			need += perGroup
+		}
+	}
+	if c.NumGPUBlocks < need {
+		return fmt.Errorf("the KV cache (%d blocks) cannot hold one sequence of --max-model-len %d in every group of --sim-kv-cache-groups %s: it needs %d blocks", c.NumGPUBlocks, c.MaxModelLen, kvcache.FormatGroups(c.KVCacheGroups), need)
+	}
 	if len(c.KVCacheGroups) > 1 && c.EventFormat == "array" && c.EventSchema < 10 {
 		return fmt.Errorf("--sim-event-schema %d has no group_idx (it came with the 10-field BlockStored); --sim-kv-cache-groups %s needs 10 or 12", c.EventSchema, kvcache.FormatGroups(c.KVCacheGroups))
 	}

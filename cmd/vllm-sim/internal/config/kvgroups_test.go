@@ -140,6 +140,7 @@ func TestKVCacheGroupsFlag(t *testing.T) {
 		{[]string{"serve", t.TempDir(), "--sim-kv-cache-groups", "config"}, "config.json"},
 		{[]string{"serve", "m", "--sim-kv-cache-groups", "full,mamba", "--sim-cpu-offload-blocks", "8"}, "one full-attention group only"},
 		{[]string{"serve", "m", "--sim-kv-cache-groups", "full,mamba", "--sim-event-schema", "9"}, "no group_idx"},
+		{[]string{"serve", "m", "--sim-kv-cache-groups", "full,sliding_window:8", "--num-gpu-blocks-override", "100", "--block-size", "16", "--max-model-len", "1600"}, "needs 200 blocks"},
 	}
 	for _, tt := range bad {
 		_, err := Parse(tt.args)
