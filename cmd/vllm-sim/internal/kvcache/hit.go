@@ -39,19 +39,18 @@ func specGroupsOf(groups []GroupSpec) []specGroup {
 	return sorted
 }
 
-// cachedIn is vLLM's BlockPool.get_cached_block over several groups: the
-// first cached copy of h in each group of ids, or nil unless every group
-// has one.
-func (p *Pool) cachedIn(h Hash, ids []int) []*block {
-	out := make([]*block, len(ids))
+// cachedIn is vLLM's BlockPool.get_cached_block over several groups: it
+// fills buf with the first cached copy of h in each group of ids and
+// reports whether every group has one.
+func (p *Pool) cachedIn(h Hash, ids []int, buf []*block) bool {
 	for i, g := range ids {
 		b := p.firstCopy(h, g)
 		if b == nil {
-			return nil
+			return false
 		}
-		out[i] = b
+		buf[i] = b
 	}
-	return out
+	return true
 }
 
 // find is one spec group's find_longest_cache_hit over the first maxBlocks
@@ -60,6 +59,7 @@ func (p *Pool) cachedIn(h Hash, ids []int) []*block {
 // in blocks.
 func (p *Pool) find(sg specGroup, hashes []Hash, maxBlocks int) ([][]*block, int) {
 	out := make([][]*block, len(sg.ids))
+	c := make([]*block, len(sg.ids))
 	switch sg.spec.Kind {
 	case SlidingWindow:
 		// SlidingWindowManager: scan right to left for the blocks covering
@@ -72,8 +72,7 @@ func (p *Pool) find(sg specGroup, hashes []Hash, maxBlocks int) ([][]*block, int
 		}
 		run, n := 0, -1
 		for i := maxBlocks - 1; i >= 0; i-- {
-			c := p.cachedIn(hashes[i], sg.ids)
-			if c == nil {
+			if !p.cachedIn(hashes[i], sg.ids, c) {
 				run = 0
 				continue
 			}
@@ -97,7 +96,7 @@ func (p *Pool) find(sg specGroup, hashes []Hash, maxBlocks int) ([][]*block, int
 		// MambaManager: the state saved at the latest cached block; the
 		// positions before it are null blocks.
 		for i := maxBlocks - 1; i >= 0; i-- {
-			if c := p.cachedIn(hashes[i], sg.ids); c != nil {
+			if p.cachedIn(hashes[i], sg.ids, c) {
 				for j := range out {
 					out[j] = make([]*block, i+1)
 					out[j][i] = c[j]
@@ -109,11 +108,7 @@ func (p *Pool) find(sg specGroup, hashes []Hash, maxBlocks int) ([][]*block, int
 	}
 	// FullAttentionManager: every block from the first, stopping at a miss.
 	n := 0
-	for n < maxBlocks {
-		c := p.cachedIn(hashes[n], sg.ids)
-		if c == nil {
-			break
-		}
+	for n < maxBlocks && p.cachedIn(hashes[n], sg.ids, c) {
 		for j := range out {
 			out[j] = append(out[j], c[j])
 		}
