@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -290,4 +294,52 @@ func groupsMatch(t *testing.T, p proc, batches []batch) bool {
 		}
 	}
 	return true
+}
+
+// TestHybridStartupErrors: a bad layout stops the process with a message
+// naming the flag and the problem.
+func TestHybridStartupErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"m", "--sim-kv-cache-groups", "full,sliding_window"}, `sliding_window needs its window`},
+		{[]string{"m", "--sim-kv-cache-groups", "full,linear"}, `unknown KV-cache group kind "linear"`},
+		{[]string{dir, "--sim-kv-cache-groups", "config"}, "config.json"},
+	}
+	for _, tt := range tests {
+		p := startProc(t, nil, tt.args...)
+		select {
+		case <-p.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%q kept running", tt.args)
+		}
+		out := p.Output()
+		if p.ExitCode() == 0 || !strings.Contains(out, tt.want) || !strings.Contains(out, "--sim-kv-cache-groups") {
+			t.Errorf("%q: exit %d, output %q; want a failure naming --sim-kv-cache-groups and %q", tt.args, p.ExitCode(), out, tt.want)
+		}
+	}
+}
+
+// TestKVCacheGroupsFromModelDir starts the simulator on a model directory
+// whose config.json declares gpt-oss's layout.
+func TestKVCacheGroupsFromModelDir(t *testing.T) {
+	dir := t.TempDir()
+	types := make([]string, 24)
+	for i := range types {
+		types[i] = []string{"sliding_attention", "full_attention"}[i%2]
+	}
+	cfg, _ := json.Marshal(map[string]any{"layer_types": types, "sliding_window": 128})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startSim(t, nil, "--sim-kv-cache-groups", "config", "--model", dir)
+	d, err := simproc.ReadDump(t.Context(), p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Groups) != 2 || d.Groups[0].Kind != "sliding_window" || d.Groups[0].SlidingWindow == nil || *d.Groups[0].SlidingWindow != 128 || d.Groups[1].Kind != "full_attention" {
+		t.Fatalf("groups %+v; want sliding_window:128 then full_attention", d.Groups)
+	}
 }
