@@ -161,7 +161,7 @@ func TestSlidingWindowFreesBlocksOutOfTheWindow(t *testing.T) {
 	if err := p.Admit(o, p.Lookup(o)); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Admit(seqOf(3, 600), Match{gpu: make([][]*block, 2)}); !errors.Is(err, ErrNoSpace) {
+	if err := p.Admit(seqOf(3, 600), Match{}); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("admit past the pool: %v; want ErrNoSpace", err)
 	}
 	var removed []Event

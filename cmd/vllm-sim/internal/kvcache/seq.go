@@ -147,6 +147,9 @@ func (p *Pool) place(s *Seq, g int, pos []int) {
 // complete), so they are stored on GPU in this step's batch.
 func (p *Pool) Admit(s *Seq, m Match) error {
 	p.ensureGroups(s)
+	if len(m.gpu) != len(p.groups) { // a Match not from this pool's Lookup: no hit
+		m = Match{gpu: make([][]*block, len(p.groups))}
+	}
 	total := p.blocksFor(len(s.Tokens))
 	need := 0
 	// Matched blocks that sit on the free list stop being free when touched.
