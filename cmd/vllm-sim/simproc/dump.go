@@ -15,12 +15,25 @@ type Block struct {
 	TokenIDs []uint32 `json:"token_ids"`
 	Medium   string   `json:"medium"` // "GPU" or "CPU"
 	DPRank   int      `json:"dp_rank"`
+	// GroupIdx is the block's KV-cache group; Kind and SlidingWindow are
+	// that group's kv_cache_spec_kind and window (nil unless sliding).
+	GroupIdx      int    `json:"group_idx"`
+	Kind          string `json:"kv_cache_spec_kind"`
+	SlidingWindow *int   `json:"kv_cache_spec_sliding_window"`
+}
+
+// Group is one KV-cache group of the simulated engine, in vLLM's order.
+type Group struct {
+	GroupIdx      int    `json:"group_idx"`
+	Kind          string `json:"kv_cache_spec_kind"` // full_attention, sliding_window or mamba
+	SlidingWindow *int   `json:"kv_cache_spec_sliding_window"`
 }
 
 // Dump is what GET /debug/kv/blocks answers: the ground truth a KV index
 // is compared against in tests.
 type Dump struct {
 	BlockSize int     `json:"block_size"`
+	Groups    []Group `json:"kv_cache_groups"`
 	Blocks    []Block `json:"blocks"`
 }
 

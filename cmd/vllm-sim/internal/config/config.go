@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/engine"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
 )
 
 // Config is everything the simulator needs to start.
@@ -40,6 +41,10 @@ type Config struct {
 	EventSchema      int    // BlockStored array length
 	ReplayFormat     string // "new" or "old"
 	CPUOffloadBlocks int
+	// KVCacheGroupsFlag is --sim-kv-cache-groups as given; KVCacheGroups
+	// the groups it resolves to (from the list, or from config.json).
+	KVCacheGroupsFlag string
+	KVCacheGroups     []kvcache.GroupSpec
 
 	// Unknown lists the flags accepted without meaning to the simulator.
 	Unknown []string
@@ -63,6 +68,8 @@ func Defaults() Config {
 		EventFormat:         "array",
 		EventSchema:         12,
 		ReplayFormat:        "new",
+		KVCacheGroupsFlag:   "full",
+		KVCacheGroups:       kvcache.DefaultGroups(),
 	}
 }
 
@@ -116,10 +123,44 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s", ch.msg)
 		}
 	}
+	if err := c.validateGroups(); err != nil {
+		return err
+	}
 	for _, d := range []time.Duration{c.Latency.Overhead, c.Latency.PrefillPerToken, c.Latency.CPULoadPerToken, c.Latency.InterToken} {
 		if d < 0 {
 			return fmt.Errorf("latency flags must not be negative, got %v", d)
 		}
+	}
+	return nil
+}
+
+// validateGroups checks the KV-cache groups against the flags they meet.
+func (c Config) validateGroups() error {
+	if err := kvcache.ValidateGroups(c.KVCacheGroups); err != nil {
+		return fmt.Errorf("--sim-kv-cache-groups: %w", err)
+	}
+	if kvcache.IsDefault(c.KVCacheGroups) {
+		return nil
+	}
+	if c.CPUOffloadBlocks > 0 {
+		return fmt.Errorf("--sim-cpu-offload-blocks plays the offloading connector for one full-attention group only; --sim-kv-cache-groups is %s", kvcache.FormatGroups(c.KVCacheGroups))
+	}
+	// One sequence of --max-model-len must fit in every group at once: the
+	// simulator allocates a prompt's blocks in each attention group on
+	// admission, and a Mamba group holds at most two.
+	need, perGroup := 0, (c.MaxModelLen+c.BlockSize-1)/c.BlockSize
+	for _, g := range c.KVCacheGroups {
+		if g.Kind == kvcache.Mamba {
+			need += 2
+		} else {
+			need += perGroup
+		}
+	}
+	if c.NumGPUBlocks < need {
+		return fmt.Errorf("the KV cache (%d blocks) cannot hold one sequence of --max-model-len %d in every group of --sim-kv-cache-groups %s: it needs %d blocks", c.NumGPUBlocks, c.MaxModelLen, kvcache.FormatGroups(c.KVCacheGroups), need)
+	}
+	if len(c.KVCacheGroups) > 1 && c.EventFormat == "array" && c.EventSchema < 10 {
+		return fmt.Errorf("--sim-event-schema %d has no group_idx (it came with the 10-field BlockStored); --sim-kv-cache-groups %s needs 10 or 12", c.EventSchema, kvcache.FormatGroups(c.KVCacheGroups))
 	}
 	return nil
 }

@@ -120,6 +120,7 @@ var flags = map[string]flag{
 	"sim-event-schema":        intFlag(func(c *Config) *int { return &c.EventSchema }),
 	"sim-replay-format":       strFlag(func(c *Config) *string { return &c.ReplayFormat }),
 	"sim-cpu-offload-blocks":  intFlag(func(c *Config) *int { return &c.CPUOffloadBlocks }),
+	"sim-kv-cache-groups":     strFlag(func(c *Config) *string { return &c.KVCacheGroupsFlag }),
 	"sim-load-factor": {set: func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
@@ -210,6 +211,9 @@ func Parse(args []string) (Config, error) {
 		if err := f.set(&c, value); err != nil {
 			return c, fmt.Errorf("--%s: %w", name, err)
 		}
+	}
+	if err := c.resolveKVCacheGroups(); err != nil {
+		return c, err
 	}
 	return c, c.Validate()
 }

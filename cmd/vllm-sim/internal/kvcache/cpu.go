@@ -62,7 +62,7 @@ func (p *Pool) offload(s *Seq, first, full int) {
 			delete(c.index, old.hash)
 			p.events = append(p.events, Event{Kind: BlockRemoved, Hashes: []Hash{old.hash}, Medium: MediumCPU})
 		}
-		e := &cpuEntry{hash: h, tokens: s.blocks[i].tokens}
+		e := &cpuEntry{hash: h, tokens: s.groups[0].blocks[i].tokens}
 		if i > 0 {
 			ph := s.hashes[i-1]
 			e.parent = &ph

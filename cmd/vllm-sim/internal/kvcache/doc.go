@@ -10,5 +10,13 @@
 // on a prefix-cache reset. An optional CPU tier plays vLLM's offloading
 // connector: its stores carry medium "CPU" and no token ids.
 //
+// A hybrid model's KV-cache groups (Config.Groups: full attention, sliding
+// window, Mamba) share the pool's blocks as vLLM's hybrid KV cache manager
+// shares its BlockPool: blocks are cached per (hash, group), a prefix hit is
+// the length every group agrees on (hit.go, vLLM's HybridKVCacheCoordinator),
+// window and Mamba groups free the blocks they no longer read, and each
+// group's events carry its group_idx, kind and window. One full-attention
+// group, the default, is the cache as it was before groups.
+//
 // A Pool is not safe for concurrent use; the engine's step loop owns it.
 package kvcache

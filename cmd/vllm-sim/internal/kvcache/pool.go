@@ -15,6 +15,7 @@ var ErrBlocksInUse = errors.New("cannot reset the prefix cache while requests ho
 
 type block struct {
 	id     int
+	group  int // the KV-cache group the block holds data for while hashed
 	refCnt int
 	hashed bool
 	hash   Hash
@@ -32,10 +33,14 @@ type Pool struct {
 	blocks    []block
 	freeHead  block // sentinel of the free list: head.next is least recently freed
 	numFree   int
-	cached    map[Hash][]*block // one hash may be backed by several blocks
-	cpu       *cpuTier
-	events    []Event
-	noCache   bool
+	// cached maps a hash to the blocks holding it: several copies, and in a
+	// hybrid model one entry per group (vLLM's BlockHashWithGroupId).
+	cached  map[Hash][]*block
+	groups  []GroupSpec
+	specs   []specGroup
+	cpu     *cpuTier
+	events  []Event
+	noCache bool
 }
 
 // Config sizes a pool.
@@ -47,6 +52,10 @@ type Config struct {
 	// DisableCache is vLLM's --no-enable-prefix-caching: blocks are never
 	// hashed or reused, so nothing is stored and no event is published.
 	DisableCache bool
+	// Groups are the KV-cache groups in vLLM's order; nil is one
+	// full-attention group. They share the pool's blocks, as in vLLM's
+	// hybrid allocator, so each group's share is what its requests hold.
+	Groups []GroupSpec
 }
 
 // New returns a pool whose blocks are all free and uncached.
@@ -57,11 +66,23 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.BlockSize < 1 {
 		return nil, fmt.Errorf("block size must be positive, got %d", cfg.BlockSize)
 	}
+	groups := cfg.Groups
+	if groups == nil {
+		groups = DefaultGroups()
+	}
+	if err := ValidateGroups(groups); err != nil {
+		return nil, err
+	}
+	if cfg.CPUBlocks > 0 && !IsDefault(groups) {
+		return nil, fmt.Errorf("the CPU tier plays the offloading connector for one full-attention group only, got groups %s", FormatGroups(groups))
+	}
 	p := &Pool{
 		blockSize: cfg.BlockSize,
 		hasher:    NewHasher(cfg.HashSeed),
 		blocks:    make([]block, cfg.NumBlocks),
 		cached:    make(map[Hash][]*block),
+		groups:    append([]GroupSpec(nil), groups...),
+		specs:     specGroupsOf(groups),
 		noCache:   cfg.DisableCache,
 	}
 	p.freeHead.next, p.freeHead.prev = &p.freeHead, &p.freeHead
@@ -77,6 +98,9 @@ func New(cfg Config) (*Pool, error) {
 
 // BlockSize is the number of tokens per block.
 func (p *Pool) BlockSize() int { return p.blockSize }
+
+// Groups are the pool's KV-cache groups in order.
+func (p *Pool) Groups() []GroupSpec { return append([]GroupSpec(nil), p.groups...) }
 
 // NumBlocks is the pool's size in GPU blocks.
 func (p *Pool) NumBlocks() int { return len(p.blocks) }
@@ -130,7 +154,8 @@ func (p *Pool) allocate() *block {
 }
 
 func (p *Pool) evict(b *block) {
-	copies := p.cached[b.hash]
+	key := b.hash
+	copies := p.cached[key]
 	for i, c := range copies {
 		if c == b {
 			copies = append(copies[:i], copies[i+1:]...)
@@ -138,11 +163,11 @@ func (p *Pool) evict(b *block) {
 		}
 	}
 	if len(copies) == 0 {
-		delete(p.cached, b.hash)
+		delete(p.cached, key)
 	} else {
-		p.cached[b.hash] = copies
+		p.cached[key] = copies
 	}
-	p.events = append(p.events, Event{Kind: BlockRemoved, Hashes: []Hash{b.hash}, Medium: MediumGPU})
+	p.events = append(p.events, p.groupEvent(Event{Kind: BlockRemoved, Hashes: []Hash{b.hash}, Medium: MediumGPU}, b.group))
 	b.hashed, b.parent, b.tokens = false, nil, nil
 }
 

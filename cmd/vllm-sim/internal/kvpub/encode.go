@@ -148,7 +148,7 @@ func encodeOptInt(e *msgpack.Encoder, v int) error {
 // block, else the block's tuple (the LoRA name, then the cache_salt on block
 // 0). A store without tokens (the CPU tier's) carries None.
 func encodeExtraKeys(e *msgpack.Encoder, ev *kvcache.Event) error {
-	if len(ev.Tokens) == 0 {
+	if !hasExtraKeys(ev) {
 		return e.EncodeNil()
 	}
 	if err := e.EncodeArrayLen(len(ev.Hashes)); err != nil {
@@ -175,7 +175,20 @@ func encodeExtraKeys(e *msgpack.Encoder, ev *kvcache.Event) error {
 	return nil
 }
 
-const specKind = "full_attention"
+// hasExtraKeys reports whether a BlockStored carries extra_keys: vLLM sends
+// None when the list would be empty (`extra_keys_list if extra_keys_list
+// else None`): a store without tokens (the CPU tier's) and a hybrid group's
+// store whose blocks were all null.
+func hasExtraKeys(ev *kvcache.Event) bool { return len(ev.Tokens) > 0 && len(ev.Hashes) > 0 }
+
+// specKind is the event's kv_cache_spec_kind; an event built without one is
+// the full-attention group's.
+func specKind(ev *kvcache.Event) string {
+	if ev.SpecKind == "" {
+		return string(kvcache.FullAttention)
+	}
+	return string(ev.SpecKind)
+}
 
 func encodeArray(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 	switch ev.Kind {
@@ -198,11 +211,11 @@ func encodeArray(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 			err = encodeExtraKeys(e, ev)
 		}
 		if n >= 10 {
-			err = e.EncodeInt(0) // group_idx
+			err = e.EncodeInt(int64(ev.Group)) // group_idx
 		}
 		if n >= 12 {
-			_ = e.EncodeString(specKind)
-			err = e.EncodeNil() // kv_cache_spec_sliding_window
+			_ = e.EncodeString(specKind(ev))
+			err = encodeOptInt(e, ev.Window) // kv_cache_spec_sliding_window
 		}
 		return err
 	case kvcache.BlockRemoved:
@@ -214,7 +227,7 @@ func encodeArray(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 			err = e.EncodeString(ev.Medium)
 		}
 		if n >= 4 {
-			err = e.EncodeInt(0)
+			err = e.EncodeInt(int64(ev.Group)) // group_idx
 		}
 		return err
 	case kvcache.AllBlocksCleared:
@@ -227,13 +240,17 @@ func encodeArray(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 func encodeMap(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 	switch ev.Kind {
 	case kvcache.BlockStored:
-		// extra_keys defaults to None, so a store without it omits the key.
-		withExtra := len(ev.Tokens) > 0
+		// extra_keys and kv_cache_spec_sliding_window default to None, so a
+		// store without them omits the key (msgspec's omit_defaults).
+		withExtra := hasExtraKeys(ev)
+		n := 10
 		if withExtra {
-			_ = e.EncodeMapLen(11)
-		} else {
-			_ = e.EncodeMapLen(10)
+			n++
 		}
+		if ev.Window != 0 {
+			n++
+		}
+		_ = e.EncodeMapLen(n)
 		_ = e.EncodeString("type")
 		_ = e.EncodeString(string(ev.Kind))
 		_ = e.EncodeString("block_hashes")
@@ -255,9 +272,14 @@ func encodeMap(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 			_ = encodeExtraKeys(e, ev)
 		}
 		_ = e.EncodeString("group_idx")
-		_ = e.EncodeInt(0)
+		_ = e.EncodeInt(int64(ev.Group))
 		_ = e.EncodeString("kv_cache_spec_kind")
-		return e.EncodeString(specKind)
+		err := e.EncodeString(specKind(ev))
+		if ev.Window != 0 {
+			_ = e.EncodeString("kv_cache_spec_sliding_window")
+			err = e.EncodeInt(int64(ev.Window))
+		}
+		return err
 	case kvcache.BlockRemoved:
 		_ = e.EncodeMapLen(4)
 		_ = e.EncodeString("type")
@@ -267,7 +289,7 @@ func encodeMap(e *msgpack.Encoder, s Schema, ev *kvcache.Event) error {
 		_ = e.EncodeString("medium")
 		_ = e.EncodeString(ev.Medium)
 		_ = e.EncodeString("group_idx")
-		return e.EncodeInt(0)
+		return e.EncodeInt(int64(ev.Group))
 	case kvcache.AllBlocksCleared:
 		_ = e.EncodeMapLen(1)
 		_ = e.EncodeString("type")

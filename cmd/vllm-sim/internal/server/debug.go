@@ -12,14 +12,24 @@ import (
 // is compared against in tests.
 func (s *Server) debugBlocks(w http.ResponseWriter, r *http.Request) {
 	blocks := []blockJSON{}
+	groups := []groupJSON{}
 	for _, rank := range s.ranks {
 		var infos []kvcache.BlockInfo
-		if err := rank.Engine.Do(r.Context(), func(p *kvcache.Pool) { infos = p.Blocks() }); err != nil {
+		var specs []kvcache.GroupSpec
+		if err := rank.Engine.Do(r.Context(), func(p *kvcache.Pool) { infos, specs = p.Blocks(), p.Groups() }); err != nil {
 			writeError(w, err)
 			return
 		}
+		if len(groups) == 0 {
+			for i, g := range specs {
+				groups = append(groups, groupJSON{GroupIdx: i, Kind: string(g.Kind), SlidingWindow: optWindow(g)})
+			}
+		}
 		for _, b := range infos {
-			j := blockJSON{Hash: b.Hash.Uint64(), HashHex: hex.EncodeToString(b.Hash[:]), TokenIDs: b.Tokens, Medium: b.Medium, DPRank: rank.ID, RefCnt: b.RefCnt}
+			j := blockJSON{
+				Hash: b.Hash.Uint64(), HashHex: hex.EncodeToString(b.Hash[:]), TokenIDs: b.Tokens, Medium: b.Medium, DPRank: rank.ID, RefCnt: b.RefCnt,
+				GroupIdx: b.Group, Kind: string(b.Spec.Kind), SlidingWindow: optWindow(b.Spec),
+			}
 			if b.Parent != nil {
 				p := b.Parent.Uint64()
 				j.Parent = &p
@@ -27,7 +37,24 @@ func (s *Server) debugBlocks(w http.ResponseWriter, r *http.Request) {
 			blocks = append(blocks, j)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"block_size": s.opts.BlockSize, "blocks": blocks})
+	writeJSON(w, http.StatusOK, map[string]any{"block_size": s.opts.BlockSize, "kv_cache_groups": groups, "blocks": blocks})
+}
+
+// optWindow is a group's sliding window, nil for other kinds (None in vLLM).
+func optWindow(g kvcache.GroupSpec) *int {
+	if g.Kind != kvcache.SlidingWindow {
+		return nil
+	}
+	w := g.Window
+	return &w
+}
+
+// groupJSON describes one KV-cache group of the dump, as vLLM's events
+// name it.
+type groupJSON struct {
+	GroupIdx      int    `json:"group_idx"`
+	Kind          string `json:"kv_cache_spec_kind"`
+	SlidingWindow *int   `json:"kv_cache_spec_sliding_window"`
 }
 
 // debugDrop withholds the next N event batches of every rank (or of
@@ -69,4 +96,9 @@ type blockJSON struct {
 	Medium   string   `json:"medium"`
 	DPRank   int      `json:"dp_rank"`
 	RefCnt   int      `json:"ref_cnt"`
+	// The block's KV-cache group, with the fields vLLM's BlockStored
+	// carries for it.
+	GroupIdx      int    `json:"group_idx"`
+	Kind          string `json:"kv_cache_spec_kind"`
+	SlidingWindow *int   `json:"kv_cache_spec_sliding_window"`
 }

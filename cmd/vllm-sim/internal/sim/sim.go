@@ -138,7 +138,7 @@ func startRank(ctx context.Context, cfg config.Config, env Env, id int, family *
 	log = log.With("dp_rank", id)
 	pool, err := kvcache.New(kvcache.Config{
 		NumBlocks: cfg.NumGPUBlocks, BlockSize: cfg.BlockSize, CPUBlocks: cfg.CPUOffloadBlocks,
-		HashSeed: env.HashSeed, DisableCache: !cfg.EnablePrefixCaching,
+		HashSeed: env.HashSeed, DisableCache: !cfg.EnablePrefixCaching, Groups: cfg.KVCacheGroups,
 	})
 	if err != nil {
 		return server.Rank{}, nil, err
