@@ -1,0 +1,38 @@
+package peerbench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// BenchmarkPeerSharing measures peer load sharing at 2 to 32 routers
+// while every router's load changes every 5 ms; run it with -benchtime=1x
+// (each iteration is one Run of a few seconds). rate=off is the design
+// before the per-router budget: every peer every interval.
+func BenchmarkPeerSharing(b *testing.B) {
+	for _, rate := range []int{-1} {
+		for _, n := range []int{2, 4, 8, 16, 32} {
+			name := fmt.Sprintf("rate=%s/routers=%d", rateName(rate), n)
+			b.Run(name, func(b *testing.B) {
+				var res Result
+				for range b.N {
+					var err error
+					if res, err = Run(context.Background(), Options{Routers: n, MaxRate: rate, Tenants: 8}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(res.MessagesPerSec, "msgs/s/router")
+				b.ReportMetric(res.BytesPerSec, "B/s/router")
+				b.ReportMetric(100*res.CPUPerRouter, "%core/router")
+			})
+		}
+	}
+}
+
+func rateName(r int) string {
+	if r < 0 {
+		return "off"
+	}
+	return "budget"
+}
