@@ -11,7 +11,7 @@ import (
 // (each iteration is one Run of a few seconds). rate=off is the design
 // before the per-router budget: every peer every interval.
 func BenchmarkPeerSharing(b *testing.B) {
-	for _, rate := range []int{-1} {
+	for _, rate := range []int{-1, 0} {
 		for _, n := range []int{2, 4, 8, 16, 32} {
 			name := fmt.Sprintf("rate=%s/routers=%d", rateName(rate), n)
 			b.Run(name, func(b *testing.B) {
@@ -25,6 +25,9 @@ func BenchmarkPeerSharing(b *testing.B) {
 				b.ReportMetric(res.MessagesPerSec, "msgs/s/router")
 				b.ReportMetric(res.BytesPerSec, "B/s/router")
 				b.ReportMetric(100*res.CPUPerRouter, "%core/router")
+				b.ReportMetric(float64(res.CPUPerMessage.Microseconds()), "cpu-µs/msg")
+				b.ReportMetric(res.NominalPerSec, "nominal-msgs/s")
+				b.ReportMetric(100*res.AtNominal, "%core-at-nominal")
 			})
 		}
 	}

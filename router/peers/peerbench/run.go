@@ -54,6 +54,17 @@ type Result struct {
 	// window divided by Routers and the window: the fraction of one core
 	// one router spent on peer sharing, its load generator included.
 	CPUPerRouter float64
+	// CPUPerMessage is the process CPU time per message, sending and
+	// receiving it (and the load generators' share) included; on a busy
+	// machine the routers fall behind their rate, and this stays the
+	// steadier figure.
+	CPUPerMessage time.Duration
+	// NominalPerSec is the rate each router would send at if it kept up:
+	// one message per peer per interval, capped by the rate budget.
+	NominalPerSec float64
+	// AtNominal is CPUPerMessage × NominalPerSec: the fraction of one core
+	// a router spends at its nominal rate.
+	AtNominal float64
 	// Converged says every router counted every other router as a peer
 	// at the end.
 	Converged bool
@@ -132,7 +143,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	for i, r := range rs {
 		others := append(append([]peers.Target(nil), targets[:i]...), targets[i+1:]...)
 		opts := peers.PublisherOptions{
-			Self: r.id, Token: token, Interval: o.Interval,
+			Self: r.id, Token: token, Interval: o.Interval, MaxRate: o.MaxRate,
 			Own: r.tracker.Own, Targets: func() []peers.Target { return others },
 		}
 		if o.Tenants > 0 {
@@ -167,12 +178,34 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		CPUPerRouter:   (c1 - c0).Seconds() / secs / n,
 		Converged:      true,
 	}
+	if m1 > m0 {
+		res.CPUPerMessage = (c1 - c0) / time.Duration(m1-m0)
+	}
+	res.NominalPerSec = nominal(o)
+	res.AtNominal = res.CPUPerMessage.Seconds() * res.NominalPerSec
 	for _, r := range rs {
 		if r.table.Peers() != o.Routers-1 {
 			res.Converged = false
 		}
 	}
 	return res, nil
+}
+
+// nominal is one router's message rate with o's interval and budget.
+func nominal(o Options) float64 {
+	interval := o.Interval
+	if interval <= 0 {
+		interval = peers.DefaultInterval
+	}
+	peersN := float64(o.Routers - 1)
+	rate := peersN / interval.Seconds()
+	switch {
+	case o.MaxRate == 0:
+		rate = min(rate, peers.DefaultMaxRate)
+	case o.MaxRate > 0:
+		rate = min(rate, float64(o.MaxRate))
+	}
+	return max(rate, peersN/peers.DefaultKeepAlive.Seconds())
 }
 
 func newRouter(id, token string, wire *counters) (*router, error) {
