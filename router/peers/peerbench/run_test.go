@@ -2,6 +2,7 @@ package peerbench
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -39,11 +40,12 @@ func TestNominal(t *testing.T) {
 	}{
 		{Options{Routers: 2}, 20},
 		{Options{Routers: 6}, 100},
-		{Options{Routers: 32}, 100},
+		{Options{Routers: 8}, 70},         // 70 ms: every other tick
+		{Options{Routers: 32}, 31 / 0.35}, // 310 ms: the seventh tick
 		{Options{Routers: 32, MaxRate: -1}, 620},
 		{Options{Routers: 32, MaxRate: 10}, 31}, // the keep-alive's floor
 	} {
-		if got := nominal(tt.o); got != tt.want {
+		if got := nominal(tt.o); math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("nominal(%+v) = %g; want %g", tt.o, got, tt.want)
 		}
 	}
