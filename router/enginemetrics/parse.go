@@ -3,7 +3,9 @@
 // running, KV-cache usage, and the KV capacity vLLM advertises; and, from
 // the replica's model listing (/v1/models), the LoRA adapters it serves.
 //
-// It owns the scrape loop and a small parser of the Prometheus text format
+// It owns the scrape loop, which spreads each round's scrapes over the
+// round and caps them per second (Options.MaxRate) so that their CPU stays
+// bounded at any fleet size, and a small parser of the Prometheus text format
 // that reads only the series it needs. It must not import driver/... or
 // other router packages; results go to a Sink (the scheduler's Tracker).
 package enginemetrics

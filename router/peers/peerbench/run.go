@@ -37,6 +37,10 @@ type Options struct {
 	// (default the package's, 50 ms); MaxRate their MaxRate (0: theirs).
 	Interval time.Duration
 	MaxRate  int
+	// Alone runs the routers and their load without sending anything:
+	// what is left of CPUPerRouter is the load generators' and the
+	// publishers' ticks, to subtract from a run that shares.
+	Alone bool
 	// Warmup runs before counting starts (default 1 s); Duration is the
 	// window counted (default 3 s).
 	Warmup, Duration time.Duration
@@ -142,6 +146,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	for i, r := range rs {
 		others := append(append([]peers.Target(nil), targets[:i]...), targets[i+1:]...)
+		if o.Alone {
+			others = nil
+		}
 		opts := peers.PublisherOptions{
 			Self: r.id, Token: token, Interval: o.Interval, MaxRate: o.MaxRate,
 			Own: r.tracker.Own, Targets: func() []peers.Target { return others },
@@ -187,6 +194,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if r.table.Peers() != o.Routers-1 {
 			res.Converged = false
 		}
+	}
+	if o.Alone {
+		res.NominalPerSec, res.AtNominal = 0, 0
 	}
 	return res, nil
 }

@@ -50,3 +50,14 @@ func TestNominal(t *testing.T) {
 		}
 	}
 }
+
+// TestRunAlone: routers that share nothing send and receive nothing.
+func TestRunAlone(t *testing.T) {
+	res, err := Run(context.Background(), Options{Routers: 3, Alone: true, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.MessagesPerSec != 0 || res.Converged {
+		t.Errorf("alone: %.1f messages/s, converged %t; want none and no peers", res.MessagesPerSec, res.Converged)
+	}
+}
