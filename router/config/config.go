@@ -50,6 +50,8 @@ type Config struct {
 
 	Auth Auth
 	EngineAuth
+	// Rates cap the scrapes and peer messages per second.
+	Rates Rates
 
 	Consul    Consul
 	Models    map[string]Model
@@ -110,6 +112,7 @@ func Default() Config {
 		ScrapeInterval:  time.Second,
 		PeerInterval:    50 * time.Millisecond,
 		PeerExpiry:      3 * time.Second,
+		Rates:           defaultRates(),
 		LogLevel:        "info",
 		HTTP:            defaultHTTP(),
 		Consul:          Consul{CheckInterval: 10 * time.Second},
@@ -135,6 +138,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max_body_bytes %d: must be positive", c.MaxBodyBytes))
 	}
 	errs = append(errs, c.validateAdmission()...)
+	errs = append(errs, c.Rates.validate()...)
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))
 	}

@@ -29,6 +29,8 @@ type fileConfig struct {
 	ScrapeInterval   *string   `hcl:"scrape_interval,optional"`
 	PeerInterval     *string   `hcl:"peer_load_interval,optional"`
 	PeerExpiry       *string   `hcl:"peer_load_expiry,optional"`
+	ScrapeMaxRate    *int      `hcl:"scrape_max_rate,optional"`
+	PeerMaxRate      *int      `hcl:"peer_load_max_rate,optional"`
 	LogLevel         *string   `hcl:"log_level,optional"`
 	QueueTimeout     *string   `hcl:"queue_timeout,optional"`
 	MaxQueue         *int      `hcl:"max_queue,optional"`
@@ -151,6 +153,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		}
 		*d.dst = v
 	}
+	c.applyFileRates(fc)
 	if err := c.applyFileAuth(fc.APIKeys, fc.Auth); err != nil {
 		return err
 	}

@@ -3,19 +3,23 @@
 // running, KV-cache usage, and the KV capacity vLLM advertises; and, from
 // the replica's model listing (/v1/models), the LoRA adapters it serves.
 //
-// It owns the scrape loop and a small parser of the Prometheus text format
+// It owns the scrape loop, which spreads each round's scrapes over the
+// round and caps them per second (Options.MaxRate) so that their CPU stays
+// bounded at any fleet size, and a small parser of the Prometheus text format
 // that reads only the series it needs. It must not import driver/... or
 // other router packages; results go to a Sink (the scheduler's Tracker).
 package enginemetrics
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // vLLM's series names.
@@ -57,7 +61,11 @@ func Parse(r io.Reader) (Sample, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxLine)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		raw := sc.Bytes()
+		if !mayBeNeeded(raw) {
+			continue
+		}
+		line := strings.TrimSpace(string(raw))
 		if line == "" || line[0] == '#' {
 			continue
 		}
@@ -98,6 +106,23 @@ func Parse(r io.Reader) (Sample, error) {
 		return Sample{}, errors.New("no vLLM load series (vllm:num_requests_waiting and friends) in the exposition")
 	}
 	return s, nil
+}
+
+// needed are the series Parse reads.
+var needed = [...][]byte{[]byte(metricWaiting), []byte(metricRunning), []byte(metricKVUsage), []byte(metricKVUsage0), []byte(metricCache)}
+
+// mayBeNeeded says whether a line, leading blanks aside, starts with a
+// needed series' name: a vLLM exposition has hundreds of histogram lines
+// and five that matter, and this looks at a few bytes of each instead of
+// copying and splitting it.
+func mayBeNeeded(line []byte) bool {
+	line = bytes.TrimLeftFunc(line, unicode.IsSpace)
+	for _, name := range needed {
+		if bytes.HasPrefix(line, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // splitName returns the metric name and what follows it.

@@ -38,11 +38,22 @@ type Options struct {
 	Timeout time.Duration
 	// MaxBytes caps a response body (default 4 MiB).
 	MaxBytes int64
-	Client   *http.Client
-	Logger   hclog.Logger
+	// MaxRate caps the scrapes started per second over all targets, so
+	// the CPU they cost stays bounded however large the fleet: with more
+	// targets than Interval × MaxRate, a round takes targets/MaxRate
+	// instead of Interval. 0 takes DefaultMaxRate; below 0 there is no
+	// cap.
+	MaxRate int
+	// MaxConcurrent caps the scrapes in flight at once (0 takes
+	// DefaultMaxConcurrent; below 0 there is no cap).
+	MaxConcurrent int
+	Client        *http.Client
+	Logger        hclog.Logger
 }
 
-// Scraper scrapes every target each interval, all targets in parallel. A
+// Scraper scrapes every target once a round: a round lasts Interval, or
+// longer when MaxRate needs it, and its scrapes start evenly spread over
+// it, at most MaxConcurrent at a time, rather than all at its start. A
 // failed scrape is logged and the target's last sample stays in the sink.
 type Scraper struct {
 	targets func() []Target
@@ -72,6 +83,12 @@ func Start(ctx context.Context, targets func() []Target, sink Sink, opts Options
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 4 << 20
 	}
+	if opts.MaxRate == 0 {
+		opts.MaxRate = DefaultMaxRate
+	}
+	if opts.MaxConcurrent == 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
+	}
 	if opts.Client == nil {
 		opts.Client = http.DefaultClient
 	}
@@ -92,35 +109,9 @@ func (s *Scraper) Close() {
 
 func (s *Scraper) run(ctx context.Context) {
 	defer close(s.stopped)
-	t := time.NewTicker(s.opts.Interval)
-	defer t.Stop()
-	for {
+	for ctx.Err() == nil {
 		s.round(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
-}
-
-// round scrapes every target once, in parallel, and waits for all.
-func (s *Scraper) round(ctx context.Context) {
-	targets := s.targets()
-	s.forgetGone(targets)
-	var wg sync.WaitGroup
-	for _, tg := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sample, err := s.scrape(ctx, tg)
-			if ctx.Err() != nil {
-				return
-			}
-			s.record(tg, sample, err)
-		}()
-	}
-	wg.Wait()
 }
 
 func (s *Scraper) scrape(ctx context.Context, tg Target) (Sample, error) {

@@ -32,6 +32,10 @@ func TestCheckReplicaCount(t *testing.T) {
 		{"replicas as a value is no key", `{"router":"replicas","x":[` + strings.Repeat("1,", MaxReplicas+5) + `1]}`, true},
 		{"a nested replicas key", `{"x":{"replicas":[` + strings.Repeat("1,", MaxReplicas+5) + `1]}}`, true},
 		{"malformed is left to Decode", `{"replicas":[{},{}`, true},
+		{"a key in capitals counts", strings.Replace(replicasJSON(MaxReplicas+1, "{}"), `"replicas"`, `"Replicas"`, 1), false},
+		{"an escaped key counts", strings.Replace(replicasJSON(MaxReplicas+1, "{}"), `"replicas"`, `"replic\u0061s"`, 1), false},
+		{"commas in strings do not count", replicasJSON(2, `"`+strings.Repeat(",", MaxReplicas+1)+`"`), true},
+		{"an empty array", replicasJSON(0, ""), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

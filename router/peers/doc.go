@@ -12,7 +12,12 @@
 // Here each router posts its counts to every other router registered in
 // Consul, whenever they change (at most once per interval) and at least
 // once a second; each router adds its peers' counts to its own when it
-// scores candidates. There is no shared store: the state is each router's
+// scores candidates. A router sends at most PublisherOptions.MaxRate
+// messages a second to all its peers together (DefaultMaxRate): past a
+// few peers each gets changes less often, so what one router sends and
+// receives, and the CPU it spends on them, stays flat as the fleet grows,
+// while the delay grows with it (about 350 ms at 32 routers). There is no
+// shared store: the state is each router's
 // own, restated in full in every message, so a lost message is made good
 // by the next one and a router that stops reporting drops out after
 // Options.Expiry.

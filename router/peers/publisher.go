@@ -17,9 +17,22 @@ import (
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
+// DefaultInterval is how soon a change in the own load goes out by
+// default.
+const DefaultInterval = 50 * time.Millisecond
+
 // DefaultKeepAlive is how often an unchanged load is resent by default.
 // A receiver's expiry must be a few times longer.
 const DefaultKeepAlive = time.Second
+
+// DefaultMaxRate is how many messages a router sends per second, to all
+// its peers together, while its load keeps changing: up to 5 peers each
+// get every change at the 50 ms interval; with more, each peer gets one
+// every peers/DefaultMaxRate seconds (310 ms at 32 routers). As every
+// router keeps to it, it bounds what each receives too, so a router's
+// cost stops growing with the fleet: 100 messages out and 100 in cost it
+// about 4% of a core on a busy shared host (docs/BENCHMARKS.md).
+const DefaultMaxRate = 100
 
 // Target is a peer router's ingest endpoint.
 type Target struct {
@@ -34,8 +47,14 @@ type PublisherOptions struct {
 	Self, Token string
 	// Interval is how often the own load is compared with what was sent
 	// last: a change goes out at the next tick, so peers see it at most an
-	// Interval (plus a post) late. Default 50 ms.
+	// Interval (plus a post) late. Default DefaultInterval.
 	Interval time.Duration
+	// MaxRate caps the messages sent per second to all peers together:
+	// with more peers than MaxRate × Interval, a change goes out once
+	// peers/MaxRate has passed since the last (never later than
+	// KeepAlive). 0 takes DefaultMaxRate; below 0 there is no cap, every
+	// peer gets every change at the next Interval.
+	MaxRate int
 	// KeepAlive resends an unchanged load this often, so peers keep
 	// counting it (their expiry must be a few times longer). Default
 	// DefaultKeepAlive.
@@ -76,10 +95,13 @@ func StartPublisher(ctx context.Context, opts PublisherOptions) (*Publisher, err
 		return nil, fmt.Errorf("peer publisher: Self, Token, Own and Targets are required")
 	}
 	if opts.Interval <= 0 {
-		opts.Interval = 50 * time.Millisecond
+		opts.Interval = DefaultInterval
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.MaxRate == 0 {
+		opts.MaxRate = DefaultMaxRate
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 2 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}
@@ -104,7 +126,7 @@ func (p *Publisher) Close() {
 		p.wg.Wait()
 		if err := p.next(nil, nil); err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			p.send(ctx)
+			p.send(ctx, p.opts.Targets())
 			p.wg.Wait()
 			cancel()
 		}
@@ -125,20 +147,33 @@ func (p *Publisher) run(ctx context.Context) {
 		if p.opts.Tenants != nil {
 			tenants = p.opts.Tenants()
 		}
-		if now := time.Now(); last == nil || !maps.Equal(own, last) || !maps.Equal(tenants, lastTenants) || now.Sub(lastAt) >= p.opts.KeepAlive {
+		targets := p.opts.Targets()
+		now := time.Now()
+		changed := last == nil || !maps.Equal(own, last) || !maps.Equal(tenants, lastTenants)
+		if since := now.Sub(lastAt); changed && since >= p.gap(len(targets)) || since >= p.opts.KeepAlive {
 			if err := p.next(own, tenants); err != nil {
 				p.opts.Logger.Error("peer load not sent", "error", err)
 			} else {
 				last, lastTenants, lastAt = own, tenants, now
 			}
 		}
-		p.send(ctx)
+		p.send(ctx, targets)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// gap is the least time between two messages with this many peers: the
+// Interval, or longer so that they get at most MaxRate messages a second
+// together, but never longer than KeepAlive.
+func (p *Publisher) gap(peers int) time.Duration {
+	if p.opts.MaxRate <= 0 || peers <= 0 {
+		return 0
+	}
+	return min(time.Duration(peers)*time.Second/time.Duration(p.opts.MaxRate), p.opts.KeepAlive)
 }
 
 // next makes own and tenants the message to send.
@@ -170,8 +205,7 @@ func (p *Publisher) next(own map[string]scheduler.PeerLoad, tenants map[string]r
 
 // send starts a post of the current message to each target that lacks it
 // and has none running, and forgets targets that left.
-func (p *Publisher) send(ctx context.Context) {
-	targets := p.opts.Targets()
+func (p *Publisher) send(ctx context.Context, targets []Target) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	live := make(map[string]bool, len(targets))

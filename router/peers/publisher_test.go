@@ -2,8 +2,10 @@ package peers
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,5 +105,49 @@ func TestStartPublisherNeedsItsOptions(t *testing.T) {
 			p.Close()
 			t.Errorf("StartPublisher(%+v) started", o)
 		}
+	}
+}
+
+// TestPublisherKeepsToItsRate: with ten peers and a budget of 200
+// messages a second, a publisher whose load changes at every 1 ms tick
+// makes a message at most every 50 ms, and every peer still gets the
+// load. The bound counts messages against the time that passed, so a slow
+// machine only makes fewer.
+func TestPublisherKeepsToItsRate(t *testing.T) {
+	var ts targets
+	var ps []*peer
+	var l []Target
+	for i := range 10 {
+		p := newPeer(t, fmt.Sprintf("p%d", i), "secret")
+		ps = append(ps, p)
+		l = append(l, Target{ID: fmt.Sprintf("p%d", i), URL: p.srv.URL})
+	}
+	ts.set(l...)
+	var n atomic.Int64
+	own := func() map[string]scheduler.PeerLoad { // a change at every call
+		return map[string]scheduler.PeerLoad{"r1": {InFlight: 1, InFlightTokens: int(n.Add(1))}}
+	}
+	start := time.Now()
+	p, err := StartPublisher(context.Background(), PublisherOptions{
+		Self: "a", Token: "secret", Interval: time.Millisecond, KeepAlive: time.Hour, MaxRate: 200,
+		Own: own, Targets: ts.get,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range ps {
+		poll.Until(t, "every peer to count a's request", func() bool { return q.tracker.PeerLoad("r1").InFlight == 1 })
+	}
+	poll.Until(t, "a few messages", func() bool { return ps[0].table.Stats().Accepted >= 3 })
+	p.Close()
+	elapsed := time.Since(start)
+	most := uint64(elapsed/(50*time.Millisecond)) + 2 // the first, the goodbye
+	for i, q := range ps {
+		if got := q.table.Stats().Accepted; got > most {
+			t.Errorf("peer %d accepted %d messages in %s; the budget allows %d", i, got, elapsed, most)
+		}
+	}
+	if calls := n.Load(); calls < 3 {
+		t.Fatalf("own load read %d times", calls)
 	}
 }

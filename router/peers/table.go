@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type Table struct {
 
 	mu      sync.Mutex
 	peers   map[string]*report
+	sum     map[string]scheduler.PeerLoad // over peers, kept as reports come and go
 	tenants TenantSink
 
 	accepted, rejected, stale, own atomic.Uint64
@@ -56,7 +58,7 @@ func NewTable(self, token string, sink Sink, expiry time.Duration) (*Table, erro
 	case expiry <= 0:
 		return nil, fmt.Errorf("peer table: expiry %s must be positive", expiry)
 	}
-	return &Table{self: self, token: []byte("Bearer " + token), sink: sink, expiry: expiry, now: time.Now, peers: map[string]*report{}}, nil
+	return &Table{self: self, token: []byte("Bearer " + token), sink: sink, expiry: expiry, now: time.Now, peers: map[string]*report{}, sum: map[string]scheduler.PeerLoad{}}, nil
 }
 
 // SetTenantSink makes the table hand every accepted message's tenants to
@@ -83,7 +85,11 @@ func (t *Table) Put(m Message) bool {
 		t.stale.Add(1)
 		return false
 	}
+	if r := t.peers[m.Router]; r != nil {
+		t.addLocked(r.replicas, -1)
+	}
 	t.peers[m.Router] = &report{seq: m.Seq, at: t.now(), replicas: m.Replicas}
+	t.addLocked(m.Replicas, 1)
 	t.publishLocked()
 	if t.tenants != nil {
 		t.tenants.SetPeer(m.Router, usageOf(m.Tenants))
@@ -102,6 +108,7 @@ func (t *Table) Expire() []string {
 	for id, r := range t.peers {
 		if r.at.Before(cutoff) {
 			delete(t.peers, id)
+			t.addLocked(r.replicas, -1)
 			gone = append(gone, id)
 			if t.tenants != nil {
 				t.tenants.ForgetPeer(id)
@@ -137,18 +144,25 @@ func (t *Table) Stats() Stats {
 	return Stats{Accepted: t.accepted.Load(), Rejected: t.rejected.Load(), Stale: t.stale.Load(), Own: t.own.Load()}
 }
 
-func (t *Table) publishLocked() {
-	sum := map[string]scheduler.PeerLoad{}
-	for _, r := range t.peers {
-		for _, rep := range r.replicas {
-			p := sum[rep.ID]
-			p.InFlight += rep.InFlight
-			p.InFlightTokens += rep.InFlightTokens
-			p.PrefillTokens += rep.PrefillTokens
-			sum[rep.ID] = p
+// addLocked adds a report's replicas to the sum (sign 1) or takes them
+// out of it (-1): a message costs its own size, not every peer's.
+func (t *Table) addLocked(rs []Replica, sign int) {
+	for _, rep := range rs {
+		p := t.sum[rep.ID]
+		p.InFlight += sign * rep.InFlight
+		p.InFlightTokens += sign * rep.InFlightTokens
+		p.PrefillTokens += sign * rep.PrefillTokens
+		if p == (scheduler.PeerLoad{}) {
+			delete(t.sum, rep.ID)
+		} else {
+			t.sum[rep.ID] = p
 		}
 	}
-	t.sink.SetPeerLoads(sum)
+}
+
+// publishLocked hands the sink a copy of the sum, which it keeps.
+func (t *Table) publishLocked() {
+	t.sink.SetPeerLoads(maps.Clone(t.sum))
 }
 
 // ServeHTTP accepts one message at Path (see the package doc for the

@@ -107,6 +107,7 @@ func TestOversizeAlarm(t *testing.T) {
 	postSnapshot(t, s.IngestAddr(), 1, "a/1", 10) // 10 <= 8 x 1.25: within slack
 	waitMetrics(t, s.AdminAddr(),
 		`llmgw_replica_kv_capacity_blocks{model="m",replica="a/1",tier="gpu"} 8`,
+		`llmgw_replica_kv_capacity_blocks{model="m",replica="b/1",tier="gpu"} 100`, // the key cap out of the way (scrapes are spread)
 		`llmgw_replica_index_blocks{model="m",replica="a/1",tier="gpu"} 10`,
 		`llmgw_replica_index_oversized{model="m",replica="a/1",tier="gpu"} 0`)
 

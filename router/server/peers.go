@@ -77,7 +77,7 @@ func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 		return err
 	}
 	opts := peers.PublisherOptions{
-		Self: s.peerTable.Self(), Token: s.cfg.KVToken, Interval: s.cfg.PeerInterval, KeepAlive: config.PeerKeepAlive, Client: pc,
+		Self: s.peerTable.Self(), Token: s.cfg.KVToken, Interval: s.cfg.PeerInterval, KeepAlive: config.PeerKeepAlive, MaxRate: config.CapOf(s.cfg.Rates.PeerMaxRate), Client: pc,
 		Own: s.tracker.Own, Targets: targets, Logger: s.log.Named("peers"),
 	}
 	if s.limiter != nil {

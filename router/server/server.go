@@ -168,7 +168,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	s.serve(s.ingest, s.ingestLn, "ingest")
 
 	s.scraper, err = enginemetrics.Start(ctx, s.targets, enginemetrics.SinkFunc(s.scraped), enginemetrics.Options{
-		Interval: cfg.ScrapeInterval, Logger: log.Named("scrape"),
+		Interval: cfg.ScrapeInterval, MaxRate: config.CapOf(cfg.Rates.ScrapeMaxRate), Logger: log.Named("scrape"),
 	})
 	if err != nil {
 		return nil, err

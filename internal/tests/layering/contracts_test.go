@@ -24,6 +24,11 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
 	"router/enginemetrics": {"github.com/hashicorp/go-hclog"},
+	"router/peers/peerbench": {
+		"github.com/llmgw/llmgw/router/peers",
+		"github.com/llmgw/llmgw/router/ratelimit",
+		"github.com/llmgw/llmgw/router/scheduler",
+	},
 	"router/admission": {
 		"github.com/prometheus/client_golang/prometheus",
 		"github.com/llmgw/llmgw/router/tenant",
