@@ -10,15 +10,16 @@ import (
 // x and y = a + b·x fits best.
 type Growth struct {
 	Slope float64 // d ln y / d ln x
-	Class string  // constant, logarithmic, linear, sub-linear, super-linear
+	Class string  // constant, logarithmic, linear or super-linear
 }
 
 func (g Growth) String() string { return fmt.Sprintf("%s (log-log slope %.2f)", g.Class, g.Slope) }
 
 // growthOf classifies y over x (both positive). A log-log slope under
-// 0.1 is constant; from 0.75 to 1.3 linear; above, super-linear. Between,
-// logarithmic when a + b·ln x fits with less squared relative error than
-// a + b·x, else sub-linear.
+// 0.1 is constant and one over 1.3 super-linear; between, logarithmic
+// when a + b·ln x fits with less squared relative error than a + b·x,
+// else linear (a linear cost with a large constant part has a log-log
+// slope well under 1).
 func growthOf(x, y []float64) Growth {
 	var lx, ly []float64
 	var xs, ys []float64
@@ -38,13 +39,10 @@ func growthOf(x, y []float64) Growth {
 		g.Class = "constant"
 	case s > 1.3:
 		g.Class = "super-linear"
-	case s >= 0.75:
-		g.Class = "linear"
+	case relErr(lx, ys) < relErr(xs, ys):
+		g.Class = "logarithmic"
 	default:
-		g.Class = "sub-linear"
-		if relErr(lx, ys) < relErr(xs, ys) {
-			g.Class = "logarithmic"
-		}
+		g.Class = "linear"
 	}
 	return g
 }

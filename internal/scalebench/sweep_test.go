@@ -1,8 +1,12 @@
 package scalebench
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,5 +53,64 @@ func TestRunSmall(t *testing.T) {
 	}
 	if p := res.Peers[1]; p.SentPerRouter != 3*20*float64(p.MsgBytes) {
 		t.Errorf("4 routers: %g B/s per router; want 3 peers × 20 messages/s × %d B", p.SentPerRouter, p.MsgBytes)
+	}
+}
+
+// TestRunSmallWritesReport: the small sweep's plots are PNG files and its
+// markdown section names every axis and lands between the markers.
+func TestRunSmallWritesReport(t *testing.T) {
+	res, err := Run(context.Background(), smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	plots, err := res.Plots(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plots) != 6 {
+		t.Errorf("plots %v; want 6", plots)
+	}
+	for _, p := range plots {
+		b, err := os.ReadFile(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+			t.Errorf("%s is not a PNG file", p)
+		}
+	}
+	var points, peers bytes.Buffer
+	if err := res.WriteCSV(&points, &peers); err != nil {
+		t.Fatal(err)
+	}
+	if rows, err := csv.NewReader(&points).ReadAll(); err != nil || len(rows) != 1+6 {
+		t.Errorf("points.csv: %d rows, %v; want a header and 6 points", len(rows), err)
+	}
+	if rows, err := csv.NewReader(&peers).ReadAll(); err != nil || len(rows) != 1+2 {
+		t.Errorf("peers.csv: %d rows, %v; want a header and 2 points", len(rows), err)
+	}
+	md := res.Markdown(Meta{Command: "make bench-scale", Label: "a test", PlotDir: "bench-scale"}, plots)
+	for _, want := range []string{"#### Replicas", "#### Indexed blocks", "#### Prompt length", "#### Routers", "Growth with replicas",
+		"![decision-replicas](bench-scale/decision-replicas.png)", "over its floor"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	doc := "# Benchmarks\n\nbefore\n" + BeginMarker + "\nold\n" + EndMarker + "\nafter\n"
+	got, err := Splice(doc, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "\nold\n") || !strings.HasPrefix(got, "# Benchmarks\n\nbefore\n") || !strings.HasSuffix(got, EndMarker+"\nafter\n") {
+		t.Errorf("spliced document:\n%s", got)
+	}
+}
+
+func TestSpliceNeedsMarkers(t *testing.T) {
+	for _, doc := range []string{"no markers", BeginMarker + BeginMarker + EndMarker, EndMarker + "\n" + BeginMarker} {
+		if _, err := Splice(doc, "x"); err == nil {
+			t.Errorf("Splice(%q) succeeded; want an error naming the markers", doc)
+		}
 	}
 }
