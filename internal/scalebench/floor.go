@@ -53,6 +53,28 @@ func (c *chase) walk(n int) uint32 {
 	return p
 }
 
+// gather makes one load from each node of at, independent of one another
+// (the addresses are known up front), so the core overlaps their misses as
+// far as it can: the floor of a walk that touches its slots ahead.
+func (c *chase) gather(at []uint32) uint32 {
+	var sum uint32
+	next := c.next
+	for _, i := range at {
+		sum += next[i]
+	}
+	return sum
+}
+
+// randomNodes is n random node offsets into c.
+func (c *chase) randomNodes(n int, rng *rand.Rand) []uint32 {
+	nodes := uint32(len(c.next) / lineWords)
+	out := make([]uint32, n)
+	for i := range out {
+		out[i] = rng.Uint32N(nodes) * lineWords
+	}
+	return out
+}
+
 // hashPrompt is the floor's compute half: the prompt's block keys, as
 // the decision hashes them.
 func hashPrompt(dst []blockkey.Key, tokens []uint32) []blockkey.Key {

@@ -36,6 +36,11 @@ type Point struct {
 	Chase   float64 `json:"chase_us"`
 	Floor   float64 `json:"floor_us"`
 	Ratio   float64 `json:"ratio"`
+	// Gather is the same number of loads independent of each other (µs),
+	// the floor of a walk that overlaps its misses; GatherRatio the
+	// decision's p50 over the hash plus Gather.
+	Gather      float64 `json:"gather_us"`
+	GatherRatio float64 `json:"gather_ratio"`
 	// RatioRange is the runs' lowest and highest ratio.
 	RatioRange [2]float64 `json:"ratio_range"`
 	// IngestPerCore is block events decoded and applied per CPU-second;
@@ -57,7 +62,7 @@ func measurePoint(ctx context.Context, cfg Config, replicas, blocks, tokens int)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	d := newDecider(f)
-	var p50s, p99s, warm50s, warm99s, hashes, chases, floors, ratios, ingests, refused []float64
+	var p50s, p99s, warm50s, warm99s, hashes, chases, floors, ratios, gathers, gratios, ingests, refused []float64
 	for range cfg.Runs {
 		if err := ctx.Err(); err != nil {
 			return Point{}, err
@@ -71,8 +76,9 @@ func measurePoint(ctx context.Context, cfg Config, replicas, blocks, tokens int)
 			return Point{}, fmt.Errorf("%d replicas, %d blocks, %d tokens: %w", replicas, blocks, tokens, err)
 		}
 		warm50s, warm99s = append(warm50s, quantile(warm, 0.5)), append(warm99s, quantile(warm, 0.99))
-		h, c := floorParts(f, ch, len(lat), p.Probes)
+		h, c, g := floorParts(f, ch, min(len(lat), 1000), p.Probes, cfg.Seed)
 		p50 := quantile(lat, 0.5)
+		gathers, gratios = append(gathers, g), append(gratios, p50/(h+g))
 		p50s, p99s = append(p50s, p50), append(p99s, quantile(lat, 0.99))
 		hashes, chases = append(hashes, h), append(chases, c)
 		floors, ratios = append(floors, h+c), append(ratios, p50/(h+c))
@@ -85,6 +91,7 @@ func measurePoint(ctx context.Context, cfg Config, replicas, blocks, tokens int)
 	p.P50, p.P99 = median(p50s), median(p99s)
 	p.WarmP50, p.WarmP99 = median(warm50s), median(warm99s)
 	p.Hash, p.Chase, p.Floor, p.Ratio = median(hashes), median(chases), median(floors), median(ratios)
+	p.Gather, p.GatherRatio = median(gathers), median(gratios)
 	p.RatioRange = [2]float64{quantile(ratios, 0), quantile(ratios, 1)}
 	p.IngestPerCore, p.IngestRefused = median(ingests), median(refused)
 	runtime.KeepAlive(ch)
@@ -107,12 +114,14 @@ func decisions(ctx context.Context, d *decider, prompts int, budget time.Duratio
 	return lat, nil
 }
 
-// floorParts returns the median time (µs) of hashing the fleet's prompt
-// and of probes dependent loads over the chase, n samples each,
-// alternated.
-func floorParts(f *fleet, ch *chase, n, probes int) (hash, load float64) {
+// floorParts returns the median time (µs) of hashing the fleet's prompt,
+// of probes dependent loads over the chase, and of probes independent
+// ones (fresh random lines each sample), n samples each, alternated.
+func floorParts(f *fleet, ch *chase, n, probes int, seed uint64) (hash, load, gather float64) {
 	hs := make([]float64, 0, n)
 	ls := make([]float64, 0, n)
+	gs := make([]float64, 0, n)
+	at := ch.randomNodes(probes*64, rand.New(rand.NewPCG(seed, 6)))
 	keys := hashPrompt(nil, f.prompts[0])
 	var sink uint32
 	for i := range n {
@@ -121,11 +130,15 @@ func floorParts(f *fleet, ch *chase, n, probes int) (hash, load float64) {
 		t1 := time.Now()
 		sink += ch.walk(probes)
 		t2 := time.Now()
+		off := (i % 64) * probes
+		sink += ch.gather(at[off : off+probes])
+		t3 := time.Now()
 		hs = append(hs, float64(t1.Sub(t0).Nanoseconds())/1e3)
 		ls = append(ls, float64(t2.Sub(t1).Nanoseconds())/1e3)
+		gs = append(gs, float64(t3.Sub(t2).Nanoseconds())/1e3)
 	}
 	runtime.KeepAlive(sink)
-	return quantile(hs, 0.5), quantile(ls, 0.5)
+	return quantile(hs, 0.5), quantile(ls, 0.5), quantile(gs, 0.5)
 }
 
 // ingestBatch is one replica's change per update: 8 blocks stored and the

@@ -83,6 +83,7 @@ func (r *Results) charts() []chart {
 			{"p99", x, column(ps, func(p Point) float64 { return p.P99 })},
 			{"p50, one prompt repeated", x, column(ps, func(p Point) float64 { return p.WarmP50 })},
 			{"floor (hash + dependent loads)", x, column(ps, func(p Point) float64 { return p.Floor })},
+			{"MLP floor (hash + independent loads)", x, column(ps, func(p Point) float64 { return p.Hash + p.Gather })},
 		}
 	}
 	heap := func(p Point) float64 { return p.HeapPerBlock }
