@@ -28,8 +28,12 @@ type Point struct {
 	// over one prompt repeated (its slots in the core's caches), the
 	// floor's parts and the ratio of the decision's p50 to the floor,
 	// medians of the runs' figures.
-	P50     float64 `json:"p50_us"`
-	P99     float64 `json:"p99_us"`
+	P50 float64 `json:"p50_us"`
+	P99 float64 `json:"p99_us"`
+	// CPUP50 and CPUP99 are the same decisions' thread CPU time (µs): on
+	// a shared machine, without the time spent waiting for a core.
+	CPUP50  float64 `json:"cpu_p50_us"`
+	CPUP99  float64 `json:"cpu_p99_us"`
 	WarmP50 float64 `json:"warm_p50_us"`
 	WarmP99 float64 `json:"warm_p99_us"`
 	Hash    float64 `json:"hash_us"`
@@ -62,16 +66,18 @@ func measurePoint(ctx context.Context, cfg Config, replicas, blocks, tokens int)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	d := newDecider(f)
+	var cpu50s, cpu99s []float64
 	var p50s, p99s, warm50s, warm99s, hashes, chases, floors, ratios, gathers, gratios, ingests, refused []float64
 	for range cfg.Runs {
 		if err := ctx.Err(); err != nil {
 			return Point{}, err
 		}
-		lat, err := decisions(ctx, d, len(f.prompts), cfg.RunTime)
+		lat, cpu, err := decisions(ctx, d, len(f.prompts), cfg.RunTime)
 		if err != nil {
 			return Point{}, fmt.Errorf("%d replicas, %d blocks, %d tokens: %w", replicas, blocks, tokens, err)
 		}
-		warm, err := decisions(ctx, d, 1, cfg.RunTime/2)
+		cpu50s, cpu99s = append(cpu50s, quantile(cpu, 0.5)), append(cpu99s, quantile(cpu, 0.99))
+		warm, _, err := decisions(ctx, d, 1, cfg.RunTime/2)
 		if err != nil {
 			return Point{}, fmt.Errorf("%d replicas, %d blocks, %d tokens: %w", replicas, blocks, tokens, err)
 		}
@@ -90,6 +96,7 @@ func measurePoint(ctx context.Context, cfg Config, replicas, blocks, tokens int)
 	}
 	p.P50, p.P99 = median(p50s), median(p99s)
 	p.WarmP50, p.WarmP99 = median(warm50s), median(warm99s)
+	p.CPUP50, p.CPUP99 = median(cpu50s), median(cpu99s)
 	p.Hash, p.Chase, p.Floor, p.Ratio = median(hashes), median(chases), median(floors), median(ratios)
 	p.Gather, p.GatherRatio = median(gathers), median(gratios)
 	p.RatioRange = [2]float64{quantile(ratios, 0), quantile(ratios, 1)}
@@ -100,18 +107,28 @@ func measurePoint(ctx context.Context, cfg Config, replicas, blocks, tokens int)
 
 // decisions times single decisions over the first prompts prompts in
 // turn for about budget (at least 50, at most 5,000) and returns their
-// latencies in µs.
-func decisions(ctx context.Context, d *decider, prompts int, budget time.Duration) ([]float64, error) {
-	lat := make([]float64, 0, 5000)
+// latencies and thread CPU times in µs.
+func decisions(ctx context.Context, d *decider, prompts int, budget time.Duration) (lat, cpu []float64, err error) {
+	lat = make([]float64, 0, 5000)
+	cpu = make([]float64, 0, 5000)
 	end := time.Now().Add(budget)
 	for len(lat) < 50 || (len(lat) < cap(lat) && time.Now().Before(end)) {
+		c0, err := threadCPU()
+		if err != nil {
+			return nil, nil, err
+		}
 		start := time.Now()
 		if err := d.decide(ctx, len(lat)%prompts); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		lat = append(lat, float64(time.Since(start).Nanoseconds())/1e3)
+		c1, err := threadCPU()
+		if err != nil {
+			return nil, nil, err
+		}
+		cpu = append(cpu, float64(c1-c0)/1e3)
 	}
-	return lat, nil
+	return lat, cpu, nil
 }
 
 // floorParts returns the median time (µs) of hashing the fleet's prompt,

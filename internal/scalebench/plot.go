@@ -81,6 +81,7 @@ func (r *Results) charts() []chart {
 		return []series{
 			{"p50", x, column(ps, func(p Point) float64 { return p.P50 })},
 			{"p99", x, column(ps, func(p Point) float64 { return p.P99 })},
+			{"CPU p99", x, column(ps, func(p Point) float64 { return p.CPUP99 })},
 			{"p50, one prompt repeated", x, column(ps, func(p Point) float64 { return p.WarmP50 })},
 			{"floor (hash + dependent loads)", x, column(ps, func(p Point) float64 { return p.Floor })},
 			{"MLP floor (hash + independent loads)", x, column(ps, func(p Point) float64 { return p.Hash + p.Gather })},

@@ -86,8 +86,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		}
 		done[k] = p
 		if cfg.Log != nil {
-			fmt.Fprintf(cfg.Log, "replicas %5d (indexed %4d) blocks %9d tokens %6d: p50 %8.1f µs p99 %8.1f µs (warm %6.1f/%6.1f) floor %7.1f µs ratio %5.2f MLP %5.2f  %5.1f B/block  ingest %.2f M events/cpu-s\n",
-				r, p.Indexed, b, t, p.P50, p.P99, p.WarmP50, p.WarmP99, p.Floor, p.Ratio, p.GatherRatio, p.HeapPerBlock, p.IngestPerCore/1e6)
+			fmt.Fprintf(cfg.Log, "replicas %5d (indexed %4d) blocks %9d tokens %6d: p50 %8.1f µs p99 %8.1f µs (cpu %6.1f/%6.1f, warm %6.1f/%6.1f) floor %7.1f µs ratio %5.2f MLP %5.2f  %5.1f B/block  ingest %.2f M events/cpu-s\n",
+				r, p.Indexed, b, t, p.P50, p.P99, p.CPUP50, p.CPUP99, p.WarmP50, p.WarmP99, p.Floor, p.Ratio, p.GatherRatio, p.HeapPerBlock, p.IngestPerCore/1e6)
 		}
 		return p, nil
 	}
