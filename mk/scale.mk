@@ -16,3 +16,13 @@ BENCH_SCALE_LABEL ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) at $(s
 bench-scale: deps ## sweep how routing, index memory, ingest and peer load grow; plots in docs/
 	$(GO) run ./internal/scalebench/cmd/bench-scale -out docs/bench-scale -doc docs/BENCHMARKS.md \
 		-label "$(BENCH_SCALE_LABEL)"
+
+# The driver at node scale: the real plugin binary under the plugin host
+# with 8 vllm-sim shards of 2 data-parallel ranks each, all publishing KV
+# events under load; reports the CPU and RSS of the plugin and of each
+# supervisor (driver/nodescale_bench_test.go). About a minute.
+
+.PHONY: bench-node
+
+bench-node: deps ## the driver plugin's CPU and memory with 8 shards × 2 ranks under KV event load
+	$(GO) test -run '^$$' -bench NodeScale -benchtime 1x -cpu 1 -v ./driver/

@@ -10,13 +10,14 @@ import (
 // x and y = a + b·x fits best.
 type Growth struct {
 	Slope float64 // d ln y / d ln x
-	Class string  // constant, logarithmic, linear or super-linear
+	Class string  // falling, constant, logarithmic, linear or super-linear
 }
 
 func (g Growth) String() string { return fmt.Sprintf("%s (log-log slope %.2f)", g.Class, g.Slope) }
 
 // growthOf classifies y over x (both positive). A log-log slope under
-// 0.1 is constant and one over 1.3 super-linear; between, logarithmic
+// -0.15 is falling, one within ±0.15 constant and one over 1.3
+// super-linear; between, logarithmic
 // when a + b·ln x fits with less squared relative error than a + b·x,
 // else linear (a linear cost with a large constant part has a log-log
 // slope well under 1).
@@ -35,7 +36,9 @@ func growthOf(x, y []float64) Growth {
 	s, _ := fit(lx, ly)
 	g := Growth{Slope: s}
 	switch {
-	case s < 0.1:
+	case s < -0.15:
+		g.Class = "falling"
+	case s <= 0.15:
 		g.Class = "constant"
 	case s > 1.3:
 		g.Class = "super-linear"

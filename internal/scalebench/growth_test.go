@@ -24,6 +24,7 @@ func TestGrowthOf(t *testing.T) {
 		{"logarithmic", curve(func(v float64) float64 { return 10 * math.Log(v) }), "logarithmic"},
 		{"linear", curve(func(v float64) float64 { return 5 + 2*v }), "linear"},
 		{"linear plus offset", curve(func(v float64) float64 { return 100 + v }), "linear"},
+		{"falling", curve(func(v float64) float64 { return 1e6 / v }), "falling"},
 		{"quadratic", curve(func(v float64) float64 { return v * v }), "super-linear"},
 	}
 	for _, tt := range tests {

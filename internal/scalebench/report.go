@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // Section markers in docs/BENCHMARKS.md: `make bench-scale` rewrites what
@@ -56,7 +58,7 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 		"**indexed** counts the replicas whose state the index accepted. The rest were refused (`index.ErrFull`), so they route on load alone; where indexed is below replicas, the figure measures that refusal. "+
 		"**B/block** is the router's heap after GC (index, ingest and replica set) over the keys indexed. "+
 		"**ingest** is block events (8 stored and 8 removed per replica update, 8 replicas per driver update) decoded with `kvwire.Decode` and applied through `ingest.Sink`, per CPU-second of the applying thread; HTTP is not included. "+
-		"Growth is read off a least-squares fit (`internal/scalebench/growth.go`): a log-log slope under 0.1 counts as constant and one over 1.3 as super-linear; between, a curve is logarithmic when a + b·ln x fits it better than a + b·x, and linear otherwise.\n\n",
+		"Growth is read off a least-squares fit (`internal/scalebench/growth.go`): a log-log slope under -0.15 counts as falling, one within ±0.15 as constant and one over 1.3 as super-linear; between, a curve is logarithmic when a + b·ln x fits it better than a + b·x, and linear otherwise.\n\n",
 		r.Config.Runs, r.Config.BaseReplicas, r.Config.BaseBlocks, r.Config.BaseTokens, blockSize, r.Config.Prompts, r.Config.Prompts-1)
 
 	w("#### Replicas (%d blocks, %d-token prompt)\n\n", r.Config.BaseBlocks, r.Config.BaseTokens)
@@ -68,8 +70,8 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 	w("\n#### Prompt length (%d replicas, %d blocks)\n\n", r.Config.BaseReplicas, r.Config.BaseBlocks)
 	pointTable(&b, r.Tokens, "tokens", func(p Point) string { return strconv.Itoa(p.Tokens) })
 	growthLines(&b, r.Tokens, func(p Point) float64 { return float64(p.Tokens) }, "prompt tokens", false)
-	w("\nProbes are the index slots the walk reads. From %d tokens the default prefix scorer walks every %dth block (`long_stride`). It also reads every block of a stride in which a holder's prefix ends, and in this fleet the holders' prefixes end at staggered points.\n",
-		32<<10, 32)
+	w("\nProbes are the index slots the walk reads. From %d tokens the default prefix scorer probes one block in %d (`long_stride`). It also reads every block of a stride in which a holder's prefix ends, and in this fleet the holders' prefixes end at staggered points (the walk's worst case).\n",
+		scheduler.DefaultLongPromptTokens, scheduler.DefaultLongStride)
 
 	w("\n#### Routers (peer load sharing)\n\n")
 	w("Each router sends its message to every other router once per publisher tick (%v) while its load changes, and it decodes every other router's message. "+
