@@ -62,3 +62,11 @@ func TestProbeCount(t *testing.T) {
 		})
 	}
 }
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 131072: "131,072", 10_000_000: "10,000,000", -4096: "-4,096"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q; want %q", n, got, want)
+		}
+	}
+}

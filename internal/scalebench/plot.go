@@ -36,6 +36,7 @@ func (c chart) save(dir string) error {
 		p.Y.Min = 0
 	}
 	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
 	p.Add(plotter.NewGrid())
 	for i, s := range c.series {
 		var pts plotter.XYs
@@ -57,7 +58,7 @@ func (c chart) save(dir string) error {
 		p.Add(l, sc)
 		p.Legend.Add(s.name, l, sc)
 	}
-	if err := p.Save(7*vg.Inch, 4*vg.Inch, filepath.Join(dir, c.file)); err != nil {
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(dir, c.file)); err != nil {
 		return fmt.Errorf("plot %s: %w", c.file, err)
 	}
 	return nil
@@ -90,11 +91,11 @@ func (r *Results) charts() []chart {
 	heap := func(p Point) float64 { return p.HeapPerBlock }
 	ing := func(p Point) float64 { return p.IngestPerCore }
 	out := []chart{
-		{"decision-replicas.png", fmt.Sprintf("Decision vs replicas (%d blocks, %d-token prompt)", r.Config.BaseBlocks, r.Config.BaseTokens),
+		{"decision-replicas.png", fmt.Sprintf("Decision vs replicas (%s blocks, %s-token prompt)", thousands(r.Config.BaseBlocks), thousands(r.Config.BaseTokens)),
 			"replicas of the model", "µs", true, decision(reps, r.Replicas)},
-		{"decision-blocks.png", fmt.Sprintf("Decision vs indexed blocks (%d replicas, %d-token prompt)", r.Config.BaseReplicas, r.Config.BaseTokens),
+		{"decision-blocks.png", fmt.Sprintf("Decision vs indexed blocks (%d replicas, %s-token prompt)", r.Config.BaseReplicas, thousands(r.Config.BaseTokens)),
 			"indexed blocks", "µs", true, decision(blocks, r.Blocks)},
-		{"decision-prompt.png", fmt.Sprintf("Decision vs prompt length (%d replicas, %d blocks)", r.Config.BaseReplicas, r.Config.BaseBlocks),
+		{"decision-prompt.png", fmt.Sprintf("Decision vs prompt length (%d replicas, %s blocks)", r.Config.BaseReplicas, thousands(r.Config.BaseBlocks)),
 			"prompt tokens", "µs", true, decision(tokens, r.Tokens)},
 		{"memory.png", "Router heap per indexed block", "replicas or indexed blocks", "bytes per block", false, []series{
 			{"vs replicas", reps, column(r.Replicas, heap)}, {"vs indexed blocks", blocks, column(r.Blocks, heap)}}},

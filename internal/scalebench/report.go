@@ -47,7 +47,7 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 	w("Made by `%s` on %s: %s (%d cores), %s, load average %s before and %s after; the sweep took %.0f s.\n\n",
 		m.Command, m.Label, mc.CPU, mc.Cores, mc.Go, mc.LoadBefore, mc.LoadAfter, r.Took)
 	w("Each figure is the median of %d runs, measured in one process on the real packages (`internal/scalebench`). "+
-		"Each axis varies from the base of %d replicas, %d indexed blocks and a %d-token prompt (block size %d). "+
+		"Each axis varies from the base of %d replicas, %s indexed blocks and an %s-token prompt (block size %d). "+
 		"The decision is the gateway's per-request work after tokenization: hash the prompt, build the candidates and schedule with the default configuration. "+
 		"**p50/p99** take %d prompts in turn, so each decision reads index slots that the %d before it pushed out of the core's caches. "+
 		"**CPU p50/p99** are the same decisions' thread CPU time, without the time the thread waited for a core (the machine is shared; its wall-clock p99 mostly measures that wait). "+
@@ -59,19 +59,19 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 		"**B/block** is the router's heap after GC (index, ingest and replica set) over the keys indexed. "+
 		"**ingest** is block events (8 stored and 8 removed per replica update, 8 replicas per driver update) decoded with `kvwire.Decode` and applied through `ingest.Sink`, per CPU-second of the applying thread; HTTP is not included. "+
 		"Growth is read off a least-squares fit (`internal/scalebench/growth.go`): a log-log slope under -0.15 counts as falling, one within ±0.15 as constant and one over 1.3 as super-linear; between, a curve is logarithmic when a + b·ln x fits it better than a + b·x, and linear otherwise.\n\n",
-		r.Config.Runs, r.Config.BaseReplicas, r.Config.BaseBlocks, r.Config.BaseTokens, blockSize, r.Config.Prompts, r.Config.Prompts-1)
+		r.Config.Runs, r.Config.BaseReplicas, thousands(r.Config.BaseBlocks), thousands(r.Config.BaseTokens), blockSize, r.Config.Prompts, r.Config.Prompts-1)
 
 	w("#### Replicas (%d blocks, %d-token prompt)\n\n", r.Config.BaseBlocks, r.Config.BaseTokens)
-	pointTable(&b, r.Replicas, "replicas", func(p Point) string { return strconv.Itoa(p.Replicas) })
+	pointTable(&b, r.Replicas, "replicas", func(p Point) string { return thousands(p.Replicas) })
 	growthLines(&b, r.Replicas, func(p Point) float64 { return float64(p.Replicas) }, "replicas", true)
 	w("\n#### Indexed blocks (%d replicas, %d-token prompt)\n\n", r.Config.BaseReplicas, r.Config.BaseTokens)
-	pointTable(&b, r.Blocks, "blocks indexed", func(p Point) string { return strconv.Itoa(p.Keys) })
+	pointTable(&b, r.Blocks, "blocks indexed", func(p Point) string { return thousands(p.Keys) })
 	growthLines(&b, r.Blocks, func(p Point) float64 { return float64(p.Keys) }, "indexed blocks", true)
 	w("\n#### Prompt length (%d replicas, %d blocks)\n\n", r.Config.BaseReplicas, r.Config.BaseBlocks)
-	pointTable(&b, r.Tokens, "tokens", func(p Point) string { return strconv.Itoa(p.Tokens) })
+	pointTable(&b, r.Tokens, "tokens", func(p Point) string { return thousands(p.Tokens) })
 	growthLines(&b, r.Tokens, func(p Point) float64 { return float64(p.Tokens) }, "prompt tokens", false)
-	w("\nProbes are the index slots the walk reads. From %d tokens the default prefix scorer probes one block in %d (`long_stride`). It also reads every block of a stride in which a holder's prefix ends, and in this fleet the holders' prefixes end at staggered points (the walk's worst case).\n",
-		scheduler.DefaultLongPromptTokens, scheduler.DefaultLongStride)
+	w("\nProbes are the index slots the walk reads. From %s tokens the default prefix scorer probes one block in %d (`long_stride`). It also reads every block of a stride in which a holder's prefix ends, and in this fleet the holders' prefixes end at staggered points (the walk's worst case).\n",
+		thousands(scheduler.DefaultLongPromptTokens), scheduler.DefaultLongStride)
 
 	w("\n#### Routers (peer load sharing)\n\n")
 	w("Each router sends its message to every other router once per publisher tick (%v) while its load changes, and it decodes every other router's message. "+
@@ -143,8 +143,8 @@ func (r *Results) targets(b io.Writer) {
 		if atMax.P50 > 2*at64.P50 {
 			verdict = "**not** within"
 		}
-		fmt.Fprintf(b, "- Decision for a %d-token prompt at %d replicas (%d of them indexed) against 64: p50 %.1f against %.1f µs, %.2f×, %s the 2× target.\n",
-			atMax.Tokens, atMax.Replicas, atMax.Indexed, atMax.P50, at64.P50, atMax.P50/at64.P50, verdict)
+		fmt.Fprintf(b, "- Decision for a %s-token prompt at %s replicas (%d of them indexed) against 64: p50 %.1f against %.1f µs, %.2f×, %s the 2× target.\n",
+			thousands(atMax.Tokens), thousands(atMax.Replicas), atMax.Indexed, atMax.P50, at64.P50, atMax.P50/at64.P50, verdict)
 	}
 	var ratios, gratios []float64
 	for _, ps := range [][]Point{r.Replicas, r.Blocks, r.Tokens} {
@@ -211,4 +211,16 @@ func (r *Results) WriteCSV(points, peers io.Writer) error {
 		return fmt.Errorf("write CSV: %w", err)
 	}
 	return nil
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -18,10 +18,12 @@ func smallConfig() Config {
 		Replicas: []int{8, 96}, Blocks: []int{20_000, 60_000}, Tokens: []int{1 << 10, 32 << 10},
 		Routers: []int{1, 4}, PeerReplicas: []int{64},
 		BaseReplicas: 8, BaseBlocks: 20_000, BaseTokens: 1 << 10,
-		Prompts: 4, Runs: 2, RunTime: 20 * time.Millisecond, Seed: 1,
+		Prompts: 2, Runs: 2, RunTime: 20 * time.Millisecond, Seed: 1,
 	}
 }
 
+// TestRunSmall runs the small sweep once and checks its figures, then
+// its report (checkReport).
 func TestRunSmall(t *testing.T) {
 	cfg := smallConfig()
 	if testing.Verbose() {
@@ -31,6 +33,7 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Run("report", func(t *testing.T) { checkReport(t, res) })
 	if len(res.Replicas) != 2 || len(res.Blocks) != 2 || len(res.Tokens) != 2 || len(res.Peers) != 2 {
 		t.Fatalf("points per axis %d, %d, %d, %d; want 2 each", len(res.Replicas), len(res.Blocks), len(res.Tokens), len(res.Peers))
 	}
@@ -56,13 +59,9 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
-// TestRunSmallWritesReport: the small sweep's plots are PNG files and its
-// markdown section names every axis and lands between the markers.
-func TestRunSmallWritesReport(t *testing.T) {
-	res, err := Run(context.Background(), smallConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+// checkReport: the sweep's plots are PNG files, its CSV files parse, and
+// its markdown section names every axis and lands between the markers.
+func checkReport(t *testing.T, res *Results) {
 	dir := t.TempDir()
 	plots, err := res.Plots(dir)
 	if err != nil {
