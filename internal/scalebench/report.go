@@ -61,13 +61,13 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 		"Growth is read off a least-squares fit (`internal/scalebench/growth.go`): a log-log slope under -0.15 counts as falling, one within ±0.15 as constant and one over 1.3 as super-linear; between, a curve is logarithmic when a + b·ln x fits it better than a + b·x, and linear otherwise.\n\n",
 		r.Config.Runs, r.Config.BaseReplicas, thousands(r.Config.BaseBlocks), thousands(r.Config.BaseTokens), blockSize, r.Config.Prompts, r.Config.Prompts-1)
 
-	w("#### Replicas (%d blocks, %d-token prompt)\n\n", r.Config.BaseBlocks, r.Config.BaseTokens)
+	w("#### Replicas (%s blocks, %s-token prompt)\n\n", thousands(r.Config.BaseBlocks), thousands(r.Config.BaseTokens))
 	pointTable(&b, r.Replicas, "replicas", func(p Point) string { return thousands(p.Replicas) })
 	growthLines(&b, r.Replicas, func(p Point) float64 { return float64(p.Replicas) }, "replicas", true)
-	w("\n#### Indexed blocks (%d replicas, %d-token prompt)\n\n", r.Config.BaseReplicas, r.Config.BaseTokens)
+	w("\n#### Indexed blocks (%d replicas, %s-token prompt)\n\n", r.Config.BaseReplicas, thousands(r.Config.BaseTokens))
 	pointTable(&b, r.Blocks, "blocks indexed", func(p Point) string { return thousands(p.Keys) })
 	growthLines(&b, r.Blocks, func(p Point) float64 { return float64(p.Keys) }, "indexed blocks", true)
-	w("\n#### Prompt length (%d replicas, %d blocks)\n\n", r.Config.BaseReplicas, r.Config.BaseBlocks)
+	w("\n#### Prompt length (%d replicas, %s blocks)\n\n", r.Config.BaseReplicas, thousands(r.Config.BaseBlocks))
 	pointTable(&b, r.Tokens, "tokens", func(p Point) string { return thousands(p.Tokens) })
 	growthLines(&b, r.Tokens, func(p Point) float64 { return float64(p.Tokens) }, "prompt tokens", false)
 	w("\nProbes are the index slots the walk reads. From %s tokens the default prefix scorer probes one block in %d (`long_stride`). It also reads every block of a stride in which a holder's prefix ends, and in this fleet the holders' prefixes end at staggered points (the walk's worst case).\n",
@@ -143,7 +143,7 @@ func (r *Results) targets(b io.Writer) {
 		if atMax.P50 > 2*at64.P50 {
 			verdict = "**not** within"
 		}
-		fmt.Fprintf(b, "- Decision for a %s-token prompt at %s replicas (%d of them indexed) against 64: p50 %.1f against %.1f µs, %.2f×, %s the 2× target.\n",
+		fmt.Fprintf(b, "- Decision for the %s-token prompt at %s replicas (%d of them indexed) against 64: p50 %.1f against %.1f µs, %.2f×, %s the 2× target.\n",
 			thousands(atMax.Tokens), thousands(atMax.Replicas), atMax.Indexed, atMax.P50, at64.P50, atMax.P50/at64.P50, verdict)
 	}
 	var ratios, gratios []float64

@@ -27,7 +27,7 @@ type Config struct {
 	RunTime time.Duration
 	Seed    uint64
 	// Log, when set, gets a line per point as the sweep goes.
-	Log io.Writer
+	Log io.Writer `json:"-"`
 }
 
 // DefaultConfig is `make bench-scale`'s sweep: a few minutes on a shared
@@ -46,7 +46,7 @@ func DefaultConfig() Config {
 
 // Results is one sweep's figures, each axis's points in order.
 type Results struct {
-	Config   Config      `json:"-"`
+	Config   Config      `json:"config"`
 	Machine  Machine     `json:"machine"`
 	Replicas []Point     `json:"replicas"`
 	Blocks   []Point     `json:"blocks"`

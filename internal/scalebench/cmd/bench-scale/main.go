@@ -34,16 +34,29 @@ func run() error {
 	command := flag.String("command", "make bench-scale", "the command the report names")
 	flag.IntVar(&cfg.Runs, "runs", cfg.Runs, "runs per figure (the figure is their median)")
 	flag.DurationVar(&cfg.RunTime, "run-time", cfg.RunTime, "how long each run samples the decision")
+	render := flag.String("render", "", "write the plots and the section from this results.json instead of sweeping")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg.Log = os.Stderr
-	res, err := scalebench.Run(ctx, cfg)
-	if err != nil {
-		return err
+	var res *scalebench.Results
+	if *render != "" {
+		b, err := os.ReadFile(*render)
+		if err != nil {
+			return err
+		}
+		res = &scalebench.Results{}
+		if err := json.Unmarshal(b, res); err != nil {
+			return fmt.Errorf("%s: %w", *render, err)
+		}
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		cfg.Log = os.Stderr
+		var err error
+		if res, err = scalebench.Run(ctx, cfg); err != nil {
+			return err
+		}
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
