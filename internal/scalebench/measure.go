@@ -176,7 +176,7 @@ func ingestRate(f *fleet, budget time.Duration, seed uint64) (perCore, refused f
 	errs0 := f.sink.Stats().Errors
 	next := 0
 	for seq := uint64(1); cpu < budget.Nanoseconds() || seq < 4; seq++ {
-		u := &kvwire.Update{Version: kvwire.Version, Driver: "churn", Epoch: 1, Seq: seq}
+		u := &kvwire.Update{Version: kvwire.Version, Driver: "node", Epoch: 1, Seq: seq + 1}
 		n := 0
 		for range min(perUpdate, len(f.ids)) {
 			r := next
@@ -212,7 +212,7 @@ func ingestRate(f *fleet, budget time.Duration, seed uint64) (perCore, refused f
 	}
 	// Take the churn's blocks out again so the next run starts from the
 	// fleet as built.
-	u := &kvwire.Update{Version: kvwire.Version, Driver: "churn", Epoch: 1}
+	u := &kvwire.Update{Version: kvwire.Version, Driver: "node", Epoch: 1}
 	for r, ks := range live {
 		if len(ks) > 0 {
 			u.Replicas = append(u.Replicas, kvwire.Replica{ID: f.ids[r], Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Del: ks}}})
