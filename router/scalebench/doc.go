@@ -1,0 +1,33 @@
+// Package scalebench is the router's growth sweep (`make bench-scale`):
+// how the routing decision, the index's memory, the KV ingest and peer load
+// sharing grow with the fleet, measured on the real router packages in one
+// process, and the decision set against its physical floor on the same
+// machine in the same minutes.
+//
+// Four axes, each swept from a baseline of 64 replicas, 1,000,000 indexed
+// blocks, an 8k-token prompt and one router:
+//
+//   - replicas 8 to 4,096: decision p50/p99, index bytes per block, ingest
+//     block events per CPU-second;
+//   - indexed blocks 100k to 10M: the same;
+//   - prompt length 1k to 128k tokens: decision p50/p99;
+//   - routers 1 to 32: peer-load bytes per second and CPU per router,
+//     computed from router/peers' message at the publisher's tick.
+//
+// The decision is what the gateway runs per request after tokenization:
+// hash the prompt into block keys (internal/blockkey), build the candidates
+// from the replica set (router/replicas) and schedule with the default
+// configuration (router/scheduler over router/index), the fleet's KV state
+// fed through router/ingest so every replica it accepted is in exact mode.
+// Its floor is the prompt's hash plus one dependent random memory load per
+// block the index walk probes, over a working set as large as the index.
+//
+// The index may refuse holders past its capacity (index.ErrFull); the sweep
+// does not assume a capacity: it counts the replicas the index accepted and
+// reports them beside each figure, so it runs unchanged when the capacity
+// grows.
+//
+// Workloads are deterministic (fixed seeds); the timings are the machine's.
+// Each figure is the median of Config.Runs runs, decision and floor
+// alternated within a run.
+package scalebench
