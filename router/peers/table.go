@@ -12,13 +12,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/load"
 )
 
-// Sink takes the peers' loads summed per replica; scheduler.Tracker is
+// Sink takes the peers' loads summed per replica; load.Tracker is
 // one.
 type Sink interface {
-	SetPeerLoads(map[string]scheduler.PeerLoad)
+	SetPeerLoads(map[string]load.Peer)
 }
 
 // Table holds the newest message of every peer router that is still
@@ -138,7 +138,7 @@ func (t *Table) Stats() Stats {
 }
 
 func (t *Table) publishLocked() {
-	sum := map[string]scheduler.PeerLoad{}
+	sum := map[string]load.Peer{}
 	for _, r := range t.peers {
 		for _, rep := range r.replicas {
 			p := sum[rep.ID]
