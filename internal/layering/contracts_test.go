@@ -24,6 +24,22 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
 	"router/enginemetrics": {"github.com/hashicorp/go-hclog"},
+	"driver/kvevents": {
+		"github.com/llmgw/llmgw/internal/blockkey",
+		"github.com/llmgw/llmgw/internal/kvwire",
+	},
+	"driver/kvevents/intake": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/pebbe/zmq4",
+		"github.com/llmgw/llmgw/driver/kvevents",
+		"github.com/llmgw/llmgw/internal/blockkey",
+	},
+	"driver/kvevents/forward": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/llmgw/llmgw/consul",
+		"github.com/llmgw/llmgw/driver/kvevents",
+		"github.com/llmgw/llmgw/internal/kvwire",
+	},
 	"router/admission": {
 		"github.com/prometheus/client_golang/prometheus",
 		"github.com/llmgw/llmgw/router/tenant",
