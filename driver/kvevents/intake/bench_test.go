@@ -11,7 +11,7 @@ import (
 // sends them: batch i stores a fresh 8-block chain (block size 16, 12-field
 // schema) and evicts, one BlockRemoved each, the 8 blocks batch i-k stored.
 // Cycling through the batches keeps the state at about 8k blocks.
-func churnPayloads(b *testing.B, m, k int) [][]byte {
+func churnPayloads(b testing.TB, m, k int) [][]byte {
 	b.Helper()
 	const perBatch, bs = 8, 16
 	hashOf := func(slot, j int) uint64 { return uint64(slot*perBatch+j)*0x9e3779b97f4a7c15 | 1 }
