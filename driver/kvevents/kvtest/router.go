@@ -51,9 +51,6 @@ func StartRouter(t *testing.T, token string) *Router {
 // URL is the router's base URL.
 func (r *Router) URL() string { return r.srv.URL }
 
-// Server is the router's HTTP test server.
-func (r *Router) Server() *httptest.Server { return r.srv }
-
 // Swap replaces the receiver and its mirror by empty ones taking token.
 func (r *Router) Swap(t *testing.T, token string) {
 	t.Helper()
