@@ -8,8 +8,8 @@ import (
 )
 
 // KVIntake opens the KV-event listeners of replicas and forgets replicas.
-// driver/kvevents/intake implements it; the driver needs nothing else from
-// that package.
+// StoreIntake implements it with driver/kvevents/intake; the driver needs
+// nothing else from that package.
 type KVIntake interface {
 	// Open binds a listener for replica's leader shard: one SUB socket per
 	// data-parallel rank on consecutive ports starting at port (0: pick

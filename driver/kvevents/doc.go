@@ -14,13 +14,18 @@
 //
 // # How the driver uses it
 //
-// One Store per driver process and one forward.Forwarder on it (routers
-// from forward.ConsulRouters). For each leader shard that asks for events:
-// intake.Open (an error means "start the engine without events" and is
-// never fatal), pass Intake.EngineFlag() as --kv-events-config, remember
-// Intake.Port() and ReplayPort() in the task state to bind them again after
-// a plugin restart, and call Intake.EngineRestarted() before starting each
-// new engine process: it announces the replica, holding nothing, so routers
+// One Store per driver process (NewStore) and one forwarder on it:
+// forward.Start with forward.ConsulRouters, wrapped in forward.HTTPS with a
+// forward.TLSClient when the routers take updates over TLS. That, Open,
+// Config and Intake from the intake, and the Store's Remove and Blocks are
+// all the driver uses of these packages.
+//
+// For each leader shard that asks for events: intake.Open (an error means
+// "start the engine without events" and is never fatal), pass
+// Intake.EngineFlag() as --kv-events-config, remember Intake.Port() and
+// ReplayPort() in the task state to bind them again after a plugin
+// restart, and call Intake.EngineRestarted() before starting each new
+// engine process: it announces the replica, holding nothing, so routers
 // route an engine that has published nothing yet exact at once. When the
 // shard stops: Intake.Close(), then Store.Remove(replica), which every
 // router session delivers as "holds nothing".
