@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/llmgw/llmgw/consul"
-	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/forward"
 )
 
 // forwarding carries the store's block state to every router instance
@@ -18,7 +18,7 @@ import (
 type forwarding struct {
 	config  Config
 	watcher *consul.Watcher[consul.Router]
-	fwd     *kvevents.Forwarder
+	fwd     *forward.Forwarder
 }
 
 func (f *forwarding) close() {
@@ -63,16 +63,16 @@ func (d *Driver) startForwarding(c Config) error {
 			id = "nomad-driver-vllm"
 		}
 	}
-	var routers kvevents.RouterSource = kvevents.ConsulRouters{W: w}
+	var routers forward.RouterSource = forward.ConsulRouters{W: w}
 	var hc *http.Client
 	if c.IngestCAFile != "" {
-		if hc, err = kvevents.TLSClient(c.IngestCAFile); err != nil {
+		if hc, err = forward.TLSClient(c.IngestCAFile); err != nil {
 			w.Close()
 			return err
 		}
-		routers = kvevents.HTTPS{Source: routers}
+		routers = forward.HTTPS{Source: routers}
 	}
-	fwd, err := kvevents.StartForwarder(d.opts.Store, routers, kvevents.ForwarderConfig{
+	fwd, err := forward.Start(d.opts.Store, routers, forward.Config{
 		DriverID: id, Token: c.IngestToken, FlushInterval: c.KVFlushInterval, KeepAlive: c.KVKeepAlive, Client: hc, Logger: d.log.Named("forward"),
 	})
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/intake"
 )
 
 // KVIntake opens the KV-event listeners of replicas and forgets replicas.
-// kvevents implements it; the driver needs nothing else from that package.
+// StoreIntake implements it with driver/kvevents/intake; the driver needs
+// nothing else from that package.
 type KVIntake interface {
 	// Open binds a listener for replica's leader shard: one SUB socket per
 	// data-parallel rank on consecutive ports starting at port (0: pick
@@ -56,7 +58,7 @@ type StoreIntake struct {
 
 // Open binds the replica's listeners into the store.
 func (s StoreIntake) Open(replica string, dataParallel, port, replayPort int) (KVListener, error) {
-	in, err := kvevents.OpenIntake(kvevents.IntakeConfig{
+	in, err := intake.Open(intake.Config{
 		Replica: replica, DataParallelSize: dataParallel, Port: port, ReplayPort: replayPort, Logger: s.Logger,
 	}, s.Store)
 	if err != nil {
@@ -78,7 +80,7 @@ func (s StoreIntake) Summary(replica string) KVSummary {
 	return sum
 }
 
-type storeListener struct{ *kvevents.Intake }
+type storeListener struct{ *intake.Intake }
 
 func (l storeListener) Counters() KVCounters {
 	var c KVCounters

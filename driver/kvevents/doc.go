@@ -1,33 +1,38 @@
-// Package kvevents owns KV-cache event intake for the vllm driver: a ZeroMQ
-// SUB listener per leader shard and data-parallel rank, the replay client for
-// vLLM's ROUTER socket, per-publisher sequence tracking, the decoder for every
-// vLLM event schema, each replica's block state keyed by canonical block keys
-// (internal/blockkey), the store that many router sessions drain (snapshot
-// first, then net deltas), and the sessions that carry those drains to every
-// router instance over HTTP (internal/kvwire).
+// Package kvevents holds the vllm driver's KV-cache block state, where its
+// two event pipelines meet. The intake (driver/kvevents/intake) takes each
+// engine's events over ZeroMQ, decodes them into Batches and applies them
+// to the Store; the forwarder (driver/kvevents/forward) opens a Session on
+// the Store per router instance and carries its drains over HTTP
+// (internal/kvwire). The Store keeps each replica's blocks keyed by
+// canonical block keys (internal/blockkey), per data-parallel rank and
+// tier, and every Session drains it snapshot first, then net deltas.
+//
+// The dependencies point at this package only: intake -> kvevents <-
+// forward, and neither of the two imports the other. What they share is
+// here: Event and Batch (the decoded form of vLLM's KVEventBatch), the
+// Store and its Sessions.
 //
 // # How the driver uses it
 //
-// One Store per driver process and one Forwarder on it (routers from
-// ConsulRouters). For each leader shard that asks for events: OpenIntake
-// (an error means "start the engine without events" and is never fatal),
-// pass Intake.EngineFlag() as --kv-events-config, remember Intake.Port() and
-// ReplayPort() in the task state to bind them again after a plugin restart,
-// and call Intake.EngineRestarted() before starting each new engine process:
-// it announces the replica, holding nothing, so routers route an engine that
-// has published nothing yet exact at once. When the shard stops:
-// Intake.Close(), then Store.Remove(replica), which every router session
-// delivers as "holds nothing".
+// One Store per driver process (NewStore) and one forwarder on it:
+// forward.Start with forward.ConsulRouters, wrapped in forward.HTTPS with a
+// forward.TLSClient when the routers take updates over TLS. That, Open,
+// Config and Intake from the intake, and the Store's Remove and Blocks are
+// all the driver uses of these packages.
 //
-// # Sequence rules, per rank
+// For each leader shard that asks for events: intake.Open (an error means
+// "start the engine without events" and is never fatal), pass
+// Intake.EngineFlag() as --kv-events-config, remember Intake.Port() and
+// ReplayPort() in the task state to bind them again after a plugin
+// restart, and call Intake.EngineRestarted() before starting each new
+// engine process: it announces the replica, holding nothing, so routers
+// route an engine that has published nothing yet exact at once. When the
+// shard stops: Intake.Close(), then Store.Remove(replica), which every
+// router session delivers as "holds nothing".
 //
-// Batches are applied in sequence order. The first batch seen, or a gap,
-// triggers a replay of the missing range (from 0 on first contact); batches
-// the replay already applied are skipped when they arrive live. A sequence
-// at or below the last one seen live means the engine restarted: the rank's
-// blocks are cleared first. Batches neither received nor replayable are
-// counted as lost; blocks chained on a lost parent are tracked but never
-// published, since their canonical key cannot be known.
+// Blocks chained on a parent the intake lost are tracked but never
+// published, since their canonical key cannot be known (the intake's
+// package comment has the sequence rules).
 //
 // It must not import router/..., gin, or the driver's task code: the driver
 // calls in here, and routers are reached only over the wire.

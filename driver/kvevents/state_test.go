@@ -6,7 +6,6 @@ import (
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/internal/testkit/kvvectors"
 )
 
 // toks returns n token ids starting at start.
@@ -185,24 +184,5 @@ func TestRanksAreSeparate(t *testing.T) {
 	s.Remove("r")
 	if got := s.Blocks("r"); len(got) != 0 || len(s.Replicas()) != 0 {
 		t.Errorf("after Remove: %v, replicas %v", got, s.Replicas())
-	}
-}
-
-// TestDecodedKeysMatchPromptKeys is the contract between driver and router:
-// the key the driver derives from a decoded event (LoRA "sql", cache_salt
-// "salt" in extra_keys, byte vector from the reference) equals the key the
-// router computes from the prompt's tokens, LoRA name and salt.
-func TestDecodedKeysMatchPromptKeys(t *testing.T) {
-	v := kvvectors.LoRAStored()
-	var d Decoder
-	b, err := d.Decode(v.Payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := NewStore()
-	s.Apply("r", 0, b)
-	want := blockkey.PromptKeys(nil, "sql", "salt", kvvectors.Tokens[:4], 4)
-	if got := s.Blocks("r"); len(got) != 1 || got[0].Key != want[0] {
-		t.Errorf("driver key %v; router key %v", got, want)
 	}
 }

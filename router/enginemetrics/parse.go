@@ -7,7 +7,7 @@
 // round and caps them per second (Options.MaxRate) so that their CPU stays
 // bounded at any fleet size, and a small parser of the Prometheus text format
 // that reads only the series it needs. It must not import driver/... or
-// other router packages; results go to a Sink (the scheduler's Tracker).
+// other router packages; results go to a Sink (router/load's Tracker).
 package enginemetrics
 
 import (

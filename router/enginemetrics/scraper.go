@@ -24,7 +24,7 @@ type Target struct {
 	APIKey string
 }
 
-// Sink receives each successful scrape (scheduler.Tracker's SetScraped plus
+// Sink receives each successful scrape (load.Tracker's SetScraped plus
 // whatever the router records about capacity).
 type Sink interface {
 	Scraped(replica string, s Sample)
@@ -224,7 +224,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// SinkFunc adapts a function to Sink, e.g. to feed scheduler.Tracker:
+// SinkFunc adapts a function to Sink, e.g. to feed load.Tracker:
 //
 //	enginemetrics.SinkFunc(func(id string, s enginemetrics.Sample) {
 //		tracker.SetScraped(id, s.Waiting, s.Running, s.KVUsage)

@@ -6,6 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -41,15 +42,15 @@ type adminReplica struct {
 	Healthy   bool           `json:"healthy"`
 	// Draining: the Consul check warns or the replica is in maintenance
 	// (Health says which); it finishes in-flight requests, takes no new ones.
-	Draining  bool           `json:"draining"`
-	Health    string         `json:"health,omitempty"`
-	Adapters  []string       `json:"adapters,omitempty"`
-	GPUBlocks int            `json:"gpu_blocks"`
-	CPUBlocks int            `json:"cpu_blocks"`
-	Load      scheduler.Load `json:"load"`
+	Draining  bool      `json:"draining"`
+	Health    string    `json:"health,omitempty"`
+	Adapters  []string  `json:"adapters,omitempty"`
+	GPUBlocks int       `json:"gpu_blocks"`
+	CPUBlocks int       `json:"cpu_blocks"`
+	Load      load.Load `json:"load"`
 	// PeerLoad is the part of Load's router-side counts that other routers
 	// reported (router/peers).
-	PeerLoad scheduler.PeerLoad `json:"peer_load"`
+	PeerLoad load.Peer `json:"peer_load"`
 }
 
 func (g *Gateway) adminReplicas(c *gin.Context) {

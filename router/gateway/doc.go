@@ -10,9 +10,9 @@
 //
 // It owns request handling, the proxy and the router's Prometheus metrics.
 // It wires together router/openai (parsing, errors), router/prompt (keys),
-// router/scheduler (the decision), router/admission (who waits for a busy
-// fleet, in what order) and router/replicas (where to send); it must not
-// import driver/....
+// router/scheduler (the decision), router/load (requests in flight per
+// replica), router/admission (who waits for a busy fleet, in what order)
+// and router/replicas (where to send); it must not import driver/....
 //
 // The OpenAI routes (not /health or /ready) authenticate the client's
 // bearer key when an Authenticator is configured (401 in OpenAI's shape

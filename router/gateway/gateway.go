@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/router/admission"
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/ratelimit"
@@ -26,7 +27,7 @@ import (
 type Deps struct {
 	Replicas  *replicas.Set
 	Scheduler *scheduler.Scheduler
-	Tracker   *scheduler.Tracker
+	Tracker   *load.Tracker
 	Prompts   *prompt.Prompts
 	Metrics   *Metrics
 	// BlocksOf reports a replica's indexed blocks (GPU, CPU) for the admin API.
@@ -413,7 +414,7 @@ func (g *Gateway) ready(c *gin.Context) {
 // to one of its replicas starts (the load now counts it: the next head can
 // see whether room is left) or ends.
 type endNotifier struct {
-	t   *scheduler.Tracker
+	t   *load.Tracker
 	q   *admission.Queue
 	set *replicas.Set
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/replicas"
@@ -33,7 +34,7 @@ type harness struct {
 	srv      *httptest.Server
 	admin    *httptest.Server // AdminHandler
 	set      *replicas.Set
-	tracker  *scheduler.Tracker
+	tracker  *load.Tracker
 	backends []string
 }
 
@@ -51,7 +52,7 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 	models := index.NewModels(index.Options{})
 	var set *replicas.Set
 	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-	tracker := scheduler.NewTracker()
+	tracker := load.NewTracker()
 	set = replicas.New(sink, tracker, replicas.Options{})
 	var list []replicas.Replica
 	for i, b := range backends {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/testkit/poll"
-	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // TestPrefillCountedUntilFirstByte: a request's uncached prompt tokens count
@@ -28,7 +28,7 @@ func TestPrefillCountedUntilFirstByte(t *testing.T) {
 		<-finish
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	})
-	load := func() scheduler.Load { return h.tracker.Load("r0") }
+	loadOf := func() load.Load { return h.tracker.Load("r0") }
 
 	resp, err := http.Post(h.srv.URL+"/v1/completions", "application/json",
 		strings.NewReader(`{"model":"m","prompt":"`+strings.Repeat("tell me more ", 40)+`","stream":true}`))
@@ -36,7 +36,7 @@ func TestPrefillCountedUntilFirstByte(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	sent := load()
+	sent := loadOf()
 	if sent.InFlight != 1 || sent.PrefillTokens <= 0 || sent.PrefillTokens != sent.InFlightTokens {
 		t.Fatalf("before the first byte: load %+v; want 1 in flight, all its prompt tokens (nothing cached) queued for prefill", sent)
 	}
@@ -45,12 +45,12 @@ func TestPrefillCountedUntilFirstByte(t *testing.T) {
 	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, "the prefill to be released", func() bool { return load().PrefillTokens == 0 })
-	if l := load(); l.InFlight != 1 || l.InFlightTokens != sent.InFlightTokens {
+	poll.Until(t, "the prefill to be released", func() bool { return loadOf().PrefillTokens == 0 })
+	if l := loadOf(); l.InFlight != 1 || l.InFlightTokens != sent.InFlightTokens {
 		t.Errorf("after the first byte: load %+v; want the request still in flight", l)
 	}
 
 	close(finish)
 	_, _ = io.Copy(io.Discard, resp.Body)
-	poll.Until(t, "the request to end", func() bool { return load() == scheduler.Load{} })
+	poll.Until(t, "the request to end", func() bool { return loadOf() == load.Load{} })
 }

@@ -68,7 +68,7 @@ type Health interface {
 }
 
 // LoadTracker counts requests in flight per replica, and their uncached
-// prompt tokens until the replica answers (scheduler.Tracker).
+// prompt tokens until the replica answers (load.Tracker).
 type LoadTracker interface {
 	BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func())
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -166,7 +167,7 @@ func newRouteBench(b *testing.B, prompts int) *routeBench {
 	}
 	models := index.NewModels(index.Options{})
 	sink := ingest.NewSink(models, func(id string) (string, bool) { return rb.set.ModelOf(id) }, nil)
-	tracker := scheduler.NewTracker()
+	tracker := load.NewTracker()
 	rb.set = replicas.New(sink, tracker, replicas.Options{})
 	var list []replicas.Replica
 	for r := range nReplicas {

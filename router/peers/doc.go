@@ -5,7 +5,7 @@
 //
 // A router counts the requests it has in flight to each replica, with
 // their prompt tokens and the uncached prefill still queued
-// (scheduler.Tracker). The engine's own metrics include every router's
+// (load.Tracker). The engine's own metrics include every router's
 // requests, but only as of the last scrape (1 s by default), and they
 // cannot say how much prefill a waiting request brings. Two routers that
 // each see an idle replica therefore both send it their next long prompt.
@@ -44,5 +44,5 @@
 //
 // It owns the message, the table of peers' reports and the publisher. It
 // must not import gin, driver/... or the gateway; it reads
-// router/scheduler and router/ratelimit for their load types.
+// router/load and router/ratelimit for their load types.
 package peers

@@ -13,8 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/ratelimit"
-	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // DefaultInterval is how soon a change in the own load goes out by
@@ -60,9 +60,9 @@ type PublisherOptions struct {
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
 	// Own returns this router's own requests in flight per replica
-	// (scheduler.Tracker.Own); Targets the peers to send them to, without
+	// (load.Tracker.Own); Targets the peers to send them to, without
 	// this router.
-	Own     func() map[string]scheduler.PeerLoad
+	Own     func() map[string]load.Peer
 	Targets func() []Target
 	// Tenants, when set, returns this router's use of its tenants' limits
 	// (ratelimit.Limiter.Own); messages then have version 2.
@@ -138,7 +138,7 @@ func (p *Publisher) run(ctx context.Context) {
 	defer p.wg.Done()
 	t := time.NewTicker(p.opts.Interval)
 	defer t.Stop()
-	var last map[string]scheduler.PeerLoad
+	var last map[string]load.Peer
 	var lastTenants map[string]ratelimit.Usage
 	var lastAt time.Time
 	for {
@@ -177,7 +177,7 @@ func (p *Publisher) gap(peers int) time.Duration {
 }
 
 // next makes own and tenants the message to send.
-func (p *Publisher) next(own map[string]scheduler.PeerLoad, tenants map[string]ratelimit.Usage) error {
+func (p *Publisher) next(own map[string]load.Peer, tenants map[string]ratelimit.Usage) error {
 	m := Message{Version: MinVersion, Router: p.opts.Self, Replicas: make([]Replica, 0, len(own))}
 	if p.opts.Tenants != nil {
 		m.Version = Version

@@ -12,20 +12,20 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmgw/llmgw/internal/testkit/poll"
-	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // peer is a router's receiving side for publisher tests: its tracker and
 // its table behind a real HTTP server.
 type peer struct {
-	tracker *scheduler.Tracker
+	tracker *load.Tracker
 	table   *Table
 	srv     *httptest.Server
 }
 
 func newPeer(t *testing.T, id, token string) *peer {
 	t.Helper()
-	tr := scheduler.NewTracker()
+	tr := load.NewTracker()
 	tab, err := NewTable(id, token, tr, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func (ts *targets) get() []Target   { ts.mu.Lock(); defer ts.mu.Unlock(); return
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
-	own := scheduler.NewTracker()
+	own := load.NewTracker()
 	b, c := newPeer(t, "b", "secret"), newPeer(t, "c", "secret")
 	bad := newPeer(t, "d", "other-token") // rejects our token
 	var ts targets
@@ -64,7 +64,7 @@ func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
 	defer p.Close()
 
 	_, end := own.BeginPrefill("r1", 2000, 1500)
-	want := scheduler.PeerLoad{InFlight: 1, InFlightTokens: 2000, PrefillTokens: 1500}
+	want := load.Peer{InFlight: 1, InFlightTokens: 2000, PrefillTokens: 1500}
 	poll.Until(t, "b to count a's request", func() bool { return b.tracker.PeerLoad("r1") == want })
 
 	// A peer that joins later gets the current load without a change.
@@ -73,12 +73,12 @@ func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
 
 	end()
 	poll.Until(t, "b and c to see the request end", func() bool {
-		return b.tracker.Load("r1") == (scheduler.Load{}) && c.tracker.Load("r1") == (scheduler.Load{})
+		return b.tracker.Load("r1") == (load.Load{}) && c.tracker.Load("r1") == (load.Load{})
 	})
 	if st := bad.table.Stats(); st.Accepted != 0 || st.Rejected == 0 {
 		t.Fatalf("the peer with another token counted %+v; want none accepted and some rejected", st)
 	}
-	if bad.tracker.Load("r1") != (scheduler.Load{}) {
+	if bad.tracker.Load("r1") != (load.Load{}) {
 		t.Fatal("a peer that refused the token counted the load")
 	}
 
@@ -88,13 +88,13 @@ func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
 	defer end()
 	poll.Until(t, "b to count the request to r2", func() bool { return b.tracker.Load("r2").InFlight == 1 })
 	p.Close()
-	if l := b.tracker.Load("r2"); l != (scheduler.Load{}) {
+	if l := b.tracker.Load("r2"); l != (load.Load{}) {
 		t.Fatalf("b's load of r2 after a closed = %+v; want none", l)
 	}
 }
 
 func TestStartPublisherNeedsItsOptions(t *testing.T) {
-	own := scheduler.NewTracker()
+	own := load.NewTracker()
 	for _, o := range []PublisherOptions{
 		{Token: "t", Own: own.Own, Targets: func() []Target { return nil }},
 		{Self: "a", Own: own.Own, Targets: func() []Target { return nil }},
@@ -124,8 +124,8 @@ func TestPublisherKeepsToItsRate(t *testing.T) {
 	}
 	ts.set(l...)
 	var n atomic.Int64
-	own := func() map[string]scheduler.PeerLoad { // a change at every call
-		return map[string]scheduler.PeerLoad{"r1": {InFlight: 1, InFlightTokens: int(n.Add(1))}}
+	own := func() map[string]load.Peer { // a change at every call
+		return map[string]load.Peer{"r1": {InFlight: 1, InFlightTokens: int(n.Add(1))}}
 	}
 	start := time.Now()
 	p, err := StartPublisher(context.Background(), PublisherOptions{

@@ -13,13 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/load"
 )
 
-// Sink takes the peers' loads summed per replica; scheduler.Tracker is
+// Sink takes the peers' loads summed per replica; load.Tracker is
 // one.
 type Sink interface {
-	SetPeerLoads(map[string]scheduler.PeerLoad)
+	SetPeerLoads(map[string]load.Peer)
 }
 
 // Table holds the newest message of every peer router that is still
@@ -34,7 +34,7 @@ type Table struct {
 
 	mu      sync.Mutex
 	peers   map[string]*report
-	sum     map[string]scheduler.PeerLoad // over peers, kept as reports come and go
+	sum     map[string]load.Peer // over peers, kept as reports come and go
 	tenants TenantSink
 
 	accepted, rejected, stale, own atomic.Uint64
@@ -58,7 +58,7 @@ func NewTable(self, token string, sink Sink, expiry time.Duration) (*Table, erro
 	case expiry <= 0:
 		return nil, fmt.Errorf("peer table: expiry %s must be positive", expiry)
 	}
-	return &Table{self: self, token: []byte("Bearer " + token), sink: sink, expiry: expiry, now: time.Now, peers: map[string]*report{}, sum: map[string]scheduler.PeerLoad{}}, nil
+	return &Table{self: self, token: []byte("Bearer " + token), sink: sink, expiry: expiry, now: time.Now, peers: map[string]*report{}, sum: map[string]load.Peer{}}, nil
 }
 
 // SetTenantSink makes the table hand every accepted message's tenants to
@@ -152,7 +152,7 @@ func (t *Table) addLocked(rs []Replica, sign int) {
 		p.InFlight += sign * rep.InFlight
 		p.InFlightTokens += sign * rep.InFlightTokens
 		p.PrefillTokens += sign * rep.PrefillTokens
-		if p == (scheduler.PeerLoad{}) {
+		if p == (load.Peer{}) {
 			delete(t.sum, rep.ID)
 		} else {
 			t.sum[rep.ID] = p

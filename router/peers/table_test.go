@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/load"
 )
 
-func newTestTable(t *testing.T) (*Table, *scheduler.Tracker, *time.Time) {
+func newTestTable(t *testing.T) (*Table, *load.Tracker, *time.Time) {
 	t.Helper()
-	tr := scheduler.NewTracker()
+	tr := load.NewTracker()
 	tab, err := NewTable("self", "secret", tr, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -34,17 +34,17 @@ func TestTableSumsPeersIntoTheTracker(t *testing.T) {
 
 	tab.Put(msg("r1", 1, Replica{ID: "a", InFlight: 2, InFlightTokens: 3000, PrefillTokens: 1000}))
 	tab.Put(msg("r2", 5, Replica{ID: "a", InFlight: 1, InFlightTokens: 500}, Replica{ID: "b", InFlight: 4}))
-	if got, want := tr.Load("a"), (scheduler.Load{InFlight: 4, InFlightTokens: 4500, PrefillTokens: 1600}); got != want {
+	if got, want := tr.Load("a"), (load.Load{InFlight: 4, InFlightTokens: 4500, PrefillTokens: 1600}); got != want {
 		t.Fatalf("load of a = %+v; want %+v", got, want)
 	}
-	if got, want := tr.PeerLoad("a"), (scheduler.PeerLoad{InFlight: 3, InFlightTokens: 3500, PrefillTokens: 1000}); got != want {
+	if got, want := tr.PeerLoad("a"), (load.Peer{InFlight: 3, InFlightTokens: 3500, PrefillTokens: 1000}); got != want {
 		t.Fatalf("peers' load of a = %+v; want %+v", got, want)
 	}
 	if got := tr.Load("b").InFlight; got != 4 {
 		t.Fatalf("b's in flight = %d; want r2's 4", got)
 	}
 	// Own excludes the peers: it is what this router reports.
-	if own := tr.Own(); len(own) != 1 || own["a"] != (scheduler.PeerLoad{InFlight: 1, InFlightTokens: 1000, PrefillTokens: 600}) {
+	if own := tr.Own(); len(own) != 1 || own["a"] != (load.Peer{InFlight: 1, InFlightTokens: 1000, PrefillTokens: 600}) {
 		t.Fatalf("Own() = %+v; want only this router's request to a", own)
 	}
 
@@ -71,7 +71,7 @@ func TestTableSumsPeersIntoTheTracker(t *testing.T) {
 	if gone := tab.Expire(); len(gone) != 1 || gone[0] != "r1" {
 		t.Fatalf("Expire() = %v; want [r1]", gone)
 	}
-	if got, peer := tr.Load("a"), tr.PeerLoad("a"); peer != (scheduler.PeerLoad{InFlight: 1}) || got.InFlight != 2 {
+	if got, peer := tr.Load("a"), tr.PeerLoad("a"); peer != (load.Peer{InFlight: 1}) || got.InFlight != 2 {
 		t.Fatalf("load of a after r1 expired = %+v (peers %+v); want r2's 1 plus the own 1", got, peer)
 	}
 	if tab.Peers() != 1 {
@@ -84,10 +84,10 @@ func TestTableCarriesPeerLoadToReplicasTrackedLater(t *testing.T) {
 	tab.Put(msg("r1", 1, Replica{ID: "new", InFlight: 2}))
 	_, end := tr.BeginPrefill("new", 10, 0) // the entry is made after the report
 	defer end()
-	cands := []scheduler.Candidate{{ID: "new"}, {ID: "unknown"}}
-	tr.FillLoads(cands)
-	if cands[0].Load.InFlight != 3 || cands[1].Load != (scheduler.Load{}) {
-		t.Fatalf("candidate loads %+v, %+v; want 3 in flight on new, nothing on unknown", cands[0].Load, cands[1].Load)
+	var got [2]load.Load
+	tr.Read(func(l load.Locked) { got[0], got[1] = l.Load("new"), l.Load("unknown") })
+	if got[0].InFlight != 3 || got[1] != (load.Load{}) {
+		t.Fatalf("loads read %+v, %+v; want 3 in flight on new, nothing on unknown", got[0], got[1])
 	}
 }
 
@@ -144,7 +144,7 @@ func TestTableServeHTTP(t *testing.T) {
 }
 
 func TestNewTableRejectsBadOptions(t *testing.T) {
-	tr := scheduler.NewTracker()
+	tr := load.NewTracker()
 	for _, c := range []struct {
 		self, token string
 		expiry      time.Duration

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/testkit/poll"
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/ratelimit"
-	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/tenant"
 )
 
@@ -20,7 +20,7 @@ func TestTenantsReachThePeersLimiter(t *testing.T) {
 	// a time, fleet-wide.
 	ten := &tenant.Tenant{Name: "team", Limits: tenant.Limits{TokensPerMinute: 60000, MaxConcurrent: 1}}
 	la, lb := ratelimit.New(), ratelimit.New()
-	tab, err := NewTable("b", "secret", scheduler.NewTracker(), time.Minute)
+	tab, err := NewTable("b", "secret", load.NewTracker(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestTenantsReachThePeersLimiter(t *testing.T) {
 	defer srv.Close()
 	p, err := StartPublisher(context.Background(), PublisherOptions{
 		Self: "a", Token: "secret", Interval: 5 * time.Millisecond, KeepAlive: time.Hour,
-		Own: scheduler.NewTracker().Own, Tenants: la.Own,
+		Own: load.NewTracker().Own, Tenants: la.Own,
 		Targets: func() []Target { return []Target{{ID: "b", URL: srv.URL}} },
 	})
 	if err != nil {

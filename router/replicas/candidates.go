@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -36,7 +37,11 @@ func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []schedu
 	}
 	s.mu.RUnlock()
 	tp.fillModes(out, s)
-	s.tracker.FillLoads(out)
+	s.tracker.Read(func(l load.Locked) {
+		for i := range out {
+			out[i].Load = l.Load(out[i].ID)
+		}
+	})
 	return dst
 }
 

@@ -1,6 +1,6 @@
 // Package replicas keeps the router's replica set: the static replicas from
 // the config merged with the passing instances Consul reports, each joined
-// with its load (scheduler.Tracker), its KV state (exact mode when a driver
+// with its load (load.Tracker), its KV state (exact mode when a driver
 // session holds it) and a circuit breaker fed by the proxy. A replica that
 // leaves the set leaves the block index at once; a draining one (Consul
 // warning or maintenance) stays, with its KV state, marked for the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"maps"
 	"slices"
@@ -63,7 +64,7 @@ type Options struct {
 // Set is the current replica set. Safe for concurrent use.
 type Set struct {
 	kv      KVState
-	tracker *scheduler.Tracker
+	tracker *load.Tracker
 	opts    Options
 
 	mu       sync.RWMutex
@@ -81,7 +82,7 @@ type breaker struct {
 }
 
 // New returns an empty set.
-func New(kv KVState, tracker *scheduler.Tracker, opts Options) *Set {
+func New(kv KVState, tracker *load.Tracker, opts Options) *Set {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}

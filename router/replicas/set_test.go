@@ -9,6 +9,7 @@ import (
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -24,7 +25,7 @@ func newFixture() *fixture {
 	f := &fixture{models: index.NewModels(index.Options{}), now: time.Unix(1000, 0)}
 	var set *Set
 	f.sink = ingest.NewSink(f.models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-	set = New(f.sink, scheduler.NewTracker(), Options{
+	set = New(f.sink, load.NewTracker(), Options{
 		Now:        func() time.Time { return f.now },
 		Resnapshot: func(d []string) { f.resnap = append(f.resnap, d...) },
 	})

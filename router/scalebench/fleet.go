@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -64,7 +65,7 @@ func newFleet(nReplicas, blocks, tokens, prompts int, seed uint64) (*fleet, erro
 
 	f.models = index.NewModels(index.Options{})
 	f.sink = ingest.NewSink(f.models, func(id string) (string, bool) { return f.set.ModelOf(id) }, nil)
-	f.set = replicas.New(f.sink, scheduler.NewTracker(), replicas.Options{})
+	f.set = replicas.New(f.sink, load.NewTracker(), replicas.Options{})
 	list := make([]replicas.Replica, nReplicas)
 	f.ids = make([]string, nReplicas)
 	for r := range list {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // BenchmarkSchedule measures lookup + score + pick (the default config, with
@@ -47,7 +48,7 @@ func BenchmarkSchedule(b *testing.B) {
 				if err := ix.Update(id, []index.Change{{Tier: index.GPU, Add: background}, {Tier: index.GPU, Add: prompt[:depth]}}); err != nil {
 					b.Fatal(err)
 				}
-				cands[r] = Candidate{ID: id, Model: "m", Mode: ModeExact, Healthy: true, Load: Load{InFlight: r % 3, Waiting: float64(r % 2)}}
+				cands[r] = Candidate{ID: id, Model: "m", Mode: ModeExact, Healthy: true, Load: load.Load{InFlight: r % 3, Waiting: float64(r % 2)}}
 			}
 			reg := NewRegistry()
 			if err := RegisterBuiltins(reg); err != nil {

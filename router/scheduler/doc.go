@@ -22,7 +22,10 @@
 //
 // The package owns scheduling policy and the per-plugin state it needs. It
 // reads the precise index through the PrefixIndex interface (router/index
-// provides it) and must not import driver/..., HTTP frameworks, or other
-// router packages besides router/index. Randomness and time are injected
-// (Deps.Rand, Deps.Now) so every decision can be tested deterministically.
+// provides it) and each candidate's load as a load.Load value that its
+// caller filled in (router/load keeps the counts; the scheduler only reads
+// them). It must not import driver/..., HTTP frameworks, or other router
+// packages besides router/index and router/load. Randomness and time are
+// injected (Deps.Rand, Deps.Now) so every decision can be tested
+// deterministically.
 package scheduler

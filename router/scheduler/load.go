@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // LoadParams weight the load signals; each signal is normalised by its
@@ -49,7 +51,7 @@ type LoadScorer struct {
 func (s *LoadScorer) TypedName() TypedName { return s.name }
 
 func (s *LoadScorer) Score(_ context.Context, _ *Request, cands []Candidate, scores []float64) {
-	var mx Load
+	var mx load.Load
 	for i := range cands {
 		l := cands[i].Load
 		mx.InFlight = max(mx.InFlight, l.InFlight)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/load"
 )
 
 func TestMaxScorePicker(t *testing.T) {
@@ -71,13 +72,13 @@ func TestLoadScorer(t *testing.T) {
 	s := &LoadScorer{p: defaultLoadParams()}
 	tests := []struct {
 		name  string
-		loads []Load
+		loads []load.Load
 		want  []float64
 	}{
-		{"all idle tie at 1", []Load{{}, {}}, []float64{1, 1}},
-		{"in flight", []Load{{InFlight: 4, InFlightTokens: 400}, {InFlight: 2, InFlightTokens: 200}, {}}, []float64{1 - 2/4.0, 1 - 1/4.0, 1}},
-		{"engine queue", []Load{{Waiting: 10, Running: 8}, {Running: 8}}, []float64{1 - 1.5/4.0, 1 - 0.5/4.0}},
-		{"kv usage counts as is", []Load{{KVUsage: 1}, {KVUsage: 0.5}}, []float64{1 - 0.5/4.0, 1 - 0.25/4.0}},
+		{"all idle tie at 1", []load.Load{{}, {}}, []float64{1, 1}},
+		{"in flight", []load.Load{{InFlight: 4, InFlightTokens: 400}, {InFlight: 2, InFlightTokens: 200}, {}}, []float64{1 - 2/4.0, 1 - 1/4.0, 1}},
+		{"engine queue", []load.Load{{Waiting: 10, Running: 8}, {Running: 8}}, []float64{1 - 1.5/4.0, 1 - 0.5/4.0}},
+		{"kv usage counts as is", []load.Load{{KVUsage: 1}, {KVUsage: 0.5}}, []float64{1 - 0.5/4.0, 1 - 0.25/4.0}},
 	}
 	for _, tc := range tests {
 		cands := make([]Candidate, len(tc.loads))

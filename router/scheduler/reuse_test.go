@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // reuseFleet is eight exact replicas holding staggered prefixes of prompt,
@@ -22,7 +23,7 @@ func reuseFleet(t *testing.T, e *env, prompt []uint64) []Candidate {
 		id := fmt.Sprintf("r%d", r)
 		e.store(t, id, index.Tier(r%2), prompt[:len(prompt)*r/8])
 		c := cand(id, ModeExact)
-		c.Load = Load{InFlight: r % 3, Waiting: float64(r % 2)}
+		c.Load = load.Load{InFlight: r % 3, Waiting: float64(r % 2)}
 		cands = append(cands, c)
 	}
 	sick := cand("sick", ModeExact)
@@ -97,22 +98,6 @@ func TestScheduleReusedRequestAllocatesNothing(t *testing.T) {
 	schedule()
 	if n := testing.AllocsPerRun(50, schedule); n != 0 {
 		t.Errorf("Schedule allocates %v times per decision; want 0", n)
-	}
-}
-
-func TestFillLoads(t *testing.T) {
-	tr := NewTracker()
-	end := tr.Begin("a", 100)
-	defer end()
-	tr.SetScraped("b", 2, 3, 0.5)
-	cands := []Candidate{cand("a", ModeExact), cand("b", ModeExact), cand("c", ModeExact)}
-	cands[2].Load = Load{InFlight: 9} // stale: c is unknown to the tracker
-	tr.FillLoads(cands)
-	want := []Load{{InFlight: 1, InFlightTokens: 100}, {Waiting: 2, Running: 3, KVUsage: 0.5}, {}}
-	for i, c := range cands {
-		if c.Load != want[i] {
-			t.Errorf("%s: load %+v; want %+v", c.ID, c.Load, want[i])
-		}
 	}
 }
 
@@ -212,9 +197,9 @@ func TestLoadScoresAsDocumented(t *testing.T) {
 	p := s.p
 	for trial := range 200 {
 		cands := make([]Candidate, 1+r.IntN(70))
-		var mx Load
+		var mx load.Load
 		for i := range cands {
-			l := Load{InFlight: r.IntN(9), InFlightTokens: r.IntN(5000), Waiting: metric(), Running: metric(), KVUsage: r.Float64()}
+			l := load.Load{InFlight: r.IntN(9), InFlightTokens: r.IntN(5000), Waiting: metric(), Running: metric(), KVUsage: r.Float64()}
 			cands[i].Load = l
 			mx.InFlight, mx.InFlightTokens = max(mx.InFlight, l.InFlight), max(mx.InFlightTokens, l.InFlightTokens)
 			mx.Waiting, mx.Running = max(mx.Waiting, l.Waiting), max(mx.Running, l.Running)

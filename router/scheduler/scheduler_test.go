@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // clock is a fake, settable clock.
@@ -200,7 +201,7 @@ func TestNoTokenizerFallsBackToApprox(t *testing.T) {
 // instead of piling on one (sglang #32983).
 func TestNoHitSpreads(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	tr := NewTracker()
+	tr := load.NewTracker()
 	ids := []string{"a", "b", "c", "d"}
 	count := map[string]int{}
 	var ends []func()
@@ -225,7 +226,7 @@ func TestNoHitSpreads(t *testing.T) {
 		end() // a second call is harmless
 	}
 	for _, id := range ids {
-		if l := tr.Load(id); l != (Load{}) {
+		if l := tr.Load(id); l != (load.Load{}) {
 			t.Errorf("replica %s load after all ended = %+v; want zero", id, l)
 		}
 	}

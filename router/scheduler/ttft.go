@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // TTFTParams tune the time-to-first-token scorer. Every cost is counted in
@@ -84,7 +86,7 @@ func (s *TTFTScorer) Score(_ context.Context, req *Request, cands []Candidate, s
 
 // queued is the work ahead of a new request on a replica, in prefill
 // tokens.
-func (s *TTFTScorer) queued(l *Load) float64 {
+func (s *TTFTScorer) queued(l *load.Load) float64 {
 	prefill := max(bounded(float64(l.PrefillTokens)), s.p.WaitingTokens*bounded(l.Waiting))
 	running := max(bounded(float64(l.InFlight)), bounded(l.Running))
 	return prefill + s.p.RunningTokens*running

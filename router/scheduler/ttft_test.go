@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // TestDefaultWeighsPrefixAgainstLoad runs the default configuration over
@@ -21,28 +22,28 @@ func TestDefaultWeighsPrefixAgainstLoad(t *testing.T) {
 		// held is how many of the prompt's leading blocks each replica
 		// caches on the GPU; load is each one's load.
 		held    [3]int
-		load    [3]Load
+		load    [3]load.Load
 		session string // the session's replica ("" for none)
 		want    string
 	}{
-		{"even load: the replica holding the prompt", [3]int{64, 0, 0}, [3]Load{}, "", "a"},
-		{"even load: the longest prefix", [3]int{32, 48, 0}, [3]Load{}, "", "b"},
+		{"even load: the replica holding the prompt", [3]int{64, 0, 0}, [3]load.Load{}, "", "a"},
+		{"even load: the longest prefix", [3]int{32, 48, 0}, [3]load.Load{}, "", "b"},
 		{"queue cheaper than the prefill saved: stays on the cache",
-			[3]int{64, 0, 0}, [3]Load{{InFlight: 1, PrefillTokens: 600}, {}, {}}, "", "a"},
+			[3]int{64, 0, 0}, [3]load.Load{{InFlight: 1, PrefillTokens: 600}, {}, {}}, "", "a"},
 		{"queue dearer than the prefill saved: the idle replica",
-			[3]int{64, 0, 0}, [3]Load{{InFlight: 3, PrefillTokens: 3000}, {}, {}}, "", "b|c"},
+			[3]int{64, 0, 0}, [3]load.Load{{InFlight: 3, PrefillTokens: 3000}, {}, {}}, "", "b|c"},
 		{"half the prompt, one queued prompt ahead: the idle replica",
-			[3]int{32, 0, 0}, [3]Load{{InFlight: 1, PrefillTokens: tokens}, {}, {}}, "", "b|c"},
+			[3]int{32, 0, 0}, [3]load.Load{{InFlight: 1, PrefillTokens: tokens}, {}, {}}, "", "b|c"},
 		{"other routers' requests waiting in the engine count",
-			[3]int{64, 0, 0}, [3]Load{{Waiting: 8}, {}, {}}, "", "b|c"},
+			[3]int{64, 0, 0}, [3]load.Load{{Waiting: 8}, {}, {}}, "", "b|c"},
 		{"no hit: the least loaded",
-			[3]int{}, [3]Load{{InFlight: 1, PrefillTokens: 500}, {InFlight: 1, PrefillTokens: 200}, {InFlight: 2, PrefillTokens: 900}}, "", "b"},
+			[3]int{}, [3]load.Load{{InFlight: 1, PrefillTokens: 500}, {InFlight: 1, PrefillTokens: 200}, {InFlight: 2, PrefillTokens: 900}}, "", "b"},
 		{"no hit, running requests only: the least busy",
-			[3]int{}, [3]Load{{InFlight: 3}, {Running: 5}, {InFlight: 1}}, "", "c"},
+			[3]int{}, [3]load.Load{{InFlight: 3}, {Running: 5}, {InFlight: 1}}, "", "c"},
 		{"a session stays while its replica is somewhat slower",
-			[3]int{64, 64, 0}, [3]Load{{InFlight: 2, PrefillTokens: 250}, {}, {}}, "a", "a"},
+			[3]int{64, 64, 0}, [3]load.Load{{InFlight: 2, PrefillTokens: 250}, {}, {}}, "a", "a"},
 		{"a session moves when a rival is clearly better",
-			[3]int{64, 64, 0}, [3]Load{{InFlight: 6, PrefillTokens: 6000}, {}, {}}, "a", "b"},
+			[3]int{64, 64, 0}, [3]load.Load{{InFlight: 6, PrefillTokens: 6000}, {}, {}}, "a", "b"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,19 +80,19 @@ func TestTTFTScores(t *testing.T) {
 	tests := []struct {
 		name   string
 		credit []float64 // cached blocks of 10 tokens credited per candidate
-		loads  []Load
+		loads  []load.Load
 		want   []float64
 	}{
 		// prompt 1,000 tokens: costs 100+1000, 100+0 (+0 queued)
-		{"a full hit", []float64{0, 100}, []Load{{}, {}}, []float64{100.0 / 1100, 1}},
+		{"a full hit", []float64{0, 100}, []load.Load{{}, {}}, []float64{100.0 / 1100, 1}},
 		// 100+500+300 vs 100+1000
-		{"queued prefill", []float64{50, 0}, []Load{{PrefillTokens: 300}, {}}, []float64{1, 900.0 / 1100}},
+		{"queued prefill", []float64{50, 0}, []load.Load{{PrefillTokens: 300}, {}}, []float64{1, 900.0 / 1100}},
 		// waiting 10 x 50 = 500 outweighs this router's 200; running 3 x 10
-		{"the engine's queue when larger", []float64{0, 0}, []Load{{PrefillTokens: 200, Waiting: 10, Running: 3}, {}},
+		{"the engine's queue when larger", []float64{0, 0}, []load.Load{{PrefillTokens: 200, Waiting: 10, Running: 3}, {}},
 			[]float64{1100.0 / 1630, 1}},
-		{"a broken scrape is the last choice, not NaN", []float64{0, 0}, []Load{{Waiting: math.Inf(1)}, {Running: math.NaN()}},
+		{"a broken scrape is the last choice, not NaN", []float64{0, 0}, []load.Load{{Waiting: math.Inf(1)}, {Running: math.NaN()}},
 			[]float64{1100 / (1100 + 50e9), 1}},
-		{"credit beyond the prompt saves the whole prompt, no more", []float64{500, 0}, []Load{{}, {}}, []float64{1, 100.0 / 1100}},
+		{"credit beyond the prompt saves the whole prompt, no more", []float64{500, 0}, []load.Load{{}, {}}, []float64{1, 100.0 / 1100}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,34 +138,6 @@ func TestTTFTMustFollowPredictions(t *testing.T) {
 	}
 }
 
-// TestTrackerPrefill: uncached prompt tokens count until the replica
-// answers or the request ends, whichever comes first, once.
-func TestTrackerPrefill(t *testing.T) {
-	tr := NewTracker()
-	answered, end := tr.BeginPrefill("a", 1000, 600)
-	_, end2 := tr.BeginPrefill("a", 500, 500)
-	if got, want := tr.Load("a"), (Load{InFlight: 2, InFlightTokens: 1500, PrefillTokens: 1100}); got != want {
-		t.Fatalf("load %+v; want %+v", got, want)
-	}
-	answered()
-	answered()
-	if got, want := tr.Load("a"), (Load{InFlight: 2, InFlightTokens: 1500, PrefillTokens: 500}); got != want {
-		t.Fatalf("after an answer: load %+v; want %+v", got, want)
-	}
-	end2() // never answered: its prefill goes with it
-	end()
-	end()
-	answered() // after the end: nothing
-	if got := tr.Load("a"); got != (Load{}) {
-		t.Errorf("after both ended: load %+v; want zero", got)
-	}
-	_, end = tr.BeginPrefill("b", 10, -5) // more cached than prompt
-	if got := tr.Load("b").PrefillTokens; got != 0 {
-		t.Errorf("negative uncached tokens counted as %d; want 0", got)
-	}
-	end()
-}
-
 // FuzzTTFTScore: whatever the loads and predictions (scrapes can report
 // NaN, infinities, negatives), every score is in [0, 1] and the cheapest
 // candidate scores 1.
@@ -178,7 +151,7 @@ func FuzzTTFTScore(f *testing.F) {
 		req := &Request{Keys: keys(1, 8), BlockTokens: 16, PromptTokens: prompt}
 		req.resetCycle(2)
 		NotePrediction(req, 0, Prediction{Blocks: 8, Credit: credit, Mode: ModeExact})
-		cands := []Candidate{{Load: Load{PrefillTokens: prefill, Waiting: waiting, Running: running, InFlight: inFlight}}, {}}
+		cands := []Candidate{{Load: load.Load{PrefillTokens: prefill, Waiting: waiting, Running: running, InFlight: inFlight}}, {}}
 		scores := make([]float64, 2)
 		s.Score(context.Background(), req, cands, scores)
 		best := 0.0

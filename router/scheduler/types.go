@@ -1,5 +1,7 @@
 package scheduler
 
+import "github.com/llmgw/llmgw/router/load"
+
 // Mode is how a replica is routed: with exact prefix knowledge from KV
 // events, with the router's own routing history, or by load alone.
 type Mode string
@@ -52,32 +54,6 @@ func (r *Request) historyKeys() []uint64 {
 	return r.ApproxKeys
 }
 
-// Load is a replica's current load: router-side counts (this router's and
-// its peers', see PeerLoad) plus what the replica's /metrics reported last.
-type Load struct {
-	InFlight       int     // requests the routers have in flight to it
-	InFlightTokens int     // their prompt tokens
-	Waiting        float64 // vllm:num_requests_waiting
-	Running        float64 // vllm:num_requests_running
-	KVUsage        float64 // vllm:kv_cache_usage_perc, in [0, 1]
-
-	// PrefillTokens are the predicted uncached prompt tokens of the
-	// routers' requests in flight to the replica that the replica has not
-	// answered yet: the prefill queued ahead of a new request.
-	PrefillTokens int
-}
-
-// PeerLoad is the router-side load other routers report on a replica
-// (router/peers). The Tracker adds it into Load's InFlight,
-// InFlightTokens and PrefillTokens, which are therefore the fleet's
-// counts: routers behind one name do not all pick the same idle replica in
-// the second before its engine metrics show the burst.
-type PeerLoad struct {
-	InFlight       int
-	InFlightTokens int
-	PrefillTokens  int
-}
-
 // Candidate is a replica the request may go to.
 type Candidate struct {
 	ID    string // replica id, "<alloc id>/<task>"
@@ -87,7 +63,7 @@ type Candidate struct {
 	Mode     Mode
 	Healthy  bool
 	Draining bool
-	Load     Load
+	Load     load.Load
 }
 
 // cycleState carries per-request facts from scorers to the decision

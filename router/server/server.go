@@ -22,6 +22,7 @@ import (
 	"github.com/llmgw/llmgw/router/gateway"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/peers"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/ratelimit"
@@ -38,7 +39,7 @@ type Server struct {
 	sink     *ingest.Sink
 	receiver *kvwire.Receiver
 	set      *replicas.Set
-	tracker  *scheduler.Tracker
+	tracker  *load.Tracker
 	metrics  *gateway.Metrics
 	capacity *capacity
 	limiter  *ratelimit.Limiter // tenants' limits; nil without API keys
@@ -90,7 +91,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 		log.Error("block index over the fleet's advertised KV capacity; new blocks are dropped", "keys", keys, "max", max)
 	}})
 	s.sink = ingest.NewSink(s.models, func(id string) (string, bool) { return s.set.ModelOf(id) }, log.Named("ingest"))
-	s.tracker = scheduler.NewTracker()
+	s.tracker = load.NewTracker()
 	s.set = replicas.New(s.sink, s.tracker, replicas.Options{
 		Logger: log.Named("replicas"),
 		Resnapshot: func(drivers []string) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/intake"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -52,7 +53,7 @@ func TestSaltedKeysMatchDriverAndRouter(t *testing.T) {
 	}
 	const replica = "alloc-salt/main"
 	store := kvevents.NewStore()
-	in, err := kvevents.OpenIntake(kvevents.IntakeConfig{Replica: replica}, store)
+	in, err := intake.Open(intake.Config{Replica: replica}, store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/forward"
+	"github.com/llmgw/llmgw/driver/kvevents/intake"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/server"
@@ -42,7 +44,7 @@ func startFleetWith(t *testing.T, extra ...[]string) *fleet {
 	store := f.store
 	for i, args := range extra {
 		id := fmt.Sprintf("alloc-%d/main", i)
-		in, err := kvevents.OpenIntake(kvevents.IntakeConfig{Replica: id}, store)
+		in, err := intake.Open(intake.Config{Replica: id}, store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +59,7 @@ func startFleetWith(t *testing.T, extra ...[]string) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw, err := kvevents.StartForwarder(store, kvevents.ConsulRouters{W: w}, kvevents.ForwarderConfig{
+	fw, err := forward.Start(store, forward.ConsulRouters{W: w}, forward.Config{
 		DriverID: "node-1", Token: token, FlushInterval: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
 	})
 	if err != nil {

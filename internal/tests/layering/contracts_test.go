@@ -26,8 +26,24 @@ var contracts = map[string][]string{
 	"router/enginemetrics": {"github.com/hashicorp/go-hclog"},
 	"router/peers/peerbench": {
 		"github.com/llmgw/llmgw/router/peers",
+		"github.com/llmgw/llmgw/router/load",
 		"github.com/llmgw/llmgw/router/ratelimit",
-		"github.com/llmgw/llmgw/router/scheduler",
+	},
+	"driver/kvevents": {
+		"github.com/llmgw/llmgw/internal/blockkey",
+		"github.com/llmgw/llmgw/internal/kvwire",
+	},
+	"driver/kvevents/intake": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/pebbe/zmq4",
+		"github.com/llmgw/llmgw/driver/kvevents",
+		"github.com/llmgw/llmgw/internal/blockkey",
+	},
+	"driver/kvevents/forward": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/llmgw/llmgw/consul",
+		"github.com/llmgw/llmgw/driver/kvevents",
+		"github.com/llmgw/llmgw/internal/kvwire",
 	},
 	"router/admission": {
 		"github.com/prometheus/client_golang/prometheus",
@@ -40,6 +56,7 @@ var contracts = map[string][]string{
 		"github.com/prometheus/client_golang/prometheus/collectors",
 		"github.com/prometheus/client_golang/prometheus/promhttp",
 		"github.com/llmgw/llmgw/router/admission",
+		"github.com/llmgw/llmgw/router/load",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/prompt",
 		"github.com/llmgw/llmgw/router/ratelimit",
@@ -75,9 +92,16 @@ var contracts = map[string][]string{
 	"router/replicas": {
 		"github.com/hashicorp/go-hclog",
 		"github.com/llmgw/llmgw/consul",
+		"github.com/llmgw/llmgw/router/load",
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
-	"router/scheduler":                {"github.com/llmgw/llmgw/router/index"},
+	"router/scheduler": {"github.com/llmgw/llmgw/router/index", "github.com/llmgw/llmgw/router/load"},
+	"router/load":      nil,
+	"router/peers": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/llmgw/llmgw/router/load",
+		"github.com/llmgw/llmgw/router/ratelimit",
+	},
 	"router/tenant":                   nil,
 	"cmd/vllm-sim/simtokenizer":       nil,
 	"internal/testkit/kvvectors":      nil,

@@ -57,6 +57,12 @@ func TestLayering(t *testing.T) {
 		{module + "/jobs/...", module + "/router", "jobspecs are checked against the driver, not the router"},
 		{module + "/cmd/llmgw/internal/fleet/...", module + "/router", "the fleet runs routers as processes"},
 		{module + "/cmd/llmgw/internal/fleet/...", module + "/driver", "the fleet runs the driver over the plugin protocol"},
+		// The driver's two KV-event pipelines meet only at the Store.
+		{module + "/driver/kvevents", module + "/driver/kvevents", "the Store is below the intake and the forwarder"},
+		{module + "/driver/kvevents/intake", module + "/driver/kvevents/forward", "intake and forwarding meet only at the Store"},
+		{module + "/driver/kvevents/forward", module + "/driver/kvevents/intake", "intake and forwarding meet only at the Store"},
+		{module + "/driver/...", module + "/driver/kvevents/kvtest", "kvtest is test support"},
+		{module + "/cmd/...", module + "/driver/kvevents/kvtest", "kvtest is test support"},
 	}
 	for _, r := range rules {
 		pkgs := deps(t, r.from)

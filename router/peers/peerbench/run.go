@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/peers"
 	"github.com/llmgw/llmgw/router/ratelimit"
-	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // Options describe one measurement; zero values take the defaults.
@@ -97,7 +97,7 @@ func (o *Options) defaults() error {
 // router is one router's peer side.
 type router struct {
 	id      string
-	tracker *scheduler.Tracker
+	tracker *load.Tracker
 	table   *peers.Table
 	srv     *http.Server
 	url     string
@@ -222,7 +222,7 @@ func nominal(o Options) float64 {
 }
 
 func newRouter(id, token string, wire *counters) (*router, error) {
-	tr := scheduler.NewTracker()
+	tr := load.NewTracker()
 	tab, err := peers.NewTable(id, token, tr, 10*time.Second)
 	if err != nil {
 		return nil, err

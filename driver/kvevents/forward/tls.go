@@ -1,4 +1,4 @@
-package kvevents
+package forward
 
 import (
 	"crypto/tls"

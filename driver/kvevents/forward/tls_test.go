@@ -1,4 +1,4 @@
-package kvevents
+package forward
 
 import (
 	"crypto/tls"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/kvtest"
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/internal/testkit/testcert"
@@ -36,13 +38,13 @@ func TestForwarderOverTLS(t *testing.T) {
 	defer srv.Close()
 	plain := strings.Replace(srv.URL, "https://", "http://", 1) // as Consul's meta gives it
 
-	s := NewStore()
-	apply(s, "a", 0, stored([]uint64{1, 2}, nil, toks(0, 8), 4))
+	s := kvevents.NewStore()
+	kvtest.Apply(s, "a", 0, kvtest.Stored([]uint64{1, 2}, nil, kvtest.Toks(0, 8), 4))
 	client, err := TLSClient(ca.CertFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := StartForwarder(s, HTTPS{newStaticRouters(RouterEndpoint{ID: "r1", URL: plain})}, ForwarderConfig{
+	f, err := Start(s, HTTPS{newStaticRouters(RouterEndpoint{ID: "r1", URL: plain})}, Config{
 		DriverID: "node-1", Token: "secret", FlushInterval: 10 * time.Millisecond, Client: client,
 	})
 	if err != nil {

@@ -1,11 +1,15 @@
-package kvevents
+package intake
 
 import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
+	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/forward"
+	"github.com/llmgw/llmgw/driver/kvevents/kvtest"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
@@ -16,7 +20,7 @@ import (
 // block whose parent was evicted before it (and so is missing from the dump)
 // still resolves if an earlier dump saw its chain. ok is false when a block
 // cannot be resolved yet.
-func groundTruth(p *simProcess, known map[uint64]blockkey.Key) (blocks []Block, ok bool) {
+func groundTruth(p *simProcess, known map[uint64]blockkey.Key) (blocks []kvevents.Block, ok bool) {
 	dump := p.dump()
 	byHash := map[uint64]simproc.Block{}
 	for _, b := range dump {
@@ -44,7 +48,7 @@ func groundTruth(p *simProcess, known map[uint64]blockkey.Key) (blocks []Block, 
 		return k, true
 	}
 	ok = true
-	seen := map[Block]bool{}
+	seen := map[kvevents.Block]bool{}
 	for _, b := range dump {
 		k, found := resolve(b.Hash, 0)
 		if !found {
@@ -55,13 +59,13 @@ func groundTruth(p *simProcess, known map[uint64]blockkey.Key) (blocks []Block, 
 		if b.Medium == "CPU" {
 			tier = kvwire.TierCPU
 		}
-		blk := Block{Rank: b.DPRank, Tier: tier, Key: k}
+		blk := kvevents.Block{Rank: b.DPRank, Tier: tier, Key: k}
 		if !seen[blk] {
 			seen[blk] = true
 			blocks = append(blocks, blk)
 		}
 	}
-	return sortBlocks(blocks), ok
+	return kvtest.SortBlocks(blocks), ok
 }
 
 // workload runs prompts, learning each block's key from a dump after every
@@ -94,9 +98,9 @@ func concurrentWorkload(p *simProcess, known map[uint64]blockkey.Key, ps []strin
 
 // assertMatches waits until the store's blocks for replica equal the
 // simulator's ground truth.
-func assertMatches(t *testing.T, what string, p *simProcess, s *Store, replica string, known map[uint64]blockkey.Key) {
+func assertMatches(t *testing.T, what string, p *simProcess, s *kvevents.Store, replica string, known map[uint64]blockkey.Key) {
 	t.Helper()
-	var got, want []Block
+	var got, want []kvevents.Block
 	var resolved bool
 	defer func() {
 		t.Logf("%s: %d blocks match; apply stats %+v", what, len(got), s.Stats())
@@ -112,8 +116,8 @@ func assertMatches(t *testing.T, what string, p *simProcess, s *Store, replica s
 		what, len(got), len(want), resolved, diffBlocks(got, want))
 }
 
-func diffBlocks(got, want []Block) string {
-	g, w := map[Block]bool{}, map[Block]bool{}
+func diffBlocks(got, want []kvevents.Block) string {
+	g, w := map[kvevents.Block]bool{}, map[kvevents.Block]bool{}
 	for _, b := range got {
 		g[b] = true
 	}
@@ -145,8 +149,8 @@ func TestEndToEndWithSim(t *testing.T) {
 		t.Skip("starts vllm-sim processes")
 	}
 	const replica = "alloc-1/main"
-	s := NewStore()
-	in, err := OpenIntake(IntakeConfig{Replica: replica}, s)
+	s := kvevents.NewStore()
+	in, err := Open(Config{Replica: replica}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +160,22 @@ func TestEndToEndWithSim(t *testing.T) {
 	p := startSim(t, simArgs...)
 	known := map[uint64]blockkey.Key{}
 
-	router := startRouter(t, "secret")
-	f := forwarder(t, s, newStaticRouters(router.endpoint("r1")), "secret")
+	router := kvtest.StartRouter(t, "secret")
+	f, err := forward.Start(s, oneRouter{ID: "r1", URL: router.URL()}, forward.Config{
+		DriverID: "node-1", Token: "secret", FlushInterval: 10 * time.Millisecond,
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 
 	workload(p, known, prompts(30, 0))
 	assertMatches(t, "after the workload", p, s, replica, known)
 	if st := s.Stats(); st.Stored == 0 || st.Removed == 0 {
 		t.Errorf("apply stats %+v; want stores and evictions", st)
 	}
-	waitMirror(t, router, s, replica)
+	kvtest.WaitMirror(t, router, "node-1", s, replica)
 
 	// A router keys a prompt from its tokens alone; right after the request
 	// the replica must hold every full block of it under those keys.
@@ -200,7 +211,7 @@ func TestEndToEndWithSim(t *testing.T) {
 	if st := in.Stats()[0]; st.Gaps == 0 || st.Replayed == 0 || st.Lost != 0 {
 		t.Errorf("listener stats %+v; want a gap repaired by replay", st)
 	}
-	waitMirror(t, router, s, replica)
+	kvtest.WaitMirror(t, router, "node-1", s, replica)
 
 	// AllBlocksCleared from /reset_prefix_cache.
 	p.post("/reset_prefix_cache", map[string]any{}, nil)
@@ -217,8 +228,8 @@ func TestEndToEndWithSim(t *testing.T) {
 	_ = in.Close()
 	f.Close()
 	workload(p, known, prompts(5, 2))
-	s = NewStore()
-	in, err = OpenIntake(IntakeConfig{Replica: replica, Port: port, ReplayPort: replayPort}, s)
+	s = kvevents.NewStore()
+	in, err = Open(Config{Replica: replica, Port: port, ReplayPort: replayPort}, s)
 	if err != nil {
 		t.Fatalf("reopen on port %d: %v", port, err)
 	}
@@ -234,6 +245,15 @@ func TestEndToEndWithSim(t *testing.T) {
 	if st := in.Stats()[0]; st.Restarts == 0 {
 		t.Errorf("listener stats %+v; want a restart detected", st)
 	}
+}
+
+// oneRouter is a router set that never changes.
+type oneRouter forward.RouterEndpoint
+
+func (oneRouter) Changed() <-chan struct{} { return nil }
+
+func (r oneRouter) Current() []forward.RouterEndpoint {
+	return []forward.RouterEndpoint{forward.RouterEndpoint(r)}
 }
 
 // TestEndToEndFormatsAndRanks runs shorter workloads against vllm-sim in
@@ -259,8 +279,8 @@ func TestEndToEndFormatsAndRanks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const replica = "alloc-2/main"
-			s := NewStore()
-			in, err := OpenIntake(IntakeConfig{Replica: replica, DataParallelSize: tt.ranks}, s)
+			s := kvevents.NewStore()
+			in, err := Open(Config{Replica: replica, DataParallelSize: tt.ranks}, s)
 			if err != nil {
 				t.Fatal(err)
 			}

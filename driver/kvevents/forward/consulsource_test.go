@@ -1,4 +1,4 @@
-package kvevents
+package forward
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/kvtest"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
@@ -40,12 +42,12 @@ func TestForwarderWithConsul(t *testing.T) {
 	}
 	defer w.Close()
 
-	s := NewStore()
-	apply(s, "a", 0, stored([]uint64{1, 2}, nil, toks(0, 8), 4))
+	s := kvevents.NewStore()
+	kvtest.Apply(s, "a", 0, kvtest.Stored([]uint64{1, 2}, nil, kvtest.Toks(0, 8), 4))
 	r := startRouter(t, "secret")
 	f := forwarder(t, s, ConsulRouters{W: w}, "secret")
 
-	u, err := url.Parse(r.srv.URL)
+	u, err := url.Parse(r.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestForwarderWithConsul(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMirror(t, r, s, "a")
-	apply(s, "a", 0, removed(MediumGPU, 2))
+	kvtest.Apply(s, "a", 0, kvtest.Removed(kvevents.MediumGPU, 2))
 	waitMirror(t, r, s, "a")
 
 	if err := reg.Deregister(ctx); err != nil {
@@ -82,16 +84,16 @@ func TestForwarderReachesRouterBeforeItsCheck(t *testing.T) {
 	}
 	defer w.Close()
 
-	s := NewStore()
-	apply(s, "a", 0, stored([]uint64{1, 2}, nil, toks(0, 8), 4))
+	s := kvevents.NewStore()
+	kvtest.Apply(s, "a", 0, kvtest.Stored([]uint64{1, 2}, nil, kvtest.Toks(0, 8), 4))
 	r := startRouter(t, "secret")
-	f, err := StartForwarder(s, ConsulRouters{W: w}, ForwarderConfig{DriverID: "node-1", Token: "secret",
+	f, err := Start(s, ConsulRouters{W: w}, Config{DriverID: "node-1", Token: "secret",
 		FlushInterval: 10 * time.Millisecond, KeepAlive: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	u, err := url.Parse(r.srv.URL)
+	u, err := url.Parse(r.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestForwarderReachesRouterBeforeItsCheck(t *testing.T) {
 	// The check passes: nothing to resend the router does not hold, but
 	// it might be a new process behind the same registration. Swap in an
 	// empty one: the snapshot must come at once, not at the keep-alive.
-	r.swap(t, "secret")
+	r.Swap(t, "secret")
 	if err := agent.Client.Agent().UpdateTTL("router-1-ttl", "", api.HealthPassing); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package kvevents
+package intake
 
 import (
 	"context"
@@ -12,18 +12,20 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	zmq "github.com/pebbe/zmq4"
+
+	"github.com/llmgw/llmgw/driver/kvevents"
 )
 
 // Sink receives what a listener decodes, and what an intake announces.
 // *Store implements it.
 type Sink interface {
-	Apply(replica string, rank int, b *Batch)
+	Apply(replica string, rank int, b *kvevents.Batch)
 	ClearRank(replica string, rank int)
 	// Announce says a new engine publishes for replica: it holds nothing.
 	Announce(replica string)
 }
 
-var _ Sink = (*Store)(nil)
+var _ Sink = (*kvevents.Store)(nil)
 
 // ListenerConfig configures one listener: one data-parallel rank of one
 // replica.

@@ -1,70 +1,13 @@
-package kvevents
+package intake
 
 import (
 	"errors"
 	"fmt"
 	"math"
 
+	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/internal/blockkey"
 )
-
-// EventType is the kind of a vLLM KV-cache event.
-type EventType uint8
-
-// The event kinds vLLM publishes (the msgspec tag is the class name).
-const (
-	BlockStored EventType = iota + 1
-	BlockRemoved
-	AllBlocksCleared
-)
-
-func (t EventType) String() string {
-	switch t {
-	case BlockStored:
-		return "BlockStored"
-	case BlockRemoved:
-		return "BlockRemoved"
-	case AllBlocksCleared:
-		return "AllBlocksCleared"
-	}
-	return fmt.Sprintf("EventType(%d)", t)
-}
-
-// Medium is where a block lives, from the event's medium field.
-type Medium uint8
-
-// Media. A missing or nil medium (schemas before vLLM's medium field) is GPU.
-const (
-	MediumGPU Medium = iota
-	MediumCPU
-	MediumOther // a medium this driver does not index (e.g. disk storage)
-)
-
-// Event is one decoded KV-cache event. Its slices point into the Decoder's
-// buffers and stay valid only until the Decoder's next Decode.
-type Event struct {
-	Type      EventType
-	Hashes    []uint64 // engine block hashes, normalised to uint64
-	Parent    uint64   // engine hash of the block before Hashes[0]
-	HasParent bool     // false when parent_block_hash is None
-	Tokens    []uint32 // len(Hashes)*BlockSize ids; empty for CPU offload stores
-	BlockSize int
-	Medium    Medium
-	LoRAName  string
-	// Extra holds each block's cache-affecting extra keys in blockkey's
-	// encoding, with the LoRA name (already in LoRAName) left out. It is nil
-	// when the event has no extra_keys, and an entry is nil for a plain block.
-	Extra    []blockkey.Extra
-	GroupIdx int
-}
-
-// Batch is one decoded payload frame (vLLM's KVEventBatch).
-type Batch struct {
-	TS      float64
-	Events  []Event
-	Rank    int  // data_parallel_rank
-	HasRank bool // false in the 2-element v0.9 schema or when None
-}
 
 // DecodeStats counts what the decoder accepted and skipped.
 type DecodeStats struct {
@@ -93,7 +36,7 @@ const (
 // width; block hashes as uint64, negative int64 or bytes. It reuses its
 // buffers, so it is not safe for concurrent use: use one per listener.
 type Decoder struct {
-	batch  Batch
+	batch  kvevents.Batch
 	hashes []uint64
 	tokens []uint32
 	extras []blockkey.Extra
@@ -107,8 +50,8 @@ type Decoder struct {
 // until the next call. A payload that is not a valid batch returns an error
 // wrapping ErrMalformed and counts as a bad batch; a single bad or unknown
 // event is skipped and counted, and the rest of the batch is kept.
-func (d *Decoder) Decode(payload []byte) (*Batch, error) {
-	d.batch = Batch{Events: d.batch.Events[:0]}
+func (d *Decoder) Decode(payload []byte) (*kvevents.Batch, error) {
+	d.batch = kvevents.Batch{Events: d.batch.Events[:0]}
 	d.hashes, d.tokens, d.extras, d.xbytes = d.hashes[:0], d.tokens[:0], d.extras[:0], d.xbytes[:0]
 	r := reader{b: payload}
 	if err := d.decodeBatch(&r); err != nil {

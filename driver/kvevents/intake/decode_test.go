@@ -1,4 +1,4 @@
-package kvevents
+package intake
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/kvtest"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/internal/testkit/kvvectors"
@@ -37,7 +39,7 @@ func wantExtra(t *testing.T, e kvvectors.Event) []blockkey.Extra {
 	return out
 }
 
-func checkEvent(t *testing.T, got Event, want kvvectors.Event) {
+func checkEvent(t *testing.T, got kvevents.Event, want kvvectors.Event) {
 	t.Helper()
 	if got.Type.String() != want.Type {
 		t.Fatalf("type %v; want %s", got.Type, want.Type)
@@ -54,9 +56,9 @@ func checkEvent(t *testing.T, got Event, want kvvectors.Event) {
 	if got.BlockSize != want.BlockSize {
 		t.Errorf("block size %d; want %d", got.BlockSize, want.BlockSize)
 	}
-	wantMedium := MediumGPU
+	wantMedium := kvevents.MediumGPU
 	if want.Medium != nil && *want.Medium == "CPU" {
-		wantMedium = MediumCPU
+		wantMedium = kvevents.MediumCPU
 	}
 	if got.Medium != wantMedium {
 		t.Errorf("medium %v; want %v", got.Medium, wantMedium)
@@ -133,7 +135,7 @@ func TestDecodeReusesBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Events) != 1 || b.Events[0].Type != BlockRemoved || !slices.Equal(b.Events[0].Hashes, []uint64{kvvectors.Hash1}) {
+	if len(b.Events) != 1 || b.Events[0].Type != kvevents.BlockRemoved || !slices.Equal(b.Events[0].Hashes, []uint64{kvvectors.Hash1}) {
 		t.Errorf("second batch %+v", b.Events)
 	}
 }
@@ -214,22 +216,41 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		for _, ev := range b.Events {
-			if err := ev.check(); err != nil {
+			if err := check(&ev); err != nil {
 				t.Fatalf("delivered an event that fails its own check: %v", err)
 			}
 		}
 		// Whatever the decoder accepts, the block state must take without
 		// panicking, and a session must mirror it.
-		s := NewStore()
+		s := kvevents.NewStore()
 		ss := s.Open()
 		defer ss.Close()
 		m := kvwire.NewMirror()
-		feed(m, ss.Drain())
+		kvtest.Feed(m, ss.Drain())
 		s.Apply("r", 0, b)
 		s.Apply("r", 0, b)
-		feed(m, ss.Drain())
-		if got, want := mirrorBlocks(m, "r"), s.Blocks("r"); !slices.Equal(got, want) {
+		kvtest.Feed(m, ss.Drain())
+		if got, want := kvtest.MirrorBlocks(m, "r"), s.Blocks("r"); !slices.Equal(got, want) {
 			t.Fatalf("mirror %v; store %v", got, want)
 		}
 	})
+}
+
+// TestDecodedKeysMatchPromptKeys is the contract between driver and router:
+// the key the driver derives from a decoded event (LoRA "sql", cache_salt
+// "salt" in extra_keys, byte vector from the reference) equals the key the
+// router computes from the prompt's tokens, LoRA name and salt.
+func TestDecodedKeysMatchPromptKeys(t *testing.T) {
+	v := kvvectors.LoRAStored()
+	var d Decoder
+	b, err := d.Decode(v.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := kvevents.NewStore()
+	s.Apply("r", 0, b)
+	want := blockkey.PromptKeys(nil, "sql", "salt", kvvectors.Tokens[:4], 4)
+	if got := s.Blocks("r"); len(got) != 1 || got[0].Key != want[0] {
+		t.Errorf("driver key %v; router key %v", got, want)
+	}
 }

@@ -1,4 +1,4 @@
-package kvevents
+package intake
 
 import (
 	"encoding/json"
@@ -11,10 +11,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// IntakeConfig configures the KV-event intake of one replica's leader
+// Config configures the KV-event intake of one replica's leader
 // shard: one listener per data-parallel rank on consecutive ports, as vLLM
 // offsets its event and replay ports by the rank.
-type IntakeConfig struct {
+type Config struct {
 	Replica string
 	// DataParallelSize is the number of ranks publishing (0 means 1).
 	DataParallelSize int
@@ -29,7 +29,7 @@ type IntakeConfig struct {
 
 // Intake is the set of listeners of one replica. Safe for concurrent use.
 type Intake struct {
-	cfg  IntakeConfig
+	cfg  Config
 	sink Sink
 
 	mu        sync.Mutex // guards listeners
@@ -39,10 +39,10 @@ type Intake struct {
 // bindAttempts bounds the search for a free range of consecutive ports.
 const bindAttempts = 20
 
-// OpenIntake binds one listener per rank. It never blocks on the engine;
+// Open binds one listener per rank. It never blocks on the engine;
 // an error means no listener is open, and the shard should start without
 // KV events (docs/ARCHITECTURE.md, behaviour 3).
-func OpenIntake(cfg IntakeConfig, sink Sink) (*Intake, error) {
+func Open(cfg Config, sink Sink) (*Intake, error) {
 	if cfg.DataParallelSize <= 0 {
 		cfg.DataParallelSize = 1
 	}
@@ -51,7 +51,7 @@ func OpenIntake(cfg IntakeConfig, sink Sink) (*Intake, error) {
 	}
 	var lastErr error
 	for range bindAttempts {
-		in, err := openIntakeOnce(cfg, sink)
+		in, err := openOnce(cfg, sink)
 		if err == nil {
 			return in, nil
 		}
@@ -63,7 +63,7 @@ func OpenIntake(cfg IntakeConfig, sink Sink) (*Intake, error) {
 	return nil, fmt.Errorf("kv events intake for %s: %w", cfg.Replica, lastErr)
 }
 
-func openIntakeOnce(cfg IntakeConfig, sink Sink) (*Intake, error) {
+func openOnce(cfg Config, sink Sink) (*Intake, error) {
 	if cfg.ReplayPort == 0 {
 		p, err := freeRange(cfg.DataParallelSize)
 		if err != nil {

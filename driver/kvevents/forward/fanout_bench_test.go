@@ -1,4 +1,4 @@
-package kvevents
+package forward
 
 import (
 	"bufio"
@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/kvtest"
 )
 
 // fanoutSinkEnv makes TestFanoutSinkProcess serve that many routers'
@@ -61,17 +64,9 @@ func BenchmarkForwardFanout(b *testing.B) {
 			urls := startFanoutSink(b, routers)
 			// Batch i stores chain i and evicts chain i-64: cycling through
 			// 128 keeps 64 chains (512 blocks) per replica, all churning.
-			// Decoded once, each by its own Decoder: intake is measured by
+			// Built as decoded batches: intake is measured by
 			// BenchmarkDecodeApply.
-			var batches []*Batch
-			for _, p := range churnPayloads(b, 128, 64) {
-				var d Decoder
-				bt, err := d.Decode(p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				batches = append(batches, bt)
-			}
+			batches := churnBatches(128, 64)
 			var sent atomic.Int64
 			client := &http.Client{Transport: &countingTransport{rt: http.DefaultTransport.(*http.Transport).Clone(), n: &sent}}
 			defer client.CloseIdleConnections()
@@ -80,8 +75,8 @@ func BenchmarkForwardFanout(b *testing.B) {
 				eps[i] = RouterEndpoint{ID: fmt.Sprint("router-", i), URL: u, Ready: true}
 			}
 			for range b.N {
-				s := NewStore()
-				f, err := StartForwarder(s, newStaticRouters(eps...), ForwarderConfig{DriverID: "bench", Token: "t", Client: client})
+				s := kvevents.NewStore()
+				f, err := Start(s, newStaticRouters(eps...), Config{DriverID: "bench", Token: "t", Client: client})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -185,4 +180,27 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// churnBatches is intake's churn workload as decoded batches: batch i
+// stores a fresh 8-block chain (block size 16) and evicts, one removal
+// each, the 8 blocks batch i-k stored.
+func churnBatches(m, k int) []*kvevents.Batch {
+	const perBatch, bs = 8, 16
+	hashOf := func(slot, j int) uint64 { return uint64(slot*perBatch+j)*0x9e3779b97f4a7c15 | 1 }
+	out := make([]*kvevents.Batch, m)
+	for i := range m {
+		hashes := make([]uint64, perBatch)
+		for j := range hashes {
+			hashes[j] = hashOf(i, j)
+		}
+		tokens := kvtest.Toks(i*7919, perBatch*bs)
+		evs := []kvevents.Event{kvtest.Stored(hashes, nil, tokens, bs)}
+		old := (i - k + m) % m
+		for j := range perBatch {
+			evs = append(evs, kvtest.Removed(kvevents.MediumGPU, hashOf(old, j)))
+		}
+		out[i] = &kvevents.Batch{TS: 1.7e9, Events: evs}
+	}
+	return out
 }

@@ -1,9 +1,10 @@
-package kvevents
+package intake
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/internal/blockkey"
 )
 
@@ -12,7 +13,7 @@ import (
 // it is already mixed into the chain's root, so it is left out here, and so
 // the router, which knows the LoRA name and cache_salt of a request, can
 // build the same bytes.
-func (d *Decoder) extraKeys(r *reader, ev *Event) error {
+func (d *Decoder) extraKeys(r *reader, ev *kvevents.Event) error {
 	n, err := r.arrayLen()
 	if err != nil {
 		return fmt.Errorf("extra_keys: %w", err)
@@ -95,22 +96,22 @@ func appendItem(x blockkey.Extra, r *reader, depth int) (blockkey.Extra, error) 
 }
 
 // check applies the rules that hold across fields.
-func (ev *Event) check() error {
+func check(ev *kvevents.Event) error {
 	switch ev.Type {
-	case BlockStored:
+	case kvevents.BlockStored:
 		if ev.BlockSize <= 0 {
 			return errors.New("BlockStored without a block_size")
 		}
 		if ev.Extra != nil && len(ev.Extra) != len(ev.Hashes) {
 			return fmt.Errorf("BlockStored: %d extra_keys entries for %d blocks", len(ev.Extra), len(ev.Hashes))
 		}
-		if len(ev.Tokens) == 0 && ev.Medium != MediumGPU {
+		if len(ev.Tokens) == 0 && ev.Medium != kvevents.MediumGPU {
 			return nil // offloaded copy of blocks known by engine hash
 		}
 		if len(ev.Tokens) != len(ev.Hashes)*ev.BlockSize {
 			return fmt.Errorf("BlockStored: %d token ids for %d blocks of %d", len(ev.Tokens), len(ev.Hashes), ev.BlockSize)
 		}
-	case BlockRemoved, AllBlocksCleared:
+	case kvevents.BlockRemoved, kvevents.AllBlocksCleared:
 	default:
 		return errUnknownTag
 	}

@@ -1,4 +1,4 @@
-package kvevents
+package intake
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/kvtest"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/localproc/netport"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
@@ -31,13 +33,13 @@ func TestMain(m *testing.M) {
 // one block per batch, and the keys of that chain.
 func chainPayloads(t *testing.T, n int, firstHash uint64) ([][]byte, []blockkey.Key) {
 	t.Helper()
-	tk := toks(int(firstHash)*1000, 4*n)
+	tk := kvtest.Toks(int(firstHash)*1000, 4*n)
 	keys := blockkey.Keys(nil, blockkey.Root(""), tk, 4)
 	var out [][]byte
 	for i := range n {
 		var parent *uint64
 		if i > 0 {
-			parent = u64(firstHash + uint64(i) - 1)
+			parent = kvtest.U64(firstHash + uint64(i) - 1)
 		}
 		out = append(out, storedPayload(t, []uint64{firstHash + uint64(i)}, parent, tk[4*i:4*i+4], 4))
 	}
@@ -58,7 +60,7 @@ func listen(t *testing.T, cfg ListenerConfig, sink Sink) *Listener {
 }
 
 func TestListenerAppliesLiveBatches(t *testing.T) {
-	s := NewStore()
+	s := kvevents.NewStore()
 	l := listen(t, ListenerConfig{}, s)
 	e := startFakeEngine(t, l.Endpoint(), 0, true)
 	payloads, keys := chainPayloads(t, 3, 10)
@@ -66,7 +68,7 @@ func TestListenerAppliesLiveBatches(t *testing.T) {
 		e.publish(p, false)
 	}
 	poll.Until(t, "three batches", func() bool { return l.Stats().LastSeq == 2 })
-	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
+	if got, want := s.Blocks("r"), kvtest.GPU(0, keys...); !slices.Equal(got, kvtest.SortBlocks(want)) {
 		t.Errorf("blocks %v; want %v", got, want)
 	}
 	if st := l.Stats(); st.Batches != 3 || st.Lost != 0 || st.Gaps != 0 {
@@ -81,7 +83,7 @@ func TestListenerRepairsGapsByReplay(t *testing.T) {
 			name = "new replies"
 		}
 		t.Run(name, func(t *testing.T) {
-			s := NewStore()
+			s := kvevents.NewStore()
 			replay := netport.FreeTCP(t)
 			l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}, s)
 			e := startFakeEngine(t, l.Endpoint(), replay, newFormat)
@@ -93,8 +95,8 @@ func TestListenerRepairsGapsByReplay(t *testing.T) {
 			e.publish(removedPayload(t, 10), false)
 			e.publish(payloads[4], false)
 			poll.Until(t, "all batches", func() bool { return l.Stats().LastSeq == 5 })
-			want := gpu(0, keys[1:]...)
-			if got := s.Blocks("r"); !slices.Equal(got, sortBlocks(want)) {
+			want := kvtest.GPU(0, keys[1:]...)
+			if got := s.Blocks("r"); !slices.Equal(got, kvtest.SortBlocks(want)) {
 				t.Errorf("blocks %v; want %v", got, want)
 			}
 			st := l.Stats()
@@ -106,7 +108,7 @@ func TestListenerRepairsGapsByReplay(t *testing.T) {
 }
 
 func TestListenerCountsLossWithoutReplay(t *testing.T) {
-	s := NewStore()
+	s := kvevents.NewStore()
 	l := listen(t, ListenerConfig{}, s)
 	e := startFakeEngine(t, l.Endpoint(), 0, true)
 	payloads, keys := chainPayloads(t, 3, 10)
@@ -119,7 +121,7 @@ func TestListenerCountsLossWithoutReplay(t *testing.T) {
 	}
 	// Block 2's parent was never seen: it must not be published under a
 	// wrong key.
-	if got, want := s.Blocks("r"), gpu(0, keys[0]); !slices.Equal(got, want) {
+	if got, want := s.Blocks("r"), kvtest.GPU(0, keys[0]); !slices.Equal(got, want) {
 		t.Errorf("blocks %v; want %v", got, want)
 	}
 }
@@ -127,7 +129,7 @@ func TestListenerCountsLossWithoutReplay(t *testing.T) {
 // TestListenerEngineRestart: the sequence going backwards means a new
 // engine; the old engine's blocks are cleared first.
 func TestListenerEngineRestart(t *testing.T) {
-	s := NewStore()
+	s := kvevents.NewStore()
 	replay := netport.FreeTCP(t)
 	l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}, s)
 	e1 := startFakeEngine(t, l.Endpoint(), replay, true)
@@ -143,7 +145,7 @@ func TestListenerEngineRestart(t *testing.T) {
 	e2.publish(fresh[0], true) // lost live, recovered by replay from 0
 	e2.publish(fresh[1], false)
 	poll.Until(t, "restart handled", func() bool { st := l.Stats(); return st.Restarts == 1 && st.LastSeq == 1 })
-	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
+	if got, want := s.Blocks("r"), kvtest.GPU(0, keys...); !slices.Equal(got, kvtest.SortBlocks(want)) {
 		t.Errorf("blocks %v; want only the new engine's %v", got, want)
 	}
 }
@@ -155,7 +157,7 @@ func TestListenerEngineRestart(t *testing.T) {
 func TestListenerRestartOnSamePort(t *testing.T) {
 	replay := netport.FreeTCP(t)
 	cfg := ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay)}
-	s1 := NewStore()
+	s1 := kvevents.NewStore()
 	l1, err := Listen(cfg, s1)
 	if err != nil {
 		t.Fatal(err)
@@ -171,18 +173,18 @@ func TestListenerRestartOnSamePort(t *testing.T) {
 	e.publish(payloads[2], false)
 
 	cfg.Port = l1.Port()
-	s2 := NewStore()
+	s2 := kvevents.NewStore()
 	l2 := listen(t, cfg, s2)
 	e.awaitSubscriber()
 	e.publish(payloads[3], false)
 	poll.Until(t, "catch-up", func() bool { return l2.Stats().LastSeq == 3 })
-	if got, want := s2.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
+	if got, want := s2.Blocks("r"), kvtest.GPU(0, keys...); !slices.Equal(got, kvtest.SortBlocks(want)) {
 		t.Errorf("blocks %v; want %v", got, want)
 	}
 }
 
 func TestListenerSkipsBadMessages(t *testing.T) {
-	s := NewStore()
+	s := kvevents.NewStore()
 	l := listen(t, ListenerConfig{}, s)
 	e := startFakeEngine(t, l.Endpoint(), 0, true)
 	if _, err := e.pub.SendMessage("kv@test", "short"); err != nil {
@@ -199,14 +201,14 @@ func TestListenerSkipsBadMessages(t *testing.T) {
 	if st.BadFrames != 2 || st.Malformed != 1 || st.Batches != 1 || st.Lost != 0 {
 		t.Errorf("stats %+v; want 2 bad frames, 1 malformed, 1 batch", st)
 	}
-	if got := s.Blocks("r"); !slices.Equal(got, gpu(0, keys...)) {
+	if got := s.Blocks("r"); !slices.Equal(got, kvtest.GPU(0, keys...)) {
 		t.Errorf("blocks %v", got)
 	}
 }
 
 func TestListenPortInUse(t *testing.T) {
-	l := listen(t, ListenerConfig{}, NewStore())
-	if _, err := Listen(ListenerConfig{Replica: "x", Port: l.Port()}, NewStore()); err == nil {
+	l := listen(t, ListenerConfig{}, kvevents.NewStore())
+	if _, err := Listen(ListenerConfig{Replica: "x", Port: l.Port()}, kvevents.NewStore()); err == nil {
 		t.Fatal("second bind on the same port succeeded")
 	}
 }
@@ -224,7 +226,7 @@ func appendInt(b []byte, n int) []byte {
 // first gap costs one idle timeout, and the next gap inside the cooldown is
 // counted as lost without another wait.
 func TestListenerReplayCooldown(t *testing.T) {
-	s := NewStore()
+	s := kvevents.NewStore()
 	l := listen(t, ListenerConfig{
 		ReplayEndpoint: "tcp://127.0.0.1:" + itoa(netport.FreeTCP(t)),
 		ReplayIdle:     50 * time.Millisecond, ReplayCooldown: time.Hour,
@@ -246,7 +248,7 @@ func TestListenerReplayCooldown(t *testing.T) {
 // engine, even when the new engine's sequence numbers look like a
 // continuation of the old one's.
 func TestListenerEngineRestartedByDriver(t *testing.T) {
-	s := NewStore()
+	s := kvevents.NewStore()
 	l := listen(t, ListenerConfig{}, s)
 	e := startFakeEngine(t, l.Endpoint(), 0, true)
 	old, _ := chainPayloads(t, 2, 10)
@@ -263,7 +265,7 @@ func TestListenerEngineRestartedByDriver(t *testing.T) {
 	e.seq = 0 // the new engine counts from 0 again
 	e.publish(fresh[0], false)
 	poll.Until(t, "new engine's batch", func() bool { return l.Stats().LastSeq == 0 && len(s.Blocks("r")) == 1 })
-	if got := s.Blocks("r"); !slices.Equal(got, gpu(0, keys...)) {
+	if got := s.Blocks("r"); !slices.Equal(got, kvtest.GPU(0, keys...)) {
 		t.Errorf("blocks %v; want %v", got, keys)
 	}
 }
@@ -272,7 +274,7 @@ func TestListenerEngineRestartedByDriver(t *testing.T) {
 // reveal the gap (ZMQ's slow joiner drops an engine's first batches) are
 // fetched by replay once the stream has been quiet for CatchUpEvery.
 func TestListenerCatchesUpWhenQuiet(t *testing.T) {
-	s := NewStore()
+	s := kvevents.NewStore()
 	replay := netport.FreeTCP(t)
 	l := listen(t, ListenerConfig{ReplayEndpoint: "tcp://127.0.0.1:" + itoa(replay), CatchUpEvery: 50 * time.Millisecond}, s)
 	e := startFakeEngine(t, l.Endpoint(), replay, true)
@@ -280,7 +282,7 @@ func TestListenerCatchesUpWhenQuiet(t *testing.T) {
 	e.publish(payloads[0], true) // both lost, and nothing follows
 	e.publish(payloads[1], true)
 	poll.Until(t, "the quiet listener to catch up", func() bool { return l.Stats().LastSeq == 1 })
-	if got, want := s.Blocks("r"), gpu(0, keys...); !slices.Equal(got, sortBlocks(want)) {
+	if got, want := s.Blocks("r"), kvtest.GPU(0, keys...); !slices.Equal(got, kvtest.SortBlocks(want)) {
 		t.Errorf("blocks %v; want %v", got, want)
 	}
 	if st := l.Stats(); st.Replayed != 2 || st.Lost != 0 || st.ReplayFails != 0 {
@@ -291,12 +293,12 @@ func TestListenerCatchesUpWhenQuiet(t *testing.T) {
 // heldSink is a Store whose Apply waits until released: the listener's
 // goroutine is held inside it.
 type heldSink struct {
-	*Store
+	*kvevents.Store
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (h *heldSink) Apply(replica string, rank int, b *Batch) {
+func (h *heldSink) Apply(replica string, rank int, b *kvevents.Batch) {
 	select {
 	case h.entered <- struct{}{}:
 	default:
@@ -312,7 +314,7 @@ func (h *heldSink) Apply(replica string, rank int, b *Batch) {
 // returns, and once the goroutine has handled it, it must not count as a
 // restart the listener saw: only those are reported as the engine's own.
 func TestEngineRestartedCountedAtOnce(t *testing.T) {
-	s := &heldSink{Store: NewStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	s := &heldSink{Store: kvevents.NewStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	l := listen(t, ListenerConfig{}, s)
 	e := startFakeEngine(t, l.Endpoint(), 0, true)
 	old, _ := chainPayloads(t, 1, 10)
@@ -335,7 +337,7 @@ func TestEngineRestartedCountedAtOnce(t *testing.T) {
 	if st := l.Stats(); st.Restarts != 0 || st.Announced != 1 {
 		t.Errorf("stats %+v; want the announced restart only", st)
 	}
-	if got := s.Blocks("r"); !slices.Equal(got, gpu(0, keys...)) {
+	if got := s.Blocks("r"); !slices.Equal(got, kvtest.GPU(0, keys...)) {
 		t.Errorf("blocks %v; want the new engine's %v", got, keys)
 	}
 }

@@ -1,4 +1,4 @@
-package scheduler
+package load
 
 import "sync"
 
@@ -11,7 +11,7 @@ import "sync"
 type Tracker struct {
 	mu    sync.Mutex
 	load  map[string]*tracked
-	peers map[string]PeerLoad // the last SetPeerLoads, for entries made later
+	peers map[string]Peer // the last SetPeerLoads, for entries made later
 }
 
 // tracked is one replica's entry: this router's own load (with the
@@ -20,7 +20,7 @@ type Tracker struct {
 // requests will decrement.
 type tracked struct {
 	own  Load
-	peer PeerLoad
+	peer Peer
 }
 
 // load is the entry's Load as the scorers read it: this router's counts
@@ -32,7 +32,7 @@ func (e *tracked) load() Load {
 }
 
 // addPeer adds what peers report to l's router-side counts.
-func (l *Load) addPeer(p *PeerLoad) {
+func (l *Load) addPeer(p *Peer) {
 	l.InFlight += p.InFlight
 	l.InFlightTokens += p.InFlightTokens
 	l.PrefillTokens += p.PrefillTokens
@@ -138,7 +138,7 @@ func (t *Tracker) loadLocked(replica string) Load {
 }
 
 // PeerLoad is the part of replica's Load that its peers report.
-func (t *Tracker) PeerLoad(replica string) PeerLoad {
+func (t *Tracker) PeerLoad(replica string) Peer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if e := t.load[replica]; e != nil {
@@ -147,36 +147,47 @@ func (t *Tracker) PeerLoad(replica string) PeerLoad {
 	return t.peers[replica]
 }
 
-// FillLoads sets each candidate's Load to its replica's current load (zero
-// when unknown), under one lock for all of them.
-func (t *Tracker) FillLoads(cands []Candidate) {
+// Read calls f with a view of every replica's load, under one lock for
+// all the lookups f makes: every request reads the load of each of its
+// candidates (router/replicas). f must not keep the view nor call the
+// tracker's other methods, which would wait on the lock f holds.
+func (t *Tracker) Read(f func(Locked)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i := range cands {
-		// loadLocked's cases, written out: this runs for every candidate
-		// of every request.
-		switch e := t.load[cands[i].ID]; {
-		case e != nil:
-			cands[i].Load = e.own
-			if p := &e.peer; *p != (PeerLoad{}) {
-				cands[i].Load.addPeer(p)
-			}
-		case len(t.peers) == 0:
-			cands[i].Load = Load{}
-		default:
-			cands[i].Load = t.loadLocked(cands[i].ID)
+	f(Locked{t})
+}
+
+// Locked reads loads while Read holds the tracker's lock.
+type Locked struct{ t *Tracker }
+
+// Load is replica's current load (zero when unknown), peers' requests
+// included, as Tracker.Load returns it.
+func (l Locked) Load(replica string) Load {
+	t := l.t
+	// loadLocked's cases, written out: this runs for every candidate of
+	// every request.
+	switch e := t.load[replica]; {
+	case e != nil:
+		ld := e.own
+		if p := &e.peer; *p != (Peer{}) {
+			ld.addPeer(p)
 		}
+		return ld
+	case len(t.peers) == 0:
+		return Load{}
+	default:
+		return t.loadLocked(replica)
 	}
 }
 
 // Own returns this router's own requests in flight per replica, leaving
 // out replicas with none: what it reports to its peers.
-func (t *Tracker) Own() map[string]PeerLoad {
+func (t *Tracker) Own() map[string]Peer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := map[string]PeerLoad{}
+	out := map[string]Peer{}
 	for id, e := range t.load {
-		if p := (PeerLoad{InFlight: e.own.InFlight, InFlightTokens: e.own.InFlightTokens, PrefillTokens: e.own.PrefillTokens}); p != (PeerLoad{}) {
+		if p := (Peer{InFlight: e.own.InFlight, InFlightTokens: e.own.InFlightTokens, PrefillTokens: e.own.PrefillTokens}); p != (Peer{}) {
 			out[id] = p
 		}
 	}
@@ -185,9 +196,9 @@ func (t *Tracker) Own() map[string]PeerLoad {
 
 // SetPeerLoads replaces what the other routers have in flight, summed per
 // replica over every peer still reporting. The tracker keeps loads, so it
-// adds these to its own counts in Load and FillLoads; a replica absent
+// adds these to its own counts in Load and Read; a replica absent
 // from loads has no peer requests.
-func (t *Tracker) SetPeerLoads(loads map[string]PeerLoad) {
+func (t *Tracker) SetPeerLoads(loads map[string]Peer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.peers = loads

@@ -1,4 +1,4 @@
-package kvevents
+package intake
 
 import (
 	"bytes"
@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/llmgw/llmgw/driver/kvevents"
 )
 
 // eventFields collects an event's fields in either form before the event is
 // judged; bad records why it is to be skipped.
 type eventFields struct {
-	ev      Event
+	ev      kvevents.Event
 	tag     []byte
 	hasTag  bool
 	bad     error
@@ -47,7 +49,7 @@ func (d *Decoder) decodeEvent(r *reader) error {
 		f.bad = d.extraKeys(&reader{b: r.b, off: f.extraAt}, &f.ev)
 	}
 	if f.bad == nil {
-		f.bad = f.ev.check()
+		f.bad = check(&f.ev)
 	}
 	if f.bad != nil {
 		if errors.Is(f.bad, errUnknownTag) {
@@ -86,9 +88,9 @@ func (d *Decoder) decodeEventArray(r *reader, f *eventFields) error {
 	}
 	var names []string
 	switch f.ev.Type {
-	case BlockStored:
+	case kvevents.BlockStored:
 		names = storedFieldNames
-	case BlockRemoved:
+	case kvevents.BlockRemoved:
 		names = removedFieldNames
 	}
 	for i := 1; i < n; i++ {
@@ -143,11 +145,11 @@ func (d *Decoder) readTag(r *reader, f *eventFields) error {
 	f.tag, f.hasTag = tag, true
 	switch string(tag) {
 	case "BlockStored":
-		f.ev.Type = BlockStored
+		f.ev.Type = kvevents.BlockStored
 	case "BlockRemoved":
-		f.ev.Type = BlockRemoved
+		f.ev.Type = kvevents.BlockRemoved
 	case "AllBlocksCleared":
-		f.ev.Type = AllBlocksCleared
+		f.ev.Type = kvevents.AllBlocksCleared
 	default:
 		f.bad = fmt.Errorf("%w %q", errUnknownTag, tag)
 	}
@@ -251,11 +253,11 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 		}
 		switch {
 		case bytes.EqualFold(m, []byte("GPU")):
-			ev.Medium = MediumGPU
+			ev.Medium = kvevents.MediumGPU
 		case bytes.EqualFold(m, []byte("CPU")):
-			ev.Medium = MediumCPU
+			ev.Medium = kvevents.MediumCPU
 		default:
-			ev.Medium = MediumOther
+			ev.Medium = kvevents.MediumOther
 		}
 	case "lora_name":
 		if r.nextIsNil() {

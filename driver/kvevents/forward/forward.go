@@ -1,4 +1,4 @@
-package kvevents
+package forward
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/internal/kvwire"
 )
 
@@ -33,8 +34,8 @@ type RouterSource interface {
 	Current() []RouterEndpoint
 }
 
-// ForwarderConfig configures a Forwarder; zero values take the defaults.
-type ForwarderConfig struct {
+// Config configures a Forwarder; zero values take the defaults.
+type Config struct {
 	DriverID string // stable id of this driver (its node); required
 	Token    string // shared token the routers expect; required
 	// FlushInterval is the time between updates (default 250 ms).
@@ -58,7 +59,7 @@ type ForwarderConfig struct {
 	Logger      hclog.Logger
 }
 
-func (c *ForwarderConfig) defaults() error {
+func (c *Config) defaults() error {
 	if c.DriverID == "" {
 		return errors.New("forwarder: empty driver id")
 	}
@@ -97,9 +98,9 @@ func (c *ForwarderConfig) defaults() error {
 // resends a snapshot when the router asks (409), retries failed sends with
 // backoff, and stops when the router leaves the set.
 type Forwarder struct {
-	store  *Store
+	store  *kvevents.Store
 	src    RouterSource
-	cfg    ForwarderConfig
+	cfg    Config
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -117,8 +118,8 @@ type RouterStatus struct {
 	Synced    bool   // the last send succeeded
 }
 
-// StartForwarder starts forwarding store to the routers of src until Close.
-func StartForwarder(store *Store, src RouterSource, cfg ForwarderConfig) (*Forwarder, error) {
+// Start starts forwarding store to the routers of src until Close.
+func Start(store *kvevents.Store, src RouterSource, cfg Config) (*Forwarder, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -196,8 +197,8 @@ func (f *Forwarder) reconcile(ctx context.Context, set []RouterEndpoint) {
 // routerSession sends the store's drains to one router.
 type routerSession struct {
 	ep     RouterEndpoint
-	cfg    *ForwarderConfig
-	sess   *Session
+	cfg    *Config
+	sess   *kvevents.Session
 	log    hclog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}

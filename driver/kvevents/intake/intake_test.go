@@ -1,18 +1,20 @@
-package kvevents
+package intake
 
 import (
 	"encoding/json"
 	"slices"
 	"testing"
 
+	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/kvevents/kvtest"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 func TestIntakeDataParallelRanks(t *testing.T) {
-	s := NewStore()
-	in, err := OpenIntake(IntakeConfig{Replica: "r", DataParallelSize: 3}, s)
+	s := kvevents.NewStore()
+	in, err := Open(Config{Replica: "r", DataParallelSize: 3}, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +27,14 @@ func TestIntakeDataParallelRanks(t *testing.T) {
 		cfg["replay_endpoint"] != "tcp://127.0.0.1:"+itoa(in.ReplayPort()) {
 		t.Errorf("engine config %v", cfg)
 	}
-	tk := toks(0, 4)
+	tk := kvtest.Toks(0, 4)
 	key := blockkey.Keys(nil, blockkey.Root(""), tk, 4)[0]
-	var want []Block
+	var want []kvevents.Block
 	for rank := range 3 {
 		// vLLM offsets the port by the rank.
 		e := startFakeEngine(t, "tcp://127.0.0.1:"+itoa(in.Port()+rank), 0, true)
 		e.publish(storedPayload(t, []uint64{uint64(rank)}, nil, tk, 4), false)
-		want = append(want, gpu(rank, key)...)
+		want = append(want, kvtest.GPU(rank, key)...)
 	}
 	poll.Until(t, "every rank", func() bool { return len(s.Blocks("r")) == 3 })
 	if got := s.Blocks("r"); !slices.Equal(got, want) {
@@ -46,7 +48,7 @@ func TestIntakeDataParallelRanks(t *testing.T) {
 }
 
 func TestIntakeReusesPort(t *testing.T) {
-	in, err := OpenIntake(IntakeConfig{Replica: "r", ReplayPort: -1}, NewStore())
+	in, err := Open(Config{Replica: "r", ReplayPort: -1}, kvevents.NewStore())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestIntakeReusesPort(t *testing.T) {
 		t.Errorf("replay endpoint %q; want none", in.EngineConfig().ReplayEndpoint)
 	}
 	in.Close()
-	in2, err := OpenIntake(IntakeConfig{Replica: "r", Port: port, ReplayPort: -1}, NewStore())
+	in2, err := Open(Config{Replica: "r", Port: port, ReplayPort: -1}, kvevents.NewStore())
 	if err != nil {
 		t.Fatalf("rebinding port %d: %v", port, err)
 	}
@@ -66,7 +68,7 @@ func TestIntakeReusesPort(t *testing.T) {
 }
 
 func TestIntakeRejectsEmptyReplica(t *testing.T) {
-	if _, err := OpenIntake(IntakeConfig{}, NewStore()); err == nil {
+	if _, err := Open(Config{}, kvevents.NewStore()); err == nil {
 		t.Fatal("no error for an empty replica id")
 	}
 }
@@ -75,13 +77,13 @@ func TestIntakeRejectsEmptyReplica(t *testing.T) {
 // nothing yet is part of every snapshot and is sent to a running session
 // as a reset, so routers know it holds nothing instead of not knowing it.
 func TestIntakeAnnouncesNewEngine(t *testing.T) {
-	s := NewStore()
+	s := kvevents.NewStore()
 	running := s.Open()
 	defer running.Close()
 	if d := running.Drain(); !d.Snapshot || len(d.Replicas) != 0 {
 		t.Fatalf("first drain %+v; want an empty snapshot", d)
 	}
-	in, err := OpenIntake(IntakeConfig{Replica: "r"}, s)
+	in, err := Open(Config{Replica: "r"}, s)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,12 @@
+// Package load keeps each replica's load as the router sees it: its own
+// requests and prompt tokens in flight, the prefill they still queue on the
+// replica, the engine metrics last scraped, and what the other routers
+// report of their own requests.
+//
+// It sits below every package that touches load, so none of them needs
+// another for it: the gateway counts requests (Tracker.BeginPrefill), the
+// engine-metrics scraper feeds SetScraped, router/peers exchanges Own and
+// SetPeerLoads, router/replicas copies loads into the scheduler's
+// candidates (Tracker.Read), and the scheduler's scorers read the Load
+// values only. It imports nothing outside the standard library.
+package load
