@@ -11,6 +11,7 @@ import (
 	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/prompt/simencoder"
 )
 
 // saltedCompletion is a completion body naming model, with cache_salt set
@@ -27,7 +28,7 @@ func saltedCompletion(model, salt, text string) []byte {
 // saltedKeys are the block keys router/prompt computes for that request.
 func saltedKeys(t *testing.T, body []byte, lora string) []uint64 {
 	t.Helper()
-	p, _ := prompt.New(map[string]prompt.Source{model: {Sim: true}})
+	p, _ := prompt.New(map[string]prompt.Source{model: {Encoder: simencoder.Encoder{}}})
 	req, err := openai.Parse(openai.Completion, body)
 	if err != nil {
 		t.Fatal(err)

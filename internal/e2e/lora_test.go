@@ -8,6 +8,7 @@ import (
 	"github.com/llmgw/llmgw/internal/poll"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/prompt/simencoder"
 )
 
 const adapter = "sql-lora"
@@ -21,7 +22,7 @@ func loraCompletion(model, text string) string {
 // text naming model (an adapter of sim-model, or sim-model itself).
 func routerKeys(t *testing.T, model, lora, text string) []uint64 {
 	t.Helper()
-	p, _ := prompt.New(map[string]prompt.Source{"sim-model": {Sim: true}})
+	p, _ := prompt.New(map[string]prompt.Source{"sim-model": {Encoder: simencoder.Encoder{}}})
 	req, err := openai.Parse(openai.Completion, []byte(loraCompletion(model, text)))
 	if err != nil {
 		t.Fatal(err)

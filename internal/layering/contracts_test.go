@@ -60,10 +60,19 @@ var contracts = map[string][]string{
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
-		"github.com/llmgw/llmgw/internal/simtokenizer",
 		"github.com/llmgw/llmgw/router/chattemplate",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/tokenizer",
+	},
+	"router/prompt/simencoder": { // test support: no production binary links it
+		"github.com/llmgw/llmgw/internal/simtokenizer",
+		"github.com/llmgw/llmgw/router/openai",
+	},
+	"router/enginetok": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/prometheus/client_golang/prometheus",
+		"github.com/llmgw/llmgw/router/openai",
+		"github.com/llmgw/llmgw/router/replicas",
 	},
 	"router/replicas": {
 		"github.com/hashicorp/go-hclog",

@@ -19,6 +19,7 @@ import (
 	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/prompt/simencoder"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -61,7 +62,7 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 	if err := scheduler.RegisterBuiltins(reg); err != nil {
 		t.Fatal(err)
 	}
-	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Sim: true}})
+	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Encoder: simencoder.Encoder{}}})
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// The tests read where each request went; a deployment opts in.
 	d := Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(), Attempts: 3, Transport: tr, ExposeRouteHeaders: true}

@@ -8,6 +8,7 @@ import (
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/simtokenizer"
 	"github.com/llmgw/llmgw/router/openai"
+	"github.com/llmgw/llmgw/router/prompt/simencoder"
 )
 
 func parse(t *testing.T, kind openai.Kind, body string) *openai.Request {
@@ -20,7 +21,7 @@ func parse(t *testing.T, kind openai.Kind, body string) *openai.Request {
 }
 
 func TestComputeSim(t *testing.T) {
-	p, errs := New(map[string]Source{"sim": {Sim: true}, "broken": {Dir: t.TempDir()}})
+	p, errs := New(map[string]Source{"sim": {Encoder: simencoder.Encoder{}}, "broken": {Dir: t.TempDir()}})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "model broken") {
 		t.Errorf("load errors %v; want one naming model broken", errs)
 	}
@@ -86,7 +87,7 @@ func TestRetryLoad(t *testing.T) {
 	p.load = func(string, Source) (Encoder, error) {
 		looks++
 		if available {
-			return Sim{}, nil
+			return simencoder.Encoder{}, nil
 		}
 		return nil, nil
 	}
