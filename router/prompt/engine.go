@@ -2,9 +2,8 @@ package prompt
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 
-	"github.com/llmgw/llmgw/router/chattemplate"
 	"github.com/llmgw/llmgw/router/openai"
 )
 
@@ -34,7 +33,7 @@ func (p *Prompts) computeRemote(ctx context.Context, rem Remote, r *openai.Reque
 	if r.Kind == openai.Chat {
 		// The engine would fetch and process the media; placeholder tokens
 		// are its processor's, as with a local tokenizer: route on text.
-		if _, err := chattemplate.ParseRequest(r.Body); errors.Is(err, chattemplate.ErrMultimodal) {
+		if hasMedia(r.Body) {
 			return p.approx(r, t)
 		}
 	}
@@ -49,4 +48,46 @@ func (p *Prompts) computeRemote(ctx context.Context, rem Remote, r *openai.Reque
 	res := Result{Tokenize: took}
 	p.key(&res, ids, r, t)
 	return res
+}
+
+// textParts are the content part types that carry only text; any other
+// part (image_url, input_audio, video_url, embeddings ...) is media.
+var textParts = map[string]bool{"": true, "text": true, "input_text": true, "output_text": true, "refusal": true, "thinking": true}
+
+// mediaFields make a part media whatever its type says, as vLLM reads a
+// part without a type by its fields.
+var mediaFields = []string{"image_url", "image_pil", "image_embeds", "audio_url", "input_audio", "audio_embeds", "video_url", "prompt_embeds"}
+
+// hasMedia reports whether a chat body's messages carry a media part. A
+// body it cannot read has none: the engine judges it.
+func hasMedia(body []byte) bool {
+	var req struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return false
+	}
+	for _, m := range req.Messages {
+		var parts []map[string]json.RawMessage
+		if json.Unmarshal(m.Content, &parts) != nil {
+			continue // a string, null, or not parts
+		}
+		for _, p := range parts {
+			var typ string
+			if raw, ok := p["type"]; ok && json.Unmarshal(raw, &typ) != nil {
+				return true
+			}
+			if !textParts[typ] {
+				return true
+			}
+			for _, f := range mediaFields {
+				if _, ok := p[f]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -117,3 +117,25 @@ func TestRetryLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestHasMedia(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},"b"]}]}`, false},
+		{`{"messages":[{"role":"user","content":[{"text":"a"}]}]}`, false},
+		{`{"messages":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]}]}`, false},
+		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, true},
+		{`{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]}`, true},
+		{`{"messages":[{"role":"user","content":[{"image_url":{"url":"x"}}]}]}`, true},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"a","video_url":{}}]}]}`, true},
+		{`{"messages":[{"role":"user","content":[{"type":7}]}]}`, true},
+		{`not json`, false},
+	} {
+		if got := hasMedia([]byte(tc.body)); got != tc.want {
+			t.Errorf("hasMedia(%s) = %v; want %v", tc.body, got, tc.want)
+		}
+	}
+}
