@@ -68,7 +68,7 @@ type message struct {
 func (r *Request) messages() []message {
 	msgs := make([]message, len(r.Messages))
 	for i, m := range r.Messages {
-		msgs[i] = message{m.Role, m.Content}
+		msgs[i] = message(m)
 	}
 	return msgs
 }
