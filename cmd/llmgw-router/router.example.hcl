@@ -73,7 +73,13 @@ model "Qwen/Qwen3-8B" {
 }
 
 model "sim-model" {
-  sim = true # vllm-sim without a tokenizer directory
+  sim = true # vllm-sim without a tokenizer directory: tokenized on its /tokenize
+}
+
+# A model whose tokenizer files the router does not have: one /tokenize
+# round trip per request instead of approx routing.
+model "org/remote-model" {
+  engine_tokenize = true
 }
 
 # A replica outside Consul (local runs).

@@ -77,12 +77,22 @@ type Consul struct {
 // Model holds per-model settings.
 type Model struct {
 	// TokenizerDir holds tokenizer.json (and the chat template); empty: the
-	// simulator's tokenizer when Sim is set, otherwise approx routing on text.
+	// engines tokenize when EngineTokenize (or Sim) is set, else the local
+	// Hugging Face cache, else approx routing on text.
 	TokenizerDir string
+	// EngineTokenize has the router tokenize each prompt on a ready
+	// replica's /tokenize (router/enginetok): exact keys without tokenizer
+	// files, at one round trip per request; a failure routes approx.
+	EngineTokenize bool
 	// Sim says the model's replicas are vllm-sim without a tokenizer
-	// directory, so the router tokenizes with cmd/vllm-sim/simtokenizer.
+	// directory. The router tokenizes on them, as with EngineTokenize: it
+	// carries no simulator code.
 	Sim bool
 }
+
+// TokenizesOnEngines reports whether the router asks the model's engines
+// for token ids (EngineTokenize or Sim) when it has no TokenizerDir.
+func (m Model) TokenizesOnEngines() bool { return m.EngineTokenize || m.Sim }
 
 // StaticReplica is a replica named in the config, for runs without Consul.
 type StaticReplica struct {

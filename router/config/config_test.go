@@ -36,6 +36,10 @@ model "sim-model" {
   sim = true
 }
 
+model "remote" {
+  engine_tokenize = true
+}
+
 replica "a/x" {
   model   = "qwen"
   address = "10.0.0.1:8000"
@@ -71,7 +75,7 @@ func TestParseHCL(t *testing.T) {
 	want.Listen, want.IngestListen, want.KVToken = "0.0.0.0:9000", "0.0.0.0:9001", "secret"
 	want.Attempts, want.UpstreamTimeout = 2, 30*time.Second
 	want.Consul = Consul{Address: "127.0.0.1:8500", Services: []string{"vllm"}, Register: true, CheckInterval: 2 * time.Second}
-	want.Models = map[string]Model{"qwen": {TokenizerDir: "/models/qwen"}, "sim-model": {Sim: true}}
+	want.Models = map[string]Model{"qwen": {TokenizerDir: "/models/qwen"}, "sim-model": {Sim: true}, "remote": {EngineTokenize: true}}
 	want.Replicas = []StaticReplica{{ID: "a/x", Model: "qwen", Address: "10.0.0.1:8000", BlockSize: 32, KVEvents: true}}
 	want.Scheduler = scheduler.Config{
 		Filters: []scheduler.Spec{{Type: "model"}, {Type: "busy", Params: []byte(`{"max_in_flight":64,"max_kv_usage":0.97}`)}},

@@ -60,6 +60,7 @@ type fileModel struct {
 	Name         string  `hcl:"name,label"`
 	TokenizerDir string  `hcl:"tokenizer_dir,optional"`
 	Sim          bool    `hcl:"sim,optional"`
+	EngineTok    bool    `hcl:"engine_tokenize,optional"`
 	EngineAPIKey *string `hcl:"engine_api_key,optional"`
 }
 
@@ -178,7 +179,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		if _, dup := c.Models[m.Name]; dup {
 			return fmt.Errorf("config: model %q declared twice", m.Name)
 		}
-		c.Models[m.Name] = Model{TokenizerDir: m.TokenizerDir, Sim: m.Sim}
+		c.Models[m.Name] = Model{TokenizerDir: m.TokenizerDir, Sim: m.Sim, EngineTokenize: m.EngineTok}
 		c.setModelKey(m.Name, m.EngineAPIKey)
 	}
 	for _, r := range fc.Replicas {

@@ -267,7 +267,7 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 			break
 		}
 	}
-	res, err := g.d.Prompts.ComputeFor(req, prompt.Target{Model: base, LoRA: lora, BlockSize: blockSize})
+	res, err := g.d.Prompts.ComputeContext(ctx, req, prompt.Target{Model: base, LoRA: lora, BlockSize: blockSize})
 	if err != nil {
 		return nil, &errStatus{code: http.StatusBadRequest, msg: err.Error()}
 	}

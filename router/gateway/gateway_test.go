@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/internal/localproc/netport"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/index"
@@ -63,7 +64,7 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 	if err := scheduler.RegisterBuiltins(reg); err != nil {
 		t.Fatal(err)
 	}
-	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Sim: true}})
+	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Encoder: simencoder.Encoder{}}})
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// The tests read where each request went; a deployment opts in.
 	d := Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(), Attempts: 3, Transport: tr, ExposeRouteHeaders: true}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/auth"
 	"github.com/llmgw/llmgw/router/openai"
@@ -291,7 +292,7 @@ func TestIsolatedTenantIsSalted(t *testing.T) {
 // salt the engine gets, and only the first block's key changes, as vLLM
 // keys it, so the router's exact lookup finds what the engine cached.
 func TestSaltKeysBlocks(t *testing.T) {
-	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Sim: true}})
+	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Encoder: simencoder.Encoder{}}})
 	body := `{"model":"m","cache_salt":"c","messages":[{"role":"user","content":"` + strings.Repeat("many words here ", 40) + `"}]}`
 	keys := func(ten *tenant.Tenant) ([]byte, []uint64) {
 		req, err := openai.Parse(openai.Chat, []byte(body))

@@ -9,7 +9,10 @@
 // as vLLM cuts them for truncate_prompt_tokens before they are keyed.
 //
 // Each model gets an Encoder: a Hugging Face tokenizer directory
-// (router/tokenizer and router/chattemplate), vllm-sim's deterministic
-// tokenizer (cmd/vllm-sim/simtokenizer), or none. It must not import gin,
-// driver/... or the HTTP API.
+// (router/tokenizer and router/chattemplate), one injected by a custom
+// build or a test (cmd/vllm-sim/simencoder wraps vllm-sim's tokenizer for
+// tests), or none. A model without one may tokenize on its engines through
+// a Remote (router/enginetok: one /tokenize round trip per request), else
+// it is keyed approximately. It must not import gin, driver/..., the HTTP
+// API or simulator code.
 package prompt

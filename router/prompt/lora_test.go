@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/router/openai"
@@ -13,7 +14,7 @@ import (
 // model's encoder and keyed from the adapter's root, exactly as
 // blockkey.PromptKeys(lora) keys it; approximate keys differ per adapter.
 func TestComputeForLoRA(t *testing.T) {
-	p, _ := New(map[string]Source{"sim": {Sim: true}})
+	p, _ := New(map[string]Source{"sim": {Encoder: simencoder.Encoder{}}})
 	prompt := strings.Repeat("tell me about block keys ", 30)
 	req := parse(t, openai.Completion, `{"model":"sql-lora","prompt":"`+prompt+`"}`)
 	got, err := p.ComputeFor(req, Target{Model: "sim", LoRA: "sql-lora", BlockSize: 16})

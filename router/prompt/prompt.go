@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,13 +12,13 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
+	"maps"
+	"slices"
+
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/router/chattemplate"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/tokenizer"
-	"maps"
-	"slices"
 )
 
 // TextChunk is the size in bytes of the text blocks hashed for approximate
@@ -44,6 +45,9 @@ type Result struct {
 	Tokens int
 	// Timings of each stage, for the overhead histograms.
 	Render, Tokenize, Hash time.Duration
+	// RemoteErr is why the model's engines could not tokenize the prompt
+	// (Source.Remote), which was then keyed approximately; nil otherwise.
+	RemoteErr error
 }
 
 // RetryEvery is how often a model without an encoder looks again for its
@@ -62,12 +66,17 @@ type Prompts struct {
 	load    func(model string, src Source) (Encoder, error)
 }
 
-// Source says where one model's tokenizer comes from.
+// Source says where one model's tokenizer comes from, in this order:
+// Encoder, Dir, Remote, then the local Hugging Face cache.
 type Source struct {
+	// Encoder is used as given: a custom build or a test injects its own
+	// (cmd/vllm-sim/simencoder for vllm-sim's tokenizer in tests).
+	Encoder Encoder
 	// Dir holds tokenizer.json and the chat template.
 	Dir string
-	// Sim selects vllm-sim's built-in tokenizer.
-	Sim bool
+	// Remote tokenizes on the model's engines (their /tokenize), one round
+	// trip per request, when no Dir is set; see engine.go.
+	Remote Remote
 }
 
 // New loads an encoder per model. A model whose tokenizer cannot be loaded
@@ -92,15 +101,17 @@ func New(models map[string]Source) (*Prompts, []error) {
 	return p, errs
 }
 
-// loadEncoder finds model's encoder: its configured directory, vllm-sim's
-// tokenizer, or the local Hugging Face cache; nil without error when there
-// is none.
+// loadEncoder finds model's encoder: the one given, its configured
+// directory, or the local Hugging Face cache; nil without error when there
+// is none (a model with a Remote then tokenizes on its engines).
 func loadEncoder(model string, src Source) (Encoder, error) {
 	switch {
+	case src.Encoder != nil:
+		return src.Encoder, nil
 	case src.Dir != "":
 		return LoadHF(src.Dir)
-	case src.Sim:
-		return Sim{}, nil
+	case src.Remote != nil:
+		return nil, nil
 	}
 	dir, ok := HFCacheDir(model)
 	if !ok {
@@ -172,8 +183,17 @@ func (p *Prompts) Compute(r *openai.Request, blockSize int) (Result, error) {
 // adapter too, so routing history never credits an adapter with the base
 // model's cache.
 func (p *Prompts) ComputeFor(r *openai.Request, t Target) (Result, error) {
+	return p.ComputeContext(context.Background(), r, t)
+}
+
+// ComputeContext is ComputeFor with ctx bounding the round trip of a model
+// that tokenizes on its engines (Source.Remote).
+func (p *Prompts) ComputeContext(ctx context.Context, r *openai.Request, t Target) (Result, error) {
 	enc := p.encoder(t.Model)
 	if enc == nil && r.PromptIDs == nil {
+		if rem := p.remote(t.Model); rem != nil {
+			return p.computeRemote(ctx, rem, r, t), nil
+		}
 		return p.approx(r, t), nil
 	}
 	var res Result
@@ -199,6 +219,13 @@ func (p *Prompts) ComputeFor(r *openai.Request, t Target) (Result, error) {
 		ids = enc.Encode(text, r.AddSpecialTokens)
 		res.Tokenize = p.now().Sub(t0)
 	}
+	p.key(&res, ids, r, t)
+	return res, nil
+}
+
+// key sets res's block keys and length from the prompt's token ids, cut as
+// truncate_prompt_tokens cuts them.
+func (p *Prompts) key(res *Result, ids []uint32, r *openai.Request, t Target) {
 	ids = truncate(ids, r)
 	t0 := p.now()
 	keys := blockkey.PromptKeys(make([]blockkey.Key, 0, len(ids)/max(t.BlockSize, 1)), t.LoRA, r.CacheSalt, ids, t.BlockSize)
@@ -208,7 +235,6 @@ func (p *Prompts) ComputeFor(r *openai.Request, t Target) (Result, error) {
 	}
 	res.Hash = p.now().Sub(t0)
 	res.Tokens = len(ids)
-	return res, nil
 }
 
 // approx keys r's text in TextChunk-byte blocks, for a model without an
@@ -281,23 +307,6 @@ func textKeysFrom(dst []uint64, parent uint64, text string) []uint64 {
 	return dst
 }
 
-// Sim is vllm-sim's built-in tokenizer and ChatML template.
-type Sim struct{}
-
-// Encode implements Encoder.
-func (Sim) Encode(text string, addSpecial bool) []uint32 {
-	return simtokenizer.Tokenizer{}.Encode(text, addSpecial)
-}
-
-// RenderChat implements Encoder.
-func (Sim) RenderChat(r *openai.Request) (string, error) {
-	m := make([]simtokenizer.Message, len(r.Messages))
-	for i, msg := range r.Messages {
-		m[i] = simtokenizer.Message{Role: msg.Role, Content: msg.Content}
-	}
-	return simtokenizer.RenderChat(m, r.AddGenerationPrompt, r.ContinueFinal), nil
-}
-
 // HF is a Hugging Face tokenizer with its chat template.
 type HF struct {
 	tok  *tokenizer.PrefixCache
@@ -360,7 +369,4 @@ func HFCacheDir(model string) (string, bool) {
 	return best, best != ""
 }
 
-var (
-	_ Encoder = Sim{}
-	_ Encoder = (*HF)(nil)
-)
+var _ Encoder = (*HF)(nil)

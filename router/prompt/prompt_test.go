@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/router/openai"
@@ -20,7 +21,7 @@ func parse(t *testing.T, kind openai.Kind, body string) *openai.Request {
 }
 
 func TestComputeSim(t *testing.T) {
-	p, errs := New(map[string]Source{"sim": {Sim: true}, "broken": {Dir: t.TempDir()}})
+	p, errs := New(map[string]Source{"sim": {Encoder: simencoder.Encoder{}}, "broken": {Dir: t.TempDir()}})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "model broken") {
 		t.Errorf("load errors %v; want one naming model broken", errs)
 	}
@@ -86,7 +87,7 @@ func TestRetryLoad(t *testing.T) {
 	p.load = func(string, Source) (Encoder, error) {
 		looks++
 		if available {
-			return Sim{}, nil
+			return simencoder.Encoder{}, nil
 		}
 		return nil, nil
 	}
@@ -113,6 +114,28 @@ func TestRetryLoad(t *testing.T) {
 		}
 		if got := res.Keys != nil; got != st.exact || looks != st.looks {
 			t.Errorf("step %d: exact keys %v after %d looks; want %v after %d", i, got, looks, st.exact, st.looks)
+		}
+	}
+}
+
+func TestHasMedia(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"messages":[{"role":"user","content":"hi"}]}`, false},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"a"},"b"]}]}`, false},
+		{`{"messages":[{"role":"user","content":[{"text":"a"}]}]}`, false},
+		{`{"messages":[{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]}]}`, false},
+		{`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`, true},
+		{`{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{}}]}]}`, true},
+		{`{"messages":[{"role":"user","content":[{"image_url":{"url":"x"}}]}]}`, true},
+		{`{"messages":[{"role":"user","content":[{"type":"text","text":"a","video_url":{}}]}]}`, true},
+		{`{"messages":[{"role":"user","content":[{"type":7}]}]}`, true},
+		{`not json`, false},
+	} {
+		if got := hasMedia([]byte(tc.body)); got != tc.want {
+			t.Errorf("hasMedia(%s) = %v; want %v", tc.body, got, tc.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/router/openai"
@@ -17,7 +18,7 @@ import (
 // truncation_side "right"; -1, the model's limit, is unknown here and
 // keeps the whole prompt).
 func TestTruncatePromptTokens(t *testing.T) {
-	p, _ := New(map[string]Source{"sim": {Sim: true}})
+	p, _ := New(map[string]Source{"sim": {Encoder: simencoder.Encoder{}}})
 	prompt := strings.Repeat("keep only the tail of this prompt ", 20)
 	ids := simtokenizer.Tokenizer{}.Encode(prompt, true)
 	if len(ids) < 64 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -13,7 +14,8 @@ import (
 type Option func(*options)
 
 type options struct {
-	plugins []func(*scheduler.Registry) error
+	plugins  []func(*scheduler.Registry) error
+	encoders map[string]prompt.Encoder // WithEncoder
 }
 
 // WithPlugins has register add plugin types to the router's scheduler

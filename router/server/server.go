@@ -115,9 +115,9 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	}
 	s.capacity = newCapacity(s.models, s.set, sessions, log.Named("capacity"))
 
-	sources := map[string]prompt.Source{}
-	for name, m := range cfg.Models {
-		sources[name] = prompt.Source{Dir: m.TokenizerDir, Sim: m.Sim}
+	sources, etok, err := s.promptSources(opts)
+	if err != nil {
+		return nil, err
 	}
 	prompts, perrs := prompt.New(sources)
 	for _, e := range perrs {
@@ -127,7 +127,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
-	s.metrics = gateway.NewMetrics(&collector{s: s})
+	s.metrics = gateway.NewMetrics(&collector{s: s}, etok)
 	keys, err := s.startAuth(ctx)
 	if err != nil {
 		return nil, err

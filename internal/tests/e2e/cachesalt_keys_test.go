@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/driver/kvevents/intake"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
@@ -28,7 +29,7 @@ func saltedCompletion(model, salt, text string) []byte {
 // saltedKeys are the block keys router/prompt computes for that request.
 func saltedKeys(t *testing.T, body []byte, lora string) []uint64 {
 	t.Helper()
-	p, _ := prompt.New(map[string]prompt.Source{model: {Sim: true}})
+	p, _ := prompt.New(map[string]prompt.Source{model: {Encoder: simencoder.Encoder{}}})
 	req, err := openai.Parse(openai.Completion, body)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -21,7 +22,7 @@ func loraCompletion(model, text string) string {
 // text naming model (an adapter of sim-model, or sim-model itself).
 func routerKeys(t *testing.T, model, lora, text string) []uint64 {
 	t.Helper()
-	p, _ := prompt.New(map[string]prompt.Source{"sim-model": {Sim: true}})
+	p, _ := prompt.New(map[string]prompt.Source{"sim-model": {Encoder: simencoder.Encoder{}}})
 	req, err := openai.Parse(openai.Completion, []byte(loraCompletion(model, text)))
 	if err != nil {
 		t.Fatal(err)

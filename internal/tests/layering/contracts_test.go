@@ -84,10 +84,19 @@ var contracts = map[string][]string{
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
-		"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer",
 		"github.com/llmgw/llmgw/router/chattemplate",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/tokenizer",
+	},
+	"cmd/vllm-sim/simencoder": { // test support: no production binary links it
+		"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer",
+		"github.com/llmgw/llmgw/router/openai",
+	},
+	"router/enginetok": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/prometheus/client_golang/prometheus",
+		"github.com/llmgw/llmgw/router/openai",
+		"github.com/llmgw/llmgw/router/replicas",
 	},
 	"router/replicas": {
 		"github.com/hashicorp/go-hclog",
@@ -114,7 +123,6 @@ var contracts = map[string][]string{
 	"cmd/llmgw/internal/bench/oracle": {"github.com/llmgw/llmgw/internal/blockkey"},
 	"cmd/llmgw/internal/bench/workload": {
 		"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/trace",
-		"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer",
 	},
 	"cmd/llmgw/internal/bench/client": {"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"},
 	"cmd/llmgw/internal/bench/report": {

@@ -54,12 +54,7 @@ const simulator = "cmd/vllm-sim"
 // pendingImports are known violations, each on its way out on another
 // branch. Every check skips them; TestPendingImportsStillExist fails once
 // one is gone, so that its entry is deleted with it.
-var pendingImports = map[[2]string]string{
-	// removed by enginetok
-	{"router/prompt", "cmd/vllm-sim/simtokenizer"}: "the router tokenizes with the simulator's tokenizer",
-	// removed by enginetok
-	{"cmd/llmgw/internal/bench/workload", "cmd/vllm-sim/simtokenizer"}: "bench workloads tokenize with the simulator's tokenizer",
-}
+var pendingImports = map[[2]string]string{}
 
 // under reports whether package rel is dir or below it.
 func under(rel, dir string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -22,6 +23,9 @@ type Fleet interface {
 	APIKey() string
 	RestartRouters(ctx context.Context, scheduler string) error
 	ResetCaches(ctx context.Context) error
+	// EngineURLs are the engines' API URLs; the workload's prompts are
+	// tokenized on the first (its /tokenize) before any policy runs.
+	EngineURLs() []string
 }
 
 // Options describe one comparison.
@@ -52,7 +56,14 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 	if len(o.Workload.Requests) == 0 || len(o.Policies) == 0 {
 		return nil, errors.New("bench: nothing to run (no requests or no policies)")
 	}
-	toks := o.Workload.TokenLists()
+	engines := f.EngineURLs()
+	if len(engines) == 0 {
+		return nil, errors.New("bench: the fleet has no engine to tokenize the prompts on")
+	}
+	toks, err := client.Tokenize(ctx, &http.Client{Timeout: time.Minute}, engines[0], o.Model, o.Workload.Requests, 4)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 	reusable := oracle.Reusable(toks, o.BlockSize)
 	rep := &report.Report{Command: o.Command, Workload: o.Workload.Name, Setup: o.Setup,
 		Requests: len(toks), Rate: o.Rate, SLO: o.SLO}

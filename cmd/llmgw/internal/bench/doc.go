@@ -2,7 +2,10 @@
 // policy it restarts the routers with that policy's scheduler block, empties
 // every engine's prefix cache, replays one workload through the client and
 // collects per-request results, then adds the offline oracle's bound and
-// hands everything to the report.
+// hands everything to the report. The oracle counts in the engines' own
+// token ids: before the first policy, every prompt is tokenized on one of
+// the fleet's engines (vLLM's /tokenize), so llmgw links no simulator code
+// and a bench means the same against real engines.
 //
 // Subpackages do one job each: trace parses Mooncake traces, workload turns
 // options or a trace into deterministic requests, oracle computes the best

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -70,7 +71,10 @@ func TestRunMeasuresAndRetriesPastDeadRouter(t *testing.T) {
 	if int(done.Load()) != len(w.Requests) {
 		t.Errorf("onDone called %d times; want %d", done.Load(), len(w.Requests))
 	}
-	toks := w.TokenLists()
+	toks, err := Tokenize(context.Background(), http.DefaultClient, sim.URL, "sim-model", w.Requests, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bound := oracle.Reusable(toks, 16)
 	retried, cached, reusable := 0, 0, 0
 	for i, r := range results {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/trace"
-	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 )
 
 // ChatOptions shape a multi-turn chat workload in the style of
@@ -34,10 +33,10 @@ func Chat(o ChatOptions) (Workload, error) {
 		return Workload{}, fmt.Errorf("chat workload: need users, rounds, user and reply tokens >= 1 and system and document tokens >= 0, got %+v", o)
 	}
 	rng := newRand(o.Seed, 1)
-	system := simtokenizer.Message{Role: "system", Content: words(rng, o.SystemTokens)}
-	hist := make([][]simtokenizer.Message, o.Users)
+	system := Message{Role: "system", Content: words(rng, o.SystemTokens)}
+	hist := make([][]Message, o.Users)
 	for u := range hist {
-		hist[u] = []simtokenizer.Message{system}
+		hist[u] = []Message{system}
 	}
 	at := poisson(rng, o.Users*o.Rounds, o.Rate)
 	reqs := make([]Request, 0, len(at))
@@ -47,14 +46,14 @@ func Chat(o ChatOptions) (Workload, error) {
 		if k < o.Users && o.DocTokens > 0 {
 			q = words(rng, o.DocTokens) + q
 		}
-		hist[u] = append(hist[u], simtokenizer.Message{Role: "user", Content: q})
+		hist[u] = append(hist[u], Message{Role: "user", Content: q})
 		after := -1
 		if k >= o.Users {
 			after = k - o.Users
 		}
 		reqs = append(reqs, Request{ID: k, At: t, After: after, Group: fmt.Sprintf("user-%d", u),
 			Messages: slices.Clone(hist[u]), MaxTokens: o.ReplyTokens})
-		hist[u] = append(hist[u], simtokenizer.Message{Role: "assistant", Content: words(rng, o.ReplyTokens)})
+		hist[u] = append(hist[u], Message{Role: "assistant", Content: words(rng, o.ReplyTokens)})
 	}
 	return Workload{Name: "chat", Requests: reqs}, nil
 }

@@ -3,9 +3,13 @@ package workload
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 )
+
+// Message is one chat turn.
+type Message struct {
+	Role    string
+	Content string
+}
 
 // Request is one request of a workload.
 type Request struct {
@@ -21,7 +25,7 @@ type Request struct {
 	// Messages make a chat request; when nil the request is a completion
 	// of Prompt, sent without special tokens so its tokens are exactly the
 	// prompt's.
-	Messages  []simtokenizer.Message
+	Messages  []Message
 	Prompt    string
 	MaxTokens int
 }
@@ -40,25 +44,38 @@ func (r *Request) Path() string {
 	return "/v1/completions"
 }
 
-// Tokens are the prompt's token ids exactly as vllm-sim without a tokenizer
-// file computes them: the chat template rendered with the generation
-// prompt and encoded without special tokens, or the completion prompt
-// encoded without special tokens.
-func (r *Request) Tokens() []uint32 {
-	var tok simtokenizer.Tokenizer
+// TokenizeBody is the body of vLLM's /tokenize for this request's prompt
+// on model, as the engine builds it for Body: the chat template rendered
+// with the generation prompt and encoded without special tokens, or the
+// completion prompt encoded without special tokens.
+func (r *Request) TokenizeBody(model string) ([]byte, error) {
+	body := map[string]any{"model": model, "add_special_tokens": false}
 	if r.Messages != nil {
-		return tok.Encode(simtokenizer.RenderChat(r.Messages, true, false), false)
+		body["messages"] = r.messages()
+		body["add_generation_prompt"] = true
+		body["continue_final_message"] = false
+	} else {
+		body["prompt"] = r.Prompt
 	}
-	return tok.Encode(r.Prompt, false)
+	return json.Marshal(body)
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+func (r *Request) messages() []message {
+	msgs := make([]message, len(r.Messages))
+	for i, m := range r.Messages {
+		msgs[i] = message(m)
+	}
+	return msgs
 }
 
 // Body is the streaming OpenAI request body for model. It asks for usage in
 // the last chunk (for cached_tokens) and for exactly MaxTokens tokens.
 func (r *Request) Body(model string) ([]byte, error) {
-	type message struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
 	body := map[string]any{
 		"model":          model,
 		"max_tokens":     r.MaxTokens,
@@ -67,23 +84,10 @@ func (r *Request) Body(model string) ([]byte, error) {
 		"stream_options": map[string]bool{"include_usage": true},
 	}
 	if r.Messages != nil {
-		msgs := make([]message, len(r.Messages))
-		for i, m := range r.Messages {
-			msgs[i] = message{m.Role, m.Content}
-		}
-		body["messages"] = msgs
+		body["messages"] = r.messages()
 	} else {
 		body["prompt"] = r.Prompt
 		body["add_special_tokens"] = false
 	}
 	return json.Marshal(body)
-}
-
-// TokenLists returns every request's prompt tokens, in request order.
-func (w *Workload) TokenLists() [][]uint32 {
-	out := make([][]uint32, len(w.Requests))
-	for i := range w.Requests {
-		out[i] = w.Requests[i].Tokens()
-	}
-	return out
 }

@@ -15,13 +15,13 @@ func TestWordsAreExactTokens(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1, 2, 3, 7, 100, 513} {
 		w := Request{Prompt: words(rng, n)}
-		toks := w.Tokens()
+		toks := simTokens(&w)
 		if len(toks) != n || len(w.Prompt) != 3*n {
 			t.Fatalf("words(%d): %d tokens, %d bytes; want %d and %d", n, len(toks), len(w.Prompt), n, 3*n)
 		}
 		for k := range n {
 			cut := Request{Prompt: w.Prompt[:3*k]}
-			if got := cut.Tokens(); !slices.Equal(got, toks[:k]) {
+			if got := simTokens(&cut); !slices.Equal(got, toks[:k]) {
 				t.Fatalf("words(%d) cut to %d tokens encodes as %v; want %v", n, k, got, toks[:k])
 			}
 		}
@@ -37,7 +37,7 @@ func TestChat(t *testing.T) {
 	if len(w.Requests) != 12 {
 		t.Fatalf("got %d requests; want 12", len(w.Requests))
 	}
-	toks := w.TokenLists()
+	toks := simTokenLists(w)
 	for k, r := range w.Requests {
 		if r.ID != k || r.MaxTokens != 8 || r.Path() != "/v1/chat/completions" {
 			t.Errorf("request %d: %+v", k, r)
@@ -86,7 +86,7 @@ func TestSharedPrefix(t *testing.T) {
 	}
 	byGroup := map[string][][]uint32{}
 	for _, r := range w.Requests {
-		toks := r.Tokens()
+		toks := simTokens(&r)
 		if len(toks) != 80 || r.After != -1 || r.Path() != "/v1/completions" {
 			t.Fatalf("request %d: %d tokens, after %d; want 80, -1", r.ID, len(toks), r.After)
 		}
@@ -125,7 +125,7 @@ func TestSiblings(t *testing.T) {
 		if k > 0 && burst[0].Prompt == w.Requests[0].Prompt {
 			t.Errorf("burst at %d repeats the first prompt", k)
 		}
-		if n := len(burst[0].Tokens()); n != 50 {
+		if n := len(simTokens(&burst[0])); n != 50 {
 			t.Errorf("burst at %d: %d tokens; want 50", k, n)
 		}
 	}
@@ -145,7 +145,7 @@ func TestReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	toks := w.TokenLists()
+	toks := simTokenLists(w)
 	for k, e := range tr.Entries {
 		r := w.Requests[k]
 		if len(toks[k]) != e.InputLength || r.MaxTokens != e.OutputLength {
