@@ -49,7 +49,7 @@ func parseRefresh(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 || n > MaxRefresh {
-		return 0, fmt.Errorf("refresh=%q: want whole seconds from 1 to %d", s, MaxRefresh)
+		return 0, fmt.Errorf("refresh: want whole seconds from 1 to %d", MaxRefresh) // the value is not echoed: it is the client's
 	}
 	return n, nil
 }
