@@ -177,7 +177,18 @@ func (r statusRouter) overhead() []statuspage.Overhead {
 			out = append(out, o)
 		}
 	}
+	sort.SliceStable(out, func(i, j int) bool { return stageRank(out[i].Stage) < stageRank(out[j].Stage) })
 	return out
+}
+
+// stageRank orders the stages as a request passes them, total last.
+func stageRank(stage string) int {
+	for i, s := range []string{"render", "tokenize", "hash", "schedule", "total"} {
+		if s == stage {
+			return i
+		}
+	}
+	return -1 // a stage added later: first, in name order
 }
 
 // statusDecisions is the gateway's decision log.
