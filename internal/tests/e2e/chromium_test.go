@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"syscall"
@@ -72,5 +71,5 @@ func tail(b []byte, n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}
-	return fmt.Sprintf("%s", b)
+	return string(b)
 }

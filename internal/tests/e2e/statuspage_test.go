@@ -66,9 +66,10 @@ func TestStatusPageInBrowser(t *testing.T) {
 		resp.Body.Close()
 	}
 	target, _ := url.Parse("http://" + r1.AdminAddr())
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	direct := proxy.Director
-	proxy.Director = func(r *http.Request) { direct(r); r.Header.Set("Authorization", "Bearer "+adminToken) }
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Header.Set("Authorization", "Bearer "+adminToken)
+	}}
 	front := httptest.NewServer(proxy)
 	defer front.Close()
 	page := front.URL + server.StatusPath
