@@ -1,6 +1,7 @@
 // Package enginemetrics scrapes the load signals the scheduler needs from
 // each replica's Prometheus endpoint (vLLM's /metrics): requests waiting and
-// running, KV-cache usage, and the KV capacity vLLM advertises; and, from
+// running, KV-cache usage, and the KV capacity vLLM advertises (plus the
+// prefix cache's hit counters, for the status page); and, from
 // the replica's model listing (/v1/models), the LoRA adapters it serves.
 //
 // It owns the scrape loop and a small parser of the Prometheus text format
