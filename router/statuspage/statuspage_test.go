@@ -176,3 +176,26 @@ func TestQuantile(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderDriverStates: a live session shows its position; one the
+// receiver dropped while the sink still holds its state awaits a snapshot.
+func TestRenderDriverStates(t *testing.T) {
+	r := router{IngestOn: true, Drivers: []DriverSession{
+		{Driver: "live-1", Live: true, Epoch: 7, Seq: 42, LastSeen: now.Add(-1500 * time.Millisecond), Replicas: []string{"a/1", "a/2"}},
+		{Driver: "gone-1", Replicas: []string{"b/1"}},
+	}}
+	var buf bytes.Buffer
+	if err := Render(&buf, Build(now, 0, fleet{}, r, decisions{})); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		`<tr><td>live-1</td><td><span class="mode-exact">in sync</span></td>`,
+		`<td class="num">7</td><td class="num">42</td>`, "1.5s ago", "a/1, a/2",
+		`<tr><td>gone-1</td><td><span class="warn">awaiting snapshot</span></td>`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
