@@ -59,6 +59,17 @@ vllm:prompt_tokens_total{engine="0",model_name="qwen"} 12345
 			in:   "vllm:kv_cache_usage_perc 1.5\n",
 			want: Sample{KVUsage: 1},
 		},
+		{
+			name: "prefix-cache counters summed over engines",
+			in: `vllm:num_requests_running{engine="0"} 1
+vllm:prefix_cache_queries_total{engine="0",model_name="qwen"} 1000
+vllm:prefix_cache_queries_total{engine="1",model_name="qwen"} 500
+vllm:prefix_cache_hits_total{engine="0",model_name="qwen"} 600
+vllm:prefix_cache_hits_total{engine="1",model_name="qwen"} 150
+`,
+			want: Sample{Running: 1, PrefixQueries: 1500, PrefixHits: 750, PrefixKnown: true},
+		},
+		{name: "prefix counters alone are no load series", in: "vllm:prefix_cache_hits_total 3\n", err: "no vLLM load series"},
 		{name: "no load series", in: "process_cpu_seconds_total 3\n", err: "no vLLM load series"},
 		{name: "empty", in: "", err: "no vLLM load series"},
 		{name: "bad value", in: "vllm:num_requests_waiting abc\n", err: `value "abc"`},

@@ -1,6 +1,7 @@
 // Package enginemetrics scrapes the load signals the scheduler needs from
 // each replica's Prometheus endpoint (vLLM's /metrics): requests waiting and
-// running, KV-cache usage, and the KV capacity vLLM advertises; and, from
+// running, KV-cache usage, and the KV capacity vLLM advertises (plus the
+// prefix cache's hit counters, for the status page); and, from
 // the replica's model listing (/v1/models), the LoRA adapters it serves.
 //
 // It owns the scrape loop, which spreads each round's scrapes over the
@@ -29,6 +30,10 @@ const (
 	metricKVUsage  = "vllm:kv_cache_usage_perc"
 	metricKVUsage0 = "vllm:gpu_cache_usage_perc" // before vLLM 0.10
 	metricCache    = "vllm:cache_config_info"
+	// The prefix cache's counters, in tokens (vLLM v1); only the status
+	// page reads them, beside the router's own prediction.
+	metricPrefixQueries = "vllm:prefix_cache_queries_total"
+	metricPrefixHits    = "vllm:prefix_cache_hits_total"
 )
 
 // maxLine bounds one exposition line; longer ones are an error.
@@ -45,6 +50,11 @@ type Sample struct {
 	GPUBlocks, CPUBlocks int
 	// BlockSize is the engine's tokens per block (0 when not exported).
 	BlockSize int
+	// PrefixQueries and PrefixHits are the engine's prefix-cache counters
+	// (tokens queried, tokens found cached), meaningful only when
+	// PrefixKnown (the engine exports them).
+	PrefixQueries, PrefixHits float64
+	PrefixKnown               bool
 	// Adapters are the LoRA adapters the replica lists in its /v1/models,
 	// sorted; meaningful only when AdaptersKnown (the target has a
 	// ModelsURL and the listing was read).
@@ -71,7 +81,7 @@ func Parse(r io.Reader) (Sample, error) {
 		}
 		name, rest := splitName(line)
 		switch name {
-		case metricWaiting, metricRunning, metricKVUsage, metricKVUsage0, metricCache:
+		case metricWaiting, metricRunning, metricKVUsage, metricKVUsage0, metricCache, metricPrefixQueries, metricPrefixHits:
 		default:
 			continue
 		}
@@ -82,6 +92,14 @@ func Parse(r io.Reader) (Sample, error) {
 		v, err := parseValue(valText)
 		if err != nil {
 			return Sample{}, fmt.Errorf("line %d (%s): %w", n, name, err)
+		}
+		switch name {
+		case metricPrefixQueries:
+			s.PrefixQueries, s.PrefixKnown = s.PrefixQueries+v, true
+			continue // not a load series
+		case metricPrefixHits:
+			s.PrefixHits, s.PrefixKnown = s.PrefixHits+v, true
+			continue
 		}
 		found = true
 		switch name {

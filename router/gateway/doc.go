@@ -7,6 +7,8 @@
 // AdminHandler, for a listener tenants cannot reach. Routed answers name
 // their replica and predicted cached tokens in X-Llmgw-* headers only when
 // Deps.ExposeRouteHeaders says so, and a session id is capped at 128 bytes.
+// It keeps a fixed-size log of the last routed decisions and per-replica
+// prediction tallies (RecentDecisions, PredictedFor) for the status page.
 //
 // It owns request handling, the proxy and the router's Prometheus metrics.
 // It wires together router/openai (parsing, errors), router/prompt (keys),

@@ -69,6 +69,8 @@ type Gateway struct {
 	tr     *transport
 	admit  *admission.Queue
 	plans  sync.Pool // *plan, reused so that scheduling allocates nothing
+	// decisions is the decision log the status page shows.
+	decisions decisionLog
 }
 
 // New builds the gateway and its routes.
@@ -360,6 +362,7 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			g.d.Scheduler.Routed(&p.sreq, &chosen.Candidate)
 			g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
 			g.d.Metrics.CachedTokens.WithLabelValues(string(chosen.Mode)).Observe(float64(chosen.CachedBlocks * p.sreq.BlockTokens))
+			g.decisions.record(p.req.Model, &p.decision, chosen, p.prompt.Tokens, p.sreq.BlockTokens, p.total)
 		}
 		if len(rt.attempts) == 0 {
 			p.grant.Finish(0)

@@ -1,7 +1,8 @@
 // Package server assembles llmgw-router from its parts and runs it: the
 // OpenAI API listener (router/gateway's Handler), the admin listener (its
 // AdminHandler, behind admin_token), each bounded by router/listener
-// (connection cap, timeouts, header caps, optional TLS), the separate
+// (connection cap, timeouts, header caps, optional TLS), the status page
+// on the admin listener (router/statuspage at StatusPath), the separate
 // KV-ingest listener for drivers (internal/kvwire's Receiver into
 // router/ingest), the replica set
 // fed by the static config and Consul watches (router/replicas), engine

@@ -59,7 +59,7 @@ func TestAdminPortSplit(t *testing.T) {
 			s := startWith(t, backend.Listener.Addr().String(), func(c *config.Config) { c.HTTP.AdminToken = token })
 			api, admin := "http://"+s.Addr(), "http://"+s.AdminAddr()
 			for _, p := range []struct{ method, path string }{
-				{"GET", "/metrics"}, {"GET", "/admin/replicas"}, {"POST", "/admin/explain/chat"}, {"POST", "/admin/explain/completions"},
+				{"GET", "/metrics"}, {"GET", "/admin/replicas"}, {"GET", StatusPath}, {"POST", "/admin/explain/chat"}, {"POST", "/admin/explain/completions"},
 			} {
 				if c, b := do(t, p.method, api+p.path, "", chat); c != http.StatusNotFound {
 					t.Errorf("API port %s %s: %d %s; want 404", p.method, p.path, c, b)
@@ -74,13 +74,18 @@ func TestAdminPortSplit(t *testing.T) {
 			if token != "" {
 				auth = "Bearer " + token
 				for _, bad := range []string{"", "Bearer wrong", "Bearer " + token + "x", token} {
-					if c, b := do(t, "GET", admin+"/admin/replicas", bad, ""); c != http.StatusUnauthorized || !strings.Contains(b, "admin_token") {
-						t.Errorf("admin with %q: %d %s; want 401 naming admin_token", bad, c, b)
+					for _, p := range []string{"/admin/replicas", StatusPath} {
+						if c, b := do(t, "GET", admin+p, bad, ""); c != http.StatusUnauthorized || !strings.Contains(b, "admin_token") {
+							t.Errorf("admin %s with %q: %d %s; want 401 naming admin_token", p, bad, c, b)
+						}
 					}
 				}
 			}
 			if c, b := do(t, "GET", admin+"/admin/replicas", auth, ""); c != 200 || !strings.Contains(b, `"id":"a/1"`) {
 				t.Errorf("admin /admin/replicas: %d %s", c, b)
+			}
+			if c, b := do(t, "GET", admin+StatusPath, auth, ""); c != 200 || !strings.Contains(b, `data-replica="a/1"`) {
+				t.Errorf("admin %s: %d %s", StatusPath, c, b)
 			}
 			if c, b := do(t, "GET", admin+"/metrics", auth, ""); c != 200 || !strings.Contains(b, "llmgw_replica_info") {
 				t.Errorf("admin /metrics: %d", c)

@@ -51,7 +51,7 @@ func (s *Server) openListeners() error {
 		*l.ln = ln
 	}
 	s.api = listener.NewServer(s.gw.Handler(), limits)
-	s.admin = listener.NewServer(listener.RequireBearer(h.AdminToken, s.gw.AdminHandler()), limits)
+	s.admin = listener.NewServer(listener.RequireBearer(h.AdminToken, s.adminHandler()), limits)
 	s.ingest = listener.NewServer(s.ingestHandler(), limits)
 	// net/http's own complaints (failed TLS handshakes, above all) go to
 	// the router's log at debug level: any scanner causes them.

@@ -43,6 +43,7 @@ type Server struct {
 	metrics  *gateway.Metrics
 	capacity *capacity
 	limiter  *ratelimit.Limiter // tenants' limits; nil without API keys
+	hits     engineHits         // engines' prefix-cache counters, for the status page
 
 	gw              *gateway.Gateway
 	api, ingest     *http.Server
@@ -401,6 +402,7 @@ func (s *Server) targets() []enginemetrics.Target {
 func (s *Server) scraped(id string, smp enginemetrics.Sample) {
 	s.tracker.SetScraped(id, smp.Waiting, smp.Running, smp.KVUsage)
 	s.capacity.observe(id, smp.GPUBlocks, smp.CPUBlocks)
+	s.hits.observe(id, smp)
 	if smp.AdaptersKnown {
 		s.set.SetAdapters(id, smp.Adapters)
 	}

@@ -72,7 +72,8 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/internal/kvwire",
 		"github.com/llmgw/llmgw/router/index",
 	},
-	"router/openai": nil,
+	"router/openai":     nil,
+	"router/statuspage": nil,
 	"router/listener": {
 		"golang.org/x/net/netutil",
 		"github.com/llmgw/llmgw/router/openai",

@@ -1,0 +1,60 @@
+package gateway
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+func ranked(id string, total float64, blocks int) scheduler.Ranked {
+	return scheduler.Ranked{Candidate: scheduler.Candidate{ID: id}, Total: total, Scores: []float64{total, 0.5}, CachedBlocks: blocks, Mode: scheduler.ModeExact}
+}
+
+// TestDecisionLog: the log keeps the newest decisionLogSize decisions,
+// newest first, with the runner-up among the other candidates (a retry's
+// chosen replica may be a fallback), and tallies predictions per replica.
+func TestDecisionLog(t *testing.T) {
+	g := &Gateway{}
+	if got := g.RecentDecisions(); len(got) != 0 {
+		t.Fatalf("empty log: %v", got)
+	}
+	for i := range decisionLogSize + 5 {
+		d := scheduler.Decision{Chosen: ranked("a", 2, 1), Fallbacks: []scheduler.Ranked{ranked("b", 1, 0), ranked("c", 1.5, 0)}, Scorers: []string{"prefix", "load"}}
+		chosen := d.Chosen
+		if i%2 == 1 { // served by a fallback
+			chosen = d.Fallbacks[0]
+		}
+		g.decisions.record(fmt.Sprint("m", i), &d, chosen, 64, 16, time.Duration(i)*time.Microsecond)
+	}
+	got := g.RecentDecisions()
+	if len(got) != decisionLogSize {
+		t.Fatalf("%d decisions; want %d", len(got), decisionLogSize)
+	}
+	newest, oldest := got[0], got[len(got)-1]
+	if newest.Model != fmt.Sprint("m", decisionLogSize+4) || oldest.Model != "m5" {
+		t.Errorf("newest %s, oldest %s; want m%d, m5", newest.Model, oldest.Model, decisionLogSize+4)
+	}
+	// m54 was served by its chosen replica a; m53 by the fallback b.
+	if newest.Replica != "a" || newest.RunnerUp != "c" || newest.RunnerUpTotal != 1.5 || newest.Candidates != 3 || newest.CachedTokens != 16 {
+		t.Errorf("newest: %+v; want a, runner-up c (1.5) of 3, 16 cached", newest)
+	}
+	if got[1].Replica != "b" || got[1].RunnerUp != "a" {
+		t.Errorf("a fallback's decision: replica %s, runner-up %s; want b, a", got[1].Replica, got[1].RunnerUp)
+	}
+	if len(newest.Scores) != 2 || newest.Scorers[0] != "prefix" || newest.Scores[0] != 2 {
+		t.Errorf("scores %v %v", newest.Scorers, newest.Scores)
+	}
+	got[0].Scores[0] = -1 // a copy: the log is not changed through it
+	if g.RecentDecisions()[0].Scores[0] != 2 {
+		t.Error("RecentDecisions shares the log's scores")
+	}
+	n := uint64(decisionLogSize + 5)
+	if p := g.PredictedFor("a"); p.PromptTokens != 64*(n/2+1) || p.CachedTokens != 16*(n/2+1) {
+		t.Errorf("predicted for a: %+v; want %d prompt, %d cached", p, 64*(n/2+1), 16*(n/2+1))
+	}
+	if p := g.PredictedFor("none"); p != (Predicted{}) {
+		t.Errorf("predicted for an unknown replica: %+v", p)
+	}
+}
