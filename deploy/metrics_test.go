@@ -75,11 +75,11 @@ func TestNamedMetricsExist(t *testing.T) {
 		waitMetric(t, r, "llmgw_peer_routers 1", "llmgw_peer_routers_listed 2", "llmgw_kv_driver_sessions 1", "llmgw_replica_kv_capacity_blocks{")
 	}
 
-	// A long stream holds the replica busy; a second request queues, times
+	// A long stream (about 5 s) holds the replica busy; a second request queues, times
 	// out and is shed; the tiny tenant is refused by its token limit.
 	long := make(chan int, 1)
 	go func() {
-		code, _ := post(a.Addr(), freeKey, `{"model":"`+model+`","prompt":"hold the replica","max_tokens":100,"stream":true}`)
+		code, _ := post(a.Addr(), freeKey, `{"model":"`+model+`","prompt":"hold the replica","max_tokens":250,"stream":true}`)
 		long <- code
 	}()
 	waitMetric(t, a, `llmgw_replica_in_flight{replica="`+replica+`"} 1`)
