@@ -29,6 +29,7 @@ type Receiver struct {
 
 	mu      sync.Mutex
 	drivers map[string]*sessionPos
+	expired uint64 // sessions Expire dropped
 }
 
 type sessionPos struct {
@@ -106,6 +107,7 @@ func (r *Receiver) Expire(cutoff time.Time) []string {
 		}
 	}
 	sort.Strings(gone)
+	r.expired += uint64(len(gone))
 	for _, id := range gone {
 		delete(r.drivers, id)
 		r.sink.ApplyUpdate(&Update{Version: Version, Driver: id, Snapshot: true})

@@ -26,3 +26,11 @@ func (r *Receiver) Sessions() []Session {
 	sort.Slice(out, func(i, j int) bool { return out[i].Driver < out[j].Driver })
 	return out
 }
+
+// Expired counts the sessions Expire dropped since the Receiver was made:
+// drivers that went silent without a word.
+func (r *Receiver) Expired() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.expired
+}

@@ -60,6 +60,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descPeerInFlight, descPeers, descPeerMessages} {
 		ch <- d
 	}
+	for _, d := range sessionDescs {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -105,6 +108,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descPendingReplicas, float64(is.Pending))
 	gauge(descPendingKeys, float64(is.PendingKeys))
+	c.collectSessions(ch)
 	if s.peerTable != nil {
 		gauge(descPeers, float64(s.peerTable.Peers()))
 		st := s.peerTable.Stats()

@@ -58,6 +58,7 @@ func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 		return fmt.Errorf("watch %s in consul: %w", consul.RouterService, err)
 	}
 	s.routerWatch = w
+	s.routersListed.Store(w)
 	addr, ingest := s.advertised(), port(s.ingestLn)
 	self := func(r consul.Router) bool {
 		return svcID != "" && strings.HasSuffix(r.ID, "/"+svcID) || r.Address == addr && r.IngestPort == ingest

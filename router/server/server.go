@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -56,6 +57,7 @@ type Server struct {
 	peerTable       *peers.Table
 	peerPub         *peers.Publisher
 	routerWatch     *consul.Watcher[consul.Router]
+	routersListed   atomic.Pointer[consul.Watcher[consul.Router]] // routerWatch, for scrapes during Start
 	cancel          context.CancelFunc
 	wg              sync.WaitGroup
 	synced          func() bool

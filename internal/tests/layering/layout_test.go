@@ -35,7 +35,7 @@ var layers = [][]part{
 	},
 	{{"consul", []string{"consul"}}, {"plugin", []string{"plugin"}}},
 	{{"driver", []string{"driver"}}, {"router", []string{"router"}}},
-	{{"jobs", []string{"jobs"}}},
+	{{"jobs", []string{"jobs"}}, {"deployment files", []string{"deploy"}}},
 	{
 		{"the llmgw CLI", []string{"cmd/llmgw"}},
 		{"the router binary", []string{"cmd/llmgw-router"}},
