@@ -94,7 +94,7 @@ func (r *testRouter) blocks(replica string) []Block {
 	r.mu.Unlock()
 	var out []Block
 	for _, b := range m.Blocks("node-1", replica) {
-		out = append(out, Block{Rank: b.Rank, Tier: b.Tier, Key: blockkey.Key(b.Key)})
+		out = append(out, Block{Rank: b.Rank, Tier: b.Tier, Key: blockkey.Key(b.Key), Group: b.Group})
 	}
 	return sortBlocks(out)
 }

@@ -3,6 +3,7 @@ package kvwire
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -135,4 +136,25 @@ func mustMarshal(t testing.TB, v *updateV1) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A driver of version 1 (its exact bytes) is accepted by this receiver,
+// its blocks as group 0.
+func TestReceiverTakesVersion1Driver(t *testing.T) {
+	m := NewMirror()
+	r, err := NewReceiver("secret", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := &updateV1{Version: 1, Driver: "node-1", Epoch: 4, Snapshot: true, Replicas: []replicaV1{{ID: "a", BlockSize: 16,
+		Groups: []groupV1{{Rank: 1, Tier: TierGPU, Add: []uint64{5, 6}}}}}}
+	if err := r.Receive("Bearer secret", mustMarshal(t, v1)); err != nil {
+		t.Fatal(err)
+	}
+	got := m.Blocks("node-1", "a")
+	slices.SortFunc(got, func(a, b BlockRef) int { return int(a.Key) - int(b.Key) })
+	want := []BlockRef{{Rank: 1, Tier: TierGPU, Key: 5}, {Rank: 1, Tier: TierGPU, Key: 6}}
+	if !slices.Equal(got, want) || m.BlockSize("a") != 16 {
+		t.Errorf("mirror %v block size %d; want %v, 16", got, m.BlockSize("a"), want)
+	}
 }
