@@ -230,3 +230,12 @@ func (sc *scratch) mambaHit(g kvwire.KVGroupSpec, primary, c, maxBlocks int) int
 	}
 	return 0
 }
+
+// ExplainGroups is Explain's group parts as a JSON value for the explain
+// API: nil (omitted) for a replica with one full-attention group.
+func (x *Index) ExplainGroups(model string, keys []uint64, maxBlocks int, replica string) any {
+	if _, parts := x.Explain(model, keys, maxBlocks, replica); parts != nil {
+		return parts
+	}
+	return nil
+}

@@ -23,6 +23,9 @@ type Replica struct {
 	// KVEvents says its driver forwards KV events (Consul meta), so exact
 	// mode is expected once updates flow.
 	KVEvents bool
+	// KVCacheGroups declares the replica's KV-cache groups (Consul meta
+	// llmgw-kv-cache-groups, router/kvgroups.ParseLayout); "" for none.
+	KVCacheGroups string
 	// Source is "static" or the Consul service it came from.
 	Source string
 	// Health is the replica's Consul health (consul.Health*; "" for static

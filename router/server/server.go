@@ -95,7 +95,8 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	s.layouts = kvgroups.NewRegistry()
 	s.sink = ingest.NewSinkWith(s.models, func(id string) (string, bool) { return s.set.ModelOf(id) }, ingest.Options{Logger: log.Named("ingest"), Layouts: s.layouts})
 	s.tracker = scheduler.NewTracker()
-	s.set = replicas.New(s.sink, s.tracker, replicas.Options{
+	kv := declaringKV{Sink: s.sink, layouts: s.layouts, replica: func(id string) (replicas.Replica, bool) { return s.set.Get(id) }, log: log.Named("kvgroups")}
+	s.set = replicas.New(kv, s.tracker, replicas.Options{
 		Logger: log.Named("replicas"),
 		Resnapshot: func(drivers []string) {
 			for _, d := range drivers {
@@ -140,6 +141,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 		Auth: keys, Limits: s.limiter,
 		Replicas: s.set, Scheduler: sched, Tracker: s.tracker, Prompts: prompts, Metrics: s.metrics,
 		BlocksOf:        func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
+		KVGroups:        s.groups.ExplainGroups,
 		Ready:           func() bool { return s.synced() },
 		SessionHeader:   sessionHeader(cfg.Scheduler),
 		MaxBodyBytes:    cfg.MaxBodyBytes,
