@@ -200,24 +200,34 @@ func (l *Layout) kindOf(g int) kvwire.Kind {
 // windowHit is vLLM's SlidingWindowManager.find_longest_cache_hit: from
 // the right, the first run of ceil((window-1)/block size) held blocks ends
 // the hit; without one, the run of held blocks from block 0 is the hit.
+// vLLM reads block by block; this asks the group's index for a whole
+// window at a time (its walk counts the leading held blocks), and after a
+// miss moves the window's end to the missing block, since no window
+// holding it can be a hit: the same answer in a lookup per miss.
 func (sc *scratch) windowHit(g kvwire.KVGroupSpec, primary, c, maxBlocks, blockSize int) int {
 	bs := g.BlockSize
 	if bs <= 0 {
 		bs = blockSize
 	}
-	need := (g.Window - 1 + bs - 1) / bs
-	run := 0
-	for j := maxBlocks - 1; j >= 0; j-- {
-		if !sc.has(g.Index, primary, c, j) {
-			run = 0
-			continue
+	need := max((g.Window-1+bs-1)/bs, 1) // a window of one token: the block itself
+	for end := maxBlocks; end >= need; {
+		run := sc.run(g.Index, primary, c, end-need, end)
+		if run == need {
+			return end
 		}
-		run++
-		if run >= need {
-			return j + run
-		}
+		end = end - need + run // the missing block: a hit ends at or before it
 	}
-	return run
+	return sc.run(g.Index, primary, c, 0, min(need, maxBlocks))
+}
+
+// run is how many of blocks [from, to) candidate c holds in group g in a
+// row from block from.
+func (sc *scratch) run(g, primary, c, from, to int) int {
+	if from >= to {
+		return 0
+	}
+	sc.one = sc.x.models.LookupReplicas(IndexName(sc.model, g, primary), sc.keys[from:to], 1, sc.replicas, sc.one)
+	return sc.one[c].Blocks
 }
 
 // mambaHit is vLLM's MambaManager.find_longest_cache_hit: the last block,

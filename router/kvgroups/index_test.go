@@ -1,6 +1,7 @@
 package kvgroups
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -150,5 +151,50 @@ func TestRegistryEventsWin(t *testing.T) {
 	reg.Forget("r")
 	if !reg.Of("r").Mamba() {
 		t.Error("declaration lost with the events")
+	}
+}
+
+// naiveWindow is SlidingWindowManager.find_longest_cache_hit read block
+// by block, as vLLM does.
+func naiveWindow(held map[int]bool, maxBlocks, need int) int {
+	run := 0
+	for i := maxBlocks - 1; i >= 0; i-- {
+		if !held[i] {
+			run = 0
+			continue
+		}
+		run++
+		if run >= need {
+			return i + run
+		}
+	}
+	return run
+}
+
+// The windowed lookup gives vLLM's block-by-block answer on random
+// holdings.
+func TestWindowHitMatchesBlockByBlock(t *testing.T) {
+	rng := uint64(7)
+	next := func(n int) int { rng = rng*6364136223846793005 + 1442695040888963407; return int(rng>>33) % n }
+	for trial := range 300 {
+		ms, reg := index.NewModels(index.Options{}), NewRegistry()
+		x := NewIndex(ms, reg)
+		keys := keysOf(40)
+		window := 1 + next(100)
+		layout := fmt.Sprintf("full,sliding_window:%d", window)
+		h := map[int]bool{}
+		var pos []int
+		for i := range keys {
+			if next(4) != 0 {
+				h[i] = true
+				pos = append(pos, i)
+			}
+		}
+		load(t, ms, reg, "r", layout, keys, held{0: span(0, 40), 1: pos})
+		maxBlocks := 1 + next(40)
+		need := max((window-1+15)/16, 1)
+		if got, want := x.LookupReplicasMax("m", keys, 1, maxBlocks, []string{"r"}, nil)[0].Blocks, naiveWindow(h, maxBlocks, need); got != want {
+			t.Fatalf("trial %d: window %d max %d held %v: hit %d; want %d", trial, window, maxBlocks, pos, got, want)
+		}
 	}
 }
