@@ -188,3 +188,23 @@ func FuzzDecodeGroups(f *testing.F) {
 		}
 	})
 }
+
+// A Mamba group stores a state block whose parent only the full-attention
+// group stored: the key still resolves, through the sibling group.
+func TestGroupParentInSiblingGroup(t *testing.T) {
+	const bs = 4
+	all := toks(100, 3*bs)
+	keys := blockkey.Keys(nil, blockkey.Root(""), all, bs)
+	s := NewStore()
+	apply(s, "r", 0,
+		inGroup(0, kvwire.KindFull, 0, stored([]uint64{1, 2, 3}, nil, all, bs)),
+		inGroup(1, kvwire.KindMamba, 0, stored([]uint64{3}, u64(2), all[2*bs:], bs)),
+	)
+	want := sortBlocks(append(group(0, gpu(0, keys...)), group(1, gpu(0, keys[2]))...))
+	if got := s.Blocks("r"); !slices.Equal(got, want) {
+		t.Errorf("blocks %v; want %v", got, want)
+	}
+	if st := s.Stats(); st.Unresolved != 0 {
+		t.Errorf("%d unresolved; want the Mamba block resolved through group 0", st.Unresolved)
+	}
+}

@@ -42,6 +42,11 @@ type rankState struct {
 	engine map[uint64]engineEntry   // engine hash -> entry
 	held   map[blockkey.Key]holders // canonical key -> holders per tier
 	emit   func(rank int, t kvwire.Tier, k blockkey.Key, add bool)
+	// sibling finds an engine hash in the rank's other KV-cache groups:
+	// a group that keeps only some blocks (Mamba states, a sliding window)
+	// chains them on parents it never stored itself, and a hash names the
+	// same tokens in every group. Nil for none.
+	sibling func(h uint64) (engineEntry, bool)
 }
 
 func newRankState(rank int, emit func(int, kvwire.Tier, blockkey.Key, bool)) *rankState {
@@ -119,6 +124,9 @@ func (rs *rankState) store(ev *Event, st *ApplyStats) {
 	parent, resolved := blockkey.Root(ev.LoRAName), true
 	if ev.HasParent {
 		p, ok := rs.engine[ev.Parent]
+		if (!ok || !p.resolved) && rs.sibling != nil {
+			p, ok = rs.sibling(ev.Parent)
+		}
 		parent, resolved = p.key, ok && p.resolved
 	}
 	for i, h := range ev.Hashes {

@@ -110,6 +110,16 @@ func (s *Store) rankOf(r *replicaState, rank, group int) *rankState {
 			}
 			s.log.append(change{rep: r, key: k, rank: uint16(rank), group: uint8(group), tier: t, op: o})
 		})
+		rs.sibling = func(h uint64) (engineEntry, bool) {
+			for rg, o := range r.ranks {
+				if rg.rank == rank && rg.group != group {
+					if e, ok := o.engine[h]; ok && e.resolved {
+						return e, true
+					}
+				}
+			}
+			return engineEntry{}, false
+		}
 		r.ranks[rankGroup{rank, group}] = rs
 	}
 	return rs
