@@ -13,12 +13,17 @@ const (
 	// RouterService is the service name every router registers under.
 	RouterService = "llmgw-router"
 
-	MetaModel      = "llmgw-model"
-	MetaReplica    = "llmgw-replica"
-	MetaBlockSize  = "llmgw-block-size"
-	MetaKVEvents   = "llmgw-kv-events"
-	MetaRole       = "llmgw-role"
-	MetaIngestPort = "llmgw-kv-ingest-port"
+	MetaModel     = "llmgw-model"
+	MetaReplica   = "llmgw-replica"
+	MetaBlockSize = "llmgw-block-size"
+	MetaKVEvents  = "llmgw-kv-events"
+	// MetaKVCacheGroups declares a hybrid model's KV-cache groups in
+	// group-index order ("full,sliding_window:128", "full,mamba"), so
+	// routers apply the engine's hit rule before the replica's first KV
+	// event names them. The router parses it (router/kvgroups).
+	MetaKVCacheGroups = "llmgw-kv-cache-groups"
+	MetaRole          = "llmgw-role"
+	MetaIngestPort    = "llmgw-kv-ingest-port"
 	// MetaAdminPort is a router's admin listener port (its /admin API and
 	// /metrics), for operator tools; absent on routers without one.
 	MetaAdminPort = "llmgw-admin-port"
@@ -43,7 +48,10 @@ type Replica struct {
 	// KVEvents says the replica's driver forwards KV events, so the router
 	// may route it in exact mode once updates arrive.
 	KVEvents bool
-	Role     string
+	// KVCacheGroups is the MetaKVCacheGroups value, unparsed ("" when
+	// absent).
+	KVCacheGroups string
+	Role          string
 	// Health is HealthPassing, HealthWarning or HealthMaintenance; critical
 	// instances are never converted.
 	Health string
@@ -136,6 +144,7 @@ func toReplica(in Instance) (Replica, error) {
 	default:
 		return Replica{}, fmt.Errorf("meta %s=%q: want true or false", MetaKVEvents, s)
 	}
+	r.KVCacheGroups = in.Meta[MetaKVCacheGroups]
 	switch r.Role {
 	case "", "agg", "prefill", "decode":
 	default:

@@ -18,6 +18,10 @@
 //	llmgw-block-size  engine KV block size in tokens (default 16, vLLM's)
 //	llmgw-kv-events   "true" when the driver forwards the replica's KV events
 //	                  (default "false")
+//	llmgw-kv-cache-groups  a hybrid model's KV-cache groups in group order,
+//	                  e.g. "full,sliding_window:128" or "full,mamba"
+//	                  (default: one full-attention group; the replica's KV
+//	                  events, when they name the groups, win)
 //	llmgw-role        "", "agg", "prefill" or "decode" (reserved)
 //
 // Routers register as service "llmgw-router" (so clients reach them as

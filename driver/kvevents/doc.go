@@ -34,6 +34,19 @@
 // published, since their canonical key cannot be known (the intake's
 // package comment has the sequence rules).
 //
+// # KV-cache groups
+//
+// A hybrid model's engine keeps one KV-cache group per layer type (full
+// attention, sliding window, Mamba) and names each event's group
+// (group_idx; BlockStored also its kv_cache_spec_kind and window). The
+// groups store blocks of the same engine hashes, so block state is kept
+// per (rank, group): each group counts its own stores and removes, and a
+// removal in one never ends another's residency. AllBlocksCleared clears
+// every group of the rank. Each replica's layout (every group's kind,
+// window and block size) is learnt from its events and sent with its
+// blocks (kvwire version 2); to a router of version 1 a session sends only
+// the primary full-attention group (kvwire.Primary).
+//
 // It must not import router/..., gin, or the driver's task code: the driver
 // calls in here, and routers are reached only over the wire.
 package kvevents

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/kvwire"
 )
 
 // EventType is the kind of a vLLM KV-cache event.
@@ -55,6 +56,12 @@ type Event struct {
 	// when the event has no extra_keys, and an entry is nil for a plain block.
 	Extra    []blockkey.Extra
 	GroupIdx int
+	// Kind and Window are the group's kv_cache_spec_kind and
+	// kv_cache_spec_sliding_window (BlockStored of a vLLM that sends them;
+	// HasKind false otherwise).
+	Kind    kvwire.Kind
+	Window  int
+	HasKind bool
 }
 
 // Batch is one decoded payload frame (vLLM's KVEventBatch).

@@ -78,9 +78,9 @@ func (ss *Session) Drain() Drained {
 	}
 	chunks := s.log.read(ss.cursor)
 	ss.cursor = s.log.end()
-	sizes := make(map[string]int, len(s.replicas))
+	sizes := make(map[string]replicaMeta, len(s.replicas))
 	for id, r := range s.replicas {
-		sizes[id] = r.blockSize
+		sizes[id] = replicaMeta{blockSize: r.blockSize, layout: r.layout.specs()}
 	}
 	s.trimLocked()
 	s.mu.Unlock()
@@ -88,9 +88,16 @@ func (ss *Session) Drain() Drained {
 }
 
 type itemKey struct {
-	key  blockkey.Key
-	rank uint16
-	tier kvwire.Tier
+	key   blockkey.Key
+	rank  uint16
+	group uint8
+	tier  kvwire.Tier
+}
+
+// replicaMeta is what a delta says of a replica besides its blocks.
+type replicaMeta struct {
+	blockSize int
+	layout    []kvwire.KVGroupSpec
 }
 
 // flips records the first and last transition of one item in a window.
@@ -106,7 +113,7 @@ type replicaNet struct {
 // (an add only when absent, a del only when present), so add...add is an
 // add, del...del a del, and add...del or del...add nothing at all. A reset
 // discards the replica's earlier changes and marks it Reset.
-func netEffect(chunks [][]change, blockSizes map[string]int) []kvwire.Replica {
+func netEffect(chunks [][]change, meta map[string]replicaMeta) []kvwire.Replica {
 	reps := map[string]*replicaNet{}
 	for _, chunk := range chunks {
 		for i := range chunk {
@@ -121,7 +128,7 @@ func netEffect(chunks [][]change, blockSizes map[string]int) []kvwire.Replica {
 				clear(rn.items)
 				continue
 			}
-			k := itemKey{key: c.key, rank: c.rank, tier: c.tier}
+			k := itemKey{key: c.key, rank: c.rank, group: c.group, tier: c.tier}
 			f, seen := rn.items[k]
 			if !seen {
 				f.first = c.op
@@ -133,15 +140,17 @@ func netEffect(chunks [][]change, blockSizes map[string]int) []kvwire.Replica {
 	out := make([]kvwire.Replica, 0, len(reps))
 	for id, rn := range reps {
 		type gk struct {
-			rank int
-			tier kvwire.Tier
+			rank  int
+			group int
+			tier  kvwire.Tier
 		}
 		groups := map[gk]*kvwire.Group{}
 		group := func(k itemKey) *kvwire.Group {
-			g := groups[gk{int(k.rank), k.tier}]
+			id := gk{int(k.rank), int(k.group), k.tier}
+			g := groups[id]
 			if g == nil {
-				g = &kvwire.Group{Rank: int(k.rank), Tier: k.tier}
-				groups[gk{int(k.rank), k.tier}] = g
+				g = &kvwire.Group{Rank: int(k.rank), Tier: k.tier, KVGroup: int(k.group)}
+				groups[id] = g
 			}
 			return g
 		}
@@ -158,7 +167,8 @@ func netEffect(chunks [][]change, blockSizes map[string]int) []kvwire.Replica {
 		if !rn.reset && len(groups) == 0 {
 			continue
 		}
-		rep := kvwire.Replica{ID: id, BlockSize: blockSizes[id], Reset: rn.reset}
+		m := meta[id]
+		rep := kvwire.Replica{ID: id, BlockSize: m.blockSize, Reset: rn.reset, Layout: m.layout}
 		for _, g := range groups {
 			rep.Groups = append(rep.Groups, *g)
 		}
@@ -166,7 +176,10 @@ func netEffect(chunks [][]change, blockSizes map[string]int) []kvwire.Replica {
 			if a.Rank != b.Rank {
 				return a.Rank - b.Rank
 			}
-			return int(a.Tier) - int(b.Tier)
+			if a.Tier != b.Tier {
+				return int(a.Tier) - int(b.Tier)
+			}
+			return a.KVGroup - b.KVGroup
 		})
 		out = append(out, rep)
 	}

@@ -13,7 +13,7 @@ import (
 func mirrorBlocks(m *kvwire.Mirror, replica string) []Block {
 	var out []Block
 	for _, b := range m.Blocks("d", replica) {
-		out = append(out, Block{Rank: b.Rank, Tier: b.Tier, Key: blockkey.Key(b.Key)})
+		out = append(out, Block{Rank: b.Rank, Tier: b.Tier, Key: blockkey.Key(b.Key), Group: b.Group})
 	}
 	return sortBlocks(out)
 }

@@ -33,12 +33,20 @@ type engineEntry struct {
 // Normally 0 or 1; more only if two engine hashes map to one key.
 type holders [2]uint16
 
-// rankState is the block state of one data-parallel rank of a replica.
+// rankState is the block state of one KV-cache group of one data-parallel
+// rank of a replica. The groups of a hybrid model store blocks of the same
+// engine hashes, and each removes its own, so each group counts its own
+// references: a removal in one never ends another's residency.
 type rankState struct {
 	rank   int
 	engine map[uint64]engineEntry   // engine hash -> entry
 	held   map[blockkey.Key]holders // canonical key -> holders per tier
 	emit   func(rank int, t kvwire.Tier, k blockkey.Key, add bool)
+	// sibling finds an engine hash in the rank's other KV-cache groups:
+	// a group that keeps only some blocks (Mamba states, a sliding window)
+	// chains them on parents it never stored itself, and a hash names the
+	// same tokens in every group. Nil for none.
+	sibling func(h uint64) (engineEntry, bool)
 }
 
 func newRankState(rank int, emit func(int, kvwire.Tier, blockkey.Key, bool)) *rankState {
@@ -116,6 +124,9 @@ func (rs *rankState) store(ev *Event, st *ApplyStats) {
 	parent, resolved := blockkey.Root(ev.LoRAName), true
 	if ev.HasParent {
 		p, ok := rs.engine[ev.Parent]
+		if (!ok || !p.resolved) && rs.sibling != nil {
+			p, ok = rs.sibling(ev.Parent)
+		}
 		parent, resolved = p.key, ok && p.resolved
 	}
 	for i, h := range ev.Hashes {
@@ -201,18 +212,16 @@ func (rs *rankState) clear() {
 	clear(rs.held)
 }
 
-// apply applies one decoded batch.
-func (rs *rankState) apply(b *Batch, st *ApplyStats) {
-	for i := range b.Events {
-		ev := &b.Events[i]
-		switch ev.Type {
-		case BlockStored:
-			rs.store(ev, st)
-		case BlockRemoved:
-			rs.remove(ev, st)
-		case AllBlocksCleared:
-			st.Cleared++
-			rs.clear()
-		}
+// apply applies one event of the rank's KV-cache group (the Store routes
+// each event to the state of its group_idx).
+func (rs *rankState) apply(ev *Event, st *ApplyStats) {
+	switch ev.Type {
+	case BlockStored:
+		rs.store(ev, st)
+	case BlockRemoved:
+		rs.remove(ev, st)
+	case AllBlocksCleared:
+		st.Cleared++
+		rs.clear()
 	}
 }

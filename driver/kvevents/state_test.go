@@ -51,6 +51,9 @@ func sortBlocks(bs []Block) []Block {
 		if a.Tier != b.Tier {
 			return int(a.Tier) - int(b.Tier)
 		}
+		if a.Group != b.Group {
+			return a.Group - b.Group
+		}
 		switch {
 		case a.Key < b.Key:
 			return -1

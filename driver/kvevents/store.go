@@ -4,10 +4,11 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/llmgw/llmgw/internal/blockkey"
-	"github.com/llmgw/llmgw/internal/kvwire"
 	"maps"
 	"slices"
+
+	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/kvwire"
 )
 
 // Store holds the block state of every replica this driver runs and the
@@ -25,12 +26,18 @@ type Store struct {
 	stats    ApplyStats
 }
 
-// replicaState is one replica: its ranks' states and engine block size.
+// replicaState is one replica: the states of its ranks' KV-cache groups,
+// the engine block size of its primary group and the groups' layout as
+// its events declared it.
 type replicaState struct {
 	id        string
 	blockSize int
-	ranks     map[int]*rankState
+	ranks     map[rankGroup]*rankState
+	layout    layout
 }
+
+// rankGroup names the state of one KV-cache group of one rank.
+type rankGroup struct{ rank, group int }
 
 // op is what a change did.
 type op uint8
@@ -43,11 +50,12 @@ const (
 
 // change is one effective transition in the block state.
 type change struct {
-	rep  *replicaState
-	key  blockkey.Key
-	rank uint16
-	tier kvwire.Tier
-	op   op
+	rep   *replicaState
+	key   blockkey.Key
+	rank  uint16
+	group uint8 // KV-cache group
+	tier  kvwire.Tier
+	op    op
 }
 
 // DefaultMaxLag is how many changes a session may fall behind before it is
@@ -84,14 +92,14 @@ func NewStore(opts ...StoreOption) *Store {
 func (s *Store) replica(id string) *replicaState {
 	r, ok := s.replicas[id]
 	if !ok {
-		r = &replicaState{id: id, ranks: make(map[int]*rankState)}
+		r = &replicaState{id: id, ranks: make(map[rankGroup]*rankState)}
 		s.replicas[id] = r
 	}
 	return r
 }
 
-func (s *Store) rankOf(r *replicaState, rank int) *rankState {
-	rs, ok := r.ranks[rank]
+func (s *Store) rankOf(r *replicaState, rank, group int) *rankState {
+	rs, ok := r.ranks[rankGroup{rank, group}]
 	if !ok {
 		rs = newRankState(rank, func(rank int, t kvwire.Tier, k blockkey.Key, add bool) {
 			if len(s.sessions) == 0 {
@@ -101,9 +109,19 @@ func (s *Store) rankOf(r *replicaState, rank int) *rankState {
 			if add {
 				o = opAdd
 			}
-			s.log.append(change{rep: r, key: k, rank: uint16(rank), tier: t, op: o})
+			s.log.append(change{rep: r, key: k, rank: uint16(rank), group: uint8(group), tier: t, op: o})
 		})
-		r.ranks[rank] = rs
+		rs.sibling = func(h uint64) (engineEntry, bool) {
+			for rg, o := range r.ranks {
+				if rg.rank == rank && rg.group != group {
+					if e, ok := o.engine[h]; ok && e.resolved {
+						return e, true
+					}
+				}
+			}
+			return engineEntry{}, false
+		}
+		r.ranks[rankGroup{rank, group}] = rs
 	}
 	return rs
 }
@@ -113,13 +131,19 @@ func (s *Store) Apply(replica string, rank int, b *Batch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.replica(replica)
-	for i := range b.Events {
-		if ev := &b.Events[i]; ev.Type == BlockStored && len(ev.Tokens) > 0 {
-			r.blockSize = ev.BlockSize
-		}
-	}
 	var st ApplyStats
-	s.rankOf(r, rank).apply(b, &st)
+	for i := range b.Events {
+		ev := &b.Events[i]
+		if ev.Type == BlockStored && len(ev.Tokens) > 0 {
+			r.learn(ev)
+		}
+		if ev.Type == AllBlocksCleared {
+			st.Cleared++
+			r.clearRank(rank)
+			continue
+		}
+		s.rankOf(r, rank, ev.GroupIdx).apply(ev, &st)
+	}
 	s.stats.add(st)
 	s.trimLocked()
 }
@@ -130,9 +154,7 @@ func (s *Store) ClearRank(replica string, rank int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.replicas[replica]; ok {
-		if rs, ok := r.ranks[rank]; ok {
-			rs.clear()
-		}
+		r.clearRank(rank)
 	}
 }
 
@@ -173,9 +195,10 @@ func (s *Store) Stats() ApplyStats {
 
 // Block is one cached block of a replica, as the store holds it.
 type Block struct {
-	Rank int
-	Tier kvwire.Tier
-	Key  blockkey.Key
+	Rank  int
+	Tier  kvwire.Tier
+	Key   blockkey.Key
+	Group int // KV-cache group
 }
 
 // Blocks returns the blocks replica holds, sorted by rank, tier and key.
@@ -184,11 +207,11 @@ func (s *Store) Blocks(replica string) []Block {
 	defer s.mu.Unlock()
 	var out []Block
 	if r, ok := s.replicas[replica]; ok {
-		for rank, rs := range r.ranks {
+		for rg, rs := range r.ranks {
 			for k, h := range rs.held {
 				for ti := range h {
 					if h[ti] > 0 {
-						out = append(out, Block{Rank: rank, Tier: kvwire.Tier(ti + 1), Key: k})
+						out = append(out, Block{Rank: rg.rank, Tier: kvwire.Tier(ti + 1), Key: k, Group: rg.group})
 					}
 				}
 			}
@@ -201,6 +224,9 @@ func (s *Store) Blocks(replica string) []Block {
 		}
 		if a.Tier != b.Tier {
 			return a.Tier < b.Tier
+		}
+		if a.Group != b.Group {
+			return a.Group < b.Group
 		}
 		return a.Key < b.Key
 	})
@@ -237,8 +263,8 @@ func (s *Store) trimLocked() {
 func (s *Store) snapshotLocked() []kvwire.Replica {
 	out := make([]kvwire.Replica, 0, len(s.replicas))
 	for _, r := range s.replicas {
-		rep := kvwire.Replica{ID: r.id, BlockSize: r.blockSize}
-		for rank, rs := range r.ranks {
+		rep := kvwire.Replica{ID: r.id, BlockSize: r.blockSize, Layout: r.layout.specs()}
+		for rg, rs := range r.ranks {
 			var add [2][]uint64
 			for k, h := range rs.held {
 				for ti := range h {
@@ -249,7 +275,7 @@ func (s *Store) snapshotLocked() []kvwire.Replica {
 			}
 			for ti := range add {
 				if len(add[ti]) > 0 {
-					rep.Groups = append(rep.Groups, kvwire.Group{Rank: rank, Tier: kvwire.Tier(ti + 1), Add: add[ti]})
+					rep.Groups = append(rep.Groups, kvwire.Group{Rank: rg.rank, Tier: kvwire.Tier(ti + 1), Add: add[ti], KVGroup: rg.group})
 				}
 			}
 		}

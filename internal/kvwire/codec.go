@@ -18,9 +18,14 @@ var (
 // MaxBody bounds an encoded Update: a snapshot of a few million blocks.
 const MaxBody = 64 << 20
 
-// Encode returns u's msgpack encoding.
+// Encode returns u's msgpack encoding, in version 1's shape when
+// u.Version is 1 (see toV1: only each replica's Primary group).
 func Encode(u *Update) ([]byte, error) {
-	b, err := msgpack.Marshal(u)
+	var v any = u
+	if u.Version == 1 {
+		v = toV1(u)
+	}
+	b, err := msgpack.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode KV update: %w", err)
 	}
@@ -33,10 +38,27 @@ func Decode(body []byte) (*Update, error) {
 	if err := checkBounds(body); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	var u Update
+	ver, err := peekVersion(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if ver < MinVersion || ver > Version {
+		return nil, fmt.Errorf("%w: version %d; this receiver speaks %d to %d", ErrMalformed, ver, MinVersion, Version)
+	}
+	var (
+		u  *Update
+		v1 updateV1
+	)
 	r := bytes.NewReader(body)
 	dec := msgpack.NewDecoder(r)
-	if err := dec.Decode(&u); err != nil {
+	if ver == 1 {
+		err = dec.Decode(&v1)
+		u = fromV1(&v1)
+	} else {
+		u = new(Update)
+		err = dec.Decode(u)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if r.Len() != 0 {
@@ -45,14 +67,14 @@ func Decode(body []byte) (*Update, error) {
 	if err := u.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	return &u, nil
+	return u, nil
 }
 
 // Validate checks the rules a decoder cannot: the version, identities and
 // ranges.
 func (u *Update) Validate() error {
-	if u.Version != Version {
-		return fmt.Errorf("version %d; this receiver speaks %d", u.Version, Version)
+	if u.Version < MinVersion || u.Version > Version {
+		return fmt.Errorf("version %d; this receiver speaks %d to %d", u.Version, MinVersion, Version)
 	}
 	if u.Driver == "" {
 		return errors.New("empty driver id")
@@ -73,7 +95,13 @@ func (u *Update) Validate() error {
 		if r.BlockSize < 0 {
 			return fmt.Errorf("replica %q: block size %d", r.ID, r.BlockSize)
 		}
+		if err := validLayout(r.Layout); err != nil {
+			return fmt.Errorf("replica %q: %w", r.ID, err)
+		}
 		for _, g := range r.Groups {
+			if g.KVGroup < 0 || g.KVGroup >= MaxKVGroups {
+				return fmt.Errorf("replica %q: kv group %d out of range", r.ID, g.KVGroup)
+			}
 			if g.Rank < 0 || g.Rank > 1<<16 {
 				return fmt.Errorf("replica %q: rank %d out of range", r.ID, g.Rank)
 			}
@@ -84,6 +112,31 @@ func (u *Update) Validate() error {
 				return fmt.Errorf("replica %q: a snapshot carries removals", r.ID)
 			}
 		}
+	}
+	return nil
+}
+
+// validLayout checks a replica's KV-cache groups: indexes in range and
+// listed once, windows and block sizes in range.
+func validLayout(l []KVGroupSpec) error {
+	if len(l) > MaxKVGroups {
+		return fmt.Errorf("%d kv groups; at most %d", len(l), MaxKVGroups)
+	}
+	var seen [MaxKVGroups]bool
+	for _, g := range l {
+		switch {
+		case g.Index < 0 || g.Index >= MaxKVGroups:
+			return fmt.Errorf("kv group %d out of range", g.Index)
+		case seen[g.Index]:
+			return fmt.Errorf("kv group %d listed twice", g.Index)
+		case g.Window < 0 || g.Window > 1<<30:
+			return fmt.Errorf("kv group %d: window %d", g.Index, g.Window)
+		case g.BlockSize < 0 || g.BlockSize > 1<<20:
+			return fmt.Errorf("kv group %d: block size %d", g.Index, g.BlockSize)
+		case g.Kind == KindSlidingWindow && g.Window <= 0:
+			return fmt.Errorf("kv group %d: a sliding window of %d tokens", g.Index, g.Window)
+		}
+		seen[g.Index] = true
 	}
 	return nil
 }

@@ -3,7 +3,7 @@
 // router's ingest endpoint wraps: decoding, authentication with the shared
 // token, and per-driver session sequencing.
 //
-// # Protocol (version 1)
+// # Protocol (version 2)
 //
 // A driver keeps one session per router instance. Every flush it sends one
 // Update as the body of an HTTP POST to Path, msgpack-encoded (Content-Type
@@ -27,6 +27,14 @@
 //     cutoff, handing the Sink an empty snapshot from each (Epoch 0).
 //   - 401 means a missing or wrong token; 400 a body that is not a valid
 //     Update, or an unsupported Version. Neither is retried as-is.
+//
+// Version 2 adds the engine's KV-cache groups (vLLM's hybrid models keep
+// one per layer type: full attention, sliding window, Mamba): each Group
+// names its KVGroup, and each Replica carries its Layout (every group's
+// kind, window and block size). A receiver accepts versions 1 and 2; a
+// version 1 body means one full-attention group. A sender that a version
+// 1 router refuses (RefusedVersion) speaks version 1 to it, sending each
+// replica's Primary group only, which is what such a router can index.
 //
 // Structs encode as msgpack arrays; fields are only ever appended, and a
 // change in meaning bumps Version. The package is a leaf: it imports nothing

@@ -44,7 +44,7 @@ func TestDecodeRejects(t *testing.T) {
 		name string
 		u    *Update
 	}{
-		{"version", &Update{Version: 2, Driver: "d", Epoch: 1}},
+		{"version", &Update{Version: Version + 1, Driver: "d", Epoch: 1}},
 		{"no driver", &Update{Version: Version, Epoch: 1}},
 		{"epoch 0", &Update{Version: Version, Driver: "d"}},
 		{"empty replica id", update(1, false, Replica{})},

@@ -4,9 +4,10 @@ import "sync"
 
 // BlockRef is one cached block as the wire names it.
 type BlockRef struct {
-	Rank int
-	Tier Tier
-	Key  uint64
+	Rank  int
+	Tier  Tier
+	Key   uint64
+	Group int // KV-cache group (Group.KVGroup)
 }
 
 // Mirror is the simplest Sink: it keeps, per driver and replica, the set of
@@ -43,10 +44,10 @@ func (m *Mirror) ApplyUpdate(u *Update) {
 		}
 		for _, g := range r.Groups {
 			for _, k := range g.Del {
-				delete(set, BlockRef{Rank: g.Rank, Tier: g.Tier, Key: k})
+				delete(set, BlockRef{Rank: g.Rank, Tier: g.Tier, Key: k, Group: g.KVGroup})
 			}
 			for _, k := range g.Add {
-				set[BlockRef{Rank: g.Rank, Tier: g.Tier, Key: k}] = struct{}{}
+				set[BlockRef{Rank: g.Rank, Tier: g.Tier, Key: k, Group: g.KVGroup}] = struct{}{}
 			}
 		}
 		if len(set) == 0 {

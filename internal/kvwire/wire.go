@@ -1,7 +1,14 @@
 package kvwire
 
-// Version is the protocol version this package speaks.
-const Version = 1
+// Version is the protocol version this package speaks. Version 2 adds the
+// engine's KV-cache groups (Group.KVGroup, Replica.Layout); a receiver
+// accepts MinVersion to Version, and Encode writes an Update of Version 1
+// in version 1's shape (see Downgrade), so drivers and routers of either
+// version work together.
+const Version = 2
+
+// MinVersion is the oldest version a receiver accepts.
+const MinVersion = 1
 
 // Path is the router endpoint that receives updates.
 const Path = "/llmgw/kv/v1/updates"
@@ -50,7 +57,12 @@ type Replica struct {
 	ID        string
 	BlockSize int     // engine tokens per block; 0 while unknown
 	Reset     bool    // drop all blocks held for ID before applying Groups
-	Groups    []Group // per (rank, tier); a snapshot carries only Add
+	Groups    []Group // per (rank, tier, KV group); a snapshot carries only Add
+	// Layout lists the replica's KV-cache groups as its engine's events
+	// declared them, by KVGroup index (version 2); nil while unknown, which
+	// means one full-attention group. Sent with every entry of a replica
+	// whose layout is known: it is a few bytes.
+	Layout []KVGroupSpec
 }
 
 // Group is the change to one (data-parallel rank, tier) of a replica.
@@ -62,4 +74,47 @@ type Group struct {
 	Tier Tier
 	Add  []uint64 // canonical block keys (internal/blockkey) now held
 	Del  []uint64 // canonical block keys no longer held
+	// KVGroup is the engine's KV-cache group (vLLM's group_idx) of the
+	// blocks (version 2; always 0 in version 1).
+	KVGroup int
+}
+
+// MaxKVGroups bounds a replica's KV-cache groups (vLLM models have a
+// handful: one per layer type).
+const MaxKVGroups = 64
+
+// Kind is the attention type of a KV-cache group; it decides which of a
+// prompt's blocks the group needs for a cache hit.
+type Kind uint8
+
+// Kinds, from vLLM's kv_cache_spec_kind. KindUnknown (a kind this version
+// does not know) is treated as full attention, the strictest rule.
+const (
+	KindUnknown       Kind = 0
+	KindFull          Kind = 1 // every block of the prefix
+	KindSlidingWindow Kind = 2 // the blocks inside the window ending at the hit
+	KindMamba         Kind = 3 // the state at exactly the hit position
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindFull:
+		return "full"
+	case KindSlidingWindow:
+		return "sliding_window"
+	case KindMamba:
+		return "mamba"
+	}
+	return "unknown"
+}
+
+// KVGroupSpec describes one KV-cache group of a replica.
+type KVGroupSpec struct {
+	//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
+	_msgpack struct{} `msgpack:",as_array"`
+
+	Index     int  // the group's group_idx
+	Kind      Kind // attention type
+	Window    int  // sliding window in tokens (KindSlidingWindow), else 0
+	BlockSize int  // engine tokens per block of this group; 0 while unknown
 }

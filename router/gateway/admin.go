@@ -74,6 +74,8 @@ type explained struct {
 	Total        float64            `json:"total"`
 	Scores       map[string]float64 `json:"scores"`
 	CachedTokens int                `json:"cached_tokens"`
+	// KVGroups is each KV-cache group's part of a hybrid replica's hit.
+	KVGroups any `json:"kv_groups,omitempty"`
 }
 
 // explain schedules a request without sending it or recording it, and
@@ -99,6 +101,9 @@ func (g *Gateway) explain(kind openai.Kind) gin.HandlerFunc {
 			e := explained{Replica: r.Candidate.ID, Mode: r.Mode, Total: r.Total, Scores: map[string]float64{}, CachedTokens: r.CachedBlocks * p.sreq.BlockTokens}
 			for i, name := range d.Scorers {
 				e.Scores[name] = r.Scores[i]
+			}
+			if g.d.KVGroups != nil && p.sreq.Keys != nil {
+				e.KVGroups = g.d.KVGroups(p.req.Model, p.sreq.Keys, maxHitBlocks(p.prompt.Tokens, p.sreq.BlockTokens, len(p.sreq.Keys)), r.Candidate.ID)
 			}
 			ranked = append(ranked, e)
 		}

@@ -32,6 +32,10 @@ type Deps struct {
 	Metrics   *Metrics
 	// BlocksOf reports a replica's indexed blocks (GPU, CPU) for the admin API.
 	BlocksOf func(model, replica string) (gpu, cpu int)
+	// KVGroups explains a hybrid replica's predicted hit group by group
+	// for the explain API (router/kvgroups.Index.ExplainGroups): a JSON
+	// value, nil for a replica with one full-attention group.
+	KVGroups func(model string, keys []uint64, maxBlocks int, replica string) any
 	// Ready reports whether the replica set is known (Consul synced).
 	Ready func() bool
 	// Transport reaches replicas (default: a fresh http.Transport with

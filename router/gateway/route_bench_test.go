@@ -15,6 +15,7 @@ import (
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/kvgroups"
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
@@ -35,6 +36,12 @@ import (
 // way, so a decision reads slots the 63 before it pushed out of the
 // core's own caches, as a router does whose prompts were last seen
 // seconds ago.
+//
+// Each case runs twice on one fleet: "index" with the scheduler reading
+// router/index.Models directly, as before KV-cache groups, and "kvgroups"
+// through router/kvgroups.Index (the engine's rule over hybrid replicas'
+// groups) with every replica full-attention only, as the server runs it:
+// the cost of the hybrid support to a fleet that does not use it.
 func BenchmarkRouteDecision(b *testing.B) {
 	cases := []struct {
 		name    string
@@ -49,7 +56,9 @@ func BenchmarkRouteDecision(b *testing.B) {
 				rb = newRouteBench(b, c.prompts)
 				fleets[c.prompts] = rb
 			}
-			rb.decide(b, c.repeat)
+			for _, ix := range []string{"index", "kvgroups"} {
+				b.Run(ix, func(b *testing.B) { rb.withIndex(ix).decide(b, c.repeat) })
+			}
 		})
 	}
 }
@@ -143,6 +152,8 @@ type routeBench struct {
 	prompts [][]uint32 // their tokens
 	set     *replicas.Set
 	sched   *scheduler.Scheduler
+	// groupsSched is sched over router/kvgroups.Index (see withIndex).
+	groupsSched *scheduler.Scheduler
 }
 
 // The prompt's size and the fleet's block size.
@@ -205,7 +216,21 @@ func newRouteBench(b *testing.B, prompts int) *routeBench {
 	if err != nil {
 		b.Fatal(err)
 	}
+	groups := kvgroups.NewIndex(models, kvgroups.NewRegistry())
+	if rb.groupsSched, err = reg.Build(scheduler.DefaultConfig(), scheduler.Deps{Index: groups, Rand: rand.NewPCG(1, 1)}); err != nil {
+		b.Fatal(err)
+	}
 	return rb
+}
+
+// withIndex is rb deciding with the scheduler over router/index.Models
+// ("index") or over router/kvgroups.Index ("kvgroups").
+func (rb *routeBench) withIndex(name string) *routeBench {
+	c := *rb
+	if name == "kvgroups" {
+		c.sched = rb.groupsSched
+	}
+	return &c
 }
 
 // BenchmarkHostJitter is the control for BenchmarkRouteDecision's

@@ -6,6 +6,7 @@ import (
 
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/kvgroups"
 )
 
 // Default bounds on the state kept for replicas the replica set does not
@@ -38,8 +39,9 @@ type pending struct {
 }
 
 type rankTier struct {
-	rank int
-	tier index.Tier
+	rank  int
+	tier  index.Tier
+	group string // the index the group goes in, as a suffix to the model (kvgroups.IndexName of "")
 }
 
 // keepLocked records r, from driver, for a replica not in the replica set.
@@ -48,7 +50,7 @@ type rankTier struct {
 // mention. A driver whose deltas for the replica were lost (it is in
 // waiting) cannot be followed until it sends a snapshot or a reset: the
 // replica stays waiting.
-func (s *Sink) keepLocked(driver string, r *kvwire.Replica, fresh bool) {
+func (s *Sink) keepLocked(driver string, version int, r *kvwire.Replica, fresh bool) {
 	p := s.pending[r.ID]
 	if p != nil && p.driver != driver {
 		s.log.Warn("replica not listed yet moved to another driver", "replica", r.ID, "from", p.driver, "to", driver)
@@ -61,6 +63,7 @@ func (s *Sink) keepLocked(driver string, r *kvwire.Replica, fresh bool) {
 			"replica", r.ID, "driver", driver)
 		return
 	}
+	layout := s.layoutLocked(version, r)
 	groups := make([]rankTier, len(r.Groups))
 	for i, g := range r.Groups {
 		t, err := toTier(g.Tier)
@@ -69,7 +72,7 @@ func (s *Sink) keepLocked(driver string, r *kvwire.Replica, fresh bool) {
 			s.log.Error("apply kv update", "replica", r.ID, "driver", driver, "error", err)
 			return
 		}
-		groups[i] = rankTier{g.Rank, t}
+		groups[i] = rankTier{g.Rank, t, kvgroups.IndexName("", g.KVGroup, layout.Primary())}
 	}
 	if p == nil || fresh {
 		s.forgetPendingLocked(r.ID)
@@ -115,18 +118,20 @@ func (s *Sink) adoptLocked(replica, model string) bool {
 		return false
 	}
 	s.forgetPendingLocked(replica)
-	blocks := make([]index.Blocks, 0, len(p.groups))
+	byName := map[string][]index.Blocks{}
 	for rt, set := range p.groups {
 		keys := make([]uint64, 0, len(set))
 		for k := range set {
 			keys = append(keys, k)
 		}
-		blocks = append(blocks, index.Blocks{Rank: rt.rank, Tier: rt.tier, Keys: keys})
+		byName[model+rt.group] = append(byName[model+rt.group], index.Blocks{Rank: rt.rank, Tier: rt.tier, Keys: keys})
 	}
-	sort.Slice(blocks, func(i, j int) bool {
-		return blocks[i].Rank < blocks[j].Rank || blocks[i].Rank == blocks[j].Rank && blocks[i].Tier < blocks[j].Tier
-	})
-	if err := s.models.For(model).Replace(replica, blocks); err != nil {
+	for _, blocks := range byName {
+		sort.Slice(blocks, func(i, j int) bool {
+			return blocks[i].Rank < blocks[j].Rank || blocks[i].Rank == blocks[j].Rank && blocks[i].Tier < blocks[j].Tier
+		})
+	}
+	if err := s.replaceLocked(replica, model, byName); err != nil {
 		s.stats.Errors++
 		s.log.Error("adopt kv state kept before the replica joined", "replica", replica, "driver", p.driver, "error", err)
 		s.waitFor(replica, p.driver)

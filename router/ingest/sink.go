@@ -8,10 +8,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/llmgw/llmgw/internal/kvwire"
-	"github.com/llmgw/llmgw/router/index"
 	"maps"
 	"slices"
+
+	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/kvgroups"
 )
 
 // ModelOf says which model a replica serves, from the replica set; false
@@ -28,6 +30,10 @@ type Stats struct {
 	// driver is asked for a snapshot when the replica joins.
 	Unknown uint64
 	Errors  uint64 // index refusals (e.g. too many holders), bad tiers
+	// OtherBlockSize counts keys of KV-cache groups whose block size is not
+	// the primary group's: they can never match a prompt's keys, so they
+	// are not indexed.
+	OtherBlockSize uint64
 	// Kept counts replica entries kept for a replica not listed yet;
 	// Adopted the kept states moved into the index when their replica
 	// joined; Discarded the kept states dropped, by reason (Discard*).
@@ -51,6 +57,11 @@ type Options struct {
 	PendingKeys     int
 	PendingAge      time.Duration
 	Now             func() time.Time
+	// Layouts, when set, receives each replica's KV-cache group layout
+	// from its updates, and the groups other than the primary one are
+	// indexed apart (kvgroups.IndexName); nil indexes every group's keys
+	// in the model's index, as version 1 did.
+	Layouts *kvgroups.Registry
 }
 
 // Sink applies accepted updates to the index. Safe for concurrent use.
@@ -64,8 +75,11 @@ type Sink struct {
 	drivers map[string]map[string]bool // driver -> replicas it holds state for
 	owner   map[string]string          // replica -> driver with live state
 	blockSz map[string]int             // replica -> block size drivers report
-	waiting map[string]map[string]bool // unknown replica -> drivers to ask for a snapshot when it joins
-	pending map[string]*pending        // unknown replica -> state kept for it
+	// groupNames is, per replica, the indexes other than its model's that
+	// its KV-cache groups were put in.
+	groupNames map[string]map[string]bool
+	waiting    map[string]map[string]bool // unknown replica -> drivers to ask for a snapshot when it joins
+	pending    map[string]*pending        // unknown replica -> state kept for it
 	// pendingKeys is the keys in pending, in all.
 	pendingKeys int
 	stats       Stats
@@ -106,12 +120,13 @@ func NewSinkWith(models *index.Models, modelOf ModelOf, opts Options) *Sink {
 	}
 	return &Sink{
 		models: models, modelOf: modelOf, log: opts.Logger, opts: opts,
-		drivers: map[string]map[string]bool{},
-		owner:   map[string]string{},
-		blockSz: map[string]int{},
-		waiting: map[string]map[string]bool{},
-		pending: map[string]*pending{},
-		stats:   Stats{Discarded: map[string]uint64{}},
+		drivers:    map[string]map[string]bool{},
+		owner:      map[string]string{},
+		blockSz:    map[string]int{},
+		groupNames: map[string]map[string]bool{},
+		waiting:    map[string]map[string]bool{},
+		pending:    map[string]*pending{},
+		stats:      Stats{Discarded: map[string]uint64{}},
 	}
 }
 
@@ -149,16 +164,16 @@ func (s *Sink) ApplyUpdate(u *kvwire.Update) {
 		delete(s.drivers, u.Driver) // Receiver.Expire sends no replicas: the driver is gone
 	}
 	for i := range u.Replicas {
-		s.applyReplica(u.Driver, &u.Replicas[i], u.Snapshot)
+		s.applyReplica(u.Driver, u.Version, &u.Replicas[i], u.Snapshot)
 	}
 }
 
-func (s *Sink) applyReplica(driver string, r *kvwire.Replica, snapshot bool) {
+func (s *Sink) applyReplica(driver string, version int, r *kvwire.Replica, snapshot bool) {
 	model, ok := s.modelOf(r.ID)
 	if !ok {
 		// Not in the replica set yet (Consul lists it later): keep its
 		// state, to be adopted when it joins.
-		s.keepLocked(driver, r, snapshot || r.Reset)
+		s.keepLocked(driver, version, r, snapshot || r.Reset)
 		return
 	}
 	// It joined since its state was kept, and Joined has not run yet.
@@ -167,36 +182,53 @@ func (s *Sink) applyReplica(driver string, r *kvwire.Replica, snapshot bool) {
 	if r.BlockSize > 0 {
 		s.blockSz[r.ID] = r.BlockSize
 	}
-	ix := s.models.For(model)
+	layout := s.layoutLocked(version, r)
+	name := func(g int) string { return kvgroups.IndexName(model, g, layout.Primary()) }
 	var err error
 	if snapshot || r.Reset {
 		// A reset's deletions remove nothing still held, so only additions count.
-		blocks := make([]index.Blocks, 0, len(r.Groups))
+		byName := map[string][]index.Blocks{}
 		for _, g := range r.Groups {
 			t, terr := toTier(g.Tier)
 			if terr != nil {
 				err = terr
 				break
+			}
+			if !indexable(layout, g.KVGroup) {
+				s.stats.OtherBlockSize += uint64(len(g.Add))
+				continue
 			}
 			s.stats.Keys += uint64(len(g.Add))
-			blocks = append(blocks, index.Blocks{Rank: g.Rank, Tier: t, Keys: g.Add})
+			n := name(g.KVGroup)
+			byName[n] = append(byName[n], index.Blocks{Rank: g.Rank, Tier: t, Keys: g.Add})
 		}
 		if err == nil {
-			err = ix.Replace(r.ID, blocks)
+			err = s.replaceLocked(r.ID, model, byName)
 		}
 	} else {
-		changes := make([]index.Change, 0, len(r.Groups))
+		byName := map[string][]index.Change{}
 		for _, g := range r.Groups {
 			t, terr := toTier(g.Tier)
 			if terr != nil {
 				err = terr
 				break
 			}
+			if !indexable(layout, g.KVGroup) {
+				s.stats.OtherBlockSize += uint64(len(g.Add))
+				continue
+			}
 			s.stats.Keys += uint64(len(g.Add) + len(g.Del))
-			changes = append(changes, index.Change{Rank: g.Rank, Tier: t, Add: g.Add, Del: g.Del})
+			n := name(g.KVGroup)
+			byName[n] = append(byName[n], index.Change{Rank: g.Rank, Tier: t, Add: g.Add, Del: g.Del})
 		}
-		if err == nil {
-			err = ix.Update(r.ID, changes)
+		for n, changes := range byName {
+			if err != nil {
+				break
+			}
+			if n != model {
+				s.noteGroupLocked(r.ID, n)
+			}
+			err = s.models.For(n).Update(r.ID, changes)
 		}
 	}
 	if err != nil {
@@ -227,6 +259,10 @@ func (s *Sink) dropLocked(replica string) {
 		delete(s.owner, replica)
 	}
 	delete(s.blockSz, replica)
+	delete(s.groupNames, replica)
+	if s.opts.Layouts != nil {
+		s.opts.Layouts.Forget(replica)
+	}
 	s.models.Remove(replica)
 }
 

@@ -25,7 +25,7 @@ func FromConsul(service string, in []consul.Replica) []Replica {
 	out := make([]Replica, len(in))
 	for i, r := range in {
 		out[i] = Replica{
-			ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: service,
+			ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, KVCacheGroups: r.KVCacheGroups, Source: service,
 			Health: r.Health, Draining: r.Draining(),
 		}
 	}

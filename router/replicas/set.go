@@ -9,10 +9,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/llmgw/llmgw/router/load"
-	"github.com/llmgw/llmgw/router/scheduler"
 	"maps"
 	"slices"
+
+	"github.com/llmgw/llmgw/router/load"
+	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // Replica is one model replica the router may send requests to.
@@ -24,6 +25,9 @@ type Replica struct {
 	// KVEvents says its driver forwards KV events (Consul meta), so exact
 	// mode is expected once updates flow.
 	KVEvents bool
+	// KVCacheGroups declares the replica's KV-cache groups (Consul meta
+	// llmgw-kv-cache-groups, router/kvgroups.ParseLayout); "" for none.
+	KVCacheGroups string
 	// Source is "static" or the Consul service it came from.
 	Source string
 	// Health is the replica's Consul health (consul.Health*; "" for static

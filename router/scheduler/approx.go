@@ -41,10 +41,14 @@ type ApproxScorer struct {
 	name TypedName
 	hist *history
 	all  bool // IgnoreEvents
+	// hybrid, when set, says which replicas keep Mamba state: history
+	// credits them only where a sent prompt ended, as the engine would.
+	hybrid HybridIndex
 }
 
-func newApproxScorer(name TypedName, p ApproxParams, now func() time.Time) *ApproxScorer {
-	return &ApproxScorer{name: name, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now), all: p.IgnoreEvents}
+func newApproxScorer(name TypedName, p ApproxParams, now func() time.Time, ix PrefixIndex) *ApproxScorer {
+	hy, _ := ix.(HybridIndex)
+	return &ApproxScorer{name: name, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now), all: p.IgnoreEvents, hybrid: hy}
 }
 
 func (s *ApproxScorer) TypedName() TypedName { return s.name }
@@ -71,6 +75,13 @@ func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate,
 			continue
 		}
 		d := depth[c.ID]
+		if d > 0 && s.hybrid != nil && s.hybrid.EndStateOnly(c.ID) {
+			limit := len(keys)
+			if req.Keys != nil {
+				limit = maxHit(req)
+			}
+			d = endStateCredit(s.hist, keys, c.ID, d, limit)
+		}
 		scores[i] = float64(d) / float64(len(keys))
 		NotePrediction(req, i, Prediction{Blocks: d, Credit: float64(d), Mode: ModeApprox})
 	}
@@ -80,6 +91,9 @@ func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate,
 func (s *ApproxScorer) Routed(req *Request, chosen *Candidate) {
 	if s.applies(req, chosen) {
 		s.hist.record(req.historyKeys(), chosen.ID)
+		if s.hybrid != nil && s.hybrid.EndStateOnly(chosen.ID) {
+			recordEnd(s.hist, req.historyKeys(), chosen.ID)
+		}
 	}
 }
 

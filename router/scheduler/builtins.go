@@ -36,7 +36,7 @@ func RegisterBuiltins(r *Registry) error {
 			if err := decodeValid(raw, &p); err != nil {
 				return nil, err
 			}
-			return newApproxScorer(n, p, d.Now), nil
+			return newApproxScorer(n, p, d.Now, d.Index), nil
 		}},
 		{"load", func(n TypedName, raw json.RawMessage, _ Deps) (Plugin, error) {
 			p := defaultLoadParams()

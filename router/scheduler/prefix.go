@@ -93,6 +93,9 @@ type PrefixScorer struct {
 	p     PrefixParams
 	index PrefixIndex
 	spec  *history
+	// hybrid is index when it applies the engine's rule over KV-cache
+	// groups; nil otherwise.
+	hybrid HybridIndex
 
 	pool sync.Pool // *prefixScratch
 }
@@ -106,11 +109,13 @@ type prefixScratch struct {
 }
 
 func newPrefixScorer(name TypedName, p PrefixParams, ix PrefixIndex, now func() time.Time) *PrefixScorer {
+	hy, _ := ix.(HybridIndex)
 	return &PrefixScorer{
-		name:  name,
-		p:     p,
-		index: ix,
-		spec:  newHistory(time.Duration(p.SpeculativeTTL), p.SpeculativeMaxEntries, now),
+		name:   name,
+		p:      p,
+		index:  ix,
+		spec:   newHistory(time.Duration(p.SpeculativeTTL), p.SpeculativeMaxEntries, now),
+		hybrid: hy,
 	}
 }
 
@@ -137,7 +142,12 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	for i := range cands {
 		sc.ids = append(sc.ids, cands[i].ID)
 	}
-	matches := s.index.LookupReplicas(req.Model, req.Keys, s.p.strideFor(req), sc.ids, sc.matches)
+	var matches []index.Match
+	if s.hybrid != nil {
+		matches = s.hybrid.LookupReplicasMax(req.Model, req.Keys, s.p.strideFor(req), maxHit(req), sc.ids, sc.matches)
+	} else {
+		matches = s.index.LookupReplicas(req.Model, req.Keys, s.p.strideFor(req), sc.ids, sc.matches)
+	}
 	sc.matches = matches
 	spec := sc.spec
 	clear(spec)
@@ -150,7 +160,11 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		m := matches[i]
 		blocks := m.Blocks
 		credit := float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
-		if d := spec[c.ID]; float64(d) > credit {
+		d := spec[c.ID]
+		if d > 0 && s.hybrid != nil && s.hybrid.EndStateOnly(c.ID) {
+			d = endStateCredit(s.spec, req.Keys, c.ID, d, maxHit(req))
+		}
+		if float64(d) > credit {
 			credit, blocks = float64(d), max(blocks, d)
 		}
 		scores[i] = credit / float64(n)
@@ -163,6 +177,9 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 func (s *PrefixScorer) Routed(req *Request, chosen *Candidate) {
 	if chosen.Mode == ModeExact && len(req.Keys) > 0 {
 		s.spec.record(req.Keys, chosen.ID)
+		if s.hybrid != nil && s.hybrid.EndStateOnly(chosen.ID) {
+			recordEnd(s.spec, req.Keys, chosen.ID)
+		}
 	}
 }
 

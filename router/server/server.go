@@ -23,6 +23,7 @@ import (
 	"github.com/llmgw/llmgw/router/gateway"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/kvgroups"
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/peers"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -38,6 +39,8 @@ type Server struct {
 
 	models   *index.Models
 	sink     *ingest.Sink
+	layouts  *kvgroups.Registry // KV-cache group layouts of hybrid replicas
+	groups   *kvgroups.Index    // the prefix index with the engine's hit rule
 	receiver *kvwire.Receiver
 	set      *replicas.Set
 	tracker  *load.Tracker
@@ -93,9 +96,11 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	s.models = index.NewModels(index.Options{OnOverflow: func(keys, max int) {
 		log.Error("block index over the fleet's advertised KV capacity; new blocks are dropped", "keys", keys, "max", max)
 	}})
-	s.sink = ingest.NewSink(s.models, func(id string) (string, bool) { return s.set.ModelOf(id) }, log.Named("ingest"))
+	s.layouts = kvgroups.NewRegistry()
+	s.sink = ingest.NewSinkWith(s.models, func(id string) (string, bool) { return s.set.ModelOf(id) }, ingest.Options{Logger: log.Named("ingest"), Layouts: s.layouts})
 	s.tracker = load.NewTracker()
-	s.set = replicas.New(s.sink, s.tracker, replicas.Options{
+	kv := declaringKV{Sink: s.sink, layouts: s.layouts, replica: func(id string) (replicas.Replica, bool) { return s.set.Get(id) }, log: log.Named("kvgroups")}
+	s.set = replicas.New(kv, s.tracker, replicas.Options{
 		Logger: log.Named("replicas"),
 		Resnapshot: func(drivers []string) {
 			for _, d := range drivers {
@@ -126,7 +131,8 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	for _, e := range perrs {
 		log.Warn("tokenizer unavailable", "error", e)
 	}
-	sched, err := buildScheduler(cfg.Scheduler, scheduler.Deps{Index: s.models}, opts)
+	s.groups = kvgroups.NewIndex(s.models, s.layouts)
+	sched, err := buildScheduler(cfg.Scheduler, scheduler.Deps{Index: s.groups}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +145,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 		Auth: keys, Limits: s.limiter,
 		Replicas: s.set, Scheduler: sched, Tracker: s.tracker, Prompts: prompts, Metrics: s.metrics,
 		BlocksOf:        func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
+		KVGroups:        s.groups.ExplainGroups,
 		Ready:           func() bool { return s.synced() },
 		SessionHeader:   sessionHeader(cfg.Scheduler),
 		MaxBodyBytes:    cfg.MaxBodyBytes,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
 	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/internal/kvwire"
 )
@@ -258,6 +259,9 @@ func (s *routerSession) run(ctx context.Context) {
 		backoff  = s.cfg.MinBackoff
 		failLog  = rateLimit{every: 30 * time.Second}
 		joined   bool // the router accepted a send
+		// version is the protocol version spoken to this router: the
+		// newest, until a router of an older version refuses it.
+		version = kvwire.Version
 	)
 	grow := func(d time.Duration) time.Duration {
 		if !joined {
@@ -289,7 +293,7 @@ func (s *routerSession) run(ctx context.Context) {
 				}
 				seq++
 			}
-			pending = &kvwire.Update{Version: kvwire.Version, Driver: s.cfg.DriverID, Epoch: epoch, Seq: seq, Snapshot: d.Snapshot, Replicas: d.Replicas}
+			pending = &kvwire.Update{Version: version, Driver: s.cfg.DriverID, Epoch: epoch, Seq: seq, Snapshot: d.Snapshot, Replicas: d.Replicas}
 		}
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.SendTimeout)
 		err := kvwire.Send(sctx, s.cfg.Client, s.ep.URL, s.cfg.Token, pending)
@@ -302,10 +306,16 @@ func (s *routerSession) run(ctx context.Context) {
 		switch {
 		case err == nil:
 			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
+		case version > 1 && kvwire.RefusedVersion(err):
+			// A router of the previous version: speak it, from a snapshot.
+			s.log.Info("router speaks kv protocol version 1; sending it version 1", "router", s.ep.String())
+			version, pending, next = 1, nil, 0
+			s.sess.Resync()
 		case errors.Is(err, kvwire.ErrSnapshotRequired):
-			// The router restarted or lost our session: start over.
+			// The router restarted or lost our session: start over, in the
+			// newest version (a restarted router may speak it).
 			s.log.Info("router asked for a snapshot", "reason", err)
-			next = 0
+			version, next = kvwire.Version, 0
 			if pending.Snapshot { // a router refusing snapshots: do not spin
 				next, backoff = backoff, grow(backoff)
 			}

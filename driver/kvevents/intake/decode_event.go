@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/internal/kvwire"
 )
 
 // eventFields collects an event's fields in either form before the event is
@@ -285,12 +286,30 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 		if r.nextIsNil() {
 			return nil
 		}
-		v, err := r.intIn("group_idx", 0, math.MaxInt32)
+		v, err := r.intIn("group_idx", 0, kvwire.MaxKVGroups-1)
 		if err != nil {
 			return err
 		}
 		ev.GroupIdx = int(v)
-	case "lora_id", "kv_cache_spec_kind", "kv_cache_spec_sliding_window":
+	case "kv_cache_spec_kind":
+		if r.nextIsNil() {
+			return nil
+		}
+		s, err := r.strBytes()
+		if err != nil {
+			return err
+		}
+		ev.Kind, ev.HasKind = kindOf(s), true
+	case "kv_cache_spec_sliding_window":
+		if r.nextIsNil() {
+			return nil
+		}
+		v, err := r.intIn("kv_cache_spec_sliding_window", 1, maxWindow)
+		if err != nil {
+			return err
+		}
+		ev.Window = int(v)
+	case "lora_id":
 		return r.skip() // known, not needed for keys or routing
 	default:
 		d.Stats.UnknownFields++

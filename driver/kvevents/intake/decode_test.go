@@ -77,6 +77,16 @@ func checkEvent(t *testing.T, got kvevents.Event, want kvvectors.Event) {
 	if got.GroupIdx != wantGroup {
 		t.Errorf("group %d; want %d", got.GroupIdx, wantGroup)
 	}
+	wantKind, wantWindow := kvwire.KindUnknown, 0
+	if want.KVCacheSpecKind != nil {
+		wantKind = kindOf([]byte(*want.KVCacheSpecKind))
+	}
+	if want.SlidingWindow != nil {
+		wantWindow = *want.SlidingWindow
+	}
+	if got.HasKind != (want.KVCacheSpecKind != nil) || got.Kind != wantKind || got.Window != wantWindow {
+		t.Errorf("kind %v/%v window %d; want %v window %d", got.Kind, got.HasKind, got.Window, wantKind, wantWindow)
+	}
 	wx := wantExtra(t, want)
 	if (wx == nil) != (got.Extra == nil) || len(wx) != len(got.Extra) {
 		t.Fatalf("extra %v; want %v", got.Extra, wx)

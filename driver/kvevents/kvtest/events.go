@@ -84,7 +84,7 @@ func Feed(m *kvwire.Mirror, d kvevents.Drained) {
 func mirrored(m *kvwire.Mirror, driver, replica string) []kvevents.Block {
 	var out []kvevents.Block
 	for _, b := range m.Blocks(driver, replica) {
-		out = append(out, kvevents.Block{Rank: b.Rank, Tier: b.Tier, Key: blockkey.Key(b.Key)})
+		out = append(out, kvevents.Block{Rank: b.Rank, Tier: b.Tier, Key: blockkey.Key(b.Key), Group: b.Group})
 	}
 	return SortBlocks(out)
 }

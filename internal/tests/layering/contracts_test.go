@@ -71,6 +71,11 @@ var contracts = map[string][]string{
 		"github.com/hashicorp/go-hclog",
 		"github.com/llmgw/llmgw/internal/kvwire",
 		"github.com/llmgw/llmgw/router/index",
+		"github.com/llmgw/llmgw/router/kvgroups",
+	},
+	"router/kvgroups": {
+		"github.com/llmgw/llmgw/internal/kvwire",
+		"github.com/llmgw/llmgw/router/index",
 	},
 	"router/openai":     nil,
 	"router/statuspage": nil,

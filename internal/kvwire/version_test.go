@@ -1,0 +1,160 @@
+package kvwire
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func hybridUpdate() *Update {
+	return &Update{Version: Version, Driver: "node-1", Epoch: 9, Seq: 3, Replicas: []Replica{{
+		ID: "a/t", BlockSize: 16,
+		Layout: []KVGroupSpec{{Index: 0, Kind: KindFull, BlockSize: 16}, {Index: 1, Kind: KindSlidingWindow, Window: 128, BlockSize: 16}},
+		Groups: []Group{
+			{Rank: 0, Tier: TierGPU, Add: []uint64{1, 2}, Del: []uint64{3}, KVGroup: 0},
+			{Rank: 0, Tier: TierGPU, Add: []uint64{2}, Del: []uint64{1}, KVGroup: 1},
+		},
+	}}}
+}
+
+func TestVersion2RoundTrip(t *testing.T) {
+	u := hybridUpdate()
+	got, err := Decode(mustEncode(t, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, u) {
+		t.Errorf("decoded %+v; want %+v", got, u)
+	}
+}
+
+// A version 1 encoding of a hybrid update keeps the primary group only,
+// and a version 2 receiver reads a version 1 body as group 0.
+func TestVersion1Shape(t *testing.T) {
+	u := hybridUpdate()
+	u.Version = 1
+	got, err := Decode(mustEncode(t, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Group{{Rank: 0, Tier: TierGPU, Add: []uint64{1, 2}, Del: []uint64{3}}}
+	if got.Version != 1 || len(got.Replicas) != 1 || !reflect.DeepEqual(got.Replicas[0].Groups, want) || got.Replicas[0].Layout != nil {
+		t.Errorf("decoded %+v; want version 1 with groups %+v and no layout", got, want)
+	}
+	// The bytes are exactly what a version 1 sender wrote.
+	v1 := &updateV1{Version: 1, Driver: "node-1", Epoch: 9, Seq: 3, Replicas: []replicaV1{{ID: "a/t", BlockSize: 16,
+		Groups: []groupV1{{Rank: 0, Tier: TierGPU, Add: []uint64{1, 2}, Del: []uint64{3}}}}}}
+	if b := mustEncode(t, u); string(b) != string(mustMarshal(t, v1)) {
+		t.Errorf("version 1 bytes differ from a version 1 sender's")
+	}
+}
+
+func TestPrimary(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		layout []KVGroupSpec
+		want   int
+	}{
+		{"none", nil, 0},
+		{"full first", []KVGroupSpec{{Index: 0, Kind: KindFull}, {Index: 1, Kind: KindMamba}}, 0},
+		{"full second", []KVGroupSpec{{Index: 0, Kind: KindSlidingWindow, Window: 8}, {Index: 1, Kind: KindFull}}, 1},
+		{"no full", []KVGroupSpec{{Index: 2, Kind: KindMamba}}, 0},
+	} {
+		if got := Primary(tc.layout); got != tc.want {
+			t.Errorf("%s: Primary %d; want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestLayoutRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		layout []KVGroupSpec
+		group  int
+	}{
+		{"index", []KVGroupSpec{{Index: MaxKVGroups}}, 0},
+		{"twice", []KVGroupSpec{{Index: 1}, {Index: 1}}, 0},
+		{"window", []KVGroupSpec{{Index: 1, Kind: KindSlidingWindow}}, 0},
+		{"block size", []KVGroupSpec{{Index: 1, BlockSize: -1}}, 0},
+		{"group", nil, MaxKVGroups},
+	} {
+		u := hybridUpdate()
+		u.Replicas[0].Layout = tc.layout
+		u.Replicas[0].Groups[0].KVGroup = tc.group
+		if _, err := Decode(mustEncode(t, u)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v; want ErrMalformed", tc.name, err)
+		}
+	}
+}
+
+func TestRefusedVersion(t *testing.T) {
+	if !RefusedVersion(errors.Join(ErrMalformed, errors.New("version 2; this receiver speaks 1"))) {
+		t.Error("an old router's version answer not recognised")
+	}
+	if RefusedVersion(errors.Join(ErrMalformed, errors.New("epoch 0"))) {
+		t.Error("another malformed answer taken for a version refusal")
+	}
+}
+
+// FuzzDecodeV2 fuzzes the version 2 decoder with every group field; an
+// accepted body re-encodes and decodes to the same update.
+func FuzzDecodeV2(f *testing.F) {
+	f.Add(mustEncode(f, hybridUpdate()))
+	u := hybridUpdate()
+	u.Snapshot = true
+	u.Replicas[0].Groups = []Group{{Tier: TierCPU, Add: []uint64{7}, KVGroup: 2}}
+	u.Replicas[0].Layout = append(u.Replicas[0].Layout, KVGroupSpec{Index: 2, Kind: KindMamba, BlockSize: 32})
+	f.Add(mustEncode(f, u))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		u, err := Decode(body)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error %v does not wrap ErrMalformed", err)
+			}
+			return
+		}
+		b, err := Encode(u)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		again, err := Decode(b)
+		if err != nil {
+			t.Fatalf("decode of the re-encoding: %v", err)
+		}
+		if u.Version == Version && !reflect.DeepEqual(again, u) {
+			t.Fatalf("round trip changed %+v into %+v", u, again)
+		}
+	})
+}
+
+func mustMarshal(t testing.TB, v *updateV1) []byte {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A driver of version 1 (its exact bytes) is accepted by this receiver,
+// its blocks as group 0.
+func TestReceiverTakesVersion1Driver(t *testing.T) {
+	m := NewMirror()
+	r, err := NewReceiver("secret", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := &updateV1{Version: 1, Driver: "node-1", Epoch: 4, Snapshot: true, Replicas: []replicaV1{{ID: "a", BlockSize: 16,
+		Groups: []groupV1{{Rank: 1, Tier: TierGPU, Add: []uint64{5, 6}}}}}}
+	if err := r.Receive("Bearer secret", mustMarshal(t, v1)); err != nil {
+		t.Fatal(err)
+	}
+	got := m.Blocks("node-1", "a")
+	slices.SortFunc(got, func(a, b BlockRef) int { return int(a.Key) - int(b.Key) })
+	want := []BlockRef{{Rank: 1, Tier: TierGPU, Key: 5}, {Rank: 1, Tier: TierGPU, Key: 6}}
+	if !slices.Equal(got, want) || m.BlockSize("a") != 16 {
+		t.Errorf("mirror %v block size %d; want %v, 16", got, m.BlockSize("a"), want)
+	}
+}
