@@ -127,11 +127,14 @@ func Parse(r io.Reader) (Sample, error) {
 }
 
 // needed are the series Parse reads.
-var needed = [...][]byte{[]byte(metricWaiting), []byte(metricRunning), []byte(metricKVUsage), []byte(metricKVUsage0), []byte(metricCache)}
+var needed = [...][]byte{
+	[]byte(metricWaiting), []byte(metricRunning), []byte(metricKVUsage), []byte(metricKVUsage0), []byte(metricCache),
+	[]byte(metricPrefixQueries), []byte(metricPrefixHits),
+}
 
 // mayBeNeeded says whether a line, leading blanks aside, starts with a
 // needed series' name: a vLLM exposition has hundreds of histogram lines
-// and five that matter, and this looks at a few bytes of each instead of
+// and seven that matter, and this looks at a few bytes of each instead of
 // copying and splitting it.
 func mayBeNeeded(line []byte) bool {
 	line = bytes.TrimLeftFunc(line, unicode.IsSpace)

@@ -38,6 +38,7 @@ var contracts = map[string][]string{
 		"github.com/pebbe/zmq4",
 		"github.com/llmgw/llmgw/driver/kvevents",
 		"github.com/llmgw/llmgw/internal/blockkey",
+		"github.com/llmgw/llmgw/internal/kvwire",
 	},
 	"driver/kvevents/forward": {
 		"github.com/hashicorp/go-hclog",
