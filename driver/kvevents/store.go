@@ -201,7 +201,7 @@ type Block struct {
 	Group int // KV-cache group
 }
 
-// Blocks returns the blocks replica holds, sorted by rank, tier and key.
+// Blocks returns the blocks replica holds, sorted by rank, tier, KV-cache group and key.
 func (s *Store) Blocks(replica string) []Block {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -164,6 +164,15 @@ func (d *libDecoder) field(ev *kvevents.Event, name string) error {
 		g, err := d.dec.DecodeInt()
 		ev.GroupIdx = g
 		return err
+	case "kv_cache_spec_kind":
+		if d.isNil() {
+			return d.dec.Skip()
+		}
+		k, err := d.str()
+		if err != nil {
+			return err
+		}
+		ev.Kind, ev.HasKind = kindOf(k), true
 	case "extra_keys":
 		// Nil, or one nil per block in these batches: nothing to encode.
 		if d.isNil() {

@@ -49,7 +49,7 @@ func GPU(rank int, keys ...blockkey.Key) []kvevents.Block {
 	return out
 }
 
-// SortBlocks sorts bs in Store.Blocks' order (rank, tier, key) and
+// SortBlocks sorts bs in Store.Blocks' order (rank, tier, KV-cache group, key) and
 // returns it.
 func SortBlocks(bs []kvevents.Block) []kvevents.Block {
 	slices.SortFunc(bs, func(a, b kvevents.Block) int {
@@ -58,6 +58,9 @@ func SortBlocks(bs []kvevents.Block) []kvevents.Block {
 		}
 		if a.Tier != b.Tier {
 			return int(a.Tier) - int(b.Tier)
+		}
+		if a.Group != b.Group {
+			return a.Group - b.Group
 		}
 		switch {
 		case a.Key < b.Key:
