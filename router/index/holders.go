@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 )
 
-// Holder slots: each (replica, rank) owns one bit position in every key's
-// holder sets. Readers learn which slots are alive, and whose they are, from
-// an immutable table the writer replaces atomically.
+// Holder slots: each (replica, rank) owns one slot, a bit position in one
+// 64-slot page of every key's holder sets. Readers learn which slots are
+// alive, and whose they are, from an immutable table the writer replaces
+// atomically.
 
 // holder names the owner of a slot.
 type holder struct {
@@ -20,54 +21,111 @@ type holder struct {
 // whom they belong to. readers counts Lookups using it, so a slot is reused
 // only when no reader can still see its old owner's bits as live.
 type table struct {
-	live    uint64
-	holders [MaxHolders]holder
+	// live has one word per page up to the highest live slot's page: a
+	// fleet of at most 64 holders has exactly one page, and its Lookups
+	// take the one-word walk.
+	live    []uint64
+	holders []holder // len(live)*64
 	// group[s] is the lowest live slot of the same replica as slot s, so
 	// Lookup merges a replica's ranks without comparing names; byName maps
 	// each live replica to its group.
-	group   [MaxHolders]uint8
-	byName  map[string]uint8
+	group   []int32
+	byName  map[string]int32
+	count   int // live slots
 	readers atomic.Int64
 }
 
-// alloc reserves a free slot (not yet live).
-func (ix *Index) alloc() (int, error) {
-	if ix.used == ^uint64(0) {
-		return 0, ErrFull
-	}
-	s := bits.TrailingZeros64(^ix.used)
-	ix.used |= 1 << s
-	ix.counts[s] = [2]int{}
-	return s, nil
+// onePage reports whether every live slot is in page 0.
+func (t *table) onePage() bool { return len(t.live) <= 1 }
+
+// isLive reports whether slot s is live.
+func (t *table) isLive(s int) bool {
+	p := s >> 6
+	return p < len(t.live) && t.live[p]&(1<<(s&63)) != 0
 }
 
-// retire unmaps replica's live slots and returns them as a mask; the caller
+// slotSet is a set of slots, one word per page.
+type slotSet [maxPages]uint64
+
+func (m *slotSet) add(s int)      { m[s>>6] |= 1 << (s & 63) }
+func (m *slotSet) has(s int) bool { return m[s>>6]&(1<<(s&63)) != 0 }
+func (m *slotSet) empty() bool    { return *m == slotSet{} }
+func (m *slotSet) or(o *slotSet) {
+	for i := range m {
+		m[i] |= o[i]
+	}
+}
+func (m *slotSet) andNot(o *slotSet) {
+	for i := range m {
+		m[i] &^= o[i]
+	}
+}
+func (m *slotSet) count() (n int) {
+	for _, w := range m {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// alloc reserves the lowest free slot (not yet live), so that a fleet of
+// at most 64 holders keeps to page 0.
+func (ix *Index) alloc() (int, error) {
+	if ix.free() == 0 && !ix.dead.empty() {
+		ix.sweepDead()
+	}
+	for p, w := range ix.used {
+		if w != ^uint64(0) {
+			s := p<<6 | bits.TrailingZeros64(^w)
+			ix.used[p] |= 1 << (s & 63)
+			ix.counts[s] = [2]int{}
+			return s, nil
+		}
+	}
+	return 0, ErrFull
+}
+
+// retire unmaps replica's live slots and returns them; the caller
 // publishes and sweeps.
-func (ix *Index) retire(replica string) uint64 {
-	var mask uint64
+func (ix *Index) retire(replica string) (dead slotSet, any bool) {
 	for h, s := range ix.slots {
 		if h.replica == replica {
-			mask |= 1 << s
+			dead.add(s)
+			any = true
 			delete(ix.slots, h)
 		}
 	}
-	return mask
+	return dead, any
 }
 
-// publish installs a modified copy of the slot table.
-func (ix *Index) publish(edit func(*table)) {
+// publish installs a modified copy of the slot table: edit sets and clears
+// slots in the live set and names their holders.
+func (ix *Index) publish(edit func(live *slotSet, holders []holder)) {
 	old := ix.tab.Load()
-	t := &table{live: old.live, holders: old.holders}
-	edit(t)
-	first := map[string]uint8{}
-	for live := t.live; live != 0; live &= live - 1 {
-		s := uint8(bits.TrailingZeros64(live))
-		g, ok := first[t.holders[s].replica]
-		if !ok {
-			g = s
-			first[t.holders[s].replica] = s
+	var live slotSet
+	copy(live[:], old.live)
+	holders := make([]holder, MaxHolders)
+	copy(holders, old.holders)
+	edit(&live, holders)
+	pages := 0
+	for p, w := range live {
+		if w != 0 {
+			pages = p + 1
 		}
-		t.group[s] = g
+	}
+	t := &table{live: append([]uint64(nil), live[:max(pages, 1)]...), holders: holders[: max(pages, 1)*64 : max(pages, 1)*64]}
+	t.group = make([]int32, len(t.holders))
+	first := map[string]int32{}
+	for p, w := range t.live {
+		for ; w != 0; w &= w - 1 {
+			s := p<<6 | bits.TrailingZeros64(w)
+			g, ok := first[t.holders[s].replica]
+			if !ok {
+				g = int32(s)
+				first[t.holders[s].replica] = g
+			}
+			t.group[s] = g
+			t.count++
+		}
 	}
 	t.byName = first
 	ix.tab.Store(t)

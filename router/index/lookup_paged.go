@@ -1,0 +1,207 @@
+package index
+
+import (
+	"math/bits"
+	"slices"
+	"sync"
+)
+
+// The paged walk serves tables with live holders beyond page 0. It keeps
+// one active word per page, and touches only the pages a key holds and
+// the holders that held the first key, so its cost follows the prompt's
+// holders, not the index's: an index of 4,096 holders whose prompt is
+// cached on a few of them walks about as fast as one of 64.
+
+// pagedWalk is the scratch of one paged Lookup, pooled: its per-slot
+// arrays are too large to clear per Lookup, so only the entries of the
+// first key's holders are ever set and read.
+type pagedWalk struct {
+	active, onGPU [maxPages]uint64
+	visit         [maxPages]int32 // the key (+1) that last visited a page
+	list          []int           // pages with active holders
+	first         []word          // the first key's live holders, by page
+	depth         [MaxHolders]int32
+	cpuOnly       [MaxHolders]int32
+	best          [MaxHolders]int32 // per group: best slot, valid where stamp == gen
+	stamp         [MaxHolders]uint32
+	gen           uint32
+	groups        []int32 // groups found, for Lookup's order
+	buf           [maxPages]word
+	sink          uint64
+}
+
+var pagedWalks = sync.Pool{New: func() any { return new(pagedWalk) }}
+
+// getWords reads every page of k's holder sets, consistent as of one
+// moment (see shard.get).
+func (sh *shard) getWords(k uint64, buf []word) []word {
+	for {
+		s1 := sh.seq.Load()
+		out := buf[:0]
+		if k != 0 {
+			a := sh.t.arr.Load()
+			for i, n := a.home(k), 0; n < len(a.s); i, n = (i+1)&a.mask, n+1 {
+				s := &a.s[i]
+				key := s.key.Load()
+				if key == k {
+					out = sh.t.words(s, out)
+					break
+				}
+				if key == 0 {
+					break
+				}
+			}
+		} else if sh.t.hasZero.Load() {
+			out = sh.t.words(&sh.t.zero, out)
+		}
+		if s1&1 == 0 && sh.seq.Load() == s1 {
+			return out
+		}
+	}
+}
+
+// walkPaged runs the exact walk over keys (a stride is not used: each key
+// is read) and leaves each group's best slot in w.best; false when no live
+// holder has the first key.
+func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
+	w.gen++
+	if w.gen == 0 { // wrapped: old stamps could match again
+		clear(w.stamp[:])
+		w.gen = 1
+	}
+	w.list, w.first, w.groups = w.list[:0], w.first[:0], w.groups[:0]
+	if len(keys) == 0 || tab.count == 0 {
+		return false
+	}
+	clear(w.active[:])
+	clear(w.onGPU[:])
+	clear(w.visit[:])
+	ix.touchKeys(keys[:min(readGroup, len(keys))])
+	for _, x := range ix.shard(keys[0]).getWords(keys[0], w.buf[:0]) {
+		if x.page >= len(tab.live) {
+			continue
+		}
+		held := (x.gpu | x.cpu) & tab.live[x.page]
+		if held == 0 {
+			continue
+		}
+		w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
+		w.list = append(w.list, x.page)
+		w.first = append(w.first, word{page: x.page, gpu: held})
+		for b := held; b != 0; b &= b - 1 {
+			s := x.page<<6 | bits.TrailingZeros64(b)
+			w.cpuOnly[s] = 0
+		}
+		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
+			w.cpuOnly[x.page<<6|bits.TrailingZeros64(c)] = 1
+		}
+	}
+	if len(w.list) == 0 {
+		return false
+	}
+	for g := 1; g < len(keys) && len(w.list) > 0; g += readGroup {
+		w.sink += ix.touchKeys(keys[min(g+readGroup, len(keys)):min(g+2*readGroup, len(keys))])
+		for i := g; i < min(g+readGroup, len(keys)) && len(w.list) > 0; i++ {
+			w.step(i, ix.shard(keys[i]).getWords(keys[i], w.buf[:0]))
+		}
+	}
+	for _, p := range w.list {
+		w.depart(p, w.active[p], int32(len(keys)))
+	}
+	w.pickBest(tab)
+	return true
+}
+
+// step reads key i's holder sets, retiring the active holders it lacks.
+func (w *pagedWalk) step(i int, ws []word) {
+	stamp := int32(i + 1)
+	for _, x := range ws {
+		if x.page >= maxPages {
+			continue
+		}
+		a := w.active[x.page]
+		if a == 0 {
+			continue
+		}
+		held := (x.gpu | x.cpu) & a
+		w.depart(x.page, a&^held, int32(i))
+		w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
+		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
+			w.cpuOnly[x.page<<6|bits.TrailingZeros64(c)]++
+		}
+		w.visit[x.page] = stamp
+	}
+	n := 0
+	for _, p := range w.list {
+		if w.visit[p] != stamp {
+			w.depart(p, w.active[p], int32(i))
+			w.active[p], w.onGPU[p] = 0, 0
+		}
+		if w.active[p] != 0 {
+			w.list[n] = p
+			n++
+		}
+	}
+	w.list = w.list[:n]
+}
+
+// depart records depth d for the holders of page p in gone.
+func (w *pagedWalk) depart(p int, gone uint64, d int32) {
+	for ; gone != 0; gone &= gone - 1 {
+		w.depth[p<<6|bits.TrailingZeros64(gone)] = d
+	}
+}
+
+// pickBest sets, per group of the first key's holders, its best slot.
+func (w *pagedWalk) pickBest(tab *table) {
+	for _, f := range w.first {
+		for b := f.gpu; b != 0; b &= b - 1 {
+			s := int32(f.page<<6 | bits.TrailingZeros64(b))
+			g := tab.group[s]
+			if w.stamp[g] != w.gen {
+				w.stamp[g], w.best[g] = w.gen, s
+				w.groups = append(w.groups, g)
+				continue
+			}
+			if o := w.best[g]; better(w.depth[s], w.depth[s]-w.cpuOnly[s], tab.holders[s].rank,
+				w.depth[o], w.depth[o]-w.cpuOnly[o], tab.holders[o].rank) {
+				w.best[g] = s
+			}
+		}
+	}
+}
+
+func (w *pagedWalk) match(tab *table, s int32) Match {
+	h := tab.holders[s]
+	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.depth[s]), GPUBlocks: int(w.depth[s] - w.cpuOnly[s])}
+}
+
+// lookupPaged is LookupStride over a table with more than one page.
+func (ix *Index) lookupPaged(tab *table, keys []uint64, dst []Match) []Match {
+	w := pagedWalks.Get().(*pagedWalk)
+	defer pagedWalks.Put(w)
+	if !w.run(ix, tab, keys) {
+		return dst
+	}
+	slices.Sort(w.groups)
+	for _, g := range w.groups {
+		dst = append(dst, w.match(tab, w.best[g]))
+	}
+	return dst
+}
+
+// lookupReplicasPaged is LookupReplicas over a table with more than one
+// page; out is already sized and cleared.
+func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []string, out []Match) []Match {
+	w := pagedWalks.Get().(*pagedWalk)
+	defer pagedWalks.Put(w)
+	if !w.run(ix, tab, keys) {
+		return out
+	}
+	for i, g := range ix.groups.groups(tab, replicas) {
+		if g >= 0 && w.stamp[g] == w.gen {
+			out[i] = w.match(tab, w.best[g])
+		}
+	}
+	return out
+}
