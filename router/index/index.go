@@ -425,7 +425,7 @@ func (ix *Index) add(hs int, t Tier, keys []uint64) {
 		} else {
 			s = sh.t.ref(k, true)
 		}
-		fresh := s.empty() && s.extID() == 0 // just inserted
+		fresh := s.empty() && s.meta.Load() == 0 // just inserted
 		if sh.t.setBit(s, hs, t) {
 			ix.counts[hs][t]++
 			ix.entries++

@@ -33,18 +33,19 @@ type pagedWalk struct {
 var pagedWalks = sync.Pool{New: func() any { return new(pagedWalk) }}
 
 // getWords reads every page of k's holder sets, consistent as of one
-// moment (see shard.get).
-func (sh *shard) getWords(k uint64, buf []word) []word {
+// moment (see shard.get), and k's fingerprint (see fpWord); a key of
+// several pages whose fingerprint is prev comes back without its words.
+func (sh *shard) getWords(k uint64, buf []word, prev uint64) ([]word, uint64) {
 	for {
 		s1 := sh.seq.Load()
-		out := buf[:0]
+		out, fp := buf[:0], uint64(0)
 		if k != 0 {
 			a := sh.t.arr.Load()
 			for i, n := a.home(k), 0; n < len(a.s); i, n = (i+1)&a.mask, n+1 {
 				s := &a.s[i]
 				key := s.key.Load()
 				if key == k {
-					out = sh.t.words(s, out)
+					out, fp = sh.t.words(s, out, prev)
 					break
 				}
 				if key == 0 {
@@ -52,10 +53,10 @@ func (sh *shard) getWords(k uint64, buf []word) []word {
 				}
 			}
 		} else if sh.t.hasZero.Load() {
-			out = sh.t.words(&sh.t.zero, out)
+			out, fp = sh.t.words(&sh.t.zero, out, prev)
 		}
 		if s1&1 == 0 && sh.seq.Load() == s1 {
-			return out
+			return out, fp
 		}
 	}
 }
@@ -77,7 +78,9 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	clear(w.onGPU[:])
 	clear(w.visit[:])
 	ix.touchKeys(keys[:min(readGroup, len(keys))])
-	for _, x := range ix.shard(keys[0]).getWords(keys[0], w.buf[:0]) {
+	first, fp := ix.shard(keys[0]).getWords(keys[0], w.buf[:0], 0)
+	cpuOnly := false
+	for _, x := range first {
 		if x.page >= len(tab.live) {
 			continue
 		}
@@ -94,15 +97,29 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 		}
 		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
 			w.cpuOnly[x.page<<6|bits.TrailingZeros64(c)] = 1
+			cpuOnly = true
 		}
 	}
 	if len(w.list) == 0 {
 		return false
 	}
+	// A key with the previous key's fingerprint has its holders: nothing
+	// changes, unless a holder counts CPU-only blocks (then every key is
+	// read, to count them).
 	for g := 1; g < len(keys) && len(w.list) > 0; g += readGroup {
 		w.sink += ix.touchKeys(keys[min(g+readGroup, len(keys)):min(g+2*readGroup, len(keys))])
+		w.sink += ix.touchRuns(keys[g:min(g+readGroup, len(keys))])
 		for i := g; i < min(g+readGroup, len(keys)) && len(w.list) > 0; i++ {
-			w.step(i, ix.shard(keys[i]).getWords(keys[i], w.buf[:0]))
+			prev := fp
+			if cpuOnly {
+				prev = 0 // never skips: a 0 fingerprint is read like any other
+			}
+			var ws []word
+			ws, fp = ix.shard(keys[i]).getWords(keys[i], w.buf[:0], prev)
+			if fp == prev && prev != 0 {
+				continue
+			}
+			cpuOnly = w.step(i, ws)
 		}
 	}
 	for _, p := range w.list {
@@ -112,8 +129,9 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	return true
 }
 
-// step reads key i's holder sets, retiring the active holders it lacks.
-func (w *pagedWalk) step(i int, ws []word) {
+// step reads key i's holder sets, retiring the active holders it lacks;
+// it reports whether an active holder has key i only on the CPU.
+func (w *pagedWalk) step(i int, ws []word) (cpuOnly bool) {
 	stamp := int32(i + 1)
 	for _, x := range ws {
 		if x.page >= maxPages {
@@ -128,6 +146,7 @@ func (w *pagedWalk) step(i int, ws []word) {
 		w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
 		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
 			w.cpuOnly[x.page<<6|bits.TrailingZeros64(c)]++
+			cpuOnly = true
 		}
 		w.visit[x.page] = stamp
 	}
@@ -143,6 +162,7 @@ func (w *pagedWalk) step(i int, ws []word) {
 		}
 	}
 	w.list = w.list[:n]
+	return cpuOnly
 }
 
 // depart records depth d for the holders of page p in gone.
@@ -204,4 +224,37 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 		}
 	}
 	return out
+}
+
+// touchRuns loads the run header of each key that has one: the keys'
+// slots are cached by then (touchKeys a group earlier), so the headers'
+// misses overlap instead of each waiting behind its slot's read. Outside
+// the counter's bracket its loads may be of a run being replaced; only
+// their timing counts.
+func (ix *Index) touchRuns(keys []uint64) uint64 {
+	var sum, prev uint64
+	for _, k := range keys {
+		sh := ix.shard(k)
+		a := sh.t.arr.Load()
+		for i, n := a.home(k), 0; n < 4; i, n = (i+1)&a.mask, n+1 {
+			s := &a.s[i]
+			if key := s.key.Load(); key == k {
+				if m := s.meta.Load(); m>>16 != 0 {
+					if r := sh.t.exts.run(int(m>>24), int(m>>16&0xff)); r != nil {
+						fp := r[0].gpu.Load()
+						if fp != prev { // the walk reads this run: load all its lines
+							for j := 2; j < len(r); j += 3 {
+								sum += r[j].gpu.Load()
+							}
+						}
+						sum, prev = sum+fp, fp
+					}
+				}
+				break
+			} else if key == 0 {
+				break
+			}
+		}
+	}
+	return sum
 }

@@ -16,84 +16,161 @@ type word struct {
 	gpu, cpu uint64
 }
 
-// extSet is the holder sets of a key's other pages. Its pages are fixed
-// when it is made (a page that comes or goes replaces the set); their bits
-// change in place, atomically, inside the shard's write bracket.
-type extSet struct {
-	pages []int
-	gpu   []atomic.Uint64
-	cpu   []atomic.Uint64
+// extWord is one page's holder sets of one key, in a shard's arena.
+type extWord struct {
+	page, gpu, cpu atomic.Uint64
 }
 
-func newExtSet(ws []word) *extSet {
-	e := &extSet{pages: make([]int, len(ws)), gpu: make([]atomic.Uint64, len(ws)), cpu: make([]atomic.Uint64, len(ws))}
-	for i, w := range ws {
-		e.pages[i] = w.page
-		e.gpu[i].Store(w.gpu)
-		e.cpu[i].Store(w.cpu)
+// extArena holds the extra pages of a shard's keys, each key's pages one
+// contiguous run: a slot's meta names its run (offset and length), so a
+// Lookup reaches a key's other pages with one more load, and the slot
+// stays four words and moves (resize, backward shift) without touching
+// its run. Freed runs are reused by length; the arena does not shrink.
+type extArena struct {
+	buf  atomic.Pointer[[]extWord]
+	end  int             // words in use or freed; writer only
+	free [maxPages][]int // run offsets by length-1; writer only
+}
+
+// A run starts with a header word whose gpu field is the key's
+// fingerprint: the XOR of fpWord over all its pages, inline one included.
+// Keys of one cached chain are mostly held by the same holders, so the
+// paged walk compares a key's fingerprint with the previous key's and
+// reads its pages only when they differ. Equal fingerprints of unequal
+// sets need a 64-bit collision of a strong mix (about 2^-64 per key).
+
+// fpWord is one page's share of a key's fingerprint; 0 for an empty page.
+func fpWord(page int, gpu, cpu uint64) uint64 {
+	if gpu|cpu == 0 {
+		return 0
 	}
-	return e
+	h := mix64(uint64(page+1)*0x9E3779B97F4A7C15 ^ gpu)
+	return mix64(h ^ cpu*0xC2B2AE3D27D4EB4F)
 }
 
-// find returns the position of page p, -1 when absent.
-func (e *extSet) find(p int) int {
-	for i, q := range e.pages {
-		if q == p {
+// mix64 is SplitMix64's finaliser.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xBF58476D1CE4E5B9
+	x ^= x >> 27
+	x *= 0x94D049BB133111EB
+	return x ^ x>>31
+}
+
+// refp recomputes s's fingerprint after a change. Writer only.
+func (t *hashTable) refp(s *slot) {
+	off, n := s.extRun()
+	r := t.exts.run(off, n)
+	if r == nil {
+		return
+	}
+	fp := fpWord(s.page(), s.gpu.Load(), s.cpu.Load())
+	for i := range r[1:] {
+		x := &r[1+i]
+		fp ^= fpWord(int(x.page.Load()), x.gpu.Load(), x.cpu.Load())
+	}
+	r[0].gpu.Store(fp)
+}
+
+// meta layout: inline page (16 bits), run length (8 bits), run offset.
+func packMeta(page, off, n int) uint64 { return uint64(off)<<24 | uint64(n)<<16 | uint64(page) }
+
+func (s *slot) extRun() (off, n int) {
+	m := s.meta.Load()
+	return int(m >> 24), int(m >> 16 & 0xff)
+}
+
+// run returns the words of run (off, n), nil when out of range (a torn
+// read: the shard's counter makes the reader retry).
+func (x *extArena) run(off, n int) []extWord {
+	b := x.buf.Load()
+	if n == 0 || b == nil || off < 0 || off+n > len(*b) || n > maxPages+1 {
+		return nil
+	}
+	return (*b)[off : off+n]
+}
+
+// put stores ws in a fresh run and returns its offset. Writer only.
+func (x *extArena) put(ws []word) int {
+	n := len(ws)
+	var off int
+	if f := x.free[n-1]; len(f) > 0 {
+		off = f[len(f)-1]
+		x.free[n-1] = f[:len(f)-1]
+	} else {
+		b := x.buf.Load()
+		if b == nil || x.end+n > len(*b) {
+			size := 64
+			if b != nil {
+				size = 2 * len(*b)
+			}
+			for size < x.end+n {
+				size *= 2
+			}
+			grown := make([]extWord, size)
+			if b != nil {
+				for i := range (*b)[:x.end] {
+					o := &(*b)[i]
+					grown[i].page.Store(o.page.Load())
+					grown[i].gpu.Store(o.gpu.Load())
+					grown[i].cpu.Store(o.cpu.Load())
+				}
+			}
+			x.buf.Store(&grown)
+		}
+		off = x.end
+		x.end += n
+	}
+	r := (*x.buf.Load())[off : off+n]
+	for i, w := range ws {
+		r[i].page.Store(uint64(w.page))
+		r[i].gpu.Store(w.gpu)
+		r[i].cpu.Store(w.cpu)
+	}
+	return off
+}
+
+// release frees run (off, n). Writer only.
+func (x *extArena) release(off, n int) {
+	for i := range x.run(off, n) {
+		r := &(*x.buf.Load())[off+i]
+		r.gpu.Store(0)
+		r.cpu.Store(0)
+	}
+	x.free[n-1] = append(x.free[n-1], off)
+}
+
+// extWords returns slot s's extra words, after the run's header (writer
+// or, with retries, reader).
+func (t *hashTable) extWords(s *slot) []extWord {
+	off, n := s.extRun()
+	if r := t.exts.run(off, n); r != nil {
+		return r[1:]
+	}
+	return nil
+}
+
+func findPage(ws []extWord, p int) int {
+	for i := range ws {
+		if int(ws[i].page.Load()) == p {
 			return i
 		}
 	}
 	return -1
 }
 
-// extTable numbers a shard's extSets; a slot's meta names its set by
-// number, so the slot stays four words and moves (resize, backward shift)
-// without touching its set. Number 0 is never used.
-type extTable struct {
-	sets atomic.Pointer[[]atomic.Pointer[extSet]]
-	free []int // writer only
-}
-
-// get returns set id, nil when the id is out of range (a torn read: the
-// shard's counter makes the reader retry).
-func (x *extTable) get(id int) *extSet {
-	sp := x.sets.Load()
-	if sp == nil || id <= 0 || id >= len(*sp) {
-		return nil
+// setExt replaces s's extra words with ws (none: no run).
+func (t *hashTable) setExt(s *slot, ws []word) {
+	if off, n := s.extRun(); n > 0 {
+		t.exts.release(off, n)
 	}
-	return (*sp)[id].Load()
-}
-
-// put stores e under a fresh id and returns it. Writer only.
-func (x *extTable) put(e *extSet) int {
-	if n := len(x.free); n > 0 {
-		id := x.free[n-1]
-		x.free = x.free[:n-1]
-		(*x.sets.Load())[id].Store(e)
-		return id
+	if len(ws) == 0 {
+		s.meta.Store(packMeta(s.page(), 0, 0))
+		return
 	}
-	old := x.sets.Load()
-	n := 1
-	if old != nil {
-		n = len(*old)
-	}
-	grown := make([]atomic.Pointer[extSet], max(2*n, 4))
-	if old != nil {
-		for i := range *old {
-			grown[i].Store((*old)[i].Load())
-		}
-	}
-	for i := len(grown) - 1; i > n; i-- {
-		x.free = append(x.free, i)
-	}
-	grown[n].Store(e)
-	x.sets.Store(&grown)
-	return n
-}
-
-// release frees id. Writer only.
-func (x *extTable) release(id int) {
-	(*x.sets.Load())[id].Store(nil)
-	x.free = append(x.free, id)
+	run := append(make([]word, 1, len(ws)+1), ws...)
+	s.meta.Store(packMeta(s.page(), t.exts.put(run), len(run)))
+	t.refp(s)
 }
 
 // page0 is slot s's holder sets of page 0, for the one-page walk.
@@ -102,28 +179,41 @@ func (t *hashTable) page0(s *slot) entry {
 	if m&0xffff == 0 {
 		return s.load()
 	}
-	if e := t.exts.get(int(m >> 16)); e != nil {
-		if i := e.find(0); i >= 0 {
-			return entry{gpu: e.gpu[i].Load(), cpu: e.cpu[i].Load()}
-		}
+	ws := t.exts.run(int(m>>24), int(m>>16&0xff))
+	if len(ws) > 0 {
+		ws = ws[1:]
+	}
+	if i := findPage(ws, 0); i >= 0 {
+		return entry{gpu: ws[i].gpu.Load(), cpu: ws[i].cpu.Load()}
 	}
 	return entry{}
 }
 
 // words appends slot s's holder sets of every page to buf (at most
-// maxPages words: a torn read is cut short, and retried by the caller).
-func (t *hashTable) words(s *slot, buf []word) []word {
+// maxPages words: a torn read is cut short, and retried by the caller) and
+// returns the key's fingerprint; when it equals prev, it appends nothing
+// for a key with several pages (the caller knows them already).
+func (t *hashTable) words(s *slot, buf []word, prev uint64) ([]word, uint64) {
 	m := s.meta.Load()
-	buf = append(buf, word{page: int(m & 0xffff), gpu: s.gpu.Load(), cpu: s.cpu.Load()})
+	page, gpu, cpu := int(m&0xffff), s.gpu.Load(), s.cpu.Load()
 	if m>>16 == 0 {
-		return buf
+		return append(buf, word{page: page, gpu: gpu, cpu: cpu}), fpWord(page, gpu, cpu)
 	}
-	if e := t.exts.get(int(m >> 16)); e != nil {
-		for i := range e.pages[:min(len(e.pages), cap(buf)-len(buf))] {
-			buf = append(buf, word{page: e.pages[i], gpu: e.gpu[i].Load(), cpu: e.cpu[i].Load()})
-		}
+	ws := t.exts.run(int(m>>24), int(m>>16&0xff))
+	if len(ws) == 0 {
+		return buf, 0
 	}
-	return buf
+	fp := ws[0].gpu.Load()
+	if fp == prev {
+		return buf, fp
+	}
+	buf = append(buf, word{page: page, gpu: gpu, cpu: cpu})
+	ws = ws[1:]
+	for i := range ws[:min(len(ws), cap(buf)-len(buf))] {
+		x := &ws[i]
+		buf = append(buf, word{page: int(x.page.Load()), gpu: x.gpu.Load(), cpu: x.cpu.Load()})
+	}
+	return buf, fp
 }
 
 // tierWord returns the holder set of tier t and page p of slot s, and
@@ -132,14 +222,12 @@ func (t *hashTable) tierWord(s *slot, p int, tier Tier) (*atomic.Uint64, bool) {
 	if s.page() == p {
 		return s.tier(tier), true
 	}
-	if id := s.extID(); id != 0 {
-		e := t.exts.get(id)
-		if i := e.find(p); i >= 0 {
-			if tier == CPU {
-				return &e.cpu[i], true
-			}
-			return &e.gpu[i], true
+	ws := t.extWords(s)
+	if i := findPage(ws, p); i >= 0 {
+		if tier == CPU {
+			return &ws[i].cpu, true
 		}
+		return &ws[i].gpu, true
 	}
 	return nil, false
 }
@@ -149,8 +237,8 @@ func (t *hashTable) tierWord(s *slot, p int, tier Tier) (*atomic.Uint64, bool) {
 // inside begin/end.
 func (t *hashTable) setBit(s *slot, hs int, tier Tier) bool {
 	p, bit := hs>>6, uint64(1)<<(hs&63)
-	if s.empty() && s.extID() == 0 {
-		s.setMeta(p, 0)
+	if s.empty() && s.meta.Load() == 0 {
+		s.meta.Store(packMeta(p, 0, 0))
 		s.tier(tier).Store(bit)
 		return true
 	}
@@ -159,16 +247,14 @@ func (t *hashTable) setBit(s *slot, hs int, tier Tier) bool {
 			return false
 		}
 		w.Or(bit)
+		t.refp(s)
 		return true
 	}
 	// A new page for this key: replace its extSet with one that has it.
 	var ws []word
-	if id := s.extID(); id != 0 {
-		e := t.exts.get(id)
-		for i, q := range e.pages {
-			ws = append(ws, word{page: q, gpu: e.gpu[i].Load(), cpu: e.cpu[i].Load()})
-		}
-		t.exts.release(id)
+	ext := t.extWords(s)
+	for i := range ext {
+		ws = append(ws, word{page: int(ext[i].page.Load()), gpu: ext[i].gpu.Load(), cpu: ext[i].cpu.Load()})
 	}
 	nw := word{page: p}
 	if tier == CPU {
@@ -176,8 +262,7 @@ func (t *hashTable) setBit(s *slot, hs int, tier Tier) bool {
 	} else {
 		nw.gpu = bit
 	}
-	ws = append(ws, nw)
-	s.setMeta(s.page(), t.exts.put(newExtSet(ws)))
+	t.setExt(s, append(ws, nw))
 	return true
 }
 
@@ -191,7 +276,9 @@ func (t *hashTable) clearBit(s *slot, hs int, tier Tier) (was, empty bool) {
 		return false, false
 	}
 	w.And(^bit)
-	return true, t.normalise(s)
+	empty = t.normalise(s)
+	t.refp(s)
+	return true, empty
 }
 
 // clearDead removes the slots of dead from key slot s and reports whether
@@ -204,50 +291,51 @@ func (t *hashTable) clearDead(s *slot, dead *slotSet) bool {
 		s.cpu.Store(s.cpu.Load() &^ m)
 		changed = true
 	}
-	if id := s.extID(); id != 0 {
-		e := t.exts.get(id)
-		for i, q := range e.pages {
-			if m := dead[q]; (e.gpu[i].Load()|e.cpu[i].Load())&m != 0 {
-				e.gpu[i].Store(e.gpu[i].Load() &^ m)
-				e.cpu[i].Store(e.cpu[i].Load() &^ m)
+	{
+		ws := t.extWords(s)
+		for i := range ws {
+			x := &ws[i]
+			if m := dead[x.page.Load()%maxPages]; (x.gpu.Load()|x.cpu.Load())&m != 0 {
+				x.gpu.Store(x.gpu.Load() &^ m)
+				x.cpu.Store(x.cpu.Load() &^ m)
 				changed = true
 			}
 		}
 	}
-	return changed && t.normalise(s)
+	if !changed {
+		return false
+	}
+	empty := t.normalise(s)
+	t.refp(s)
+	return empty
 }
 
 // normalise drops s's empty pages, moving another page inline when the
 // inline one is empty, and reports whether s has no holder left. Writer
 // only, inside begin/end.
 func (t *hashTable) normalise(s *slot) bool {
-	id := s.extID()
-	if id == 0 {
+	ext := t.extWords(s)
+	if len(ext) == 0 {
 		return s.empty()
 	}
-	e := t.exts.get(id)
 	var ws []word
-	for i, q := range e.pages {
-		if g, c := e.gpu[i].Load(), e.cpu[i].Load(); g|c != 0 {
-			ws = append(ws, word{page: q, gpu: g, cpu: c})
+	for i := range ext {
+		if g, c := ext[i].gpu.Load(), ext[i].cpu.Load(); g|c != 0 {
+			ws = append(ws, word{page: int(ext[i].page.Load()), gpu: g, cpu: c})
 		}
 	}
-	if len(ws) == len(e.pages) && !s.empty() {
+	if len(ws) == len(ext) && !s.empty() {
 		return false
 	}
-	t.exts.release(id)
 	if s.empty() && len(ws) > 0 {
 		w := ws[0]
 		ws = ws[1:]
 		s.gpu.Store(w.gpu)
 		s.cpu.Store(w.cpu)
-		s.setMeta(w.page, 0)
+		off, n := s.extRun()
+		s.meta.Store(packMeta(w.page, off, n))
 	}
-	if len(ws) > 0 {
-		s.setMeta(s.page(), t.exts.put(newExtSet(ws)))
-	} else {
-		s.setMeta(s.page(), 0)
-	}
+	t.setExt(s, ws)
 	return s.empty()
 }
 
@@ -270,8 +358,11 @@ func (t *hashTable) keepOnly(keep map[int]map[uint64][2]bool, gone func(s int, t
 				changed = true
 			}
 		}
-		if changed && t.normalise(s) {
-			empty = append(empty, key)
+		if changed {
+			if t.normalise(s) {
+				empty = append(empty, key)
+			}
+			t.refp(s)
 		}
 	}
 	if t.hasZero.Load() {

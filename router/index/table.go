@@ -78,7 +78,7 @@ type hashTable struct {
 	n       int // entries in arr (excluding key 0); writer only
 	zero    slot
 	hasZero atomic.Bool
-	exts    extTable // holder words of pages beyond a slot's own
+	exts    extArena // holder words of pages beyond a slot's own
 }
 
 type slotArray struct {
