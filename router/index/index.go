@@ -37,6 +37,11 @@ func (t Tier) String() string {
 // ErrFull is returned when a new holder would exceed MaxHolders.
 var ErrFull = errors.New("index holds the maximum number of replica ranks")
 
+// ErrKeyCap is returned (after the rest of the call was applied) when keys
+// were dropped because the index holds Options.MaxKeys keys: the caller
+// must not treat the replica's state as complete.
+var ErrKeyCap = errors.New("index holds its maximum number of keys")
+
 // Blocks is the set of keys one rank of a replica holds on one tier.
 type Blocks struct {
 	Rank int
@@ -125,6 +130,7 @@ func (ix *Index) shard(k uint64) *shard {
 func (ix *Index) Update(replica string, changes []Change) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	dropped := 0
 	for _, c := range changes {
 		if err := checkTier(c.Tier); err != nil {
 			return fmt.Errorf("update %s rank %d: %w", replica, c.Rank, err)
@@ -143,9 +149,16 @@ func (ix *Index) Update(replica string, changes []Change) error {
 			ix.publish(func(live *slotSet, hs []holder) { live.add(slot); hs[slot] = h })
 		}
 		ix.del(slot, c.Tier, c.Del)
-		ix.add(slot, c.Tier, c.Add)
+		dropped += ix.add(slot, c.Tier, c.Add)
 	}
-	return nil
+	return keyCapErr("update", replica, dropped)
+}
+
+func keyCapErr(op, replica string, dropped int) error {
+	if dropped == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %d keys dropped: %w", op, replica, dropped, ErrKeyCap)
 }
 
 // Replace makes blocks the complete state of replica (a snapshot, or a reset
@@ -186,6 +199,7 @@ func (ix *Index) Replace(replica string, blocks []Blocks) error {
 		return ix.replaceInPlace(replica, blocks)
 	}
 	fresh := map[holder]int{}
+	dropped := 0
 	for _, b := range blocks {
 		h := holder{replica, b.Rank}
 		slot, ok := fresh[h]
@@ -193,7 +207,7 @@ func (ix *Index) Replace(replica string, blocks []Blocks) error {
 			slot, _ = ix.alloc() // free() >= len(ranks)
 			fresh[h] = slot
 		}
-		ix.add(slot, b.Tier, b.Keys)
+		dropped += ix.add(slot, b.Tier, b.Keys)
 	}
 	old, _ := ix.retire(replica)
 	for h, s := range fresh {
@@ -208,7 +222,7 @@ func (ix *Index) Replace(replica string, blocks []Blocks) error {
 	})
 	ix.forget(&old)
 	ix.sweep(&old)
-	return nil
+	return keyCapErr("replace", replica, dropped)
 }
 
 // forget drops the counts of retired slots and returns their entries.
@@ -231,6 +245,7 @@ func (ix *Index) forget(old *slotSet) int {
 // the keys it no longer holds; ranks the replica no longer has are removed.
 func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
 	keep := map[int]map[uint64][2]bool{} // slot -> key -> tiers held
+	dropped := 0
 	for _, b := range blocks {
 		h := holder{replica, b.Rank}
 		slot, ok := ix.slots[h]
@@ -242,7 +257,7 @@ func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
 			ix.slots[h] = slot
 			ix.publish(func(live *slotSet, hs []holder) { live.add(slot); hs[slot] = h })
 		}
-		ix.add(slot, b.Tier, b.Keys)
+		dropped += ix.add(slot, b.Tier, b.Keys)
 		m := keep[slot]
 		if m == nil {
 			m = map[uint64][2]bool{}
@@ -272,7 +287,25 @@ func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
 		sh.end()
 		ix.dropped(n)
 	}
-	return nil
+	return keyCapErr("replace", replica, dropped)
+}
+
+// Room reports whether a holder the index refused could fit now: a slot
+// is free (or awaits a sweep), and the keys are below a fifteen-sixteenths
+// of MaxKeys (so a refused replica is not let in only to be refused again
+// at once). The ingest asks for refused replicas' snapshots when it holds.
+func (ix *Index) Room() bool {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	max := int64(ix.opts.MaxKeys)
+	return ix.free()+ix.dead.count() > 0 && (max == 0 || ix.keys.Load()-int64(ix.unswept) < max-max/16)
+}
+
+// FreeHolders is the number of holders the index can still take.
+func (ix *Index) FreeHolders() int {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.free() + ix.dead.count()
 }
 
 // free is the number of slots neither live nor awaiting a sweep.
@@ -408,7 +441,8 @@ func (ix *Index) change(keys []uint64, fn func(sh *shard, k uint64)) {
 	}
 }
 
-func (ix *Index) add(hs int, t Tier, keys []uint64) {
+// add stores keys for slot hs and returns how many it dropped at MaxKeys.
+func (ix *Index) add(hs int, t Tier, keys []uint64) int {
 	max := int64(ix.opts.MaxKeys)
 	if max > 0 && ix.keys.Load()+int64(len(keys)) >= max && !ix.dead.empty() {
 		ix.sweepDead() // the dead holders' keys make room first
@@ -438,6 +472,7 @@ func (ix *Index) add(hs int, t Tier, keys []uint64) {
 	for range rejected {
 		ix.reject()
 	}
+	return rejected
 }
 
 func (ix *Index) del(hs int, t Tier, keys []uint64) {

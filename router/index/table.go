@@ -35,7 +35,11 @@ func (sh *shard) get(k uint64) entry {
 				s := &a.s[i]
 				key := s.key.Load()
 				if key == k {
-					e = sh.t.page0(s)
+					if s.meta.Load() == 0 { // page 0 inline, no other page
+						e = s.load()
+					} else {
+						e = sh.t.page0(s)
+					}
 					break
 				}
 				if key == 0 {
