@@ -60,6 +60,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descPeerInFlight, descPeers, descPeerMessages} {
 		ch <- d
 	}
+	for _, d := range indexDescs {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -97,12 +100,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	is := s.sink.Stats()
 	for kind, v := range map[string]uint64{"updates": is.Updates, "snapshots": is.Snapshots, "keys": is.Keys, "unknown_replica": is.Unknown,
-		"kept": is.Kept, "adopted": is.Adopted, "errors": is.Errors} {
+		"kept": is.Kept, "adopted": is.Adopted, "errors": is.Errors, "refused": is.Refused, "resyncs": is.Resyncs} {
 		ch <- prometheus.MustNewConstMetric(descIngest, prometheus.CounterValue, float64(v), kind)
 	}
 	for _, reason := range []string{ingest.DiscardAge, ingest.DiscardReplicas, ingest.DiscardKeys} {
 		ch <- prometheus.MustNewConstMetric(descPendingDiscarded, prometheus.CounterValue, float64(is.Discarded[reason]), reason)
 	}
+	c.collectIndex(ch)
 	gauge(descPendingReplicas, float64(is.Pending))
 	gauge(descPendingKeys, float64(is.PendingKeys))
 	if s.peerTable != nil {
