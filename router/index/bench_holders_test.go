@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"testing"
 	"time"
@@ -50,6 +51,31 @@ func BenchmarkLookupHolders(b *testing.B) {
 			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
+		})
+	}
+}
+
+// BenchmarkMemoryHolders reports the heap bytes per indexed key for 1M and
+// 10M keys over 64 and 4,096 holders (each key held by one holder, the
+// first 512 of a prompt by staggered holders). Measured once, whatever
+// b.N; the 10M cases need about 1 GB.
+func BenchmarkMemoryHolders(b *testing.B) {
+	for _, c := range []struct{ holders, keys int }{{64, 1_000_000}, {4096, 1_000_000}, {64, 10_000_000}, {4096, 10_000_000}} {
+		b.Run(fmt.Sprintf("holders=%d/keys=%d", c.holders, c.keys), func(b *testing.B) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			prompt := randomKeys(512, 99)
+			ix := fill(b, c.holders, c.keys, prompt, func(i int) int { return 512 * (i + 1) / c.holders })
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(ix.Stats().Keys), "bytes/key")
+			if got := ix.Stats(); got.Holders != c.holders {
+				b.Fatalf("holders = %d; want %d", got.Holders, c.holders)
+			}
+			runtime.KeepAlive(ix)
+			for i := 0; i < b.N; i++ {
+			}
 		})
 	}
 }
