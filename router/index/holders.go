@@ -1,6 +1,7 @@
 package index
 
 import (
+	"maps"
 	"math/bits"
 	"runtime"
 	"sync/atomic"
@@ -98,49 +99,80 @@ func (ix *Index) retire(replica string) (dead slotSet, any bool) {
 }
 
 // publish installs a modified copy of the slot table: edit sets and clears
-// slots in the live set and names their holders.
+// slots in the live set and names their holders. Only the replicas whose
+// slots changed get their groups recomputed, so a fleet of thousands of
+// holders joining one by one costs a copy per join, not a rehash of every
+// name.
 func (ix *Index) publish(edit func(live *slotSet, holders []holder)) {
 	old := ix.tab.Load()
-	var live slotSet
-	copy(live[:], old.live)
+	var live, was slotSet
+	copy(was[:], old.live)
+	live = was
 	holders := make([]holder, MaxHolders)
 	copy(holders, old.holders)
 	edit(&live, holders)
-	pages := 0
+	pages := 1
 	for p, w := range live {
 		if w != 0 {
 			pages = p + 1
 		}
 	}
-	t := &table{live: append([]uint64(nil), live[:max(pages, 1)]...), holders: holders[: max(pages, 1)*64 : max(pages, 1)*64]}
-	t.group = make([]int32, len(t.holders))
-	first := map[string]int32{}
-	for p, w := range t.live {
-		for ; w != 0; w &= w - 1 {
-			s := p<<6 | bits.TrailingZeros64(w)
-			g, ok := first[t.holders[s].replica]
-			if !ok {
-				g = int32(s)
-				first[t.holders[s].replica] = g
+	n := pages * 64
+	t := &table{live: append([]uint64(nil), live[:pages]...), holders: holders[:n:n], group: make([]int32, n)}
+	copy(t.group, old.group)
+	t.byName = maps.Clone(old.byName)
+	// The replicas of the slots that came or went.
+	affected := map[string]bool{}
+	for p := range maxPages {
+		for c := live[p] ^ was[p]; c != 0; c &= c - 1 {
+			s := p<<6 | bits.TrailingZeros64(c)
+			if was.has(s) {
+				affected[old.holders[s].replica] = true
 			}
-			t.group[s] = g
-			t.count++
+			if live.has(s) {
+				affected[holders[s].replica] = true
+			}
 		}
 	}
-	t.byName = first
+	for r := range affected {
+		g0, had := old.byName[r]
+		lowest := int32(-1)
+		var mine []int
+		for p := range pages {
+			for w := live[p]; w != 0; w &= w - 1 {
+				s := p<<6 | bits.TrailingZeros64(w)
+				stayed := was.has(s) && had && old.group[s] == g0
+				if stayed || (!was.has(s) && holders[s].replica == r) {
+					mine = append(mine, s)
+					if lowest < 0 {
+						lowest = int32(s)
+					}
+				}
+			}
+		}
+		for _, s := range mine {
+			t.group[s] = lowest
+		}
+		if lowest < 0 {
+			delete(t.byName, r)
+		} else {
+			t.byName[r] = lowest
+		}
+	}
+	t.count = live.count()
 	ix.tab.Store(t)
 	// A replaced table with no reader now never gets one (acquire re-checks
 	// the current table), so only tables still being read are kept.
 	ix.retired = append(ix.retired, old)
-	n := 0
+	kept := 0
 	for _, r := range ix.retired {
 		if r.readers.Load() != 0 {
-			ix.retired[n] = r
-			n++
+			ix.retired[kept] = r
+			kept++
 		}
 	}
-	clear(ix.retired[n:])
-	ix.retired = ix.retired[:n]
+	clear(ix.retired[kept:])
+	ix.retired = ix.retired[:kept]
 }
 
 // acquire returns the current table, registered as read until release. The
