@@ -27,9 +27,12 @@ type extWord struct {
 // stays four words and moves (resize, backward shift) without touching
 // its run. Freed runs are reused by length; the arena does not shrink.
 type extArena struct {
-	buf  atomic.Pointer[[]extWord]
-	end  int             // words in use or freed; writer only
-	free [maxPages][]int // run offsets by length-1; writer only
+	buf atomic.Pointer[[]extWord]
+	end int // words in use or freed; writer only
+	// free holds run offsets by length-1 (writer only; a run is at most a
+	// header and 63 pages), allocated with the first run: the shard, read
+	// on every probe, stays a few words.
+	free *[maxPages][]int
 }
 
 // A run starts with a header word whose gpu field is the key's
@@ -94,6 +97,9 @@ func (x *extArena) run(off, n int) []extWord {
 func (x *extArena) put(ws []word) int {
 	n := len(ws)
 	var off int
+	if x.free == nil {
+		x.free = new([maxPages][]int)
+	}
 	if f := x.free[n-1]; len(f) > 0 {
 		off = f[len(f)-1]
 		x.free[n-1] = f[:len(f)-1]
