@@ -104,7 +104,7 @@ func TestPagedIndexMatchesModel(t *testing.T) {
 			fill = append(fill, name)
 		}
 	}
-	matchModel(t, ix, ref, append([]string{"a", "b", "c", "d"}, fill...), 3000)
+	matchModel(t, ix, ref, append([]string{"a", "b", "c", "d"}, fill...), 1500)
 	if ix.tab.Load().onePage() {
 		t.Error("the table never left page 0: the test did not exercise the paged walk")
 	}
@@ -125,7 +125,7 @@ func TestReplaceWhenFull(t *testing.T) {
 	}
 	// a..d with two ranks each need 8 slots: only 4 are free, so
 	// Replace must often work in place.
-	matchModel(t, ix, ref, []string{"a", "b", "c", "d"}, 1500)
+	matchModel(t, ix, ref, []string{"a", "b", "c", "d"}, 400)
 	if err := ix.Update("one-too-many", []Change{{Tier: GPU, Add: []uint64{1}}}); !errors.Is(err, ErrFull) && ix.free() == 0 {
 		t.Errorf("a new holder in a full index: got %v; want ErrFull", err)
 	}
@@ -303,5 +303,37 @@ func TestLookupReplicasRemembersGroups(t *testing.T) {
 	out = ix.LookupReplicas(keys, 1, names, out)
 	if want := []Match{{Replica: "b", Blocks: 1}, {Replica: "a", Blocks: 2, GPUBlocks: 2}}; !cmp.Equal(out, want) {
 		t.Errorf("after b joined: %+v; want %+v", out, want)
+	}
+}
+
+// TestReplaceInPlace: with no slot free, a snapshot replaces a replica's
+// state in its own slot (no ErrFull, no second slot), stale keys go.
+func TestReplaceInPlace(t *testing.T) {
+	ix := New(Options{})
+	for i := range MaxHolders - 1 {
+		if err := ix.Update(fmt.Sprintf("fill-%04d", i), []Change{{Tier: GPU, Add: []uint64{uint64(1e6 + i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Update("a", []Change{{Tier: GPU, Add: []uint64{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if ix.free() != 0 {
+		t.Fatalf("%d slots free; the test needs a full index", ix.free())
+	}
+	if err := ix.Replace("a", []Blocks{{Tier: GPU, Keys: []uint64{2, 3}}}); err != nil {
+		t.Fatalf("Replace in a full index: %v", err)
+	}
+	if got := ix.Lookup([]uint64{1}, nil); len(got) != 0 {
+		t.Errorf("stale key 1 still held: %+v", got)
+	}
+	if got := ix.Lookup([]uint64{2, 3}, nil); len(got) != 1 || got[0].Replica != "a" || got[0].Blocks != 2 {
+		t.Errorf("Lookup(2, 3) = %+v; want a with 2 blocks", got)
+	}
+	if gpu, _ := ix.ReplicaBlocks("a"); gpu != 2 {
+		t.Errorf("ReplicaBlocks(a) = %d; want 2", gpu)
+	}
+	if err := ix.Replace("a", []Blocks{{Tier: GPU, Keys: []uint64{4}}, {Rank: 1, Tier: GPU, Keys: []uint64{5}}}); !errors.Is(err, ErrFull) {
+		t.Errorf("Replace needing a new rank's slot in a full index: got %v; want ErrFull", err)
 	}
 }
