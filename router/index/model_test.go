@@ -125,7 +125,7 @@ func TestReplaceWhenFull(t *testing.T) {
 	}
 	// a..d with two ranks each need 8 slots: only 4 are free, so
 	// Replace must often work in place.
-	matchModel(t, ix, ref, []string{"a", "b", "c", "d"}, 400)
+	matchModel(t, ix, ref, []string{"a", "b", "c", "d"}, 150)
 	if err := ix.Update("one-too-many", []Change{{Tier: GPU, Add: []uint64{1}}}); !errors.Is(err, ErrFull) && ix.free() == 0 {
 		t.Errorf("a new holder in a full index: got %v; want ErrFull", err)
 	}
