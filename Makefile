@@ -78,6 +78,7 @@ vet: deps ## go vet every package
 
 unit: deps bin/consul $(TEST_PREREQS) ## every test, with -race
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run '^TestScale' ./router/server/ # left out of -race builds
 
 # The fast loop: no -race, -short (tests that start whole fleets or run
 # long soaks skip), no Consul build and no test-data fetch (tests that need

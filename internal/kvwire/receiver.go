@@ -54,35 +54,57 @@ func NewReceiver(token string, sink Sink) (*Receiver, error) {
 // last one), or an error wrapping ErrUnauthorized, ErrMalformed or
 // ErrSnapshotRequired.
 func (r *Receiver) Receive(authorization string, body []byte) error {
+	_, err := r.receive(authorization, body)
+	return err
+}
+
+// receive is Receive, also returning the replicas a RefusingSink refused.
+func (r *Receiver) receive(authorization string, body []byte) ([]Refusal, error) {
 	if !r.authorized(authorization) {
-		return ErrUnauthorized
+		return nil, ErrUnauthorized
 	}
 	u, err := Decode(body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.resyncLocked()
 	pos := r.drivers[u.Driver]
 	if !u.Snapshot {
 		switch {
 		case pos == nil:
-			return fmt.Errorf("%w: no session for driver %q", ErrSnapshotRequired, u.Driver)
+			return nil, fmt.Errorf("%w: no session for driver %q", ErrSnapshotRequired, u.Driver)
 		case pos.epoch != u.Epoch:
-			return fmt.Errorf("%w: driver %q epoch %d, expected %d", ErrSnapshotRequired, u.Driver, u.Epoch, pos.epoch)
+			return nil, fmt.Errorf("%w: driver %q epoch %d, expected %d", ErrSnapshotRequired, u.Driver, u.Epoch, pos.epoch)
 		case u.Seq == pos.seq:
 			pos.lastSeen = time.Now()
-			return nil // a retry of the update already applied
+			return nil, nil // a retry of the update already applied
 		case u.Seq != pos.seq+1:
-			return fmt.Errorf("%w: driver %q seq %d after %d", ErrSnapshotRequired, u.Driver, u.Seq, pos.seq)
+			return nil, fmt.Errorf("%w: driver %q seq %d after %d", ErrSnapshotRequired, u.Driver, u.Seq, pos.seq)
 		}
 	} else if pos != nil && pos.epoch == u.Epoch && pos.seq == u.Seq {
 		pos.lastSeen = time.Now()
-		return nil // a retried snapshot
+		return nil, nil // a retried snapshot
 	}
-	r.sink.ApplyUpdate(u)
+	var refused []Refusal
+	if rs, ok := r.sink.(RefusingSink); ok {
+		refused = rs.ApplyRefusing(u)
+	} else {
+		r.sink.ApplyUpdate(u)
+	}
 	r.drivers[u.Driver] = &sessionPos{epoch: u.Epoch, seq: u.Seq, lastSeen: time.Now()}
-	return nil
+	r.resyncLocked()
+	return refused, nil
+}
+
+// resyncLocked drops the sessions a Resyncer sink asks to restart.
+func (r *Receiver) resyncLocked() {
+	if rs, ok := r.sink.(Resyncer); ok {
+		for _, d := range rs.TakeResyncs() {
+			delete(r.drivers, d)
+		}
+	}
 }
 
 // authorized reports whether an Authorization header value carries the
@@ -123,7 +145,8 @@ func (r *Receiver) Forget(driver string) {
 	delete(r.drivers, driver)
 }
 
-// ServeHTTP answers POST requests at Path: 204 when accepted, 401, 400, 409
+// ServeHTTP answers POST requests at Path: 204 when accepted (200 with the
+// refused replicas when a RefusingSink had no room for some), 401, 400, 409
 // ("snapshot required"), 405 or 413 otherwise, with a JSON error body. The
 // token is checked before a byte of the body is read, so a sender without
 // it costs the router nothing but the headers; a body declared over
@@ -155,8 +178,10 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("read body: %w", err))
 		return
 	}
-	err = r.Receive(req.Header.Get("Authorization"), body)
+	refused, err := r.receive(req.Header.Get("Authorization"), body)
 	switch {
+	case err == nil && len(refused) > 0:
+		writeRefused(w, refused)
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, ErrUnauthorized):

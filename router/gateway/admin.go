@@ -39,7 +39,10 @@ type adminReplica struct {
 	BlockSize int            `json:"block_size"`
 	KVEvents  bool           `json:"kv_events"`
 	Mode      scheduler.Mode `json:"mode"`
-	Healthy   bool           `json:"healthy"`
+	// ModeReason says why a replica whose driver sends KV events is in
+	// approx mode: its model's index had no room for its state.
+	ModeReason string `json:"mode_reason,omitempty"`
+	Healthy    bool   `json:"healthy"`
 	// Draining: the Consul check warns or the replica is in maintenance
 	// (Health says which); it finishes in-flight requests, takes no new ones.
 	Draining  bool      `json:"draining"`
@@ -59,7 +62,7 @@ func (g *Gateway) adminReplicas(c *gin.Context) {
 		gpu, cpu := g.d.BlocksOf(r.Model, r.ID)
 		out = append(out, adminReplica{
 			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
-			Mode: g.d.Replicas.Mode(r.ID), Healthy: g.d.Replicas.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
+			Mode: g.d.Replicas.Mode(r.ID), ModeReason: g.d.Replicas.ModeReason(r.ID), Healthy: g.d.Replicas.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
 			Draining: r.Draining, Health: r.Health, Adapters: g.d.Replicas.AdaptersOf(r.ID),
 			Load: g.d.Tracker.Load(r.ID), PeerLoad: g.d.Tracker.PeerLoad(r.ID),
 		})

@@ -34,7 +34,7 @@ func fill(b *testing.B, replicas, keys int, prompt []uint64, depth func(i int) i
 			batch[j] = r.Uint64()
 		}
 		d := min(depth(i), len(prompt))
-		if err := ix.Update(fmt.Sprintf("alloc-%02d/vllm", i), []Change{{Tier: GPU, Add: batch}, {Tier: GPU, Add: prompt[:d]}}); err != nil {
+		if err := ix.Update(fmt.Sprintf("alloc-%04d/vllm", i), []Change{{Tier: GPU, Add: batch}, {Tier: GPU, Add: prompt[:d]}}); err != nil {
 			b.Fatal(err)
 		}
 	}

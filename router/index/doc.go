@@ -31,15 +31,31 @@
 //
 // # Representation
 //
-// Each key maps to two 64-bit holder sets (GPU and CPU), one bit per holder
-// slot; a holder is one (replica, rank). An Index therefore serves at most
-// MaxHolders holders: the router keeps one Index per model.
+// A holder is one (replica, rank) and owns one slot: a bit in one of 64
+// pages of 64 slots, so an Index serves at most MaxHolders (4,096) holders;
+// the router keeps one Index per model, and the ingest refuses (and routes
+// in approx mode) a replica beyond it. Each key's slot holds one page's
+// two holder sets (GPU and CPU) inline; holders of its other pages live in
+// a run of the shard's arena, headed by a fingerprint of the whole set. A
+// fleet of at most 64 holders has page 0 only, and its Lookup is the
+// one-word walk over the inline sets. A larger one takes the paged walk,
+// whose work follows the prompt's holders: it reads a key's pages only
+// when its fingerprint differs from the previous key's (keys of one cached
+// chain are mostly held by the same holders). Slots are allocated lowest
+// first, so a fleet that shrinks back below 64 holders returns to page 0
+// once the dead slots are swept.
+//
+// Replace fills fresh slots and swaps them in while slots are free, and
+// replaces each rank in its own slot when none is (it never needs a second
+// slot). Remove hides a replica at once and sweeps the map when removed
+// holders' entries reach a sixteenth of the live ones.
 //
 // # Memory
 //
 // Options.MaxKeys bounds the number of keys. A store that would add a key
-// beyond it is dropped and counted, and Options.OnOverflow fires once per
-// crossing; Stats reports sizes for metrics. Oversized checks each replica
+// beyond it is dropped and counted, the call returns ErrKeyCap, and
+// Options.OnOverflow fires once per crossing; Stats reports sizes for
+// metrics, Room whether a refused holder would fit again. Oversized checks each replica
 // against the KV capacity its engines advertise, to catch an index that
 // has missed removals.
 package index

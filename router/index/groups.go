@@ -23,21 +23,21 @@ const groupCacheSize = 4
 type groupsOf struct {
 	tab   *table
 	names []string
-	group []int8
+	group []int32
 }
 
 // groups returns the group of each of replicas in tab.
-func (c *groupCache) groups(tab *table, replicas []string) []int8 {
+func (c *groupCache) groups(tab *table, replicas []string) []int32 {
 	for i := range c.entries {
 		if g := c.entries[i].Load(); g != nil && g.tab == tab && equalNames(g.names, replicas) {
 			return g.group
 		}
 	}
-	g := &groupsOf{tab: tab, names: append([]string(nil), replicas...), group: make([]int8, len(replicas))}
+	g := &groupsOf{tab: tab, names: append([]string(nil), replicas...), group: make([]int32, len(replicas))}
 	for i, name := range replicas {
 		g.group[i] = -1
 		if s, ok := tab.byName[name]; ok {
-			g.group[i] = int8(s)
+			g.group[i] = s
 		}
 	}
 	c.entries[c.next.Add(1)%groupCacheSize].Store(g)

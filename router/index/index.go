@@ -8,8 +8,10 @@ import (
 	"sync/atomic"
 )
 
-// MaxHolders is the number of (replica, rank) holders one Index can track.
-const MaxHolders = 64
+// MaxHolders is the number of (replica, rank) holders one Index can track:
+// 64 pages of 64 slots. A holder beyond it gets ErrFull; the ingest then
+// degrades that replica to approximate routing and says why.
+const MaxHolders = 4096
 
 const shardCount = 256
 
@@ -34,6 +36,11 @@ func (t Tier) String() string {
 
 // ErrFull is returned when a new holder would exceed MaxHolders.
 var ErrFull = errors.New("index holds the maximum number of replica ranks")
+
+// ErrKeyCap is returned (after the rest of the call was applied) when keys
+// were dropped because the index holds Options.MaxKeys keys: the caller
+// must not treat the replica's state as complete.
+var ErrKeyCap = errors.New("index holds its maximum number of keys")
 
 // Blocks is the set of keys one rank of a replica holds on one tier.
 type Blocks struct {
@@ -62,9 +69,13 @@ type Options struct {
 
 // Stats are the Index's sizes, cheap to read for metrics.
 type Stats struct {
-	Keys     int    // distinct keys held
+	Keys     int    // distinct keys held (including keys of dead holders not yet swept)
 	Holders  int    // live (replica, rank) holders
 	Rejected uint64 // stores dropped because MaxKeys was reached
+	// Unswept is the number of (key, holder) entries of removed holders
+	// still in the map: readers no longer see them, and a sweep frees them
+	// once they reach a sixteenth of the live entries (see Remove).
+	Unswept int
 }
 
 // entry is the value per key: one holder bit set per tier.
@@ -86,9 +97,12 @@ type Index struct {
 	// Writer state, under wmu.
 	wmu        sync.Mutex
 	retired    []*table       // replaced tables that may still have readers
-	used       uint64         // slots allocated (live, or being built or swept)
+	used       slotSet        // slots allocated (live, dead but unswept, or being built)
 	slots      map[holder]int // live holder -> slot
 	counts     [MaxHolders][2]int
+	entries    int     // (key, holder) entries of live holders
+	dead       slotSet // removed holders' slots, not swept yet
+	unswept    int     // their entries
 	overflowed bool
 	sink       uint64 // results of touch, kept so the loads stay
 }
@@ -103,7 +117,7 @@ func New(opts Options) *Index {
 	for i := range ix.shards {
 		ix.shards[i].t.init()
 	}
-	ix.tab.Store(&table{})
+	ix.tab.Store(&table{live: make([]uint64, 1), holders: make([]holder, 64), group: make([]int32, 64), byName: map[string]int32{}})
 	return ix
 }
 
@@ -116,6 +130,7 @@ func (ix *Index) shard(k uint64) *shard {
 func (ix *Index) Update(replica string, changes []Change) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	dropped := 0
 	for _, c := range changes {
 		if err := checkTier(c.Tier); err != nil {
 			return fmt.Errorf("update %s rank %d: %w", replica, c.Rank, err)
@@ -131,18 +146,30 @@ func (ix *Index) Update(replica string, changes []Change) error {
 				return fmt.Errorf("update %s rank %d: %w", replica, c.Rank, err)
 			}
 			ix.slots[h] = slot
-			ix.publish(func(t *table) { t.live |= 1 << slot; t.holders[slot] = h })
+			ix.publish(func(live *slotSet, hs []holder) { live.add(slot); hs[slot] = h })
 		}
 		ix.del(slot, c.Tier, c.Del)
-		ix.add(slot, c.Tier, c.Add)
+		dropped += ix.add(slot, c.Tier, c.Add)
 	}
-	return nil
+	return keyCapErr("update", replica, dropped)
+}
+
+func keyCapErr(op, replica string, dropped int) error {
+	if dropped == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %d keys dropped: %w", op, replica, dropped, ErrKeyCap)
 }
 
 // Replace makes blocks the complete state of replica (a snapshot, or a reset
-// followed by additions). Readers see either the old state or the new one,
-// never a mixture: the new holders are filled while invisible, then swapped
-// in with the old ones retired in one step, then the old bits are swept.
+// followed by additions). While free slots remain, readers see either the
+// old state or the new one, never a mixture: the new holders are filled
+// while invisible, then swapped in with the old ones retired in one step,
+// then the old bits are swept. When no slot is free, each of the replica's
+// ranks is replaced in its own slot instead (a rank the replica did not
+// hold before still needs one): readers then see the old and new keys
+// together until the stale ones are cleared, which still never credits a
+// key the replica holds in neither state.
 func (ix *Index) Replace(replica string, blocks []Blocks) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
@@ -151,48 +178,168 @@ func (ix *Index) Replace(replica string, blocks []Blocks) error {
 			return fmt.Errorf("replace %s rank %d: %w", replica, b.Rank, err)
 		}
 	}
+	ranks := map[holder]bool{}
+	for _, b := range blocks {
+		ranks[holder{replica, b.Rank}] = true
+	}
+	need := 0
+	for h := range ranks {
+		need++
+		if _, ok := ix.slots[h]; ok {
+			need-- // in place, if it must
+		}
+	}
+	if ix.free() < len(ranks) && !ix.dead.empty() {
+		ix.sweepDead()
+	}
+	if ix.free() < len(ranks) {
+		if ix.free() < need {
+			return fmt.Errorf("replace %s: %d new ranks: %w", replica, need, ErrFull)
+		}
+		return ix.replaceInPlace(replica, blocks)
+	}
 	fresh := map[holder]int{}
+	dropped := 0
 	for _, b := range blocks {
 		h := holder{replica, b.Rank}
 		slot, ok := fresh[h]
 		if !ok {
-			var err error
-			if slot, err = ix.alloc(); err != nil {
-				for _, s := range fresh {
-					ix.sweep(1 << s)
-				}
-				return fmt.Errorf("replace %s rank %d: %w", replica, b.Rank, err)
-			}
+			slot, _ = ix.alloc() // free() >= len(ranks)
 			fresh[h] = slot
 		}
-		ix.add(slot, b.Tier, b.Keys)
+		dropped += ix.add(slot, b.Tier, b.Keys)
 	}
-	old := ix.retire(replica)
+	old, _ := ix.retire(replica)
 	for h, s := range fresh {
 		ix.slots[h] = s
 	}
-	ix.publish(func(t *table) {
-		t.live &^= old
+	ix.publish(func(live *slotSet, hs []holder) {
+		live.andNot(&old)
 		for h, s := range fresh {
-			t.live |= 1 << s
-			t.holders[s] = h
+			live.add(s)
+			hs[s] = h
 		}
 	})
-	ix.sweep(old)
-	return nil
+	ix.forget(&old)
+	ix.sweep(&old)
+	return keyCapErr("replace", replica, dropped)
 }
 
-// Remove drops every rank of replica. Readers stop seeing it before Remove
-// sweeps its bits out of the map.
+// forget drops the counts of retired slots and returns their entries.
+func (ix *Index) forget(old *slotSet) int {
+	total := 0
+	for p, w := range old {
+		for ; w != 0; w &= w - 1 {
+			s := p<<6 | bits.TrailingZeros64(w)
+			n := ix.counts[s][GPU] + ix.counts[s][CPU]
+			total += n
+			ix.counts[s] = [2]int{}
+		}
+	}
+	ix.entries -= total
+	return total
+}
+
+// replaceInPlace is Replace for an index without a free slot per rank: each
+// rank keeps its slot (or takes a free one), gains its new keys, then loses
+// the keys it no longer holds; ranks the replica no longer has are removed.
+func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
+	keep := map[int]map[uint64][2]bool{} // slot -> key -> tiers held
+	dropped := 0
+	for _, b := range blocks {
+		h := holder{replica, b.Rank}
+		slot, ok := ix.slots[h]
+		if !ok {
+			var err error
+			if slot, err = ix.alloc(); err != nil {
+				return fmt.Errorf("replace %s rank %d: %w", replica, b.Rank, err)
+			}
+			ix.slots[h] = slot
+			ix.publish(func(live *slotSet, hs []holder) { live.add(slot); hs[slot] = h })
+		}
+		dropped += ix.add(slot, b.Tier, b.Keys)
+		m := keep[slot]
+		if m == nil {
+			m = map[uint64][2]bool{}
+			keep[slot] = m
+		}
+		for _, k := range b.Keys {
+			t := m[k]
+			t[b.Tier] = true
+			m[k] = t
+		}
+	}
+	var gone slotSet
+	for h, s := range ix.slots {
+		if h.replica == replica && keep[s] == nil {
+			gone.add(s)
+			delete(ix.slots, h)
+		}
+	}
+	if !gone.empty() {
+		ix.publish(func(live *slotSet, _ []holder) { live.andNot(&gone) })
+		ix.sweep(&gone)
+	}
+	for i := range ix.shards {
+		sh := &ix.shards[i]
+		sh.begin()
+		n := sh.t.keepOnly(keep, func(s int, t Tier) { ix.counts[s][t]--; ix.entries-- })
+		sh.end()
+		ix.dropped(n)
+	}
+	return keyCapErr("replace", replica, dropped)
+}
+
+// Room reports whether a holder the index refused could fit now: a slot
+// is free (or awaits a sweep), and the keys are below a fifteen-sixteenths
+// of MaxKeys (so a refused replica is not let in only to be refused again
+// at once). The ingest asks for refused replicas' snapshots when it holds.
+func (ix *Index) Room() bool {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	max := int64(ix.opts.MaxKeys)
+	return ix.free()+ix.dead.count() > 0 && (max == 0 || ix.keys.Load()-int64(ix.unswept) < max-max/16)
+}
+
+// FreeHolders is the number of holders the index can still take.
+func (ix *Index) FreeHolders() int {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	return ix.free() + ix.dead.count()
+}
+
+// free is the number of slots neither live nor awaiting a sweep.
+func (ix *Index) free() int { return MaxHolders - ix.used.count() }
+
+// Remove drops every rank of replica. Readers stop seeing it at once; its
+// entries are swept out of the map when the removed holders' entries reach
+// a sixteenth of the live ones (or the index is small, or a slot or a key
+// is needed), so that a fleet losing many replicas at once pays a few
+// sweeps of the map instead of one per replica.
 func (ix *Index) Remove(replica string) {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
-	old := ix.retire(replica)
-	if old == 0 {
+	old, any := ix.retire(replica)
+	if !any {
 		return
 	}
-	ix.publish(func(t *table) { t.live &^= old })
-	ix.sweep(old)
+	ix.publish(func(live *slotSet, _ []holder) { live.andNot(&old) })
+	ix.dead.or(&old)
+	ix.unswept += ix.forget(&old)
+	if ix.keys.Load() <= smallIndex || ix.unswept*16 >= ix.entries {
+		ix.sweepDead()
+	}
+}
+
+// smallIndex is the size up to which Remove sweeps at once: a sweep of so
+// few keys costs less than keeping their memory.
+const smallIndex = 1 << 16
+
+// sweepDead sweeps the removed holders' slots.
+func (ix *Index) sweepDead() {
+	d := ix.dead
+	ix.dead, ix.unswept = slotSet{}, 0
+	ix.sweep(&d)
 }
 
 // SetMaxKeys changes the key cap, e.g. when the fleet's advertised KV
@@ -209,10 +356,14 @@ func (ix *Index) SetMaxKeys(n int) {
 
 // Stats returns the current sizes.
 func (ix *Index) Stats() Stats {
+	ix.wmu.Lock()
+	unswept := ix.unswept
+	ix.wmu.Unlock()
 	return Stats{
 		Keys:     int(ix.keys.Load()),
-		Holders:  bits.OnesCount64(ix.tab.Load().live),
+		Holders:  ix.tab.Load().count,
 		Rejected: ix.rejected.Load(),
+		Unswept:  unswept,
 	}
 }
 
@@ -290,9 +441,12 @@ func (ix *Index) change(keys []uint64, fn func(sh *shard, k uint64)) {
 	}
 }
 
-func (ix *Index) add(hs int, t Tier, keys []uint64) {
-	bit := uint64(1) << hs
+// add stores keys for slot hs and returns how many it dropped at MaxKeys.
+func (ix *Index) add(hs int, t Tier, keys []uint64) int {
 	max := int64(ix.opts.MaxKeys)
+	if max > 0 && ix.keys.Load()+int64(len(keys)) >= max && !ix.dead.empty() {
+		ix.sweepDead() // the dead holders' keys make room first
+	}
 	var added int64
 	rejected := 0
 	ix.change(keys, func(sh *shard, k uint64) {
@@ -305,31 +459,30 @@ func (ix *Index) add(hs int, t Tier, keys []uint64) {
 		} else {
 			s = sh.t.ref(k, true)
 		}
-		switch p := s.tier(t); {
-		case s.empty(): // just inserted: its holder sets are zero
-			p.Store(bit)
+		fresh := s.empty() && s.meta.Load() == 0 // just inserted
+		if sh.t.setBit(s, hs, t) {
 			ix.counts[hs][t]++
-			added++
-		case p.Load()&bit == 0:
-			p.Or(bit)
-			ix.counts[hs][t]++
+			ix.entries++
+			if fresh {
+				added++
+			}
 		}
 	})
 	ix.keys.Add(added)
 	for range rejected {
 		ix.reject()
 	}
+	return rejected
 }
 
 func (ix *Index) del(hs int, t Tier, keys []uint64) {
-	bit := uint64(1) << hs
 	removed := 0
 	ix.change(keys, func(sh *shard, k uint64) {
 		if s := sh.t.ref(k, false); s != nil {
-			if p := s.tier(t); p.Load()&bit != 0 {
-				p.And(^bit)
+			if was, empty := sh.t.clearBit(s, hs, t); was {
 				ix.counts[hs][t]--
-				if s.empty() {
+				ix.entries--
+				if empty {
 					sh.t.remove(k)
 					removed++
 				}
@@ -360,17 +513,17 @@ func (ix *Index) reject() {
 // then frees the slots. The slots must already be dead in the published
 // table; sweep first waits for readers of older tables, so no Lookup sees a
 // half-swept holder as live.
-func (ix *Index) sweep(mask uint64) {
-	if mask == 0 {
+func (ix *Index) sweep(dead *slotSet) {
+	if dead.empty() {
 		return
 	}
 	ix.quiesce()
 	for i := range ix.shards {
 		sh := &ix.shards[i]
 		sh.begin()
-		n := sh.t.sweep(mask)
+		n := sh.t.sweep(dead)
 		sh.end()
 		ix.dropped(n)
 	}
-	ix.used &^= mask
+	ix.used.andNot(dead)
 }

@@ -170,8 +170,11 @@ func TestMaxKeys(t *testing.T) {
 	ix := New(Options{MaxKeys: 10, OnOverflow: func(keys, max int) {
 		alarms = append(alarms, fmt.Sprintf("%d/%d", keys, max))
 	}})
-	if err := ix.Update("r1", []Change{{Tier: GPU, Add: seq(1, 15)}}); err != nil {
-		t.Fatal(err)
+	if err := ix.Update("r1", []Change{{Tier: GPU, Add: seq(1, 15)}}); !errors.Is(err, ErrKeyCap) {
+		t.Fatalf("Update over MaxKeys: got %v; want ErrKeyCap", err)
+	}
+	if ix.Room() {
+		t.Error("Room at MaxKeys: got true")
 	}
 	st := ix.Stats()
 	if st.Keys != 10 || st.Rejected != 5 {
@@ -190,8 +193,11 @@ func TestMaxKeys(t *testing.T) {
 	// Shrinking re-arms the alarm.
 	ix.Remove("r1")
 	ix.Remove("r2")
-	if err := ix.Update("r1", []Change{{Tier: GPU, Add: seq(100, 111)}}); err != nil {
-		t.Fatal(err)
+	if !ix.Room() {
+		t.Error("Room of an emptied index: got false")
+	}
+	if err := ix.Update("r1", []Change{{Tier: GPU, Add: seq(100, 111)}}); !errors.Is(err, ErrKeyCap) {
+		t.Fatalf("Update over MaxKeys: got %v; want ErrKeyCap", err)
 	}
 	if len(alarms) != 2 {
 		t.Errorf("alarms = %v; want a second alarm after shrinking and overflowing again", alarms)

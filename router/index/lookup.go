@@ -31,14 +31,19 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 // assumption the result equals Lookup's; a holder with a hole in its chain
 // may be credited past the hole. With stride <= 1 the walk is exact.
 func (ix *Index) LookupStride(keys []uint64, stride int, dst []Match) []Match {
+	tab := ix.acquire()
+	if !tab.onePage() {
+		defer release(tab)
+		return ix.lookupPaged(tab, keys, dst)
+	}
 	var w walk
-	tab, best, ok := ix.walkKeys(keys, stride, &w)
+	best, ok := ix.walkKeys(tab, keys, stride, &w)
 	if !ok {
 		return dst
 	}
-	for live := tab.live; live != 0; live &= live - 1 {
+	for live := tab.live[0]; live != 0; live &= live - 1 {
 		s := bits.TrailingZeros64(live)
-		if tab.group[s] == uint8(s) && best[s] >= 0 {
+		if tab.group[s] == int32(s) && best[s] >= 0 {
 			dst = append(dst, w.match(tab, best[s]))
 		}
 	}
@@ -56,8 +61,13 @@ func (ix *Index) LookupReplicas(keys []uint64, stride int, replicas []string, ou
 	}
 	out = out[:len(replicas)]
 	clear(out)
+	tab := ix.acquire()
+	if !tab.onePage() {
+		defer release(tab)
+		return ix.lookupReplicasPaged(tab, keys, replicas, out)
+	}
 	var w walk
-	tab, best, ok := ix.walkKeys(keys, stride, &w)
+	best, ok := ix.walkKeys(tab, keys, stride, &w)
 	if !ok {
 		return out
 	}
@@ -69,23 +79,23 @@ func (ix *Index) LookupReplicas(keys []uint64, stride int, replicas []string, ou
 	return out
 }
 
-// walkKeys runs w over keys and returns the slot table it read and each
-// replica group's best slot (walk.best); false when nothing was walked. The
-// table is released once the walk is done: what is read of it afterwards
-// (holders, groups) never changes, only slot reuse must wait for readers.
-func (ix *Index) walkKeys(keys []uint64, stride int, w *walk) (*table, [MaxHolders]int8, bool) {
-	tab := ix.acquire()
+// walkKeys runs w over keys for a one-page table it has acquired, releases
+// it, and returns each replica group's best slot (walk.best); false when
+// nothing was walked. The table is released once the walk is done: what
+// is read of it afterwards (holders, groups) never changes, only slot
+// reuse must wait for readers.
+func (ix *Index) walkKeys(tab *table, keys []uint64, stride int, w *walk) ([64]int8, bool) {
 	defer release(tab)
 	if !w.run(ix, tab, keys, stride) {
-		return tab, [MaxHolders]int8{}, false
+		return [64]int8{}, false
 	}
-	return tab, w.best(tab), true
+	return w.best(tab), true
 }
 
 // run walks keys for the holders live in tab; false when there is nothing
 // to walk.
 func (w *walk) run(ix *Index, tab *table, keys []uint64, stride int) bool {
-	*w = walk{ix: ix, keys: keys, active: tab.live, onGPU: tab.live}
+	*w = walk{ix: ix, keys: keys, active: tab.live[0], onGPU: tab.live[0]}
 	if w.active == 0 || len(keys) == 0 {
 		return false
 	}
@@ -112,13 +122,14 @@ func (w *walk) run(ix *Index, tab *table, keys []uint64, stride int) bool {
 	return true
 }
 
-// walk is the state of one Lookup.
+// walk is the state of one Lookup over a one-page table (at most 64 live
+// holders, all in page 0).
 type walk struct {
 	ix             *Index
 	keys           []uint64
 	active         uint64 // holders that held every key so far
 	onGPU          uint64 // holders whose last key read was on the GPU
-	depth, cpuOnly [MaxHolders]int32
+	depth, cpuOnly [64]int32
 	sink           uint64
 }
 
@@ -159,13 +170,13 @@ func (w *walk) scan(from, to int) {
 
 // best returns, per replica group (its lowest live slot), the slot of its
 // best rank, or -1 where no rank holds the first key.
-func (w *walk) best(tab *table) [MaxHolders]int8 {
-	var best [MaxHolders]int8
+func (w *walk) best(tab *table) [64]int8 {
+	var best [64]int8
 	for i := range best {
 		best[i] = -1
 	}
 	depth, cpuOnly := &w.depth, &w.cpuOnly
-	for live := tab.live; live != 0; live &= live - 1 {
+	for live := tab.live[0]; live != 0; live &= live - 1 {
 		s := bits.TrailingZeros64(live)
 		if depth[s] == 0 {
 			continue

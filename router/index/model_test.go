@@ -1,6 +1,7 @@
 package index
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -82,9 +83,57 @@ func (r refIndex) lookup(keys []uint64) map[string]Match {
 // few replicas with two ranks and two tiers over a small key space, and
 // compares every lookup with the brute-force model.
 func TestIndexMatchesModel(t *testing.T) {
+	matchModel(t, New(Options{}), refIndex{}, []string{"a", "b", "c", "d"}, 3000)
+}
+
+// TestPagedIndexMatchesModel is TestIndexMatchesModel over holders spread
+// across several pages: filler replicas take slots 0-149 first, and some of
+// them leave and come back while the test's replicas churn, so a key's
+// holders span pages and its inline page changes.
+func TestPagedIndexMatchesModel(t *testing.T) {
+	ix, ref := New(Options{}), refIndex{}
+	var fill []string
+	for i := range 150 {
+		name := fmt.Sprintf("fill-%03d", i)
+		cs := []Change{{Tier: GPU, Add: []uint64{uint64(1e6 + i)}}}
+		if err := ix.Update(name, cs); err != nil {
+			t.Fatal(err)
+		}
+		ref.update(name, cs)
+		if i%50 == 7 {
+			fill = append(fill, name)
+		}
+	}
+	matchModel(t, ix, ref, append([]string{"a", "b", "c", "d"}, fill...), 1500)
+	if ix.tab.Load().onePage() {
+		t.Error("the table never left page 0: the test did not exercise the paged walk")
+	}
+}
+
+// TestReplaceWhenFull: with every slot taken, a snapshot of a replica
+// replaces its state in its own slots (no second slot needed), and the
+// index still matches the model.
+func TestReplaceWhenFull(t *testing.T) {
+	ix, ref := New(Options{}), refIndex{}
+	for i := range MaxHolders - 4 {
+		name := fmt.Sprintf("fill-%04d", i)
+		cs := []Change{{Tier: GPU, Add: []uint64{uint64(1e6 + i)}}}
+		if err := ix.Update(name, cs); err != nil {
+			t.Fatal(err)
+		}
+		ref.update(name, cs)
+	}
+	// a..d with two ranks each need 8 slots: only 4 are free, so
+	// Replace must often work in place.
+	matchModel(t, ix, ref, []string{"a", "b", "c", "d"}, 150)
+	if err := ix.Update("one-too-many", []Change{{Tier: GPU, Add: []uint64{1}}}); !errors.Is(err, ErrFull) && ix.free() == 0 {
+		t.Errorf("a new holder in a full index: got %v; want ErrFull", err)
+	}
+}
+
+func matchModel(t *testing.T, ix *Index, ref refIndex, replicas []string, steps int) {
+	t.Helper()
 	r := rand.New(rand.NewPCG(11, 12))
-	ix := New(Options{})
-	ref := refIndex{}
 	space := keysOf(40)
 	pick := func(n int) []uint64 {
 		ks := make([]uint64, n)
@@ -93,20 +142,23 @@ func TestIndexMatchesModel(t *testing.T) {
 		}
 		return ks
 	}
-	replicas := []string{"a", "b", "c", "d"}
-	for step := 0; step < 3000; step++ {
+	for step := 0; step < steps; step++ {
 		rep := replicas[r.IntN(len(replicas))]
 		switch op := r.IntN(20); {
 		case op < 14:
 			// Half the batches span more than one of the writer's groups.
 			cs := []Change{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Add: pick(r.IntN(8) + writeGroup*r.IntN(2)), Del: pick(r.IntN(6) + writeGroup*r.IntN(2))}}
-			if err := ix.Update(rep, cs); err != nil {
+			if err := ix.Update(rep, cs); errors.Is(err, ErrFull) {
+				continue // a new rank in a full index: nothing changed
+			} else if err != nil {
 				t.Fatal(err)
 			}
 			ref.update(rep, cs)
 		case op < 18:
 			bs := []Blocks{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Keys: pick(r.IntN(20))}, {Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Keys: pick(r.IntN(10))}}
-			if err := ix.Replace(rep, bs); err != nil {
+			if err := ix.Replace(rep, bs); errors.Is(err, ErrFull) {
+				continue // more new ranks than free slots: nothing changed
+			} else if err != nil {
 				t.Fatal(err)
 			}
 			ref.replace(rep, bs)
@@ -251,5 +303,37 @@ func TestLookupReplicasRemembersGroups(t *testing.T) {
 	out = ix.LookupReplicas(keys, 1, names, out)
 	if want := []Match{{Replica: "b", Blocks: 1}, {Replica: "a", Blocks: 2, GPUBlocks: 2}}; !cmp.Equal(out, want) {
 		t.Errorf("after b joined: %+v; want %+v", out, want)
+	}
+}
+
+// TestReplaceInPlace: with no slot free, a snapshot replaces a replica's
+// state in its own slot (no ErrFull, no second slot), stale keys go.
+func TestReplaceInPlace(t *testing.T) {
+	ix := New(Options{})
+	for i := range MaxHolders - 1 {
+		if err := ix.Update(fmt.Sprintf("fill-%04d", i), []Change{{Tier: GPU, Add: []uint64{uint64(1e6 + i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ix.Update("a", []Change{{Tier: GPU, Add: []uint64{1, 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if ix.free() != 0 {
+		t.Fatalf("%d slots free; the test needs a full index", ix.free())
+	}
+	if err := ix.Replace("a", []Blocks{{Tier: GPU, Keys: []uint64{2, 3}}}); err != nil {
+		t.Fatalf("Replace in a full index: %v", err)
+	}
+	if got := ix.Lookup([]uint64{1}, nil); len(got) != 0 {
+		t.Errorf("stale key 1 still held: %+v", got)
+	}
+	if got := ix.Lookup([]uint64{2, 3}, nil); len(got) != 1 || got[0].Replica != "a" || got[0].Blocks != 2 {
+		t.Errorf("Lookup(2, 3) = %+v; want a with 2 blocks", got)
+	}
+	if gpu, _ := ix.ReplicaBlocks("a"); gpu != 2 {
+		t.Errorf("ReplicaBlocks(a) = %d; want 2", gpu)
+	}
+	if err := ix.Replace("a", []Blocks{{Tier: GPU, Keys: []uint64{4}}, {Rank: 1, Tier: GPU, Keys: []uint64{5}}}); !errors.Is(err, ErrFull) {
+		t.Errorf("Replace needing a new rank's slot in a full index: got %v; want ErrFull", err)
 	}
 }

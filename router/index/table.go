@@ -18,7 +18,7 @@ import (
 type shard struct {
 	seq atomic.Uint64
 	t   hashTable
-	_   [24]byte // keep neighbouring shards' counters on separate cache lines
+	_   [16]byte // keep neighbouring shards' counters on separate cache lines
 }
 
 // get returns k's entry (zero when absent), consistent as of one moment.
@@ -35,7 +35,11 @@ func (sh *shard) get(k uint64) entry {
 				s := &a.s[i]
 				key := s.key.Load()
 				if key == k {
-					e = s.load()
+					if s.meta.Load() == 0 { // page 0 inline, no other page
+						e = s.load()
+					} else {
+						e = sh.t.page0(s)
+					}
 					break
 				}
 				if key == 0 {
@@ -43,7 +47,7 @@ func (sh *shard) get(k uint64) entry {
 				}
 			}
 		} else if sh.t.hasZero.Load() {
-			e = sh.t.zero.load()
+			e = sh.t.page0(&sh.t.zero)
 		}
 		if s1&1 == 0 && sh.seq.Load() == s1 {
 			return e
@@ -67,7 +71,7 @@ func (sh *shard) home(k uint64) *slot {
 func (sh *shard) begin() { sh.seq.Add(1) }
 func (sh *shard) end()   { sh.seq.Add(1) }
 
-// hashTable: linear probing over slots of {key, gpu, cpu}, so a lookup
+// hashTable: linear probing over slots of {key, meta, gpu, cpu}, so a lookup
 // touches one slot (usually one cache line) where a Go map touches a
 // control word and a slot. Deletion shifts later entries back instead of
 // leaving tombstones, so heavy churn (a KV cache evicting and storing all
@@ -78,6 +82,7 @@ type hashTable struct {
 	n       int // entries in arr (excluding key 0); writer only
 	zero    slot
 	hasZero atomic.Bool
+	exts    extArena // holder words of pages beyond a slot's own
 }
 
 type slotArray struct {
@@ -86,11 +91,21 @@ type slotArray struct {
 	shift uint   // 64 - log2(len(s))
 }
 
+// slot is one key's entry: the holder sets (GPU and CPU) of one page of
+// slots inline, and those of its other pages, if any, in an extSet. meta is
+// the inline page (low 16 bits) and the extSet's number in the table's
+// extTable (above them; 0 for none). Up to 64 holders every key has page 0
+// inline and nothing else, so a Lookup reads one slot per key, as it did
+// when the holder set was one 64-bit mask.
 type slot struct {
-	key, gpu, cpu atomic.Uint64
+	key, meta, gpu, cpu atomic.Uint64
 }
 
 func (s *slot) load() entry { return entry{gpu: s.gpu.Load(), cpu: s.cpu.Load()} }
+
+func (s *slot) page() int             { return int(s.meta.Load() & 0xffff) }
+func (s *slot) extID() int            { return int(s.meta.Load() >> 16) }
+func (s *slot) setMeta(page, ext int) { s.meta.Store(uint64(ext)<<16 | uint64(page)) }
 
 // tier returns the holder set of tier t.
 func (s *slot) tier(t Tier) *atomic.Uint64 {
@@ -100,16 +115,20 @@ func (s *slot) tier(t Tier) *atomic.Uint64 {
 	return &s.gpu
 }
 
+// empty reports whether the inline holder sets are empty (a slot with
+// other pages always has a holder inline: see hashTable.normalise).
 func (s *slot) empty() bool { return s.gpu.Load()|s.cpu.Load() == 0 }
 
 func (s *slot) copyFrom(o *slot) {
 	s.key.Store(o.key.Load())
+	s.meta.Store(o.meta.Load())
 	s.gpu.Store(o.gpu.Load())
 	s.cpu.Store(o.cpu.Load())
 }
 
 func (s *slot) clear() {
 	s.key.Store(0)
+	s.meta.Store(0)
 	s.gpu.Store(0)
 	s.cpu.Store(0)
 }
@@ -165,7 +184,7 @@ func (t *hashTable) ref(k uint64, insert bool) *slot {
 			if !insert {
 				return nil
 			}
-			s.key.Store(k) // an empty slot's holder sets are already zero
+			s.key.Store(k) // an empty slot's meta and holder sets are already zero
 
 			t.n++
 			return s
@@ -243,18 +262,12 @@ func log2(n int) int {
 	return l
 }
 
-// sweep clears mask from every entry and removes the entries it empties,
+// sweep clears dead from every entry and removes the entries it empties,
 // returning how many it removed. Writer only, inside begin/end.
-func (t *hashTable) sweep(mask uint64) int {
+func (t *hashTable) sweep(dead *slotSet) int {
 	var empty []uint64
 	clearSlot := func(s *slot, key uint64) {
-		g, c := s.gpu.Load(), s.cpu.Load()
-		if (g|c)&mask == 0 {
-			return
-		}
-		s.gpu.Store(g &^ mask)
-		s.cpu.Store(c &^ mask)
-		if (g|c)&^mask == 0 {
+		if t.clearDead(s, dead) {
 			empty = append(empty, key)
 		}
 	}

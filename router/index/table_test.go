@@ -47,7 +47,7 @@ func TestHashTableMatchesMap(t *testing.T) {
 			default: // sweep a random slot mask now and then
 				if r.IntN(1000) == 0 {
 					mask := r.Uint64()
-					tab.sweep(mask)
+					tab.sweep(&slotSet{mask})
 					for rk, v := range ref {
 						v.gpu &^= mask
 						v.cpu &^= mask

@@ -29,11 +29,17 @@ type Stats struct {
 	// could not be kept (its driver's earlier state was discarded): the
 	// driver is asked for a snapshot when the replica joins.
 	Unknown uint64
-	Errors  uint64 // index refusals (e.g. too many holders), bad tiers
+	Errors  uint64 // bad tiers and other errors of the index
 	// OtherBlockSize counts keys of KV-cache groups whose block size is not
 	// the primary group's: they can never match a prompt's keys, so they
 	// are not indexed.
 	OtherBlockSize uint64
+	// Refused counts replica entries refused for lack of room in the index
+	// (holders or key cap); Resyncs the snapshots asked for once room freed.
+	Refused uint64
+	Resyncs uint64
+	// RefusedNow is the replicas refused now (approx mode until a snapshot fits).
+	RefusedNow int
 	// Kept counts replica entries kept for a replica not listed yet;
 	// Adopted the kept states moved into the index when their replica
 	// joined; Discarded the kept states dropped, by reason (Discard*).
@@ -80,6 +86,10 @@ type Sink struct {
 	groupNames map[string]map[string]bool
 	waiting    map[string]map[string]bool // unknown replica -> drivers to ask for a snapshot when it joins
 	pending    map[string]*pending        // unknown replica -> state kept for it
+	refused    map[string]*refusal        // replica -> why its state is not in the index
+	resyncs    map[string]bool            // drivers to ask for a snapshot (TakeResyncs)
+	// refusedNow collects the current update's refusals (ApplyRefusing).
+	refusedNow []kvwire.Refusal
 	// pendingKeys is the keys in pending, in all.
 	pendingKeys int
 	stats       Stats
@@ -92,8 +102,9 @@ type Sink struct {
 
 // syncedSet is one published set of synced replicas, numbered.
 type syncedSet struct {
-	gen uint64
-	ids map[string]bool
+	gen     uint64
+	ids     map[string]bool
+	refused map[string]string // replica -> reason
 }
 
 // NewSink returns a Sink writing into models, with the default bounds.
@@ -126,6 +137,8 @@ func NewSinkWith(models *index.Models, modelOf ModelOf, opts Options) *Sink {
 		groupNames: map[string]map[string]bool{},
 		waiting:    map[string]map[string]bool{},
 		pending:    map[string]*pending{},
+		refused:    map[string]*refusal{},
+		resyncs:    map[string]bool{},
 		stats:      Stats{Discarded: map[string]uint64{}},
 	}
 }
@@ -144,7 +157,13 @@ func toTier(t kvwire.Tier) (index.Tier, error) {
 func (s *Sink) ApplyUpdate(u *kvwire.Update) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.applyLocked(u)
+	s.refusedNow = nil
+}
+
+func (s *Sink) applyLocked(u *kvwire.Update) {
 	defer s.publishSynced()
+	defer s.retryRefusedLocked()
 	defer s.boundPendingLocked()
 	s.stats.Updates++
 	held := s.drivers[u.Driver]
@@ -185,6 +204,11 @@ func (s *Sink) applyReplica(driver string, version int, r *kvwire.Replica, snaps
 	layout := s.layoutLocked(version, r)
 	name := func(g int) string { return kvgroups.IndexName(model, g, layout.Primary()) }
 	var err error
+	if rf, ok := s.refused[r.ID]; ok && !snapshot && !r.Reset {
+		// Its state is not in the index: a delta cannot apply.
+		s.refusedNow = append(s.refusedNow, kvwire.Refusal{Replica: r.ID, Reason: rf.reason})
+		return
+	}
 	if snapshot || r.Reset {
 		// A reset's deletions remove nothing still held, so only additions count.
 		byName := map[string][]index.Blocks{}
@@ -231,9 +255,15 @@ func (s *Sink) applyReplica(driver string, version int, r *kvwire.Replica, snaps
 			err = s.models.For(n).Update(r.ID, changes)
 		}
 	}
-	if err != nil {
+	switch {
+	case err != nil && isRoomErr(err):
+		s.refuseLocked(r.ID, model, driver, err)
+	case err != nil:
 		s.stats.Errors++
 		s.log.Error("apply kv update", "replica", r.ID, "driver", driver, "error", err)
+	case s.refused[r.ID] != nil:
+		delete(s.refused, r.ID) // its snapshot fit: exact again
+		s.log.Info("index took a refused replica's snapshot", "replica", r.ID, "model", model)
 	}
 }
 
@@ -263,6 +293,7 @@ func (s *Sink) dropLocked(replica string) {
 	if s.opts.Layouts != nil {
 		s.opts.Layouts.Forget(replica)
 	}
+	delete(s.refused, replica)
 	s.models.Remove(replica)
 }
 
@@ -281,6 +312,7 @@ func (s *Sink) Drop(replica string) {
 	if held {
 		s.waitFor(replica, driver)
 	}
+	s.retryRefusedLocked() // its slots are free now
 }
 
 // Joined is told that replica entered the replica set. State a driver sent
@@ -322,23 +354,32 @@ func (s *Sink) SyncedGeneration() uint64 {
 
 // publishSynced makes synced match owner's replicas, copying only when
 // they changed. Called with mu held.
+// A refused replica is owned (its driver is known) but not synced.
 func (s *Sink) publishSynced() {
 	cur := s.synced.Load()
-	if cur != nil && len(cur.ids) == len(s.owner) {
+	if cur != nil && len(cur.ids)+len(cur.refused) == len(s.owner) && len(cur.refused) == len(s.refused) {
 		same := true
 		for id := range s.owner {
-			same = same && cur.ids[id]
+			if rf := s.refused[id]; rf != nil {
+				same = same && cur.refused[id] == rf.reason
+			} else {
+				same = same && cur.ids[id]
+			}
 		}
 		if same {
 			return
 		}
 	}
-	next := &syncedSet{gen: 1, ids: make(map[string]bool, len(s.owner))}
+	next := &syncedSet{gen: 1, ids: make(map[string]bool, len(s.owner)), refused: make(map[string]string, len(s.refused))}
 	if cur != nil {
 		next.gen = cur.gen + 1
 	}
 	for id := range s.owner {
-		next.ids[id] = true
+		if rf := s.refused[id]; rf != nil {
+			next.refused[id] = rf.reason
+		} else {
+			next.ids[id] = true
+		}
 	}
 	s.synced.Store(next)
 }
@@ -369,6 +410,7 @@ func (s *Sink) Stats() Stats {
 		st.Discarded[k] = v
 	}
 	st.Pending, st.PendingKeys = len(s.pending), s.pendingKeys
+	st.RefusedNow = len(s.refused)
 	return st
 }
 

@@ -231,6 +231,18 @@ func (s *Set) Mode(replica string) scheduler.Mode {
 	return scheduler.ModeApprox
 }
 
+// ModeReason says why replica is in approx mode though a driver sends its
+// KV state: the index had no room for it (see router/ingest's refusals).
+// Empty otherwise.
+func (s *Set) ModeReason(replica string) string {
+	if r, ok := s.kv.(interface{ Refused(string) (string, bool) }); ok {
+		if why, refused := r.Refused(replica); refused {
+			return why
+		}
+	}
+	return ""
+}
+
 func (s *Set) closed(id string, now time.Time) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

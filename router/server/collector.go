@@ -63,6 +63,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range sessionDescs {
 		ch <- d
 	}
+	for _, d := range indexDescs {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -100,12 +103,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	is := s.sink.Stats()
 	for kind, v := range map[string]uint64{"updates": is.Updates, "snapshots": is.Snapshots, "keys": is.Keys, "unknown_replica": is.Unknown,
-		"kept": is.Kept, "adopted": is.Adopted, "errors": is.Errors} {
+		"kept": is.Kept, "adopted": is.Adopted, "errors": is.Errors, "refused": is.Refused, "resyncs": is.Resyncs} {
 		ch <- prometheus.MustNewConstMetric(descIngest, prometheus.CounterValue, float64(v), kind)
 	}
 	for _, reason := range []string{ingest.DiscardAge, ingest.DiscardReplicas, ingest.DiscardKeys} {
 		ch <- prometheus.MustNewConstMetric(descPendingDiscarded, prometheus.CounterValue, float64(is.Discarded[reason]), reason)
 	}
+	c.collectIndex(ch)
 	gauge(descPendingReplicas, float64(is.Pending))
 	gauge(descPendingKeys, float64(is.PendingKeys))
 	c.collectSessions(ch)

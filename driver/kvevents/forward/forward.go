@@ -117,6 +117,10 @@ type RouterStatus struct {
 	Failures  uint64 // failed sends
 	LastError error  // of the last send; nil after a success
 	Synced    bool   // the last send succeeded
+	// Refused lists the replicas the router had no room for in the last
+	// accepted send: it routes them approximately and asks for a snapshot
+	// (409) when room frees; the store keeps their state meanwhile.
+	Refused []kvwire.Refusal
 }
 
 // Start starts forwarding store to the routers of src until Close.
@@ -303,7 +307,13 @@ func (s *routerSession) run(ctx context.Context) {
 		}
 		s.record(pending, err)
 		next := s.cfg.FlushInterval
+		var refused *kvwire.RefusedError
 		switch {
+		case errors.As(err, &refused):
+			// Applied but for replicas the router has no room for: it asks
+			// for a snapshot once it has, so the session goes on.
+			failLog.do(func(n int) { s.log.Warn("router has no room for some replicas", "error", err, "suppressed", n) })
+			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
 		case err == nil:
 			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
 		case version > 1 && kvwire.RefusedVersion(err):
@@ -338,6 +348,12 @@ func (s *routerSession) run(ctx context.Context) {
 func (s *routerSession) record(u *kvwire.Update, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var refused *kvwire.RefusedError
+	s.st.Refused = nil
+	if errors.As(err, &refused) {
+		s.st.Refused = refused.Refused
+		err = nil // applied: the refusals are in Refused
+	}
 	s.st.LastError, s.st.Synced = err, err == nil
 	if err != nil {
 		s.st.Failures++

@@ -1,0 +1,81 @@
+package index
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+)
+
+// BenchmarkLookupHolders measures an 8k-token prompt's walk (512 blocks)
+// as the number of holders in the index grows, on 1,000,000 keys. "on=64"
+// caches the prompt on 64 holders with staggered prefixes, spread over the
+// pages (every holders/64-th holder), which is the paged walk's worst
+// layout for that many; "on=all" gives every holder a staggered prefix, so
+// the walk and the result both grow with the holders.
+func BenchmarkLookupHolders(b *testing.B) {
+	const keys, blocks = 1_000_000, 512
+	for _, c := range []struct{ holders, on int }{{64, 64}, {4096, 64}, {4096, 4096}} {
+		name := fmt.Sprintf("holders=%d/on=%d", c.holders, c.on)
+		if c.on == c.holders {
+			name = fmt.Sprintf("holders=%d/on=all", c.holders)
+		}
+		b.Run(name, func(b *testing.B) {
+			prompt := randomKeys(blocks, 99)
+			every := c.holders / c.on
+			depth := func(i int) int {
+				if i%every != 0 {
+					return 0
+				}
+				return max(1, blocks*(i/every+1)/c.on)
+			}
+			ix := fill(b, c.holders, keys, prompt, depth)
+			var buf []Match
+			lat := make([]time.Duration, 0, 1<<16)
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime(b)
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				buf = ix.LookupStride(prompt, 1, buf[:0])
+				if len(lat) < cap(lat) {
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+			if len(buf) != c.on {
+				b.Fatalf("got %d matches; want %d", len(buf), c.on)
+			}
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
+		})
+	}
+}
+
+// BenchmarkMemoryHolders reports the heap bytes per indexed key for 1M and
+// 10M keys over 64 and 4,096 holders (each key held by one holder, the
+// first 512 of a prompt by staggered holders). Measured once, whatever
+// b.N; the 10M cases need about 1 GB.
+func BenchmarkMemoryHolders(b *testing.B) {
+	for _, c := range []struct{ holders, keys int }{{64, 1_000_000}, {4096, 1_000_000}, {64, 10_000_000}, {4096, 10_000_000}} {
+		b.Run(fmt.Sprintf("holders=%d/keys=%d", c.holders, c.keys), func(b *testing.B) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			prompt := randomKeys(512, 99)
+			ix := fill(b, c.holders, c.keys, prompt, func(i int) int { return 512 * (i + 1) / c.holders })
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(ix.Stats().Keys), "bytes/key")
+			if got := ix.Stats(); got.Holders != c.holders {
+				b.Fatalf("holders = %d; want %d", got.Holders, c.holders)
+			}
+			runtime.KeepAlive(ix)
+			for i := 0; i < b.N; i++ {
+			}
+		})
+	}
+}

@@ -1,0 +1,260 @@
+package index
+
+import (
+	"math/bits"
+	"slices"
+	"sync"
+)
+
+// The paged walk serves tables with live holders beyond page 0. It keeps
+// one active word per page, and touches only the pages a key holds and
+// the holders that held the first key, so its cost follows the prompt's
+// holders, not the index's: an index of 4,096 holders whose prompt is
+// cached on a few of them walks about as fast as one of 64.
+
+// pagedWalk is the scratch of one paged Lookup, pooled: its per-slot
+// arrays are too large to clear per Lookup, so only the entries of the
+// first key's holders are ever set and read.
+type pagedWalk struct {
+	active, onGPU [maxPages]uint64
+	visit         [maxPages]int32 // the key (+1) that last visited a page
+	list          []int           // pages with active holders
+	first         []word          // the first key's live holders, by page
+	depth         [MaxHolders]int32
+	cpuOnly       [MaxHolders]int32
+	best          [MaxHolders]int32 // per group: best slot, valid where stamp == gen
+	stamp         [MaxHolders]uint32
+	gen           uint32
+	groups        []int32 // groups found, for Lookup's order
+	buf           [maxPages]word
+	sink          uint64
+}
+
+var pagedWalks = sync.Pool{New: func() any { return new(pagedWalk) }}
+
+// getWords reads every page of k's holder sets, consistent as of one
+// moment (see shard.get), and k's fingerprint (see fpWord); a key of
+// several pages whose fingerprint is prev comes back without its words.
+func (sh *shard) getWords(k uint64, buf []word, prev uint64) ([]word, uint64) {
+	for {
+		s1 := sh.seq.Load()
+		out, fp := buf[:0], uint64(0)
+		if k != 0 {
+			a := sh.t.arr.Load()
+			for i, n := a.home(k), 0; n < len(a.s); i, n = (i+1)&a.mask, n+1 {
+				s := &a.s[i]
+				key := s.key.Load()
+				if key == k {
+					out, fp = sh.t.words(s, out, prev)
+					break
+				}
+				if key == 0 {
+					break
+				}
+			}
+		} else if sh.t.hasZero.Load() {
+			out, fp = sh.t.words(&sh.t.zero, out, prev)
+		}
+		if s1&1 == 0 && sh.seq.Load() == s1 {
+			return out, fp
+		}
+	}
+}
+
+// walkPaged runs the exact walk over keys (a stride is not used: each key
+// is read) and leaves each group's best slot in w.best; false when no live
+// holder has the first key.
+func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
+	w.gen++
+	if w.gen == 0 { // wrapped: old stamps could match again
+		clear(w.stamp[:])
+		w.gen = 1
+	}
+	w.list, w.first, w.groups = w.list[:0], w.first[:0], w.groups[:0]
+	if len(keys) == 0 || tab.count == 0 {
+		return false
+	}
+	clear(w.active[:])
+	clear(w.onGPU[:])
+	clear(w.visit[:])
+	ix.touchKeys(keys[:min(readGroup, len(keys))])
+	first, fp := ix.shard(keys[0]).getWords(keys[0], w.buf[:0], 0)
+	cpuOnly := false
+	for _, x := range first {
+		if x.page >= len(tab.live) {
+			continue
+		}
+		held := (x.gpu | x.cpu) & tab.live[x.page]
+		if held == 0 {
+			continue
+		}
+		w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
+		w.list = append(w.list, x.page)
+		w.first = append(w.first, word{page: x.page, gpu: held})
+		for b := held; b != 0; b &= b - 1 {
+			s := x.page<<6 | bits.TrailingZeros64(b)
+			w.cpuOnly[s] = 0
+		}
+		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
+			w.cpuOnly[x.page<<6|bits.TrailingZeros64(c)] = 1
+			cpuOnly = true
+		}
+	}
+	if len(w.list) == 0 {
+		return false
+	}
+	// A key with the previous key's fingerprint has its holders: nothing
+	// changes, unless a holder counts CPU-only blocks (then every key is
+	// read, to count them).
+	for g := 1; g < len(keys) && len(w.list) > 0; g += readGroup {
+		w.sink += ix.touchKeys(keys[min(g+readGroup, len(keys)):min(g+2*readGroup, len(keys))])
+		w.sink += ix.touchRuns(keys[g:min(g+readGroup, len(keys))])
+		for i := g; i < min(g+readGroup, len(keys)) && len(w.list) > 0; i++ {
+			prev := fp
+			if cpuOnly {
+				prev = 0 // never skips: a 0 fingerprint is read like any other
+			}
+			var ws []word
+			ws, fp = ix.shard(keys[i]).getWords(keys[i], w.buf[:0], prev)
+			if fp == prev && prev != 0 {
+				continue
+			}
+			cpuOnly = w.step(i, ws)
+		}
+	}
+	for _, p := range w.list {
+		w.depart(p, w.active[p], int32(len(keys)))
+	}
+	w.pickBest(tab)
+	return true
+}
+
+// step reads key i's holder sets, retiring the active holders it lacks;
+// it reports whether an active holder has key i only on the CPU.
+func (w *pagedWalk) step(i int, ws []word) (cpuOnly bool) {
+	stamp := int32(i + 1)
+	for _, x := range ws {
+		if x.page >= maxPages {
+			continue
+		}
+		a := w.active[x.page]
+		if a == 0 {
+			continue
+		}
+		held := (x.gpu | x.cpu) & a
+		w.depart(x.page, a&^held, int32(i))
+		w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
+		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
+			w.cpuOnly[x.page<<6|bits.TrailingZeros64(c)]++
+			cpuOnly = true
+		}
+		w.visit[x.page] = stamp
+	}
+	n := 0
+	for _, p := range w.list {
+		if w.visit[p] != stamp {
+			w.depart(p, w.active[p], int32(i))
+			w.active[p], w.onGPU[p] = 0, 0
+		}
+		if w.active[p] != 0 {
+			w.list[n] = p
+			n++
+		}
+	}
+	w.list = w.list[:n]
+	return cpuOnly
+}
+
+// depart records depth d for the holders of page p in gone.
+func (w *pagedWalk) depart(p int, gone uint64, d int32) {
+	for ; gone != 0; gone &= gone - 1 {
+		w.depth[p<<6|bits.TrailingZeros64(gone)] = d
+	}
+}
+
+// pickBest sets, per group of the first key's holders, its best slot.
+func (w *pagedWalk) pickBest(tab *table) {
+	for _, f := range w.first {
+		for b := f.gpu; b != 0; b &= b - 1 {
+			s := int32(f.page<<6 | bits.TrailingZeros64(b))
+			g := tab.group[s]
+			if w.stamp[g] != w.gen {
+				w.stamp[g], w.best[g] = w.gen, s
+				w.groups = append(w.groups, g)
+				continue
+			}
+			if o := w.best[g]; better(w.depth[s], w.depth[s]-w.cpuOnly[s], tab.holders[s].rank,
+				w.depth[o], w.depth[o]-w.cpuOnly[o], tab.holders[o].rank) {
+				w.best[g] = s
+			}
+		}
+	}
+}
+
+func (w *pagedWalk) match(tab *table, s int32) Match {
+	h := tab.holders[s]
+	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.depth[s]), GPUBlocks: int(w.depth[s] - w.cpuOnly[s])}
+}
+
+// lookupPaged is LookupStride over a table with more than one page.
+func (ix *Index) lookupPaged(tab *table, keys []uint64, dst []Match) []Match {
+	w := pagedWalks.Get().(*pagedWalk)
+	defer pagedWalks.Put(w)
+	if !w.run(ix, tab, keys) {
+		return dst
+	}
+	slices.Sort(w.groups)
+	for _, g := range w.groups {
+		dst = append(dst, w.match(tab, w.best[g]))
+	}
+	return dst
+}
+
+// lookupReplicasPaged is LookupReplicas over a table with more than one
+// page; out is already sized and cleared.
+func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []string, out []Match) []Match {
+	w := pagedWalks.Get().(*pagedWalk)
+	defer pagedWalks.Put(w)
+	if !w.run(ix, tab, keys) {
+		return out
+	}
+	for i, g := range ix.groups.groups(tab, replicas) {
+		if g >= 0 && w.stamp[g] == w.gen {
+			out[i] = w.match(tab, w.best[g])
+		}
+	}
+	return out
+}
+
+// touchRuns loads the run header of each key that has one: the keys'
+// slots are cached by then (touchKeys a group earlier), so the headers'
+// misses overlap instead of each waiting behind its slot's read. Outside
+// the counter's bracket its loads may be of a run being replaced; only
+// their timing counts.
+func (ix *Index) touchRuns(keys []uint64) uint64 {
+	var sum, prev uint64
+	for _, k := range keys {
+		sh := ix.shard(k)
+		a := sh.t.arr.Load()
+		for i, n := a.home(k), 0; n < 4; i, n = (i+1)&a.mask, n+1 {
+			s := &a.s[i]
+			if key := s.key.Load(); key == k {
+				if m := s.meta.Load(); m>>16 != 0 {
+					if r := sh.t.exts.run(int(m>>24), int(m>>16&0xff)); r != nil {
+						fp := r[0].gpu.Load()
+						if fp != prev { // the walk reads this run: load all its lines
+							for j := 2; j < len(r); j += 3 {
+								sum += r[j].gpu.Load()
+							}
+						}
+						sum, prev = sum+fp, fp
+					}
+				}
+				break
+			} else if key == 0 {
+				break
+			}
+		}
+	}
+	return sum
+}

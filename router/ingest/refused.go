@@ -1,0 +1,126 @@
+package ingest
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/router/index"
+)
+
+// Refusals: a model's index has a bound (index.MaxHolders holders, and the
+// key cap set from the fleet's advertised KV capacity). A replica whose
+// state does not fit is refused whole: what it had in the index is
+// removed, it routes in approx mode with the reason (Refused), and its
+// driver's answer names it (kvwire.RefusedError). Its later deltas are
+// refused too, since they change a state the index does not hold. When
+// the index has room again (a replica left, keys were freed), the sink
+// asks the driver for a snapshot (TakeResyncs, kvwire's 409), at most as
+// many as there are free holder slots at a time, so a thousand refused
+// replicas do not all resend for one freed slot.
+
+// refusal is why a replica's state is not in the index.
+type refusal struct {
+	model, driver, reason string
+	asked                 bool      // a snapshot was asked for; refused again if it does not fit
+	times                 int       // refusals in a row
+	after                 time.Time // no snapshot is asked for before
+}
+
+// Backoff between a refused replica's snapshot requests: room that keeps
+// filling up (a key cap reached again at once) must not become a loop of
+// snapshots.
+const (
+	minRefusedBackoff = time.Second
+	maxRefusedBackoff = 5 * time.Minute
+)
+
+// refuseLocked records that replica's state did not fit and removes what
+// of it reached the index.
+func (s *Sink) refuseLocked(replica, model, driver string, err error) {
+	prev, ok := s.refused[replica]
+	if !ok {
+		s.log.Warn("index has no room for a replica; it routes in approx mode until room frees", "replica", replica, "model", model, "error", err)
+		prev = &refusal{}
+	}
+	wait := min(minRefusedBackoff<<min(prev.times, 20), maxRefusedBackoff)
+	s.refused[replica] = &refusal{model: model, driver: driver, reason: err.Error(), times: prev.times + 1, after: s.opts.Now().Add(wait)}
+	s.stats.Refused++
+	s.models.For(model).Remove(replica)
+	s.refusedNow = append(s.refusedNow, kvwire.Refusal{Replica: replica, Reason: err.Error()})
+}
+
+// isRoomErr reports whether err is the index's lack of room (not bad input).
+func isRoomErr(err error) bool {
+	return errors.Is(err, index.ErrFull) || errors.Is(err, index.ErrKeyCap)
+}
+
+// retryRefusedLocked asks for the snapshots of refused replicas whose
+// index has room now, as many per model as it has free slots.
+func (s *Sink) retryRefusedLocked() {
+	if len(s.refused) == 0 {
+		return
+	}
+	free := map[string]int{}
+	now := s.opts.Now()
+	for _, id := range slices.Sorted(maps.Keys(s.refused)) {
+		rf := s.refused[id]
+		if rf.asked || now.Before(rf.after) {
+			continue
+		}
+		n, ok := free[rf.model]
+		if !ok {
+			ix := s.models.For(rf.model)
+			if n = 0; ix.Room() {
+				n = ix.FreeHolders()
+			}
+		}
+		if n <= 0 {
+			free[rf.model] = 0
+			continue
+		}
+		free[rf.model] = n - 1
+		rf.asked = true
+		s.resyncs[rf.driver] = true
+	}
+}
+
+// TakeResyncs implements kvwire.Resyncer: the drivers to ask for a
+// snapshot now.
+func (s *Sink) TakeResyncs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := slices.Sorted(maps.Keys(s.resyncs))
+	clear(s.resyncs)
+	s.stats.Resyncs += uint64(len(out))
+	return out
+}
+
+// Refused reports why replica's KV state is not in the index, when it was
+// refused for lack of room: it then routes in approx mode.
+func (s *Sink) Refused(replica string) (string, bool) {
+	v := s.synced.Load()
+	if v == nil {
+		return "", false
+	}
+	r, ok := v.refused[replica]
+	return r, ok
+}
+
+// ApplyRefusing implements kvwire.RefusingSink: ApplyUpdate, returning
+// the replicas the index had no room for.
+func (s *Sink) ApplyRefusing(u *kvwire.Update) []kvwire.Refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.applyLocked(u)
+	out := s.refusedNow
+	s.refusedNow = nil
+	return out
+}
+
+var (
+	_ kvwire.RefusingSink = (*Sink)(nil)
+	_ kvwire.Resyncer     = (*Sink)(nil)
+)
