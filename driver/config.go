@@ -22,6 +22,11 @@ var configSpec = spec.Object(map[string]*hclspec.Spec{
 	"engine":            spec.Optional("engine", "string", `"vllm"`),
 	"consul_address":    spec.Optional("consul_address", "string", `"127.0.0.1:8500"`),
 	"consul_token":      spec.Attr("", "string", false),
+	"discovery":         spec.Optional("discovery", "string", `"consul"`),
+	"nomad_address":     spec.Attr("", "string", false),
+	"nomad_token":       spec.Attr("", "string", false),
+	"nomad_namespace":   spec.Attr("", "string", false),
+	"nomad_region":      spec.Attr("", "string", false),
 	"router_service":    spec.Optional("router_service", "string", `"llmgw-router"`),
 	"kv_flush_interval": spec.Optional("kv_flush_interval", "string", `"250ms"`),
 	"kv_keep_alive":     spec.Optional("kv_keep_alive", "string", `"10s"`),
@@ -40,6 +45,16 @@ type Config struct {
 	ConsulAddress string `codec:"consul_address"`
 	ConsulToken   string `codec:"consul_token"`
 	RouterService string `codec:"router_service"`
+	// Discovery is "consul" (the default) or "nomad": routers found in
+	// Nomad's service catalogue through NomadAddress (empty: NOMAD_ADDR,
+	// else http://127.0.0.1:4646) with NomadToken (empty: NOMAD_TOKEN),
+	// NomadNamespace and NomadRegion (empty: NOMAD_NAMESPACE and
+	// NOMAD_REGION, else the agent's).
+	Discovery      string `codec:"discovery"`
+	NomadAddress   string `codec:"nomad_address"`
+	NomadToken     string `codec:"nomad_token"`
+	NomadNamespace string `codec:"nomad_namespace"`
+	NomadRegion    string `codec:"nomad_region"`
 	// KVFlushInterval is how often net KV deltas go to routers.
 	KVFlushInterval time.Duration `codec:"kv_flush_interval"`
 	// KVKeepAlive is the longest a router session stays silent: an empty
@@ -74,6 +89,9 @@ func (c *Config) validate() error {
 	}
 	if c.OwnerPid < 0 {
 		return fmt.Errorf("owner_pid: must not be negative, got %d", c.OwnerPid)
+	}
+	if c.Discovery != discoveryConsul && c.Discovery != discoveryNomad {
+		return fmt.Errorf("discovery: want consul or nomad, got %q", c.Discovery)
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func TestPluginConfigDefaults(t *testing.T) {
 	if err := ctymsgpack.Decode(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", RouterService: "llmgw-router", KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second}
+	want := Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", Discovery: "consul", RouterService: "llmgw-router", KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second}
 	if d := cmp.Diff(want, c); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
@@ -101,6 +101,7 @@ func TestPluginConfigValidate(t *testing.T) {
 		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Millisecond}, "kv_keep_alive"},
 		{Config{Engine: "vllm", KVFlushInterval: time.Second, KVKeepAlive: time.Minute}, "router_service"},
 		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Minute, OwnerPid: -1}, "owner_pid"},
+		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Minute, Discovery: "dns"}, "discovery"},
 	}
 	for _, tt := range tests {
 		if err := tt.c.validate(); err == nil || !strings.HasPrefix(err.Error(), tt.want) {

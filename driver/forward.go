@@ -5,19 +5,16 @@ import (
 	"net/http"
 	"os"
 
-	"github.com/hashicorp/consul/api"
-
-	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/driver/kvevents/forward"
 )
 
 // forwarding carries the store's block state to every router instance
-// registered in Consul, passing its check or not yet: a watcher of the
+// registered in Consul (or Nomad), passing its check or not yet: a watcher of the
 // router service and the forwarder's per-router sessions (snapshot, then
 // net deltas).
 type forwarding struct {
 	config  Config
-	watcher *consul.Watcher[consul.Router]
+	watcher routerWatcher
 	fwd     *forward.Forwarder
 }
 
@@ -46,16 +43,9 @@ func (d *Driver) startForwarding(c Config) error {
 		d.log.Warn("no ingest_token configured: KV block state is not forwarded to routers")
 		return nil
 	}
-	cc := api.DefaultConfig()
-	cc.Address, cc.Token = c.ConsulAddress, c.ConsulToken
-	client, err := api.NewClient(cc)
+	w, where, err := d.watchRouters(c)
 	if err != nil {
-		return fmt.Errorf("consul client for %s: %w", c.ConsulAddress, err)
-	}
-	w, err := consul.Watch(d.ctx, client, consul.Query{Service: c.RouterService}, consul.ConvertRegisteredRouters,
-		consul.WatchOptions{Logger: d.log.Named("consul")})
-	if err != nil {
-		return fmt.Errorf("watch %s in consul: %w", c.RouterService, err)
+		return err
 	}
 	id := d.opts.DriverID
 	if id == "" {
@@ -63,7 +53,7 @@ func (d *Driver) startForwarding(c Config) error {
 			id = "nomad-driver-vllm"
 		}
 	}
-	var routers forward.RouterSource = forward.ConsulRouters{W: w}
+	var routers forward.RouterSource = forward.WatchedRouters{W: w}
 	var hc *http.Client
 	if c.IngestCAFile != "" {
 		if hc, err = forward.TLSClient(c.IngestCAFile); err != nil {
@@ -80,7 +70,7 @@ func (d *Driver) startForwarding(c Config) error {
 		return fmt.Errorf("start kv forwarder: %w", err)
 	}
 	d.fwd = &forwarding{config: c, watcher: w, fwd: fwd}
-	d.log.Info("forwarding kv block state to routers", "consul", c.ConsulAddress, "service", c.RouterService, "driver_id", id)
+	d.log.Info("forwarding kv block state to routers", "discovery", where, "service", c.RouterService, "driver_id", id)
 	return nil
 }
 

@@ -63,6 +63,9 @@ func (c *checker) replicaService(s *hclsyntax.Block, task vllmTask) {
 		{"llmgw-kv-events", strconv.FormatBool(task.cfg.KVEvents)},
 	}
 	meta, metaRange := c.meta(s)
+	if nomadProvider(s) {
+		meta, metaRange = c.tagMeta(s)
+	}
 	for _, w := range want {
 		v, ok := meta[w.key]
 		switch {

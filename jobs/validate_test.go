@@ -40,6 +40,7 @@ func TestBrokenJobspecs(t *testing.T) {
 		{"missing-tag", []string{`:19:9: task "vllm": service "vllm": tags must include "llmgw"`}},
 		{"missing-meta", []string{`:20:9: task "vllm": service "vllm": meta llmgw-replica is missing`}},
 		{"meta-mismatch", []string{`:23:11: task "vllm": service "vllm": meta llmgw-block-size is "32"; want "16"`}},
+		{"nomad-tag-meta", []string{`:21:9: task "vllm": service "vllm": meta llmgw-block-size is "32"; want "16"`}},
 		{"slash-name", []string{`:17:9: task "vllm": service "vllm/llama": Consul rejects "/"`}},
 		{"no-check", []string{`:16:7: task "vllm": service "vllm": needs an HTTP check on /health`}},
 		{"group-service", []string{

@@ -53,7 +53,10 @@ type Config struct {
 	// Rates cap the scrapes and peer messages per second.
 	Rates Rates
 
+	// Discovery is DiscoveryConsul or DiscoveryNomad (nomad.go).
+	Discovery string
 	Consul    Consul
+	Nomad     Nomad
 	Models    map[string]Model
 	Replicas  []StaticReplica
 	Scheduler scheduler.Config
@@ -125,6 +128,7 @@ func Default() Config {
 		Rates:           defaultRates(),
 		LogLevel:        "info",
 		HTTP:            defaultHTTP(),
+		Discovery:       DiscoveryConsul,
 		Consul:          Consul{CheckInterval: 10 * time.Second},
 		Auth:            Auth{ReloadInterval: 2 * time.Second},
 		Models:          map[string]Model{},
@@ -149,6 +153,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateAdmission()...)
 	errs = append(errs, c.Rates.validate()...)
+	errs = append(errs, c.validateNomad()...)
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))
 	}

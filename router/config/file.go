@@ -39,7 +39,9 @@ type fileConfig struct {
 	APIKeys          []string  `hcl:"api_keys,optional"`
 	Auth             *fileAuth `hcl:"auth,block"`
 
+	Discovery *string        `hcl:"discovery,optional"`
 	Consul    *fileConsul    `hcl:"consul,block"`
+	Nomad     *fileNomad     `hcl:"nomad,block"`
 	Models    []fileModel    `hcl:"model,block"`
 	Replicas  []fileReplica  `hcl:"replica,block"`
 	Scheduler *fileScheduler `hcl:"scheduler,block"`
@@ -155,6 +157,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		*d.dst = v
 	}
 	c.applyFileRates(fc)
+	c.applyFileNomad(fc)
 	if err := c.applyFileAuth(fc.APIKeys, fc.Auth); err != nil {
 		return err
 	}

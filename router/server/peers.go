@@ -41,7 +41,7 @@ func (s *Server) startPeerTable(ctx context.Context) error {
 }
 
 // startPublisher sends this router's load to every other router Consul
-// lists. It leaves itself out by its service id when it registered itself
+// (or Nomad) lists. It leaves itself out by its service id when it registered itself
 // (svcID), else by its advertised address and ingest port, as Nomad
 // registers it (jobs/llmgw-router.nomad.hcl); a message that reaches the
 // router itself all the same is ignored by its table, and counted.
@@ -49,16 +49,12 @@ func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 	if s.peerTable == nil {
 		return nil
 	}
-	client, err := s.consulClient()
+	w, err := s.watchRouters(ctx)
 	if err != nil {
 		return err
 	}
-	w, err := consul.WatchRouters(ctx, client, consul.WatchOptions{Logger: s.log.Named("consul")})
-	if err != nil {
-		return fmt.Errorf("watch %s in consul: %w", consul.RouterService, err)
-	}
 	s.routerWatch = w
-	s.routersListed.Store(w)
+	s.routersListed.Store(&listedRouters{w})
 	addr, ingest := s.advertised(), port(s.ingestLn)
 	self := func(r consul.Router) bool {
 		return svcID != "" && strings.HasSuffix(r.ID, "/"+svcID) || r.Address == addr && r.IngestPort == ingest

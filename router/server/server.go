@@ -59,8 +59,9 @@ type Server struct {
 	registration    *consul.Registration
 	peerTable       *peers.Table
 	peerPub         *peers.Publisher
-	routerWatch     *consul.Watcher[consul.Router]
-	routersListed   atomic.Pointer[consul.Watcher[consul.Router]] // routerWatch, for scrapes during Start
+	routerWatch     routerWatch
+	routersListed   atomic.Pointer[listedRouters] // routerWatch, for scrapes during Start
+	closers         []func()                      // nomad watchers (nomad.go)
 	cancel          context.CancelFunc
 	wg              sync.WaitGroup
 	synced          func() bool
@@ -198,7 +199,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 			return nil, err
 		}
 	}
-	if cfg.Consul.Address != "" {
+	if cfg.Consul.Address != "" || cfg.UsesNomad() {
 		if err := s.startPublisher(ctx, svcID); err != nil {
 			return nil, err
 		}
@@ -250,7 +251,12 @@ func (s *Server) startReplicas(ctx context.Context) error {
 		static = append(static, replicas.Replica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: "static"})
 	}
 	var sources []replicas.NamedSource
-	if s.cfg.Consul.Address != "" && len(s.cfg.Consul.Services) > 0 {
+	if s.cfg.UsesNomad() {
+		var err error
+		if sources, err = s.startNomadReplicas(ctx); err != nil {
+			return err
+		}
+	} else if s.cfg.Consul.Address != "" && len(s.cfg.Consul.Services) > 0 {
 		client, err := s.consulClient()
 		if err != nil {
 			return err
@@ -363,6 +369,9 @@ func (s *Server) Close() {
 		}
 		for _, w := range s.watchers {
 			w.Close()
+		}
+		for _, c := range s.closers {
+			c()
 		}
 		if s.routerWatch != nil {
 			s.routerWatch.Close()

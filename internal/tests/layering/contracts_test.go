@@ -14,6 +14,8 @@ import (
 // listed here is bound only by TestLayering's rules.
 var contracts = map[string][]string{
 	"consul":                    {"github.com/hashicorp/consul/api", "github.com/hashicorp/go-hclog"},
+	"nomad":                     {"github.com/hashicorp/go-hclog", "github.com/hashicorp/nomad/api", "github.com/llmgw/llmgw/consul"},
+	"nomad/nomadtest":           {"github.com/hashicorp/nomad/api"},
 	"cmd/llmgw/internal/status": {"github.com/hashicorp/consul/api", "github.com/llmgw/llmgw/consul"},
 	"router/config": {
 		"github.com/hashicorp/hcl/v2",

@@ -46,6 +46,8 @@ func TestLayering(t *testing.T) {
 		{module + "/plugin/...", module + "/driver", "the plugin protocol knows nothing about vLLM"},
 		{module + "/consul/...", module + "/router", "consul/ is below router/"},
 		{module + "/consul/...", module + "/driver", "consul/ is below driver/"},
+		{module + "/nomad/...", module + "/router", "nomad/ is below router/"},
+		{module + "/nomad/...", module + "/driver", "nomad/ is below driver/"},
 		{module + "/jobs/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/driver/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/router/...", module + "/plugin/pluginhost", "pluginhost is test support"},

@@ -33,7 +33,7 @@ var layers = [][]part{
 		{"local process plumbing", []string{"internal/localproc"}},
 		{"test support", []string{"internal/testkit"}},
 	},
-	{{"consul", []string{"consul"}}, {"plugin", []string{"plugin"}}},
+	{{"service discovery", []string{"consul", "nomad"}}, {"plugin", []string{"plugin"}}},
 	{{"driver", []string{"driver"}}, {"router", []string{"router"}}},
 	{{"jobs", []string{"jobs"}}, {"deployment files", []string{"deploy"}}},
 	{
