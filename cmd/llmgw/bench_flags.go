@@ -14,7 +14,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 )
 
-const benchUsage = `usage: llmgw bench [-workload chat|prefix|siblings|trace] [-rate R] [-policies LIST] [-out DIR] [-doc FILE] [flags]
+const benchUsage = `usage: llmgw bench [-workload chat|prefix|siblings|trace|many-session|fan-out|mixed-tenants] [-rate R] [-policies LIST] [-out DIR] [-doc FILE] [flags]
        (llmgw bench -h lists every flag)`
 
 // benchConfig is `llmgw bench` after flag parsing.
@@ -45,6 +45,7 @@ type benchConfig struct {
 	section          string
 	progress         bool
 	timeout          time.Duration
+	stress           stressFlags
 }
 
 // errHelpShown and errUsageShown: parseBenchFlags has printed the help
@@ -57,7 +58,8 @@ var (
 func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, error) {
 	var c benchConfig
 	fs := flag.NewFlagSet("llmgw bench", flag.ContinueOnError)
-	fs.StringVar(&c.workload, "workload", "chat", "chat (multi-turn, shared system prompt, per-user document), prefix (shared-prefix groups), siblings (n samples of one prompt), or trace (Mooncake JSONL replay)")
+	fs.StringVar(&c.workload, "workload", "chat", "chat (multi-turn, shared system prompt, per-user document), prefix (shared-prefix groups), siblings (n samples of one prompt), trace (Mooncake JSONL replay), many-session (256 chat sessions overflowing the caches), fan-out (agentic sibling bursts) or mixed-tenants (hot tenant prompts among unique ones)")
+	c.stress.register(fs)
 	fs.Float64Var(&c.rate, "rate", 4, "open-loop Poisson arrival rate, requests per second (bursts per second for siblings; 0 for trace keeps its timestamps)")
 	fs.Uint64Var(&c.seed, "seed", 1, "workload seed: the same seed gives the same requests")
 	fs.IntVar(&c.users, "users", 16, "chat: users")
@@ -148,7 +150,10 @@ func (c *benchConfig) buildWorkload() (workload.Workload, string, error) {
 		w, err := workload.Replay(tr, workload.ReplayOptions{Rate: c.rate, MaxRequests: c.maxRequests, Seed: c.seed})
 		return w, fmt.Sprintf("Mooncake trace %s (%d-token blocks)", c.traceFile, c.traceBlockSize), err
 	}
-	return workload.Workload{}, "", fmt.Errorf("unknown workload %q (have chat, prefix, siblings, trace)", c.workload)
+	if w, setup, ok, err := c.stress.build(c); ok {
+		return w, setup, err
+	}
+	return workload.Workload{}, "", fmt.Errorf("unknown workload %q (have chat, prefix, siblings, trace, many-session, fan-out, mixed-tenants)", c.workload)
 }
 
 func isTerminal(f *os.File) bool {

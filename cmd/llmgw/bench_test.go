@@ -31,6 +31,8 @@ func TestRunBenchUsage(t *testing.T) {
 		{"trace without file", []string{"-workload", "trace"}, "needs -trace FILE"},
 		{"missing trace", []string{"-workload", "trace", "-trace", "/nonexistent.jsonl"}, "/nonexistent.jsonl"},
 		{"bad chat", []string{"-users", "0"}, "chat workload: need users"},
+		{"bad fan-out", []string{"-workload", "fan-out", "-fanout-min", "9", "-fanout-max", "8"}, "fan-out workload: need"},
+		{"bad tenants", []string{"-workload", "mixed-tenants", "-tenant-share", "2"}, "mixed-tenant workload: need"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +53,9 @@ func TestBenchWorkloads(t *testing.T) {
 		{"-workload", "prefix", "-groups", "2", "-per-group", "2"},
 		{"-workload", "siblings", "-prompts", "2", "-samples", "3"},
 		{"-workload", "trace", "-trace", filepath.Join("internal", "bench", "trace", "testdata", "sample.jsonl"), "-max-requests", "5"},
+		{"-workload", "many-session", "-sessions", "3", "-rounds", "2"},
+		{"-workload", "fan-out", "-bursts", "1", "-fanout-min", "4", "-fanout-max", "4"},
+		{"-workload", "mixed-tenants", "-requests", "6"},
 	} {
 		c, err := parseBenchFlags(args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err != nil {

@@ -20,9 +20,10 @@ const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
 // from the router's own history (as routers without KV events route),
 // llmgw's default before the ttft scorer weighed cached prefixes against
 // queued prefill (prefix-load, not run unless asked for), and precise
-// prefix routing from KV events, llmgw's default.
+// prefix routing from KV events, llmgw's default; then the peers' published
+// policies (peers.go), run when asked for.
 func Policies() []Policy {
-	return []Policy{
+	return append([]Policy{
 		{"round-robin", filters + "picker \"round-robin\" {}\n"},
 		{"least-loaded", filters + "scorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
 		{"approx-prefix", filters + "scorer \"approx-prefix\" {\n  weight = 1\n  params = { ignore_events = true }\n}\n" +
@@ -30,7 +31,7 @@ func Policies() []Policy {
 		{"prefix-load", filters + "scorer \"prefix\" {\n  weight = 2\n}\nscorer \"approx-prefix\" {\n  weight = 2\n}\n" +
 			"scorer \"load\" {\n  weight = 1\n}\nscorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"},
 		{"precise-prefix", ""},
-	}
+	}, peerPolicies()...)
 }
 
 // SelectPolicies returns the named policies, in the order given; a comma
