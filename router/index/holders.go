@@ -39,12 +39,6 @@ type table struct {
 // onePage reports whether every live slot is in page 0.
 func (t *table) onePage() bool { return len(t.live) <= 1 }
 
-// isLive reports whether slot s is live.
-func (t *table) isLive(s int) bool {
-	p := s >> 6
-	return p < len(t.live) && t.live[p]&(1<<(s&63)) != 0
-}
-
 // slotSet is a set of slots, one word per page.
 type slotSet [maxPages]uint64
 

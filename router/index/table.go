@@ -103,9 +103,7 @@ type slot struct {
 
 func (s *slot) load() entry { return entry{gpu: s.gpu.Load(), cpu: s.cpu.Load()} }
 
-func (s *slot) page() int             { return int(s.meta.Load() & 0xffff) }
-func (s *slot) extID() int            { return int(s.meta.Load() >> 16) }
-func (s *slot) setMeta(page, ext int) { s.meta.Store(uint64(ext)<<16 | uint64(page)) }
+func (s *slot) page() int { return int(s.meta.Load() & 0xffff) }
 
 // tier returns the holder set of tier t.
 func (s *slot) tier(t Tier) *atomic.Uint64 {

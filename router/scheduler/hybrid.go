@@ -63,3 +63,20 @@ func recordEnd(h *history, keys []uint64, replica string) {
 		h.record([]uint64{endMark(keys[len(keys)-1])}, replica)
 	}
 }
+
+// The prefix scorer's kv_groups_rule values (router/kvgroups names the
+// same rules).
+const (
+	RuleEngine   = "engine"
+	RuleAllFull  = "all_full"
+	RuleFullOnly = "full_only"
+)
+
+// RuleIndex is a HybridIndex that can also compute a hybrid replica's hit
+// by another rule than the engine's (router/kvgroups.Index), so that the
+// rules can be compared on one fleet.
+type RuleIndex interface {
+	// LookupReplicasRule is LookupReplicasMax with hybrid replicas' hits
+	// computed by rule (RuleEngine, RuleAllFull or RuleFullOnly).
+	LookupReplicasRule(model string, keys []uint64, stride, maxBlocks int, rule string, replicas []string, out []index.Match) []index.Match
+}

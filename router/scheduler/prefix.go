@@ -38,11 +38,18 @@ type PrefixParams struct {
 	// LongStride is the stride for prompts of LongPromptTokens or more (the
 	// larger of it and Stride is used).
 	LongStride int `json:"long_stride"`
+	// KVGroupsRule is how a hybrid replica's hit is computed over its
+	// KV-cache groups: "engine" (vLLM's rule, the default), "all_full"
+	// (every group's blocks as if full attention, as llmgw did before) or
+	// "full_only" (full-attention groups alone, Dynamo's choice). Only the
+	// engine's rule predicts what the engine reuses; the others are there
+	// to measure it against (docs/BENCHMARKS.md).
+	KVGroupsRule string `json:"kv_groups_rule"`
 }
 
 func defaultPrefixParams() PrefixParams {
 	return PrefixParams{CPUWeight: 0.75, SpeculativeTTL: Duration(2 * time.Second), SpeculativeMaxEntries: 1 << 18, Stride: 1,
-		LongPromptTokens: DefaultLongPromptTokens, LongStride: DefaultLongStride}
+		LongPromptTokens: DefaultLongPromptTokens, LongStride: DefaultLongStride, KVGroupsRule: RuleEngine}
 }
 
 // Defaults of the automatic stride: prompts of 32k tokens or more (2,048
@@ -78,6 +85,11 @@ func (p *PrefixParams) validate() error {
 	if p.LongStride < 1 || p.LongStride > 4096 {
 		return fmt.Errorf("long_stride %d is not in 1..4096", p.LongStride)
 	}
+	switch p.KVGroupsRule {
+	case "", RuleEngine, RuleAllFull, RuleFullOnly:
+	default:
+		return fmt.Errorf("kv_groups_rule %q: want %q, %q or %q", p.KVGroupsRule, RuleEngine, RuleAllFull, RuleFullOnly)
+	}
 	if p.LongPromptTokens < 0 {
 		return fmt.Errorf("long_prompt_tokens %d is negative (0 turns the long-prompt stride off)", p.LongPromptTokens)
 	}
@@ -96,6 +108,12 @@ type PrefixScorer struct {
 	// hybrid is index when it applies the engine's rule over KV-cache
 	// groups; nil otherwise.
 	hybrid HybridIndex
+	// ruled is index when KVGroupsRule is not the engine's and the index
+	// can apply another rule; nil otherwise.
+	ruled RuleIndex
+	// endState is whether Mamba replicas get speculative credit only
+	// where a sent prompt ended: the engine's rule, not the others.
+	endState bool
 
 	pool sync.Pool // *prefixScratch
 }
@@ -110,13 +128,18 @@ type prefixScratch struct {
 
 func newPrefixScorer(name TypedName, p PrefixParams, ix PrefixIndex, now func() time.Time) *PrefixScorer {
 	hy, _ := ix.(HybridIndex)
-	return &PrefixScorer{
-		name:   name,
-		p:      p,
-		index:  ix,
-		spec:   newHistory(time.Duration(p.SpeculativeTTL), p.SpeculativeMaxEntries, now),
-		hybrid: hy,
+	s := &PrefixScorer{
+		name:     name,
+		p:        p,
+		index:    ix,
+		spec:     newHistory(time.Duration(p.SpeculativeTTL), p.SpeculativeMaxEntries, now),
+		hybrid:   hy,
+		endState: hy != nil,
 	}
+	if ri, ok := ix.(RuleIndex); ok && p.KVGroupsRule != RuleEngine && p.KVGroupsRule != "" {
+		s.ruled, s.endState = ri, false
+	}
+	return s
 }
 
 func (s *PrefixScorer) TypedName() TypedName { return s.name }
@@ -143,9 +166,12 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		sc.ids = append(sc.ids, cands[i].ID)
 	}
 	var matches []index.Match
-	if s.hybrid != nil {
+	switch {
+	case s.ruled != nil:
+		matches = s.ruled.LookupReplicasRule(req.Model, req.Keys, s.p.strideFor(req), maxHit(req), s.p.KVGroupsRule, sc.ids, sc.matches)
+	case s.hybrid != nil:
 		matches = s.hybrid.LookupReplicasMax(req.Model, req.Keys, s.p.strideFor(req), maxHit(req), sc.ids, sc.matches)
-	} else {
+	default:
 		matches = s.index.LookupReplicas(req.Model, req.Keys, s.p.strideFor(req), sc.ids, sc.matches)
 	}
 	sc.matches = matches
@@ -161,7 +187,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		blocks := m.Blocks
 		credit := float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
 		d := spec[c.ID]
-		if d > 0 && s.hybrid != nil && s.hybrid.EndStateOnly(c.ID) {
+		if d > 0 && s.endState && s.hybrid.EndStateOnly(c.ID) {
 			d = endStateCredit(s.spec, req.Keys, c.ID, d, maxHit(req))
 		}
 		if float64(d) > credit {
@@ -177,7 +203,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 func (s *PrefixScorer) Routed(req *Request, chosen *Candidate) {
 	if chosen.Mode == ModeExact && len(req.Keys) > 0 {
 		s.spec.record(req.Keys, chosen.ID)
-		if s.hybrid != nil && s.hybrid.EndStateOnly(chosen.ID) {
+		if s.endState && s.hybrid.EndStateOnly(chosen.ID) {
 			recordEnd(s.spec, req.Keys, chosen.ID)
 		}
 	}

@@ -25,7 +25,8 @@ import (
 // fields than its struct.
 type (
 	v1Update struct {
-		_msgpack struct{} `msgpack:",as_array"` //nolint:unused
+		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
+		_msgpack struct{} `msgpack:",as_array"`
 
 		Version  int
 		Driver   string
@@ -35,7 +36,8 @@ type (
 		Replicas []v1Replica
 	}
 	v1Replica struct {
-		_msgpack struct{} `msgpack:",as_array"` //nolint:unused
+		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
+		_msgpack struct{} `msgpack:",as_array"`
 
 		ID        string
 		BlockSize int
@@ -43,7 +45,8 @@ type (
 		Groups    []v1Group
 	}
 	v1Group struct {
-		_msgpack struct{} `msgpack:",as_array"` //nolint:unused
+		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
+		_msgpack struct{} `msgpack:",as_array"`
 
 		Rank int
 		Tier kvwire.Tier

@@ -20,8 +20,14 @@ const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
 // from the router's own history (as routers without KV events route),
 // llmgw's default before the ttft scorer weighed cached prefixes against
 // queued prefill (prefix-load, not run unless asked for), and precise
-// prefix routing from KV events, llmgw's default; then the peers' published
-// policies (peers.go), run when asked for.
+// prefix routing from KV events, llmgw's default. The next two are the
+// default with another hit rule for hybrid replicas (the prefix scorer's
+// kv_groups_rule), not run unless asked for: every KV-cache group counted
+// as full attention, as llmgw did before it kept groups apart, and the
+// full-attention groups alone, as Dynamo does. On full-attention shards
+// they route as precise-prefix does; on hybrid ones (-sim-args
+// "--sim-kv-cache-groups ...") they measure what the engine's rule buys.
+// Then the peers' published policies (peers.go), run when asked for.
 func Policies() []Policy {
 	return append([]Policy{
 		{"round-robin", filters + "picker \"round-robin\" {}\n"},
@@ -31,7 +37,17 @@ func Policies() []Policy {
 		{"prefix-load", filters + "scorer \"prefix\" {\n  weight = 2\n}\nscorer \"approx-prefix\" {\n  weight = 2\n}\n" +
 			"scorer \"load\" {\n  weight = 1\n}\nscorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"},
 		{"precise-prefix", ""},
+		{"precise-prefix-all-full", defaultWithRule("all_full")},
+		{"precise-prefix-full-only", defaultWithRule("full_only")},
 	}, peerPolicies()...)
+}
+
+// defaultWithRule is the router's default scheduler with the prefix
+// scorer's kv_groups_rule set to rule.
+func defaultWithRule(rule string) string {
+	return filters + "scorer \"prefix\" {\n  weight = 1\n  params = { kv_groups_rule = \"" + rule + "\" }\n}\n" +
+		"scorer \"approx-prefix\" {\n  weight = 1\n}\nscorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\n" +
+		"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"
 }
 
 // SelectPolicies returns the named policies, in the order given; a comma

@@ -33,3 +33,32 @@ func TestPoliciesBuild(t *testing.T) {
 		t.Error("an unknown policy name was accepted")
 	}
 }
+
+// The hit-rule policies are the router's default scheduler with only the
+// prefix scorer's kv_groups_rule changed, so a comparison measures the
+// rule and nothing else.
+func TestRulePoliciesAreTheDefault(t *testing.T) {
+	def := scheduler.DefaultConfig()
+	for _, name := range []string{"precise-prefix-all-full", "precise-prefix-full-only"} {
+		ps, err := SelectPolicies(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := config.Default()
+		if err := c.ParseHCL([]byte("scheduler {\n"+ps[0].Scheduler+"}\n"), name+".hcl"); err != nil {
+			t.Fatal(err)
+		}
+		s := c.Scheduler
+		if len(s.Scorers) != len(def.Scorers) || len(s.Filters) != len(def.Filters) || s.Picker.Type != def.Picker.Type {
+			t.Fatalf("%s: %+v; want the default's plugins %+v", name, s, def)
+		}
+		for i, sc := range s.Scorers {
+			if sc.Type != def.Scorers[i].Type || sc.Weight != def.Scorers[i].Weight {
+				t.Errorf("%s: scorer %d %s weight %g; want %s weight %g", name, i, sc.Type, sc.Weight, def.Scorers[i].Type, def.Scorers[i].Weight)
+			}
+			if (sc.Type == "prefix") != (len(sc.Params) > 0) {
+				t.Errorf("%s: scorer %s params %s", name, sc.Type, sc.Params)
+			}
+		}
+	}
+}
