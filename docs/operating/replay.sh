@@ -78,10 +78,14 @@ cleanup() {
   local allocs=""
   if [[ -n ${agent_pid:-} ]] && kill -0 "$agent_pid" 2>/dev/null; then
     allocs=$(curl -fs "$NOMAD_ADDR/v1/allocations" | jq -r '.[].ID' | tr '\n' ' ')
-    for j in demo-sim llmgw-router; do "$NOMAD" job stop -purge -detach "$j" >/dev/null 2>&1; done
+    # Stop, wait for the client to stop every task (shutdown_delay
+    # included), and only then purge: a purged job's allocations leave the
+    # API before their tasks have stopped.
+    for j in demo-sim llmgw-router; do "$NOMAD" job stop -detach "$j" >/dev/null 2>&1; done
     # Wait until the client has stopped every task (engines, supervisors).
     local end=$((SECONDS + 60))
     while ((SECONDS < end)) && curl -fs "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length > 0' >/dev/null 2>&1; do sleep 1; done
+    for j in demo-sim llmgw-router; do "$NOMAD" job stop -purge -detach "$j" >/dev/null 2>&1; done
   fi
   for p in ${agent_pid:-} "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   # Anything still running from this replay's own directory is ours: a task
@@ -365,7 +369,10 @@ ok "router upgrade deployment successful"
 until_ok "the new router passes its check" 60 bash -c "curl -fs 'http://$CONSUL_HTTP_ADDR/v1/health/service/llmgw-router?passing' | jq -e 'length == 1'"
 ROUTER=$(router_addr)
 ADMIN=$(curl -fs "http://$CONSUL_HTTP_ADDR/v1/health/service/llmgw-router?passing" | jq -r '.[0] | "\(.Service.Address):\(.Service.Meta["llmgw-admin-port"])"')
-until_ok "the new router has the 4 replicas exact (drivers sent it their snapshots)" 60 exact_replicas 4
+listed() { replicas | jq -e '[.replicas[] | select(.model == "sim-model" and .healthy)] | length == 4'; }
+until_ok "the new router lists the 4 replicas" 60 listed
+until_ok "the new router has every replica that held blocks exact (the drivers' snapshots)" 60 held_exact
+log "modes on the new router: $(replicas | jq -c '[.replicas[] | {id: .id[0:8], mode, gpu_blocks}]')"
 run complete "$ROUTER"
 ok "the upgraded router serves"
 
@@ -383,6 +390,8 @@ run complete "$ROUTER"
 ok "traffic after the drain"
 
 log "== 13. clean up"
-TAIL=2 run "$NOMAD" job stop -purge demo-sim
-TAIL=2 run "$NOMAD" job stop -purge llmgw-router
+TAIL=2 run "$NOMAD" job stop demo-sim
+TAIL=2 run "$NOMAD" job stop llmgw-router
+none_running() { curl -fs "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length == 0'; }
+until_ok "every allocation has stopped" 60 none_running
 log "replay passed: $passed checks"
