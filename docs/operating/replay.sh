@@ -390,8 +390,8 @@ run complete "$ROUTER"
 ok "traffic after the drain"
 
 log "== 13. clean up"
-TAIL=2 run "$NOMAD" job stop demo-sim
-TAIL=2 run "$NOMAD" job stop llmgw-router
+TAIL=2 run "$NOMAD" job stop -detach demo-sim
+TAIL=2 run "$NOMAD" job stop -detach llmgw-router
 none_running() { curl -fs "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length == 0'; }
 until_ok "every allocation has stopped" 60 none_running
 log "replay passed: $passed checks"
