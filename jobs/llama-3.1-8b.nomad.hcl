@@ -65,12 +65,19 @@ job "llama-3.1-8b" {
       # Routers need the same key as engine_api_key (LLMGW_ENGINE_API_KEY).
       # Without the variable the task does not start; remove this block and
       # api_key_env to serve without a key.
+      #
+      # A gated model (Llama is one) needs a Hugging Face token to download
+      # its weights. Store it in the same variable, optional:
+      #   nomad var put nomad/jobs/llama-3.1-8b engine_api_key=... hf_token=hf_...
+      # The engine then gets it as HF_TOKEN; without hf_token the line is
+      # left out (weights already in HF_HOME need no token).
       template {
         destination = "secrets/engine.env"
         env         = true
         change_mode = "restart"
         data        = <<-EOT
-          {{ with nomadVar "nomad/jobs/llama-3.1-8b" }}VLLM_API_KEY={{ .engine_api_key }}{{ end }}
+          {{ with nomadVar "nomad/jobs/llama-3.1-8b" }}VLLM_API_KEY={{ .engine_api_key }}
+          {{ range $k, $v := . }}{{ if eq $k "hf_token" }}HF_TOKEN={{ $v }}{{ end }}{{ end }}{{ end }}
         EOT
       }
 

@@ -19,12 +19,39 @@
 # the same key here, as engine_api_key in the first variable; a job reads
 # only its own variables, so the key is stored in both:
 #   nomad var put nomad/jobs/llmgw-router kv_token=... admin_token=... engine_api_key=<the engines' key>
+# The variables below keep their defaults on a standard cluster; change them
+# with -var (nomad job run, nomad job plan, llmgw jobs run), e.g. on a
+# cluster of one node: -var routers=1.
+variable "routers" {
+  description = "router instances, each on its own host"
+  type        = number
+  default     = 2
+}
+
+variable "http_port" {
+  description = "the static port clients reach the routers on"
+  type        = number
+  default     = 8080
+}
+
+variable "router_command" {
+  description = "the llmgw-router binary on the clients (inside the exec driver's chroot)"
+  type        = string
+  default     = "/usr/local/bin/llmgw-router"
+}
+
+variable "consul_address" {
+  description = "the Consul agent the routers watch for replicas and peers"
+  type        = string
+  default     = "127.0.0.1:8500"
+}
+
 job "llmgw-router" {
   datacenters = ["*"]
   type        = "service"
 
   group "router" {
-    count = 2
+    count = var.routers
 
     constraint {
       operator = "distinct_hosts"
@@ -34,7 +61,7 @@ job "llmgw-router" {
     network {
       mode = "host"
       port "http" {
-        static = 8080
+        static = var.http_port
       }
       port "ingest" {}
       port "admin" {}
@@ -82,8 +109,14 @@ job "llmgw-router" {
       driver = "exec"
 
       config {
-        command = "/usr/local/bin/llmgw-router"
+        command = var.router_command
         args    = ["-config", "${NOMAD_TASK_DIR}/router.hcl"]
+      }
+
+      # The environment wins over the config file: the Consul address is a
+      # job variable.
+      env {
+        LLMGW_CONSUL_ADDRESS = var.consul_address
       }
 
       template {

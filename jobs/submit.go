@@ -21,6 +21,12 @@ import (
 // job, its deployment until it succeeds or fails. progress gets one line per
 // change. The error says why the job is not running as asked.
 func Submit(ctx context.Context, client *api.Client, path string, progress io.Writer) error {
+	return SubmitVars(ctx, client, path, "", progress)
+}
+
+// SubmitVars is Submit with values for the jobspec's input variables, as an
+// HCL variable file (VarFile makes one from name=value pairs).
+func SubmitVars(ctx context.Context, client *api.Client, path, vars string, progress io.Writer) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read jobspec: %w", err)
@@ -32,7 +38,7 @@ func Submit(ctx context.Context, client *api.Client, path string, progress io.Wr
 		}
 		return fmt.Errorf("%s is invalid:\n%s", path, strings.Join(lines, "\n"))
 	}
-	job, err := client.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: string(src), Canonicalize: true})
+	job, err := client.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: string(src), Variables: vars, Canonicalize: true})
 	if err != nil {
 		return fmt.Errorf("nomad parse %s: %w", path, err)
 	}

@@ -21,6 +21,7 @@ type fakeNomad struct {
 	mu          sync.Mutex
 	requests    []string
 	parsed      string // the JobHCL the agent was asked to parse
+	vars        string // the Variables sent with it
 	evals       []api.Evaluation
 	deployments []api.Deployment
 	index       uint64
@@ -58,6 +59,7 @@ func (f *fakeNomad) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.parsed = req.JobHCL
+		f.vars = req.Variables
 		id, typ := "llama-3.1-8b", "service"
 		out = api.Job{ID: &id, Name: &id, Type: &typ}
 	case r.Method == http.MethodPut && r.URL.Path == "/v1/jobs":
@@ -168,5 +170,30 @@ func TestSubmit(t *testing.T) {
 				t.Errorf("requests %v; want parse, then register, then follow", fake.requests)
 			}
 		})
+	}
+}
+
+// TestSubmitVars checks that -var values reach the agent's parser, which
+// alone resolves a jobspec's input variables.
+func TestSubmitVars(t *testing.T) {
+	fake := &fakeNomad{evals: []api.Evaluation{{ID: "eval-1", Status: "complete"}}}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	client, err := api.NewClient(&api.Config{Address: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars, err := VarFile([]string{"routers=1", "http_port=18080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	if err := SubmitVars(context.Background(), client, "llmgw-router.nomad.hcl", vars, &progress); err != nil {
+		t.Fatalf("%v (progress %q)", err, progress.String())
+	}
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	if got := roundTrip(t, fake.vars); got["routers"] != "1" || got["http_port"] != "18080" || len(got) != 2 {
+		t.Errorf("the agent got variables %q; want routers and http_port", fake.vars)
 	}
 }

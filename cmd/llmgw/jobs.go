@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -12,7 +13,7 @@ import (
 )
 
 const jobsUsage = `usage: llmgw jobs validate FILE...
-       llmgw jobs run [-address URL] FILE`
+       llmgw jobs run [-address URL] [-var NAME=VALUE]... FILE`
 
 // runJobs runs `llmgw jobs SUBCOMMAND ...` and returns the exit code.
 func runJobs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -38,8 +39,15 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("llmgw jobs run", flag.ContinueOnError)
 	cfg := api.DefaultConfig()
 	fs.StringVar(&cfg.Address, "address", cfg.Address, "Nomad agent HTTP address (default $NOMAD_ADDR)")
+	var pairs varFlag
+	fs.Var(&pairs, "var", "a value for one of the jobspec's input variables, NAME=VALUE (repeatable, as for nomad job run)")
 	if code, done := parseFlags(fs, args, jobsUsage, stdout, stderr); done {
 		return code
+	}
+	vars, err := jobs.VarFile(pairs)
+	if err != nil {
+		fmt.Fprintf(stderr, "llmgw jobs run: %v\n", err)
+		return 2
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(stderr, "llmgw jobs run: want one jobspec, got %d\n%s\n", fs.NArg(), jobsUsage)
@@ -50,7 +58,7 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "llmgw jobs run: nomad client: %v\n", err)
 		return 1
 	}
-	if err := jobs.Submit(ctx, client, fs.Arg(0), stdout); err != nil {
+	if err := jobs.SubmitVars(ctx, client, fs.Arg(0), vars, stdout); err != nil {
 		fmt.Fprintf(stderr, "llmgw jobs run: %v\n", err)
 		return 1
 	}
@@ -89,4 +97,14 @@ func validateJobs(args []string, stdout, stderr io.Writer) int {
 		code = 1
 	}
 	return code
+}
+
+// varFlag collects repeated -var flags in order.
+type varFlag []string
+
+func (v *varFlag) String() string { return strings.Join(*v, ",") }
+
+func (v *varFlag) Set(s string) error {
+	*v = append(*v, s)
+	return nil
 }
