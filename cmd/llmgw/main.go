@@ -28,7 +28,7 @@ const usage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N]
        llmgw bench [-workload chat|prefix|siblings|trace] [-rate R] [-out DIR] [flags]
        llmgw COMMAND -h   (every command's flags)`
 
-const demoUsage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST] [-workdir DIR]`
+const demoUsage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST] [-workdir DIR] [-discovery consul|nomad]`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
