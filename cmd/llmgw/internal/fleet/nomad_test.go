@@ -11,6 +11,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/nomad"
+	"github.com/llmgw/llmgw/router/config"
 )
 
 // TestFleetOnNomad runs the chain on Nomad discovery (no Consul): the
@@ -137,5 +138,28 @@ func checkPasses(t *testing.T, client *nomadapi.Client, r *nomadapi.ServiceRegis
 	}
 	if len(checks) != 1 || nomad.Health(r.ServiceName, checks) != consul.HealthPassing {
 		t.Errorf("checks of %s (%s): %+v; want one, passing", r.AllocID, r.ServiceName, checks)
+	}
+}
+
+// TestNomadRouterConfigLoads: the config a router gets on Nomad discovery
+// loads with the router's strict loader, listens where the fleet
+// registered it and reads the stand-in.
+func TestNomadRouterConfigLoads(t *testing.T) {
+	src := routerConfig(routerConf{NomadAddr: "http://127.0.0.1:4646", Ports: [3]int{18080, 18081, 18082}, Model: "sim-model", Scheduler: ""})
+	c := config.Default()
+	if err := c.ParseHCL([]byte(src), "router.hcl"); err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("validate: %v\n%s", err, src)
+	}
+	if c.Listen != "127.0.0.1:18080" || c.IngestListen != "127.0.0.1:18081" || c.HTTP.AdminListen != "127.0.0.1:18082" {
+		t.Errorf("listen %q, ingest %q, admin %q; want the allocated ports", c.Listen, c.IngestListen, c.HTTP.AdminListen)
+	}
+	if c.Discovery != config.DiscoveryNomad || c.Nomad.Address != "http://127.0.0.1:4646" || !slices.Equal(c.Nomad.Services, []string{"vllm"}) {
+		t.Errorf("discovery %q, nomad %+v; want nomad at the stand-in, services [vllm]", c.Discovery, c.Nomad)
+	}
+	if c.Consul.Register {
+		t.Errorf("consul %+v; want no Consul registration on Nomad", c.Consul)
 	}
 }
