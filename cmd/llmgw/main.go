@@ -1,6 +1,7 @@
 // Command llmgw is the operator's CLI:
 //
 //	llmgw demo                    run Consul, the driver, vllm-sim shards and routers locally; compare routing policies
+//	                              (-discovery nomad: on Nomad's services API, a stand-in, instead of Consul)
 //	llmgw jobs validate FILE...   check jobspecs' vllm tasks before `nomad job run`
 //	llmgw jobs run FILE           validate, submit to Nomad and follow the deployment
 //	llmgw status                  the fleet as each router sees it: replicas, routing mode, index size, load
