@@ -71,8 +71,9 @@ func TestRunDemo(t *testing.T) {
 		t.Run(tt.discovery, func(t *testing.T) {
 			cfg := small(t)
 			cfg.Discovery = tt.discovery
-			var out bytes.Buffer
-			if err := Run(context.Background(), cfg, &out); err != nil {
+			// The fleet's log shares the output, from other goroutines.
+			out := &cancelWriter{cancel: func() {}}
+			if err := Run(context.Background(), cfg, out); err != nil {
 				t.Fatalf("Run: %v\n%s", err, out.String())
 			}
 			if !strings.Contains(out.String(), tt.banner) {
@@ -122,7 +123,8 @@ func TestRunStopsEverythingOnCancel(t *testing.T) {
 	goleak.VerifyNone(t)
 }
 
-// cancelWriter cancels once the output contains on.
+// cancelWriter cancels once the output contains on (never when on is
+// empty); it may be written from several goroutines.
 type cancelWriter struct {
 	on     string
 	cancel context.CancelFunc
@@ -134,7 +136,7 @@ func (w *cancelWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.b.Write(p)
-	if strings.Contains(w.b.String(), w.on) {
+	if w.on != "" && strings.Contains(w.b.String(), w.on) {
 		w.cancel()
 	}
 	return len(p), nil

@@ -104,9 +104,9 @@ func (n *nomadCatalogue) deregisterShard(_ context.Context, s *shard) error {
 	return nil
 }
 
-// routerUp registers the router as the jobspec's group service
-// "llmgw-router" does, the ingest and admin ports in tags, and waits for
-// its check to pass.
+// routerUp waits for the router's check to pass, then registers it as
+// the jobspec's group service "llmgw-router" does, the ingest and admin
+// ports in tags.
 func (n *nomadCatalogue) routerUp(ctx context.Context, r *router, rc routerConf) error {
 	alloc := randomUUID()
 	r.serviceID = nomadServiceID(alloc, "group-router", consul.RouterService)
@@ -114,11 +114,6 @@ func (n *nomadCatalogue) routerUp(ctx context.Context, r *router, rc routerConf)
 	r.adminURL = "http://127.0.0.1:" + strconv.Itoa(rc.Ports[2])
 	c := n.startChecker(r.serviceID, alloc, nomadtest.Check{
 		Check: `service: "llmgw-router" check`, Service: consul.RouterService, Group: "llmgw-router-nomad.router[0]"}, r.url+"/health")
-	n.srv.Register(nomadapi.ServiceRegistration{
-		ID: r.serviceID, ServiceName: consul.RouterService, Namespace: "default", NodeID: nomadNode, Datacenter: "dc1",
-		JobID: "llmgw-router-nomad", AllocID: alloc, Address: "127.0.0.1", Port: rc.Ports[0],
-		Tags: []string{"http", consul.MetaIngestPort + "=" + strconv.Itoa(rc.Ports[1]), consul.MetaAdminPort + "=" + strconv.Itoa(rc.Ports[2])},
-	})
 	err := poll(ctx, routerStartTimeout, r.name+"'s nomad check to pass", func() error {
 		if r.p.exited() {
 			return fmt.Errorf("%s exited:\n%s", r.name, r.p.tail())
@@ -129,9 +124,18 @@ func (n *nomadCatalogue) routerUp(ctx context.Context, r *router, rc routerConf)
 		return nil
 	})
 	if err != nil {
-		n.routerDown(ctx, r)
+		n.stopChecker(r.serviceID)
+		return err
 	}
-	return err
+	// Registered once it answers, as a Consul router registers itself
+	// once it listens: drivers send KV state to a router as soon as they
+	// see it, and one that does not listen yet only costs them retries.
+	n.srv.Register(nomadapi.ServiceRegistration{
+		ID: r.serviceID, ServiceName: consul.RouterService, Namespace: "default", NodeID: nomadNode, Datacenter: "dc1",
+		JobID: "llmgw-router-nomad", AllocID: alloc, Address: "127.0.0.1", Port: rc.Ports[0],
+		Tags: []string{"http", consul.MetaIngestPort + "=" + strconv.Itoa(rc.Ports[1]), consul.MetaAdminPort + "=" + strconv.Itoa(rc.Ports[2])},
+	})
+	return nil
 }
 
 // routerDown deregisters the router before it stops, as Nomad does before
