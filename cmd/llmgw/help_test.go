@@ -30,6 +30,7 @@ func TestHelpExitsZero(t *testing.T) {
 		{[]string{"bench", "-h"}, "-workload"},
 		{[]string{"bench", "--help"}, "-policies"},
 		{[]string{"demo", "-h"}, "-workdir"},
+		{[]string{"demo", "-h"}, "-discovery"},
 		{[]string{"demo", "--help"}, "-policies"},
 	}
 	for _, tt := range tests {

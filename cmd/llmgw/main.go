@@ -1,6 +1,7 @@
 // Command llmgw is the operator's CLI:
 //
 //	llmgw demo                    run Consul, the driver, vllm-sim shards and routers locally; compare routing policies
+//	                              (-discovery nomad: on Nomad's services API, a stand-in, instead of Consul)
 //	llmgw jobs validate FILE...   check jobspecs' vllm tasks before `nomad job run`
 //	llmgw jobs run FILE           validate, submit to Nomad and follow the deployment
 //	llmgw status                  the fleet as each router sees it: replicas, routing mode, index size, load
@@ -28,7 +29,7 @@ const usage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N]
        llmgw bench [-workload chat|prefix|siblings|trace] [-rate R] [-out DIR] [flags]
        llmgw COMMAND -h   (every command's flags)`
 
-const demoUsage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST] [-workdir DIR]`
+const demoUsage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST] [-workdir DIR] [-discovery consul|nomad]`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))

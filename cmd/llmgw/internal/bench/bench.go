@@ -17,6 +17,8 @@ import (
 // Fleet is what a run needs from the fleet under test; cmd/llmgw/internal/fleet's
 // Fleet provides it.
 type Fleet interface {
+	// ConsulDNSAddr is where clients find the routers (Consul DNS); ""
+	// when no Consul runs: clients then send to RouterURLs.
 	ConsulDNSAddr() string
 	RouterURLs() []string
 	// APIKey is the key the routers accept from clients.
@@ -51,7 +53,8 @@ type Options struct {
 
 // Run compares the policies on f: for each, it restarts the routers with
 // the policy, empties every cache, waits until Consul DNS names exactly
-// the new routers, and replays the workload through them.
+// the new routers (without Consul: takes RouterURLs), and replays the
+// workload through them.
 func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 	if len(o.Workload.Requests) == 0 || len(o.Policies) == 0 {
 		return nil, errors.New("bench: nothing to run (no requests or no policies)")
@@ -79,13 +82,18 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		if err := f.ResetCaches(ctx); err != nil {
 			return nil, fmt.Errorf("policy %s: reset caches: %w", p.Name, err)
 		}
-		if err := waitDNS(ctx, dns, f.RouterURLs()); err != nil {
+		var routers client.Routers = dns
+		if dns.Addr == "" {
+			// No Consul (a fleet on Nomad discovery): the routers the
+			// fleet has just started.
+			routers = client.Static(f.RouterURLs())
+		} else if err := waitDNS(ctx, dns, f.RouterURLs()); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
 		if o.OnStart != nil {
 			o.OnStart(p)
 		}
-		results, took := runPolicy(ctx, p, dns, f.APIKey(), o)
+		results, took := runPolicy(ctx, p, routers, f.APIKey(), o)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
@@ -94,8 +102,8 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 	return rep, nil
 }
 
-func runPolicy(ctx context.Context, p Policy, dns *client.ConsulDNS, key string, o Options) ([]client.Result, time.Duration) {
-	c := client.New(client.Options{Routers: dns, Model: o.Model, APIKey: key})
+func runPolicy(ctx context.Context, p Policy, routers client.Routers, key string, o Options) ([]client.Result, time.Duration) {
+	c := client.New(client.Options{Routers: routers, Model: o.Model, APIKey: key})
 	defer c.Close()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -1,8 +1,10 @@
 // Package demo runs llmgw's local demonstration on a real chain
 // (cmd/llmgw/internal/fleet): a Consul agent, nomad-driver-vllm under the plugin host
-// running vllm-sim shards with KV events, and llmgw-router processes. It
-// sends one short multi-turn chat workload per routing policy through the
-// routers, found by Consul DNS (cmd/llmgw/internal/bench), shows a progress bar, and
+// running vllm-sim shards with KV events, and llmgw-router processes; with
+// -discovery nomad, Nomad's services API (a stand-in, in-process) in
+// Consul's place. It sends one short multi-turn chat workload per routing
+// policy through the routers, found by Consul DNS (or, on Nomad, as the
+// fleet started them; cmd/llmgw/internal/bench), shows a progress bar, and
 // prints each policy's cache-hit share and TTFT. Every process it started
 // is stopped, also when ctx is cancelled (Ctrl-C).
 package demo
@@ -45,6 +47,9 @@ type Config struct {
 	// WorkDir keeps the fleet's logs and state ("" = a temporary directory,
 	// removed at the end).
 	WorkDir string
+	// Discovery is "consul" (the default) or "nomad": the fleet's service
+	// discovery (fleet.Options.Discovery).
+	Discovery string
 }
 
 // ParseFlags reads the demo's flags. For -h its error wraps flag.ErrHelp
@@ -62,6 +67,7 @@ func ParseFlags(args []string) (Config, error) {
 	fs.StringVar(&c.Policies, "policies", "", "comma-separated routing policies (default: all)")
 	fs.BoolVar(&c.Progress, "progress", isTerminal(os.Stdout), "draw a progress bar per policy (default: when the output is a terminal)")
 	fs.StringVar(&c.WorkDir, "workdir", "", "keep the processes' logs here (default: a temporary directory, removed)")
+	fs.StringVar(&c.Discovery, "discovery", fleet.DiscoveryConsul, "service discovery: consul (a Consul dev agent) or nomad (Nomad's services API, served in-process by a stand-in; no Consul runs)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			var b strings.Builder
@@ -81,6 +87,9 @@ func ParseFlags(args []string) (Config, error) {
 	}
 	if c.Rate <= 0 {
 		return c, fmt.Errorf("-rate must be positive, got %v", c.Rate)
+	}
+	if c.Discovery != fleet.DiscoveryConsul && c.Discovery != fleet.DiscoveryNomad {
+		return c, fmt.Errorf("-discovery %q: want %s or %s", c.Discovery, fleet.DiscoveryConsul, fleet.DiscoveryNomad)
 	}
 	if _, err := c.policies(); err != nil {
 		return c, err
@@ -124,10 +133,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "starting Consul, nomad-driver-vllm with %d vllm-sim shards, and %d llmgw-routers...\n", cfg.Shards, cfg.Routers)
+	catalogue := "Consul"
+	if cfg.Discovery == fleet.DiscoveryNomad {
+		catalogue = "Nomad's services API (stand-in)"
+	}
+	fmt.Fprintf(out, "starting %s, nomad-driver-vllm with %d vllm-sim shards, and %d llmgw-routers...\n", catalogue, cfg.Shards, cfg.Routers)
 	start := time.Now()
 	f, err := fleet.Start(ctx, fleet.Options{BinDir: cfg.BinDir, Shards: cfg.Shards, Routers: cfg.Routers, SimArgs: cfg.SimArgs, WorkDir: cfg.WorkDir,
-		Log: hclog.New(&hclog.LoggerOptions{Name: "fleet", Level: hclog.Warn, Output: out})})
+		Discovery: cfg.Discovery, Log: hclog.New(&hclog.LoggerOptions{Name: "fleet", Level: hclog.Warn, Output: out})})
 	if err != nil {
 		return fmt.Errorf("start the fleet: %w", err)
 	}
@@ -136,6 +149,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 		f.Close()
 	}()
 	fmt.Fprintf(out, "fleet up in %s; routers at %v\n", time.Since(start).Round(100*time.Millisecond), f.RouterURLs())
+	if addr := f.NomadAddr(); addr != "" {
+		fmt.Fprintf(out, "Nomad services API at %s (NOMAD_ADDR); routers and drivers discover with discovery = \"nomad\"\n", addr)
+	}
 	fmt.Fprintf(out, "API key (generated for this run; send it as Authorization: Bearer): %s\n", f.APIKey())
 	fmt.Fprintf(out, "%d users x %d turns at %g req/s: shared %d-token system prompt, a %d-token document per user, %d-token answers, streamed\n\n",
 		cfg.Users, cfg.Rounds, cfg.Rate, systemTokens, docTokens, cfg.MaxTokens)

@@ -5,6 +5,15 @@
 // way Nomad registers it from that jobspec's service block (service vllm,
 // tag llmgw, the llmgw-* meta, an HTTP check on /health), and llmgw-router
 // processes with a generated config, registered in Consul as llmgw-router.
+// With Options.Discovery = DiscoveryNomad it runs on Nomad's own service
+// discovery instead: no Consul agent, but the stand-in of Nomad's services
+// API (nomad/nomadtest) in this process, where the fleet registers the
+// shards and routers as a Nomad client does from
+// jobs/demo-sim-nomad.nomad.hcl and jobs/llmgw-router-nomad.nomad.hcl (the
+// llmgw meta as key=value tags), runs their /health checks itself and
+// reports the results; routers and the driver get discovery = "nomad".
+// The catalogue interface (catalogue.go) is where the two differ.
+//
 // The demo (`llmgw demo`), the benchmarks (cmd/llmgw/internal/bench) and end-to-end
 // tests start it; Close stops and reaps every process, also after a failed
 // or cancelled Start.

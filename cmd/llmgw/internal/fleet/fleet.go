@@ -53,6 +53,11 @@ type Options struct {
 	// KeepAlive is the driver's kv_keep_alive (0: the driver's default,
 	// 10 s).
 	KeepAlive time.Duration
+	// Discovery is DiscoveryConsul ("" too) or DiscoveryNomad: where
+	// shards and routers are registered, and where routers and drivers
+	// look for them. With DiscoveryNomad no Consul agent runs, and
+	// ConsulBin is not needed.
+	Discovery string
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no
@@ -66,6 +71,9 @@ func (o Options) withDefaults() (Options, error) {
 			return o, err
 		}
 		o.BinDir = dir
+	}
+	if o.Discovery == "" {
+		o.Discovery = DiscoveryConsul
 	}
 	if o.ConsulBin == "" {
 		o.ConsulBin = os.Getenv("LLMGW_CONSUL_BIN")
@@ -104,9 +112,14 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("fleet: MaxModelLen must not be negative, got %d", o.MaxModelLen)
 	case o.KeepAlive < 0:
 		return o, fmt.Errorf("fleet: KeepAlive must not be negative, got %s", o.KeepAlive)
+	case o.Discovery != DiscoveryConsul && o.Discovery != DiscoveryNomad:
+		return o, fmt.Errorf("fleet: Discovery %q: want %s or %s", o.Discovery, DiscoveryConsul, DiscoveryNomad)
 	}
-	for _, b := range []string{o.ConsulBin, filepath.Join(o.BinDir, "llmgw-router"),
-		filepath.Join(o.BinDir, "nomad-driver-vllm"), filepath.Join(o.BinDir, "vllm-sim")} {
+	bins := []string{filepath.Join(o.BinDir, "llmgw-router"), filepath.Join(o.BinDir, "nomad-driver-vllm"), filepath.Join(o.BinDir, "vllm-sim")}
+	if o.Discovery == DiscoveryConsul {
+		bins = append([]string{o.ConsulBin}, bins...)
+	}
+	for _, b := range bins {
 		if _, err := os.Stat(b); err != nil {
 			return o, fmt.Errorf("fleet: %w (`make build bin/consul` builds the binaries)", err)
 		}
@@ -149,7 +162,8 @@ type Fleet struct {
 	token     string
 	http      *http.Client
 
-	consul *consulAgent
+	cat    catalogue    // where shards and routers are registered
+	consul *consulAgent // the Consul agent; nil with DiscoveryNomad
 	driver *pluginhost.Host
 
 	op sync.Mutex // serialises operations that change the fleet
@@ -186,8 +200,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	} else if err = os.MkdirAll(f.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("fleet work dir: %w", err)
 	}
-	f.log.Info("starting consul", "dir", f.dir)
-	if f.consul, err = startConsul(ctx, o.ConsulBin, f.dir); err != nil {
+	if err = f.startCatalogue(ctx); err != nil {
 		return nil, err
 	}
 	if err = f.startDriver(ctx); err != nil {
@@ -217,8 +230,28 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	if err = f.waitExact(ctx); err != nil {
 		return nil, err
 	}
-	f.log.Info("fleet ready", "routers", f.RouterURLs(), "consul", f.consul.httpAddr)
+	f.log.Info("fleet ready", "routers", f.RouterURLs(), "discovery", o.Discovery)
 	return f, nil
+}
+
+// startCatalogue starts the Consul agent, or the Nomad stand-in.
+func (f *Fleet) startCatalogue(ctx context.Context) error {
+	if f.o.Discovery == DiscoveryNomad {
+		f.log.Info("starting the nomad services API stand-in")
+		n, err := startNomad(ctx, f.http)
+		if err != nil {
+			return err
+		}
+		f.cat = n
+		return nil
+	}
+	f.log.Info("starting consul", "dir", f.dir)
+	a, err := startConsul(ctx, f.o.ConsulBin, f.dir)
+	if err != nil {
+		return err
+	}
+	f.consul, f.cat = a, consulCatalogue{a}
+	return nil
 }
 
 // startRouters starts o.Routers routers of a new generation and waits
@@ -252,12 +285,33 @@ func (f *Fleet) RouterURLs() []string {
 	return out
 }
 
-// ConsulHTTPAddr is the Consul agent's HTTP API, host:port.
-func (f *Fleet) ConsulHTTPAddr() string { return f.consul.httpAddr }
+// ConsulHTTPAddr is the Consul agent's HTTP API, host:port; "" with
+// DiscoveryNomad.
+func (f *Fleet) ConsulHTTPAddr() string {
+	if f.consul == nil {
+		return ""
+	}
+	return f.consul.httpAddr
+}
 
 // ConsulDNSAddr is the Consul agent's DNS interface (UDP and TCP),
-// host:port, where llmgw-router.service.consul resolves to live routers.
-func (f *Fleet) ConsulDNSAddr() string { return f.consul.dnsAddr }
+// host:port, where llmgw-router.service.consul resolves to live routers;
+// "" with DiscoveryNomad.
+func (f *Fleet) ConsulDNSAddr() string {
+	if f.consul == nil {
+		return ""
+	}
+	return f.consul.dnsAddr
+}
+
+// NomadAddr is the Nomad services API stand-in's base URL, as
+// NOMAD_ADDR takes it; "" with DiscoveryConsul.
+func (f *Fleet) NomadAddr() string {
+	if n, ok := f.cat.(*nomadCatalogue); ok {
+		return n.srv.Addr()
+	}
+	return ""
+}
 
 // WorkDir holds every process's log (consul.log, router-*/router.log, each
 // task's alloc/logs) while the fleet runs.

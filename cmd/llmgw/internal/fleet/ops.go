@@ -9,8 +9,6 @@ import (
 	"os"
 	"strings"
 	"time"
-
-	"github.com/hashicorp/consul/api"
 )
 
 // RestartRouters replaces every router, live or killed, by Routers new ones
@@ -27,10 +25,8 @@ func (f *Fleet) RestartRouters(ctx context.Context, scheduler string) error {
 	f.routers = nil
 	f.mu.Unlock()
 	for _, r := range old {
+		f.cat.routerDown(ctx, r)
 		r.stop()
-		if r.killed {
-			_ = f.consul.client.Agent().ServiceDeregisterOpts(r.serviceID, (&api.QueryOptions{}).WithContext(ctx))
-		}
 	}
 	if err := f.startRouters(ctx, scheduler); err != nil {
 		return err
@@ -63,7 +59,7 @@ func (f *Fleet) ResetCaches(ctx context.Context) error {
 
 // KillRouter sends SIGKILL to router i (in RouterURLs order at the time of
 // the last Start or RestartRouters, killed ones included), as a crash
-// would. Its Consul registration stays, and its check turns critical.
+// would. Its registration stays, and its check turns critical.
 func (f *Fleet) KillRouter(i int) error {
 	f.op.Lock()
 	defer f.op.Unlock()
@@ -81,7 +77,7 @@ func (f *Fleet) KillRouter(i int) error {
 }
 
 // StopShard stops shard i (in start order) the way Nomad stops an
-// allocation of jobs/demo-sim.nomad.hcl: its Consul service is
+// allocation of jobs/demo-sim.nomad.hcl: its service is
 // deregistered; then, where Nomad waits the task's shutdown_delay, the
 // fleet waits for what that delay is for: no live router lists the shard
 // any more, and the engine has finished the requests it was running; only
@@ -144,11 +140,12 @@ func (f *Fleet) Close() error {
 		}
 		f.mu.Unlock()
 		for _, r := range routers {
+			f.cat.routerDown(ctx, r)
 			r.stop()
 		}
 		var errs []error
 		for _, s := range shards {
-			if f.consul != nil {
+			if f.cat != nil {
 				errs = append(errs, f.deregister(ctx, s))
 			}
 			errs = append(errs, f.stopTask(ctx, s))
@@ -159,8 +156,8 @@ func (f *Fleet) Close() error {
 		for _, s := range shards {
 			f.killEngine(s) // the plugin is gone: nothing may be left
 		}
-		if f.consul != nil {
-			f.consul.stop()
+		if f.cat != nil {
+			f.cat.stop()
 		}
 		if f.removeDir && f.dir != "" {
 			errs = append(errs, os.RemoveAll(f.dir))

@@ -4,17 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/hashicorp/consul/api"
-
-	"github.com/llmgw/llmgw/consul"
 )
 
 // routerStartTimeout bounds a router's start, up to its registration.
@@ -39,6 +33,11 @@ type routerConf struct {
 	ServiceID  string
 	Model      string
 	Scheduler  string // body of the scheduler block; "" for the default
+	// NomadAddr, when set, makes the router discover in Nomad's catalogue
+	// there (discovery = "nomad") instead of Consul, on the listeners
+	// Ports name (API, KV ingest, admin), as Nomad allocates them.
+	NomadAddr string
+	Ports     [3]int
 }
 
 // routerConfig renders a router's HCL config: its three listeners on free
@@ -47,6 +46,9 @@ type routerConf struct {
 // llmgw-router with a short check interval, the simulator's tokenizer for
 // the model. The KV token comes from the environment, not the file.
 func routerConfig(c routerConf) string {
+	if c.NomadAddr != "" {
+		return nomadRouterConfig(c)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `listen        = "127.0.0.1:0"
 ingest_listen = "127.0.0.1:0"
@@ -62,20 +64,22 @@ consul {
   service_id     = %q
   check_interval = %q
 }
-
-model %q {
-  sim = true
-}
-`, c.ConsulAddr, c.ServiceID, checkInterval.String(), c.Model)
-	if c.Scheduler != "" {
-		fmt.Fprintf(&b, "\nscheduler {\n%s\n}\n", c.Scheduler)
-	}
+`, c.ConsulAddr, c.ServiceID, checkInterval.String())
+	writeModel(&b, c)
 	return b.String()
 }
 
+// writeModel ends a router config with its model and scheduler blocks.
+func writeModel(b *strings.Builder, c routerConf) {
+	fmt.Fprintf(b, "\nmodel %q {\n  sim = true\n}\n", c.Model)
+	if c.Scheduler != "" {
+		fmt.Fprintf(b, "\nscheduler {\n%s\n}\n", c.Scheduler)
+	}
+}
+
 // startRouter writes name's config and starts it, returning once it has
-// registered in Consul and its check passes, so that Consul DNS and
-// `llmgw status` list it. (Drivers send it KV state as soon as it is
+// registered in the catalogue and its check passes, so that Consul DNS
+// (or Nomad's catalogue) and `llmgw status` list it. (Drivers send it KV state as soon as it is
 // registered, so it may route exact before that.)
 func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*router, error) {
 	dir := filepath.Join(f.dir, name)
@@ -84,8 +88,11 @@ func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*route
 	}
 	r := &router{name: name, serviceID: "llmgw-" + name}
 	path := filepath.Join(dir, "router.hcl")
-	conf := routerConfig(routerConf{ConsulAddr: f.consul.httpAddr, ServiceID: r.serviceID, Model: f.o.Model, Scheduler: scheduler})
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+	rc := routerConf{ServiceID: r.serviceID, Model: f.o.Model, Scheduler: scheduler}
+	if err := f.cat.routerConf(&rc); err != nil {
+		return nil, fmt.Errorf("%s config: %w", name, err)
+	}
+	if err := os.WriteFile(path, []byte(routerConfig(rc)), 0o644); err != nil {
 		return nil, fmt.Errorf("%s config: %w", name, err)
 	}
 	// LLMGW_* variables would override the file; the fleet's routers take
@@ -101,31 +108,7 @@ func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*route
 	if err != nil {
 		return nil, err
 	}
-	err = poll(ctx, routerStartTimeout, name+" to register in consul", func() error {
-		if r.p.exited() {
-			return fmt.Errorf("%s exited:\n%s", name, r.p.tail())
-		}
-		svc, _, err := f.consul.client.Agent().Service(r.serviceID, (&api.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			return notYet("%v", err)
-		}
-		admin, ok := svc.Meta[consul.MetaAdminPort]
-		if !ok {
-			return fmt.Errorf("%s registered without meta %s", name, consul.MetaAdminPort)
-		}
-		r.url = "http://" + svc.Address + ":" + strconv.Itoa(svc.Port)
-		checks, _, err := f.consul.client.Health().Checks(svc.Service, (&api.QueryOptions{}).WithContext(ctx))
-		if err != nil {
-			return notYet("%v", err)
-		}
-		for _, c := range checks {
-			if c.ServiceID == r.serviceID && c.Status != api.HealthPassing {
-				return notYet("%s's check is %s", name, c.Status)
-			}
-		}
-		r.adminURL = "http://" + net.JoinHostPort(svc.Address, admin)
-		return nil
-	})
+	err = f.cat.routerUp(ctx, r, rc)
 	if err != nil {
 		r.p.kill()
 		return nil, err

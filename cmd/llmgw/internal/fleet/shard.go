@@ -10,10 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/consul/api"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/internal/localproc/netport"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
@@ -32,6 +30,9 @@ const (
 // shard is one vllm-sim task the driver runs, and its Consul service.
 type shard struct {
 	replica   string // <alloc id>/<task name>, as the driver names it
+	allocID   string
+	index     int // in start order, for Nomad's group index
+	model     string
 	url       string
 	port      int
 	task      *pluginhost.Task
@@ -56,11 +57,11 @@ func (f *Fleet) startDriver(ctx context.Context) error {
 	}
 	f.driver = h
 	cfg := map[string]any{
-		"engine":         filepath.Join(f.o.BinDir, "vllm-sim"),
-		"consul_address": f.consul.httpAddr,
-		"ingest_token":   f.token,
-		"owner_pid":      os.Getpid(),
+		"engine":       filepath.Join(f.o.BinDir, "vllm-sim"),
+		"ingest_token": f.token,
+		"owner_pid":    os.Getpid(),
 	}
+	f.cat.driverConfig(cfg)
 	if f.o.FlushInterval > 0 {
 		cfg["kv_flush_interval"] = f.o.FlushInterval.String()
 	}
@@ -87,6 +88,9 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 	}
 	s := &shard{
 		replica: task.Config.GetAllocId() + "/" + task.Config.GetName(),
+		allocID: task.Config.GetAllocId(),
+		index:   i,
+		model:   f.o.Model,
 		url:     "http://127.0.0.1:" + strconv.Itoa(ports[0]),
 		port:    ports[0],
 		task:    task,
@@ -118,7 +122,7 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 }
 
 // waitShardReady waits for the driver's health probe to pass, learns the
-// engine's pid, and registers the shard's service in Consul as Nomad does
+// engine's pid, and registers the shard's service in the catalogue as Nomad does
 // from the jobspec's service block.
 func (f *Fleet) waitShardReady(ctx context.Context, s *shard) error {
 	err := poll(ctx, shardReadyTimeout, "shard "+s.replica+" to serve", func() error {
@@ -139,25 +143,11 @@ func (f *Fleet) waitShardReady(ctx context.Context, s *shard) error {
 	if err != nil {
 		return err
 	}
-	_, err = consul.Register(ctx, f.consul.client, consul.Service{
-		Name: "vllm", ID: s.serviceID, Address: "127.0.0.1", Port: s.port,
-		Tags: []string{consul.ReplicaTag},
-		Meta: map[string]string{
-			consul.MetaModel:     f.o.Model,
-			consul.MetaReplica:   s.replica,
-			consul.MetaBlockSize: strconv.Itoa(blockSize),
-			consul.MetaKVEvents:  "true",
-		},
-		Check: consul.HTTPCheck{URL: s.url + "/health", Interval: checkInterval, Timeout: checkInterval},
-	})
-	return err
+	return f.cat.registerShard(ctx, s)
 }
 
 func (f *Fleet) deregister(ctx context.Context, s *shard) error {
-	if err := f.consul.client.Agent().ServiceDeregisterOpts(s.serviceID, (&api.QueryOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("deregister %s: %w", s.serviceID, err)
-	}
-	return nil
+	return f.cat.deregisterShard(ctx, s)
 }
 
 // stopTask stops and destroys the task through the driver, stops draining
