@@ -61,9 +61,11 @@ func TestScaleThousandReplicas(t *testing.T) {
 	c := testConfig()
 	c.Replicas = nil
 	c.Consul.Address, c.Consul.Services = agent.Addr, []string{"vllm"}
-	c.Models = map[string]config.Model{"m": {Sim: true}}
-	c.ScrapeInterval = time.Hour // the replicas' addresses do not answer; scraping is not under test
-	s, err := Start(context.Background(), c, nil)
+	// The replicas' addresses do not answer, so neither scraping nor
+	// tokenizing on them can work: the router tokenizes in process.
+	c.Models = map[string]config.Model{"m": {}}
+	c.ScrapeInterval = time.Hour
+	s, err := Start(context.Background(), c, nil, WithEncoder("m", simencoder.Encoder{}))
 	if err != nil {
 		t.Fatal(err)
 	}
