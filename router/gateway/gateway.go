@@ -292,7 +292,7 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	waitStart := time.Now()
 	admitErr := g.admit.Admit(ctx, base, band, func() bool {
 		t0 := time.Now()
-		p.cands = g.d.Replicas.AppendCandidates(p.cands[:0], req.Model)
+		p.cands = g.d.Replicas.AppendCandidatesFor(p.cands[:0], req.Model, &p.sreq)
 		p.decision, err = g.d.Scheduler.Schedule(ctx, &p.sreq, p.cands)
 		sched = time.Since(t0)
 		return !errors.Is(err, scheduler.ErrAllBusy)
