@@ -160,7 +160,7 @@ func TestNarrowAboveThreshold(t *testing.T) {
 				bestHolder = max(bestHolder, r.Total)
 				continue
 			}
-			if busy := 1 - dec.Score(r, "load/load"); leastBusy < 0 || busy < leastBusy {
+			if busy := 1 - dec.Score(r, "load"); leastBusy < 0 || busy < leastBusy {
 				leastBusy, leastLoaded = busy, r.Total
 			}
 		}
