@@ -92,15 +92,6 @@ func resizeWords(s []uint64, n int) []uint64 {
 	return s
 }
 
-func contains(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
 // appendPicked appends the template's candidates at picked (in the
 // template's order) with their health, modes and loads, as
 // AppendCandidates does for all of them.
