@@ -292,8 +292,7 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	waitStart := time.Now()
 	admitErr := g.admit.Admit(ctx, base, band, func() bool {
 		t0 := time.Now()
-		p.cands = g.d.Replicas.AppendCandidates(p.cands[:0], req.Model)
-		p.decision, err = g.d.Scheduler.Schedule(ctx, &p.sreq, p.cands)
+		p.decision, p.cands, err = schedule(ctx, g.d.Replicas, g.d.Scheduler, req.Model, &p.sreq, p.cands[:0])
 		sched = time.Since(t0)
 		return !errors.Is(err, scheduler.ErrAllBusy)
 	})

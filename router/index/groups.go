@@ -1,6 +1,10 @@
 package index
 
-import "sync/atomic"
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+)
 
 // groupCache remembers, for the candidate lists LookupReplicas saw last,
 // each candidate's replica group in one slot table. A router asks about
@@ -8,11 +12,21 @@ import "sync/atomic"
 // comparing the list with the remembered one (the same strings, so each
 // comparison stops at the pointer) replaces hashing every name on every
 // lookup. An entry is immutable; a list or table not remembered builds a
-// new entry in place of the oldest.
+// new entry in place of the oldest once it misses twice in a row: a large
+// fleet's candidates are narrowed to the prompt's holders and a random
+// sample (router/replicas), a list seldom seen twice, which must neither
+// allocate nor push the model's own lists out.
 type groupCache struct {
 	entries [groupCacheSize]atomic.Pointer[groupsOf]
 	next    atomic.Uint32 // the entry the next miss replaces
+	missed  atomic.Uint64 // the fingerprint of the list that missed last
 }
+
+// groupSeed seeds the lists' fingerprints.
+var groupSeed = maphash.MakeSeed()
+
+// groupBufs are the groups of lists resolved without being remembered.
+var groupBufs = sync.Pool{New: func() any { return new([]int32) }}
 
 // groupCacheSize is how many candidate lists are remembered per Index: a
 // model's replicas, plus a few LoRA adapters' subsets of them.
@@ -26,12 +40,34 @@ type groupsOf struct {
 	group []int32
 }
 
-// groups returns the group of each of replicas in tab.
-func (c *groupCache) groups(tab *table, replicas []string) []int32 {
+// groups returns the group of each of replicas in tab: a remembered
+// entry's, or, for a list not remembered yet, in buf, a groupBufs buffer
+// the caller puts back once done with the groups (nil otherwise).
+func (c *groupCache) groups(tab *table, replicas []string) (_ []int32, buf *[]int32) {
 	for i := range c.entries {
 		if g := c.entries[i].Load(); g != nil && g.tab == tab && equalNames(g.names, replicas) {
-			return g.group
+			return g.group, nil
 		}
+	}
+	var h maphash.Hash
+	h.SetSeed(groupSeed)
+	for _, name := range replicas {
+		h.WriteString(name)
+		h.WriteByte(0)
+	}
+	if fp := h.Sum64(); c.missed.Swap(fp) != fp {
+		buf = groupBufs.Get().(*[]int32)
+		if cap(*buf) < len(replicas) {
+			*buf = make([]int32, len(replicas))
+		}
+		out := (*buf)[:len(replicas)]
+		for i, name := range replicas {
+			out[i] = -1
+			if s, ok := tab.byName[name]; ok {
+				out[i] = s
+			}
+		}
+		return out, buf
 	}
 	g := &groupsOf{tab: tab, names: append([]string(nil), replicas...), group: make([]int32, len(replicas))}
 	for i, name := range replicas {
@@ -41,7 +77,7 @@ func (c *groupCache) groups(tab *table, replicas []string) []int32 {
 		}
 	}
 	c.entries[c.next.Add(1)%groupCacheSize].Store(g)
-	return g.group
+	return g.group, nil
 }
 
 func equalNames(a, b []string) bool {

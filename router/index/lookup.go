@@ -71,10 +71,14 @@ func (ix *Index) LookupReplicas(keys []uint64, stride int, replicas []string, ou
 	if !ok {
 		return out
 	}
-	for i, g := range ix.groups.groups(tab, replicas) {
+	groups, buf := ix.groups.groups(tab, replicas)
+	for i, g := range groups {
 		if g >= 0 && best[g] >= 0 {
 			out[i] = w.match(tab, best[g])
 		}
+	}
+	if buf != nil {
+		groupBufs.Put(buf)
 	}
 	return out
 }

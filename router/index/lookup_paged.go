@@ -218,10 +218,14 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 	if !w.run(ix, tab, keys) {
 		return out
 	}
-	for i, g := range ix.groups.groups(tab, replicas) {
+	groups, buf := ix.groups.groups(tab, replicas)
+	for i, g := range groups {
 		if g >= 0 && w.stamp[g] == w.gen {
 			out[i] = w.match(tab, w.best[g])
 		}
+	}
+	if buf != nil {
+		groupBufs.Put(buf)
 	}
 	return out
 }

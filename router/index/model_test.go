@@ -306,6 +306,43 @@ func TestLookupReplicasRemembersGroups(t *testing.T) {
 	}
 }
 
+// TestLookupReplicasOneOffLists: lists seen once each (a large fleet's
+// narrowed candidates) are answered right, allocate nothing once warm,
+// and do not push out the list the router passes on every request.
+func TestLookupReplicasOneOffLists(t *testing.T) {
+	ix := New(Options{})
+	for _, id := range []string{"a", "b", "c", "d"} {
+		if err := ix.Update(id, []Change{{Tier: GPU, Add: []uint64{1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	full, keys := []string{"a", "b", "c", "d"}, []uint64{1}
+	out := ix.LookupReplicas(keys, 1, full, nil)
+	out = ix.LookupReplicas(keys, 1, full, out) // a second miss: remembered
+	oneOff := [][]string{{"b"}, {"d", "a"}, {"c", "x"}, {"a", "c"}, {"x"}, {"d", "b", "a"}}
+	for _, names := range oneOff {
+		got := ix.LookupReplicas(keys, 1, names, nil)
+		for i, m := range got {
+			if want := names[i]; (want == "x") != (m.Replica == "") || want != "x" && m.Replica != want {
+				t.Errorf("LookupReplicas(%v)[%d] = %+v", names, i, m)
+			}
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() { out = ix.LookupReplicas(keys, 1, full, out) }); allocs != 0 {
+		t.Errorf("the remembered list after %d one-off lists: %v allocations; want 0", len(oneOff), allocs)
+	}
+	if raceEnabled {
+		return // sync.Pool drops buffers at random under the race detector
+	}
+	i := 0
+	if allocs := testing.AllocsPerRun(100, func() {
+		out = ix.LookupReplicas(keys, 1, oneOff[i%len(oneOff)], out)
+		i++
+	}); allocs != 0 {
+		t.Errorf("one-off lists: %v allocations each; want 0", allocs)
+	}
+}
+
 // TestReplaceInPlace: with no slot free, a snapshot replaces a replica's
 // state in its own slot (no ErrFull, no second slot), stale keys go.
 func TestReplaceInPlace(t *testing.T) {

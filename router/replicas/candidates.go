@@ -57,19 +57,44 @@ type modes struct {
 // every request cost about a microsecond, and the set changes only when a
 // replica's KV events start or stop.
 func (tp *template) fillModes(out []scheduler.Candidate, s *Set) {
-	gen := s.kv.SyncedGeneration()
-	if m := tp.modes.Load(); m != nil && m.gen == gen && len(m.modes) == len(out) {
-		for i := range out {
-			out[i].Mode = m.modes[i]
-		}
-		return
+	m := tp.modesNow(s)
+	if len(m) != len(out) {
+		m = tp.buildModes(s, len(out))
 	}
-	m := &modes{gen: gen, modes: make([]scheduler.Mode, len(out))}
 	for i := range out {
-		out[i].Mode = s.Mode(out[i].ID)
-		m.modes[i] = out[i].Mode
+		out[i].Mode = m[i]
+	}
+}
+
+// modesNow returns the modes of the template's candidates as of the KV
+// state's current synced set, asking it only when that set changed.
+func (tp *template) modesNow(s *Set) []scheduler.Mode {
+	gen := s.kv.SyncedGeneration()
+	if m := tp.modes.Load(); m != nil && m.gen == gen && len(m.modes) == len(tp.cands) {
+		return m.modes
+	}
+	return tp.buildModes(s, len(tp.cands))
+}
+
+func (tp *template) buildModes(s *Set, n int) []scheduler.Mode {
+	m := &modes{gen: s.kv.SyncedGeneration(), modes: make([]scheduler.Mode, n)}
+	for i := range n {
+		m.modes[i] = s.Mode(tp.cands[i].ID)
 	}
 	tp.modes.Store(m)
+	return m.modes
+}
+
+// positions maps the template's replica ids to their candidates'
+// positions, built on first use (AppendCandidatesFor).
+func (tp *template) positions() map[string]int {
+	tp.posOnce.Do(func() {
+		tp.pos = make(map[string]int, len(tp.cands))
+		for i, c := range tp.cands {
+			tp.pos[c.ID] = i
+		}
+	})
+	return tp.pos
 }
 
 // templates keeps, per model (or adapter) name, the candidates of its
@@ -86,6 +111,9 @@ type template struct {
 	from  []Replica // the list the candidates were built from
 	cands []scheduler.Candidate
 	modes atomic.Pointer[modes] // the candidates' modes, see fillModes
+
+	posOnce sync.Once
+	pos     map[string]int // see positions
 }
 
 // of returns the template of rs, model's current replica list: its

@@ -63,6 +63,13 @@ type Options struct {
 	BreakerFailures int
 	BreakerCooldown time.Duration
 	Now             func() time.Time
+	// Holders, when set, lets AppendCandidatesFor narrow a large model's
+	// candidates to the prompt's holders and Sample others; NarrowFrom is
+	// the replica count from which it does (default DefaultNarrowFrom),
+	// Sample the others drawn (default DefaultSample).
+	Holders    HolderIndex
+	NarrowFrom int
+	Sample     int
 }
 
 // Set is the current replica set. Safe for concurrent use.
@@ -98,6 +105,12 @@ func New(kv KVState, tracker *load.Tracker, opts Options) *Set {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.NarrowFrom <= 0 {
+		opts.NarrowFrom = DefaultNarrowFrom
+	}
+	if opts.Sample <= 0 {
+		opts.Sample = DefaultSample
 	}
 	return &Set{kv: kv, tracker: tracker, opts: opts, byID: map[string]Replica{}, byModel: map[string][]Replica{}, breakers: map[string]*breaker{}, lora: newLoras()}
 }

@@ -65,7 +65,7 @@ func newFleet(nReplicas, blocks, tokens, prompts int, seed uint64) (*fleet, erro
 
 	f.models = index.NewModels(index.Options{})
 	f.sink = ingest.NewSink(f.models, func(id string) (string, bool) { return f.set.ModelOf(id) }, nil)
-	f.set = replicas.New(f.sink, load.NewTracker(), replicas.Options{})
+	f.set = replicas.New(f.sink, load.NewTracker(), replicas.Options{Holders: f.models})
 	list := make([]replicas.Replica, nReplicas)
 	f.ids = make([]string, nReplicas)
 	for r := range list {
@@ -155,7 +155,7 @@ func (d *decider) decide(ctx context.Context, i int) error {
 		d.words[i] = uint64(k)
 	}
 	d.req.Reset(scheduler.Request{Model: model, Keys: d.words, BlockTokens: blockSize, PromptTokens: d.f.tokens, Fallbacks: fallbacks})
-	d.cands = d.f.set.AppendCandidates(d.cands[:0], model)
+	d.cands = d.f.set.AppendCandidatesFor(d.cands[:0], model, &d.req)
 	dec, err := d.f.sched.Schedule(ctx, &d.req, d.cands)
 	if err != nil {
 		return fmt.Errorf("schedule: %w", err)

@@ -226,7 +226,8 @@ func rankOrder(order []int, totals []float64, keys []uint64) []uint64 {
 // all. Past 64 candidates it sorts.
 func topOrder(order []int, totals []float64, k int, keys []uint64) []uint64 {
 	if len(totals) > 64 {
-		return rankOrder(order, totals, keys)
+		topOrderWide(order, totals, k)
+		return keys
 	}
 	// The k smallest of rankOrder's integer keys, kept sorted by insertion.
 	keys = keys[:0]
@@ -248,6 +249,27 @@ func topOrder(order []int, totals []float64, k int, keys []uint64) []uint64 {
 		order[i] = int(key & 63)
 	}
 	return keys
+}
+
+// topOrderWide is topOrder past 64 candidates: the k best kept sorted by
+// insertion, by total then position, so that a decision over a few
+// hundred candidates does not sort them all for three fallbacks.
+func topOrderWide(order []int, totals []float64, k int) {
+	before := func(a, b int) bool { return totals[a] > totals[b] || totals[a] == totals[b] && a < b }
+	n := 0
+	for _, j := range order {
+		if n == k && !before(j, order[k-1]) {
+			continue
+		}
+		if n < k {
+			n++
+		}
+		i := n - 1
+		for ; i > 0 && before(j, order[i-1]); i-- {
+			order[i] = order[i-1]
+		}
+		order[i] = j
+	}
 }
 
 // Routed tells history-keeping plugins that req went to chosen.

@@ -298,7 +298,7 @@ func TestConcurrentScheduling(t *testing.T) {
 func TestTopOrderIsRankOrdersPrefix(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for trial := range 2000 {
-		n := 1 + rng.IntN(80)
+		n := 1 + rng.IntN(300)
 		totals := make([]float64, n)
 		for i := range totals {
 			totals[i] = float64(rng.IntN(6)) / 4 // few values: many ties

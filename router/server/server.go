@@ -102,7 +102,8 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	s.tracker = load.NewTracker()
 	kv := declaringKV{Sink: s.sink, layouts: s.layouts, replica: func(id string) (replicas.Replica, bool) { return s.set.Get(id) }, log: log.Named("kvgroups")}
 	s.set = replicas.New(kv, s.tracker, replicas.Options{
-		Logger: log.Named("replicas"),
+		Logger:  log.Named("replicas"),
+		Holders: s.models,
 		Resnapshot: func(drivers []string) {
 			for _, d := range drivers {
 				if s.receiver != nil {

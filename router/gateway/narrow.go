@@ -1,0 +1,28 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// schedule decides req over model's candidates, appended to cands: a
+// large fleet's narrowed list (the prompt's holders and a sample,
+// replicas.Set.AppendCandidatesFor) first, and every replica when no
+// candidate of that list passes the filters (all busy, unhealthy or
+// draining), so narrowing never turns a request away that another
+// replica could take. It returns the candidates the decision was made
+// over (its Ranked entries point into them).
+func schedule(ctx context.Context, set *replicas.Set, s *scheduler.Scheduler, model string, req *scheduler.Request, cands []scheduler.Candidate) (scheduler.Decision, []scheduler.Candidate, error) {
+	cands = set.AppendCandidatesFor(cands, model, req)
+	d, err := s.Schedule(ctx, req, cands)
+	if errors.Is(err, scheduler.ErrAllBusy) || errors.Is(err, scheduler.ErrNoReplica) {
+		if all := set.AppendCandidates(cands[len(cands):], model); len(all) > len(cands) {
+			cands = append(cands[:0], all...)
+			d, err = s.Schedule(ctx, req, cands)
+		}
+	}
+	return d, cands, err
+}

@@ -1,0 +1,135 @@
+package replicas
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/load"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// Defaults of the narrowed candidate list (AppendCandidatesFor).
+const (
+	// DefaultNarrowFrom is the replica count of a model from which a
+	// decision scores the prompt's holders and a sample instead of every
+	// replica: below it, scoring all is cheap and stays exact.
+	DefaultNarrowFrom = 256
+	// DefaultSample is d, the replicas drawn at random besides the holders
+	// (power of d choices): the least loaded of 32 random replicas is in
+	// the least-loaded 1/32 of the fleet with probability 1-(31/32)^32,
+	// about 64%, and in the least-loaded tenth with probability 97%.
+	DefaultSample = 32
+)
+
+// HolderIndex names the replicas that hold a prompt's first block: every
+// replica that caches any prefix of it (index.Models.Lookup).
+type HolderIndex interface {
+	Lookup(model string, keys []uint64, dst []index.Match) []index.Match
+}
+
+// AppendCandidatesFor appends the candidates req is scored against: every
+// replica of model (AppendCandidates) while model has fewer than
+// Options.NarrowFrom of them, or req has no canonical keys, or the set
+// has no Options.Holders; otherwise only the replicas that hold the
+// prompt's first block (so any prefix of it) in Options.Holders, and
+// Options.Sample others drawn at random, so that the decision costs
+// O(holders + sample), not O(replicas). Candidates keep the model's
+// replica order.
+func (s *Set) AppendCandidatesFor(dst []scheduler.Candidate, model string, req *scheduler.Request) []scheduler.Candidate {
+	if s.opts.Holders == nil || len(req.Keys) == 0 {
+		return s.AppendCandidates(dst, model)
+	}
+	s.mu.RLock()
+	rs := s.forModelLocked(model)
+	if len(rs) < s.opts.NarrowFrom {
+		s.mu.RUnlock()
+		return s.AppendCandidates(dst, model)
+	}
+	tp := s.templates.of(model, rs)
+	s.mu.RUnlock()
+	sc := narrowPool.Get().(*narrowed)
+	defer narrowPool.Put(sc)
+	sc.matches = s.opts.Holders.Lookup(req.Model, req.Keys[:1], sc.matches[:0])
+	pos := tp.positions()
+	sc.picked = sc.picked[:0]
+	for _, m := range sc.matches {
+		if i, ok := pos[m.Replica]; ok {
+			sc.picked = append(sc.picked, i)
+		}
+	}
+	sc.picked, sc.seen = sample(sc.picked, len(tp.cands), s.opts.Sample, sc.seen)
+	return s.appendPicked(dst, tp, sc.picked)
+}
+
+// sample appends up to d positions below n that are not in picked yet,
+// drawn uniformly; it stops after 4d draws, so a fleet that is mostly
+// picked already costs no more than that. seen is scratch.
+func sample(picked []int, n, d int, seen []uint64) ([]int, []uint64) {
+	seen = resizeWords(seen, (n+63)/64)
+	for _, i := range picked {
+		seen[i>>6] |= 1 << (i & 63)
+	}
+	drawn := 0
+	for try := 0; try < 4*d && drawn < d && len(picked) < n; try++ {
+		i := rand.IntN(n)
+		if seen[i>>6]&(1<<(i&63)) == 0 {
+			seen[i>>6] |= 1 << (i & 63)
+			picked = append(picked, i)
+			drawn++
+		}
+	}
+	return picked, seen
+}
+
+func resizeWords(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// appendPicked appends the template's candidates at picked (in the
+// template's order) with their health, modes and loads, as
+// AppendCandidates does for all of them.
+func (s *Set) appendPicked(dst []scheduler.Candidate, tp *template, picked []int) []scheduler.Candidate {
+	slices.Sort(picked)
+	start := len(dst)
+	for _, i := range picked {
+		dst = append(dst, tp.cands[i])
+	}
+	out := dst[start:]
+	now := s.opts.Now()
+	s.mu.RLock()
+	if len(s.breakers) > 0 {
+		for i := range out {
+			if b := s.breakers[out[i].ID]; b != nil {
+				out[i].Healthy = !now.Before(b.openUntil)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	modes := tp.modesNow(s)
+	for k, i := range picked {
+		out[k].Mode = modes[i]
+	}
+	s.tracker.Read(func(l load.Locked) {
+		for i := range out {
+			out[i].Load = l.Load(out[i].ID)
+		}
+	})
+	return dst
+}
+
+// narrowed is AppendCandidatesFor's scratch memory, pooled so that
+// narrowing allocates nothing in the steady state.
+type narrowed struct {
+	matches []index.Match
+	picked  []int
+	seen    []uint64
+}
+
+var narrowPool = sync.Pool{New: func() any { return new(narrowed) }}
