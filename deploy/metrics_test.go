@@ -77,20 +77,25 @@ func TestNamedMetricsExist(t *testing.T) {
 		waitMetric(t, r, "llmgw_peer_routers 1", "llmgw_peer_routers_listed 2", "llmgw_kv_driver_sessions 1", "llmgw_replica_kv_capacity_blocks{")
 	}
 
-	// A long stream (about 5 s) holds the replica busy; a second request queues, times
-	// out and is shed; the tiny tenant is refused by its token limit.
+	// A long stream holds the replica busy until the test ends it; a second
+	// request queues, times out and is shed; the tiny tenant is refused by
+	// its token limit. The stream is cut, not timed: on a loaded machine a
+	// stream of fixed length could end before the second request arrives.
+	holdCtx, release := context.WithCancel(context.Background())
+	defer release()
 	long := make(chan int, 1)
 	go func() {
-		code, _ := post(a.Addr(), freeKey, `{"model":"`+model+`","prompt":"hold the replica","max_tokens":250,"stream":true}`)
-		long <- code
+		long <- hold(holdCtx, a.Addr(), freeKey, `{"model":"`+model+`","prompt":"hold the replica","max_tokens":3500,"stream":true}`)
 	}()
 	waitMetric(t, a, `llmgw_replica_in_flight{replica="`+replica+`"} 1`)
 	if code, body := post(a.Addr(), freeKey, `{"model":"`+model+`","prompt":"queued","max_tokens":2}`); code != http.StatusTooManyRequests {
 		t.Errorf("request behind a busy replica: %d %s; want 429 after the queue timeout", code, body)
 	}
+	release()
 	if code := <-long; code != http.StatusOK {
 		t.Errorf("long stream: %d", code)
 	}
+	waitMetric(t, a, `llmgw_replica_in_flight{replica="`+replica+`"} 0`)
 	if code, body := post(a.Addr(), tinyKey, `{"model":"`+model+`","prompt":"a prompt of more tokens than a whole minute of the budget","max_tokens":2}`); code != http.StatusTooManyRequests {
 		t.Errorf("tenant over its token budget: %d %s; want 429", code, body)
 	}
@@ -241,6 +246,24 @@ func post(addr, key, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// hold streams body's completion until ctx ends or the stream does, and
+// returns the response's status.
+func hold(ctx context.Context, addr, key, body string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/completions", strings.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body) // ends with ctx
+	return resp.StatusCode
 }
 
 // waitMetric polls r's /metrics until every want substring shows.
