@@ -183,7 +183,9 @@ func TestTaskLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(task.Close)
-	script := `trap 'echo got-hup' HUP; trap '' INT TERM; echo port=${NOMAD_PORT_http}; echo to-stderr >&2; ` +
+	// USR1, not HUP: a shell may not trap a signal ignored when it
+	// started, and a suite run under nohup starts with HUP ignored.
+	script := `trap 'echo got-usr1' USR1; trap '' INT TERM; echo port=${NOMAD_PORT_http}; echo to-stderr >&2; ` +
 		`while :; do sleep 0.05; done`
 	if err := h.EncodeTaskConfig(c, task, map[string]any{"command": "/bin/sh", "args": []string{"-c", script}}); err != nil {
 		t.Fatal(err)
@@ -243,10 +245,10 @@ func TestTaskLifecycle(t *testing.T) {
 		}
 	}
 
-	if _, err := h.Driver.SignalTask(c, &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGHUP"}); err != nil {
+	if _, err := h.Driver.SignalTask(c, &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGUSR1"}); err != nil {
 		t.Fatal(err)
 	}
-	poll.Until(t, "the HUP trap", func() bool { return strings.Contains(task.Stdout.String(), "got-hup") })
+	poll.Until(t, "the USR1 trap", func() bool { return strings.Contains(task.Stdout.String(), "got-usr1") })
 	if _, err := h.Driver.SignalTask(c, &drivers.SignalTaskRequest{TaskId: id, Signal: "SIGBOGUS"}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("bogus signal: got %v", err)
 	}
