@@ -3,11 +3,8 @@ package trace
 import (
 	"bytes"
 	"flag"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -76,14 +73,7 @@ func synthMooncake(n int, seed uint64) []byte {
 				next++
 			}
 			output := int(min(max(logNormal(mooncakeMeanOutput, 0.8), 1), 4096))
-			fmt.Fprintf(&buf, `{"timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": [`, int64(at), input, output)
-			for i, id := range ids {
-				if i > 0 {
-					buf.WriteString(", ")
-				}
-				fmt.Fprint(&buf, id)
-			}
-			buf.WriteString("]}\n")
+			writeRecord(&buf, int64(at), input, output, ids)
 		}
 	}
 	return buf.Bytes()
@@ -92,19 +82,7 @@ func synthMooncake(n int, seed uint64) []byte {
 // TestMooncakeSynthUpToDate: the committed trace is what synthMooncake
 // makes, and it has the published statistics it claims.
 func TestMooncakeSynthUpToDate(t *testing.T) {
-	want := synthMooncake(2400, 1)
-	if *updateMooncake {
-		if err := os.WriteFile(filepath.FromSlash(mooncakeFile), want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(filepath.FromSlash(mooncakeFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from what synthMooncake generates; rerun with -update-mooncake", mooncakeFile)
-	}
+	got := upToDate(t, mooncakeFile, synthMooncake(2400, 1), *updateMooncake, "synthMooncake", "-update-mooncake")
 	tr, err := Parse(bytes.NewReader(got), DefaultBlockSize)
 	if err != nil {
 		t.Fatal(err)

@@ -57,14 +57,7 @@ func synthToolAgent(n int, seed uint64) []byte {
 			}
 		}
 		input := (len(ids)-1)*DefaultBlockSize + 1 + rng.IntN(DefaultBlockSize)
-		fmt.Fprintf(&buf, `{"timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": [`, int64(at), input, 16+rng.IntN(145))
-		for i, id := range ids {
-			if i > 0 {
-				buf.WriteString(", ")
-			}
-			fmt.Fprint(&buf, id)
-		}
-		buf.WriteString("]}\n")
+		writeRecord(&buf, int64(at), input, 16+rng.IntN(145), ids)
 	}
 	return buf.Bytes()
 }
@@ -73,19 +66,7 @@ func synthToolAgent(n int, seed uint64) []byte {
 // generator makes (go test -run SyntheticTrace -update-synth rewrites
 // it), it parses, and it has the shape it claims.
 func TestSyntheticTraceUpToDate(t *testing.T) {
-	want := synthToolAgent(240, 1)
-	if *updateSynth {
-		if err := os.WriteFile(filepath.FromSlash(synthFile), want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := os.ReadFile(filepath.FromSlash(synthFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from what synthToolAgent generates; rerun with -update-synth", synthFile)
-	}
+	got := upToDate(t, synthFile, synthToolAgent(240, 1), *updateSynth, "synthToolAgent", "-update-synth")
 	tr, err := Parse(bytes.NewReader(got), DefaultBlockSize)
 	if err != nil {
 		t.Fatal(err)
@@ -102,4 +83,37 @@ func TestSyntheticTraceUpToDate(t *testing.T) {
 	if share := float64(sharedStart) / float64(len(tr.Entries)); share < 0.75 || share > 0.95 {
 		t.Errorf("%.0f%% of requests start with the shared blocks; want 75-95%% (tool-agent shaped)", 100*share)
 	}
+}
+
+// writeRecord writes one Mooncake-format JSONL record, as the public
+// trace spells it, to buf.
+func writeRecord(buf *bytes.Buffer, at int64, input, output int, ids []int64) {
+	fmt.Fprintf(buf, `{"timestamp": %d, "input_length": %d, "output_length": %d, "hash_ids": [`, at, input, output)
+	for i, id := range ids {
+		if i > 0 {
+			buf.WriteString(", ")
+		}
+		fmt.Fprint(buf, id)
+	}
+	buf.WriteString("]}\n")
+}
+
+// upToDate fails t unless the committed file at path holds want, what
+// generator gen makes; with update it first rewrites the file. It returns
+// the file's bytes.
+func upToDate(t *testing.T, path string, want []byte, update bool, gen, flag string) []byte {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(filepath.FromSlash(path), want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(filepath.FromSlash(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s differs from what %s generates; rerun with %s", path, gen, flag)
+	}
+	return got
 }
