@@ -20,7 +20,8 @@
 // must carry it in X-Nomad-Token, else 403 "Permission denied".
 //
 // Nomad registers services only from jobs (there is no HTTP endpoint for
-// it); tests call Register, Deregister and SetCheck instead.
+// it); tests call Register, Deregister and SetCheck instead, and another
+// process the same over the control endpoints (Control, control.go).
 //
 // Verified against a Nomad 2.0.6 dev agent running a raw_exec job with a
 // provider = "nomad" service, an http healthiness check and a tcp

@@ -41,6 +41,7 @@ var layers = [][]part{
 		{"the router binary", []string{"cmd/llmgw-router"}},
 		{"the driver binary", []string{"cmd/nomad-driver-vllm"}},
 		{"the simulator", []string{"cmd/vllm-sim"}},
+		{"the Nomad stand-in", []string{"cmd/nomad-standin"}},
 	},
 	{{"test suites", []string{"internal/tests"}}},
 }
@@ -54,13 +55,7 @@ const simulator = "cmd/vllm-sim"
 // pendingImports are known violations, each on its way out on another
 // branch. Every check skips them; TestPendingImportsStillExist fails once
 // one is gone, so that its entry is deleted with it.
-var pendingImports = map[[2]string]string{
-	// `llmgw demo -discovery nomad` serves the stand-in of Nomad's
-	// services API in the fleet's process, so the CLI links it; on its way
-	// out by running the stand-in as a process of its own, built from test
-	// support like vllm-sim's helpers.
-	{"cmd/llmgw/internal/fleet", "nomad/nomadtest"}: "the fleet's Nomad mode runs the stand-in in-process",
-}
+var pendingImports = map[[2]string]string{}
 
 // under reports whether package rel is dir or below it.
 func under(rel, dir string) bool {
@@ -77,6 +72,8 @@ func testSupport(rel string) string {
 		return "test support"
 	case rel == simulator+"/simproc":
 		return "test support (it runs vllm-sim for tests)"
+	case rel == "cmd/nomad-standin":
+		return "test support (a stand-in for Nomad's services API)"
 	case strings.HasSuffix(path.Base(rel), "test"):
 		return "test support (its name ends in \"test\")"
 	}

@@ -16,7 +16,7 @@ const (
 	// DiscoveryConsul runs a Consul dev agent; the default.
 	DiscoveryConsul = "consul"
 	// DiscoveryNomad runs the stand-in of Nomad's services API
-	// (nomad/nomadtest) in the fleet's process and plays the Nomad
+	// (cmd/nomad-standin, a process of its own) and plays the Nomad
 	// client's part for services with provider = "nomad" (nomad.go).
 	DiscoveryNomad = "nomad"
 )

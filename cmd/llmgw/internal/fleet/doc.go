@@ -7,7 +7,8 @@
 // processes with a generated config, registered in Consul as llmgw-router.
 // With Options.Discovery = DiscoveryNomad it runs on Nomad's own service
 // discovery instead: no Consul agent, but the stand-in of Nomad's services
-// API (nomad/nomadtest) in this process, where the fleet registers the
+// API (cmd/nomad-standin, run as a process like the others, so the CLI
+// links no test support), where the fleet registers the
 // shards and routers as a Nomad client does from
 // jobs/demo-sim-nomad.nomad.hcl and jobs/llmgw-router-nomad.nomad.hcl (the
 // llmgw meta as key=value tags), runs their /health checks itself and

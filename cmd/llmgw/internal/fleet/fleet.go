@@ -32,7 +32,7 @@ const (
 
 // Options size and place a fleet. Zero values take the defaults noted.
 type Options struct {
-	BinDir    string   // llmgw-router, nomad-driver-vllm, vllm-sim ("" = <repo>/bin)
+	BinDir    string   // llmgw-router, nomad-driver-vllm, vllm-sim, nomad-standin ("" = <repo>/bin)
 	ConsulBin string   // "" = $LLMGW_CONSUL_BIN, else <BinDir>/consul
 	Shards    int      // vllm-sim shards (default 4)
 	Routers   int      // default 2
@@ -118,6 +118,8 @@ func (o Options) withDefaults() (Options, error) {
 	bins := []string{filepath.Join(o.BinDir, "llmgw-router"), filepath.Join(o.BinDir, "nomad-driver-vllm"), filepath.Join(o.BinDir, "vllm-sim")}
 	if o.Discovery == DiscoveryConsul {
 		bins = append([]string{o.ConsulBin}, bins...)
+	} else {
+		bins = append(bins, filepath.Join(o.BinDir, "nomad-standin"))
 	}
 	for _, b := range bins {
 		if _, err := os.Stat(b); err != nil {
@@ -238,7 +240,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 func (f *Fleet) startCatalogue(ctx context.Context) error {
 	if f.o.Discovery == DiscoveryNomad {
 		f.log.Info("starting the nomad services API stand-in")
-		n, err := startNomad(ctx, f.http)
+		n, err := startNomad(ctx, f.o.BinDir, f.dir, f.http)
 		if err != nil {
 			return err
 		}
@@ -308,7 +310,7 @@ func (f *Fleet) ConsulDNSAddr() string {
 // NOMAD_ADDR takes it; "" with DiscoveryConsul.
 func (f *Fleet) NomadAddr() string {
 	if n, ok := f.cat.(*nomadCatalogue); ok {
-		return n.srv.Addr()
+		return n.addr
 	}
 	return ""
 }

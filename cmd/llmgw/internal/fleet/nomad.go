@@ -1,10 +1,14 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,23 +19,27 @@ import (
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/internal/localproc/netport"
 	"github.com/llmgw/llmgw/nomad"
-	"github.com/llmgw/llmgw/nomad/nomadtest"
 )
 
 // nomadNode is the node id the fleet's registrations carry: one machine.
 const nomadNode = "llmgw-fleet"
 
+// standinStartTimeout bounds the stand-in's start.
+const standinStartTimeout = 30 * time.Second
+
 // nomadCatalogue plays Nomad for services with provider = "nomad": the
-// stand-in of Nomad's services API (nomad/nomadtest) serves the catalogue
-// in this process, and the fleet does what a Nomad client does from the
-// service blocks of jobs/demo-sim-nomad.nomad.hcl and
-// jobs/llmgw-router-nomad.nomad.hcl: it registers each shard and router
-// with its llmgw tags, runs their HTTP checks on /health every
-// checkInterval and reports each result (SetCheck), and deregisters a
-// service before its task stops. Routers do not register themselves on
-// Nomad, so the fleet allocates their ports, as Nomad does.
+// stand-in of Nomad's services API (cmd/nomad-standin, a process of its
+// own, so that this binary links no test support) serves the catalogue,
+// and the fleet does what a Nomad client does from the service blocks of
+// jobs/demo-sim-nomad.nomad.hcl and jobs/llmgw-router-nomad.nomad.hcl: it
+// registers each shard and router with its llmgw tags over the
+// stand-in's control endpoints, runs their HTTP checks on /health every
+// checkInterval and reports each result, and deregisters a service
+// before its task stops. Routers do not register themselves on Nomad, so
+// the fleet allocates their ports, as Nomad does.
 type nomadCatalogue struct {
-	srv  *nomadtest.Server
+	p    *proc
+	addr string // the API's base URL
 	http *http.Client
 
 	ctx    context.Context // ends the checkers
@@ -42,19 +50,92 @@ type nomadCatalogue struct {
 	checkers map[string]*checker // by registration id
 }
 
-// startNomad starts the stand-in on a free loopback port.
-func startNomad(ctx context.Context, client *http.Client) (*nomadCatalogue, error) {
-	srv := nomadtest.New("")
-	if err := srv.Listen("127.0.0.1:0"); err != nil {
+// nomadCheck is one check result as the stand-in takes it (nomadtest.Check).
+type nomadCheck struct {
+	Check      string
+	Group      string
+	Mode       string `json:",omitempty"`
+	Output     string
+	Service    string
+	Status     string
+	StatusCode int    `json:",omitempty"`
+	Task       string `json:",omitempty"`
+}
+
+// startNomad starts the stand-in on a free loopback port and waits until
+// it answers.
+func startNomad(ctx context.Context, binDir, dir string, client *http.Client) (*nomadCatalogue, error) {
+	ports, err := netport.FreeTCPs(1)
+	if err != nil {
+		return nil, fmt.Errorf("nomad stand-in port: %w", err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	p, err := startProc("nomad-standin", filepath.Join(dir, "nomad-standin.log"),
+		[]string{filepath.Join(binDir, "nomad-standin"), "-listen", addr}, nil)
+	if err != nil {
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &nomadCatalogue{srv: srv, http: client, ctx: cctx, cancel: cancel, checkers: map[string]*checker{}}, nil
+	n := &nomadCatalogue{p: p, addr: "http://" + addr, http: client, ctx: cctx, cancel: cancel, checkers: map[string]*checker{}}
+	err = poll(ctx, standinStartTimeout, "the nomad stand-in to answer", func() error {
+		if p.exited() {
+			return fmt.Errorf("nomad-standin exited:\n%s", p.tail())
+		}
+		if err := n.do(ctx, http.MethodGet, "/v1/services", nil); err != nil {
+			return notYet("%v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		n.stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// do sends one request to the stand-in, body as JSON, and wants a 2xx.
+func (n *nomadCatalogue) do(ctx context.Context, method, path string, body any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("nomad stand-in %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	rctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, method, n.addr+path, rd)
+	if err != nil {
+		return fmt.Errorf("nomad stand-in %s %s: %w", method, path, err)
+	}
+	resp, err := n.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("nomad stand-in %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("nomad stand-in %s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
+func (n *nomadCatalogue) register(ctx context.Context, r nomadapi.ServiceRegistration) error {
+	return n.do(ctx, http.MethodPut, "/_standin/registrations", r)
+}
+
+func (n *nomadCatalogue) deregister(ctx context.Context, id string) error {
+	return n.do(ctx, http.MethodDelete, "/_standin/registrations/"+url.PathEscape(id), nil)
+}
+
+func (n *nomadCatalogue) setCheck(ctx context.Context, alloc string, c nomadCheck) error {
+	return n.do(ctx, http.MethodPut, "/_standin/checks/"+url.PathEscape(alloc), c)
 }
 
 func (n *nomadCatalogue) driverConfig(cfg map[string]any) {
 	cfg["discovery"] = DiscoveryNomad
-	cfg["nomad_address"] = n.srv.Addr()
+	cfg["nomad_address"] = n.addr
 }
 
 func (n *nomadCatalogue) routerConf(rc *routerConf) error {
@@ -62,7 +143,7 @@ func (n *nomadCatalogue) routerConf(rc *routerConf) error {
 	if err != nil {
 		return fmt.Errorf("router ports: %w", err)
 	}
-	rc.NomadAddr = n.srv.Addr()
+	rc.NomadAddr = n.addr
 	copy(rc.Ports[:], ports)
 	return nil
 }
@@ -78,11 +159,11 @@ func nomadServiceID(alloc, owner, service string) string {
 // its meta in tags. Its first check has run by then (the driver found it
 // ready), so routers see it passing from the start: Nomad's index moves
 // with registrations, not with check results.
-func (n *nomadCatalogue) registerShard(_ context.Context, s *shard) error {
-	c := n.startChecker(s.serviceID, s.allocID, nomadtest.Check{
+func (n *nomadCatalogue) registerShard(ctx context.Context, s *shard) error {
+	c := n.startChecker(s.serviceID, s.allocID, nomadCheck{
 		Check: `service: "vllm" check`, Service: "vllm", Task: "sim",
 		Group: fmt.Sprintf("demo-sim-nomad.sim[%d]", s.index)}, s.url+"/health")
-	n.srv.Register(nomadapi.ServiceRegistration{
+	err := n.register(ctx, nomadapi.ServiceRegistration{
 		ID: c.id, ServiceName: "vllm", Namespace: "default", NodeID: nomadNode, Datacenter: "dc1",
 		JobID: "demo-sim-nomad", AllocID: s.allocID, Address: "127.0.0.1", Port: s.port,
 		Tags: []string{
@@ -93,13 +174,17 @@ func (n *nomadCatalogue) registerShard(_ context.Context, s *shard) error {
 			consul.MetaKVEvents + "=true",
 		},
 	})
+	if err != nil {
+		n.stopChecker(s.serviceID)
+		return fmt.Errorf("register %s: %w", s.serviceID, err)
+	}
 	return nil
 }
 
-func (n *nomadCatalogue) deregisterShard(_ context.Context, s *shard) error {
+func (n *nomadCatalogue) deregisterShard(ctx context.Context, s *shard) error {
 	n.stopChecker(s.serviceID)
-	if !n.srv.Deregister(s.serviceID) {
-		return fmt.Errorf("deregister %s: not registered", s.serviceID)
+	if err := n.deregister(ctx, s.serviceID); err != nil {
+		return fmt.Errorf("deregister %s: %w", s.serviceID, err)
 	}
 	return nil
 }
@@ -112,7 +197,7 @@ func (n *nomadCatalogue) routerUp(ctx context.Context, r *router, rc routerConf)
 	r.serviceID = nomadServiceID(alloc, "group-router", consul.RouterService)
 	r.url = "http://127.0.0.1:" + strconv.Itoa(rc.Ports[0])
 	r.adminURL = "http://127.0.0.1:" + strconv.Itoa(rc.Ports[2])
-	c := n.startChecker(r.serviceID, alloc, nomadtest.Check{
+	c := n.startChecker(r.serviceID, alloc, nomadCheck{
 		Check: `service: "llmgw-router" check`, Service: consul.RouterService, Group: "llmgw-router-nomad.router[0]"}, r.url+"/health")
 	err := poll(ctx, routerStartTimeout, r.name+"'s nomad check to pass", func() error {
 		if r.p.exited() {
@@ -130,32 +215,38 @@ func (n *nomadCatalogue) routerUp(ctx context.Context, r *router, rc routerConf)
 	// Registered once it answers, as a Consul router registers itself
 	// once it listens: drivers send KV state to a router as soon as they
 	// see it, and one that does not listen yet only costs them retries.
-	n.srv.Register(nomadapi.ServiceRegistration{
+	err = n.register(ctx, nomadapi.ServiceRegistration{
 		ID: r.serviceID, ServiceName: consul.RouterService, Namespace: "default", NodeID: nomadNode, Datacenter: "dc1",
 		JobID: "llmgw-router-nomad", AllocID: alloc, Address: "127.0.0.1", Port: rc.Ports[0],
 		Tags: []string{"http", consul.MetaIngestPort + "=" + strconv.Itoa(rc.Ports[1]), consul.MetaAdminPort + "=" + strconv.Itoa(rc.Ports[2])},
 	})
+	if err != nil {
+		n.stopChecker(r.serviceID)
+		return fmt.Errorf("register %s: %w", r.serviceID, err)
+	}
 	return nil
 }
 
 // routerDown deregisters the router before it stops, as Nomad does before
 // its shutdown_delay; a killed router's registration goes too.
-func (n *nomadCatalogue) routerDown(_ context.Context, r *router) {
+func (n *nomadCatalogue) routerDown(ctx context.Context, r *router) {
 	n.stopChecker(r.serviceID)
-	n.srv.Deregister(r.serviceID)
+	// Not registered when its check never passed; nothing else to do.
+	_ = n.deregister(ctx, r.serviceID)
 }
 
+// stop ends the checkers, then the stand-in, and reaps it.
 func (n *nomadCatalogue) stop() {
 	n.cancel()
 	n.wg.Wait()
-	n.srv.Close()
+	n.p.stop(5 * time.Second)
 }
 
 // checker runs one service's HTTP check, as the Nomad client runs a
 // provider = "nomad" check, and reports each result to the catalogue.
 type checker struct {
 	id, alloc string
-	check     nomadtest.Check // the check's names
+	check     nomadCheck // the check's names
 	url       string
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -166,7 +257,7 @@ type checker struct {
 
 // startChecker runs the check once, reports it, and goes on every
 // checkInterval until stopChecker.
-func (n *nomadCatalogue) startChecker(id, alloc string, c nomadtest.Check, url string) *checker {
+func (n *nomadCatalogue) startChecker(id, alloc string, c nomadCheck, url string) *checker {
 	ctx, cancel := context.WithCancel(n.ctx)
 	ch := &checker{id: id, alloc: alloc, check: c, url: url, cancel: cancel, done: make(chan struct{})}
 	ch.run(ctx, n)
@@ -229,9 +320,17 @@ func (ch *checker) run(ctx context.Context, n *nomadCatalogue) {
 		}
 		c.Output = err.Error()
 	}
-	n.srv.SetCheck(ch.alloc, c)
+	// The status counts once the stand-in holds it, so that a caller who
+	// saw it passing knows routers can read it.
+	status := c.Status
+	if err := n.setCheck(ctx, ch.alloc, c); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		status = "unreported (" + err.Error() + ")"
+	}
 	ch.mu.Lock()
-	ch.last = c.Status
+	ch.last = status
 	ch.mu.Unlock()
 }
 

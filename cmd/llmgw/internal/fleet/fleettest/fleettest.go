@@ -26,6 +26,7 @@ var commands = []string{
 	"github.com/llmgw/llmgw/cmd/llmgw-router",
 	"github.com/llmgw/llmgw/cmd/nomad-driver-vllm",
 	"github.com/llmgw/llmgw/cmd/vllm-sim",
+	"github.com/llmgw/llmgw/cmd/nomad-standin",
 }
 
 // Binaries is a directory of freshly built fleet binaries, shared by the
