@@ -29,7 +29,7 @@ import (
 
 // Config sizes the demo.
 type Config struct {
-	BinDir  string // llmgw-router, nomad-driver-vllm, vllm-sim, consul ("" = <repo>/bin)
+	BinDir  string // llmgw-router, nomad-driver-vllm, vllm-sim, nomad-standin, consul ("" = <repo>/bin)
 	Shards  int
 	Routers int
 	Users   int
