@@ -81,15 +81,23 @@ func TestNamedMetricsExist(t *testing.T) {
 	// request queues, times out and is shed; the tiny tenant is refused by
 	// its token limit. The stream is cut, not timed: on a loaded machine a
 	// stream of fixed length could end before the second request arrives.
+	// ignore_eos keeps vllm-sim from ending it at a simulated EOS (1 to
+	// 256 tokens in; this one drew 17, a third of a second at 20 ms a
+	// token), which freed the replica for the queued request under load.
 	holdCtx, release := context.WithCancel(context.Background())
 	defer release()
 	long := make(chan int, 1)
 	go func() {
-		long <- hold(holdCtx, a.Addr(), freeKey, `{"model":"`+model+`","prompt":"hold the replica","max_tokens":3500,"stream":true}`)
+		long <- hold(holdCtx, a.Addr(), freeKey, `{"model":"`+model+`","prompt":"hold the replica","max_tokens":3500,"ignore_eos":true,"stream":true}`)
 	}()
 	waitMetric(t, a, `llmgw_replica_in_flight{replica="`+replica+`"} 1`)
 	if code, body := post(a.Addr(), freeKey, `{"model":"`+model+`","prompt":"queued","max_tokens":2}`); code != http.StatusTooManyRequests {
 		t.Errorf("request behind a busy replica: %d %s; want 429 after the queue timeout", code, body)
+	}
+	select {
+	case code := <-long:
+		t.Fatalf("the long stream ended (%d) before the test released it: the replica was not held busy", code)
+	default:
 	}
 	release()
 	if code := <-long; code != http.StatusOK {

@@ -108,8 +108,13 @@ func TestForwarderReachesRouterBeforeItsCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitMirror(t, r, s, "a")
-	if st := first(f); st.Ready || st.Snapshots != 1 {
-		t.Errorf("session %+v; want one snapshot to a router not ready yet", st)
+	// The router holds the snapshot once it has applied it, before its
+	// answer reaches the forwarder, which counts the send only then: wait
+	// for the count. Nothing else is sent (the store does not change, the
+	// keep-alive is an hour away), so exactly one send, a snapshot.
+	poll.Until(t, "the snapshot counted", func() bool { return first(f).Sent >= 1 })
+	if st := first(f); st.Ready || st.Sent != 1 || st.Snapshots != 1 {
+		t.Errorf("session ready %v, %d sent, %d snapshots; want one snapshot to a router not ready yet", st.Ready, st.Sent, st.Snapshots)
 	}
 
 	// The check passes: nothing to resend the router does not hold, but
