@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
 // The tests here play vLLM's toy P/D proxy against two simulators: a
@@ -274,5 +276,84 @@ func TestDisaggregatedPullsOnlyMissingBlocks(t *testing.T) {
 				t.Errorf("%s side never sent BlockStored for block %d of the prompt", side.name, i)
 			}
 		}
+	}
+}
+
+func TestBadTransferParamsAreRefused(t *testing.T) {
+	d := startSim(t, pdEnv, pdFlags("decode-0", "kv_consumer")...)
+	prompt := ids(100, 40) // three blocks
+	okPull := `"do_remote_prefill":true,"remote_engine_id":"p","remote_request_id":"r","remote_host":"127.0.0.1","remote_port":1`
+	for _, tc := range []struct{ name, kv, want string }{
+		{"not an object", `"yes"`, "must be a JSON object"},
+		{"both directions", `{"do_remote_decode":true,` + okPull + `,"remote_block_ids":[[1,2,3]]}`, "both true"},
+		{"no engine id", `{"do_remote_prefill":true,"remote_request_id":"r","remote_host":"h","remote_port":1,"remote_block_ids":[[1,2,3]]}`, "needs remote_engine_id"},
+		{"port zero", `{"do_remote_prefill":true,"remote_engine_id":"p","remote_request_id":"r","remote_host":"h","remote_port":0,"remote_block_ids":[[1,2,3]]}`, "remote_port 0"},
+		{"block ids of the wrong type", `{` + okPull + `,"remote_block_ids":{"0":[1]}}`, "remote_block_ids must be"},
+		{"negative block id", `{` + okPull + `,"remote_block_ids":[[1,-2,3]]}`, "negative block id"},
+		{"blocks of another prompt", `{` + okPull + `,"remote_block_ids":[[1,2]]}`, "lists 2 blocks; a prompt of 40 tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"model":"sim-model","prompt":%s,"max_tokens":4,"kv_transfer_params":%s}`, mustJSON(t, prompt), tc.kv)
+			var c completion
+			if st := post(t, d.URL+"/v1/completions", body, &c); st != http.StatusBadRequest || c.Error == nil || !strings.Contains(c.Error.Message, tc.want) {
+				t.Fatalf("status %d, error %+v; want 400 naming %q", st, c.Error, tc.want)
+			}
+		})
+	}
+	if got := metric(t, d, "vllm:nixl_bytes_transferred_count"); got != 0 {
+		t.Errorf("%v transfers after refused requests, want 0", got)
+	}
+
+	// Without a connector, as in vLLM, kv_transfer_params mean nothing.
+	agg := startSim(t, nil, "--block-size", "16")
+	body := fmt.Sprintf(`{"model":"sim-model","prompt":%s,"max_tokens":2,"kv_transfer_params":"ignored"}`, mustJSON(t, prompt))
+	var c completion
+	if st := post(t, agg.URL+"/v1/completions", body, &c); st != http.StatusOK {
+		t.Errorf("aggregated sim: status %d %+v; want kv_transfer_params ignored", st, c.Error)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestUnreadBlocksExpireAndAPullOfThemFails(t *testing.T) {
+	p := startSim(t, append([]string{"VLLM_NIXL_ABORT_REQUEST_TIMEOUT=1"}, pdEnv...), pdFlags("prefill-0", "kv_producer")...)
+	d := startSim(t, pdEnv, pdFlags("decode-0", "kv_consumer")...)
+	rec := startSim(t, pdEnv, "--block-size", "16", "--sim-kv-bytes-per-token", "1000", "--kv-transfer-config",
+		`{"kv_connector":"NixlConnector","kv_role":"kv_consumer","engine_id":"decode-1","kv_load_failure_policy":"recompute"}`)
+
+	prompt := ids(200, 48)
+	kv, _ := prefillStep(t, p, prompt)
+	block0 := fmt.Sprint(prompt[:16])
+	if rc := refCounts(t, p)[block0]; rc != 1 {
+		t.Fatalf("block 0 held with %d references, want 1", rc)
+	}
+	poll.Until(t, "the unread hold to expire", func() bool { return refCounts(t, p)[block0] == 0 })
+	if got := metric(t, p, "vllm:nixl_num_kv_expired_reqs_total"); got != 1 {
+		t.Errorf("expired holds %v, want 1", got)
+	}
+
+	// kv_load_failure_policy "fail" (vLLM's default) ends the request.
+	body := map[string]any{"model": "sim-model", "prompt": prompt, "max_tokens": 2, "kv_transfer_params": kv}
+	var c completion
+	if st := post(t, d.URL+"/v1/completions", body, &c); st != http.StatusInternalServerError || c.Error == nil || !strings.Contains(c.Error.Message, "KV transfer from engine prefill-0 failed") {
+		t.Fatalf("pull of expired blocks: status %d %+v; want 500 naming the transfer", st, c.Error)
+	}
+	if got := metric(t, d, "vllm:nixl_num_failed_transfers_total"); got != 1 {
+		t.Errorf("failed transfers %v, want 1", got)
+	}
+	// "recompute" computes the prompt locally instead.
+	c = completion{}
+	if st := post(t, rec.URL+"/v1/completions", body, &c); st != http.StatusOK {
+		t.Fatalf("recompute policy: status %d %+v", st, c.Error)
+	}
+	if c.Usage.PromptTokensDetails.CachedTokens != 0 {
+		t.Errorf("recomputed prompt reports %d cached tokens, want 0", c.Usage.PromptTokensDetails.CachedTokens)
 	}
 }

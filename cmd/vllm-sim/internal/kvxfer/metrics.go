@@ -48,7 +48,10 @@ type Engine struct {
 // For returns the series of one engine (data-parallel rank).
 func (m *Metrics) For(model string, rank int) Engine {
 	l := prometheus.Labels{"model_name": model, "engine": strconv.Itoa(rank)}
-	// Touch the counters so they read 0 before the first failure.
+	// Touch every series so it reads 0 before the first transfer.
+	m.xferTime.With(l)
+	m.bytes.With(l)
+	m.descriptors.With(l)
 	m.failed.With(l)
 	m.expired.With(l)
 	return Engine{m: m, labels: l}

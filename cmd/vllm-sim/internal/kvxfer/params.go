@@ -158,6 +158,6 @@ func (p Params) MarshalJSON() ([]byte, error) {
 		RemoteRequestID string  `json:"remote_request_id"`
 		RemoteHost      string  `json:"remote_host"`
 		RemotePort      int     `json:"remote_port"`
-		TPSize          int     `json:"tp_size"`
+		TPSize          int     `json:"tp_size,omitempty"` // 0: unknown
 	}{p.DoRemotePrefill, p.DoRemoteDecode, ids, p.RemoteEngineID, p.RemoteRequestID, p.RemoteHost, p.RemotePort, p.TPSize})
 }
