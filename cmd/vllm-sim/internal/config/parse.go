@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvxfer"
 )
 
 // ErrVersion is returned by Parse for --version; the caller prints Version.
@@ -110,6 +112,31 @@ var flags = map[string]flag{
 		c.KVEvents = kv
 		return err
 	}},
+	"kv-transfer-config": {set: func(c *Config, v string) error {
+		kt, err := kvxfer.ParseConfig(v, kvxfer.NewEngineID)
+		c.KVTransfer = kt
+		return err
+	}},
+	"sim-kv-bytes-per-token": {set: func(c *Config, v string) error {
+		if v == KVBytesFromConfig {
+			c.kvBytesFromConfig = true
+			return nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer or %q: %q", KVBytesFromConfig, v)
+		}
+		c.KVBytesPerToken, c.kvBytesFromConfig = n, false
+		return nil
+	}},
+	"sim-kv-transfer-bandwidth": {set: func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("not a number of bytes per second (e.g. 25e9): %q", v)
+		}
+		c.KVBandwidth = f
+		return nil
+	}},
 
 	"sim-latency":             boolFlag(func(c *Config) *bool { return &c.Latency.Enabled }),
 	"sim-overhead":            durFlag(func(c *Config) *time.Duration { return &c.Latency.Overhead }),
@@ -213,6 +240,9 @@ func Parse(args []string) (Config, error) {
 		}
 	}
 	if err := c.resolveKVCacheGroups(); err != nil {
+		return c, err
+	}
+	if err := c.resolveKVBytes(); err != nil {
 		return c, err
 	}
 	return c, c.Validate()

@@ -11,7 +11,10 @@ type streamOptions struct {
 }
 
 type completionRequest struct {
-	Model            string          `json:"model"`
+	Model string `json:"model"`
+	// KVTransferParams is the NixlConnector's, for a P/D step.
+	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
+
 	Prompt           json.RawMessage `json:"prompt"`
 	MaxTokens        *int            `json:"max_tokens"`
 	Stream           bool            `json:"stream"`
@@ -45,7 +48,10 @@ type chatMessage struct {
 }
 
 type chatRequest struct {
-	Model                string          `json:"model"`
+	Model string `json:"model"`
+	// KVTransferParams is the NixlConnector's, for a P/D step.
+	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
+
 	Messages             []chatMessage   `json:"messages"`
 	MaxTokens            *int            `json:"max_tokens"`
 	MaxCompletionTokens  *int            `json:"max_completion_tokens"`
@@ -87,6 +93,8 @@ type completionResponse struct {
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
 	Usage   *usage             `json:"usage,omitempty"`
+	// KVTransferParams answers a prefill step (kvxfer.Params).
+	KVTransferParams any `json:"kv_transfer_params,omitempty"`
 }
 
 type chatOutMessage struct {
@@ -116,6 +124,8 @@ type chatResponse struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   *usage       `json:"usage,omitempty"`
+	// KVTransferParams answers a prefill step (kvxfer.Params).
+	KVTransferParams any `json:"kv_transfer_params,omitempty"`
 }
 
 type tokenizeRequest struct {

@@ -64,6 +64,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, serr)
 		return
 	}
+	kv, kerr := s.transferParams(req.KVTransferParams)
+	if kerr != nil {
+		writeError(w, kerr)
+		return
+	}
 	prompt, perr := s.renderChat(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
 	if perr != nil {
 		writeError(w, perr)
@@ -85,9 +90,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
-	g, err := s.submit(r.Context(), req.Model, salt, prompt, out, reason)
+	g, err := s.submit(r.Context(), req.Model, salt, prompt, out, reason, kv, req.Stream)
 	if err != nil {
 		writeError(w, err)
+		return
+	}
+	if g.req.HoldForTransfer {
+		s.prefillChat(w, req.Model, g)
 		return
 	}
 	id := requestID("chatcmpl", s.counter.Add(1))
