@@ -107,7 +107,7 @@ func ParsePrefillResponse(body []byte) (Params, error) {
 	var kv struct {
 		DoRemotePrefill *bool            `json:"do_remote_prefill"`
 		EngineID        *string          `json:"remote_engine_id"`
-		BlockIDs        *[]int64         `json:"remote_block_ids"`
+		BlockIDs        json.RawMessage  `json:"remote_block_ids"`
 		Host            *string          `json:"remote_host"`
 		Port            *json.RawMessage `json:"remote_port"`
 	}
@@ -122,21 +122,53 @@ func ParsePrefillResponse(body []byte) (Params, error) {
 		return bad("do_remote_prefill is not true")
 	case kv.EngineID == nil || *kv.EngineID == "":
 		return bad("no remote_engine_id")
-	case kv.BlockIDs == nil:
+	case len(kv.BlockIDs) == 0 || string(kv.BlockIDs) == "null":
 		return bad("no remote_block_ids")
 	case kv.Host == nil || *kv.Host == "":
 		return bad("no remote_host")
 	case kv.Port == nil:
 		return bad("no remote_port")
 	}
-	for i, id := range *kv.BlockIDs {
-		if id < 0 {
-			return bad(fmt.Sprintf("remote_block_ids[%d] %d is not a block id", i, id))
-		}
+	blocks, err := blockCount(kv.BlockIDs)
+	if err != nil {
+		return bad(err.Error())
 	}
 	var port int
 	if err := json.Unmarshal(*kv.Port, &port); err != nil || port <= 0 || port > 65535 {
 		return bad(fmt.Sprintf("remote_port %s is not a port", *kv.Port))
 	}
-	return Params{Raw: append(json.RawMessage(nil), raw...), EngineID: *kv.EngineID, Host: *kv.Host, Port: port, Blocks: len(*kv.BlockIDs)}, nil
+	return Params{Raw: append(json.RawMessage(nil), raw...), EngineID: *kv.EngineID, Host: *kv.Host, Port: port, Blocks: blocks}, nil
+}
+
+// blockCount checks remote_block_ids, a list of block ids or, from vLLM's
+// hybrid KV-cache allocator, one list per KV-cache group, and returns how
+// many ids it holds (in the first group, for a list of groups: each group
+// holds the same prompt).
+func blockCount(raw json.RawMessage) (int, error) {
+	var flat []int64
+	if err := json.Unmarshal(raw, &flat); err == nil {
+		return len(flat), checkIDs(flat, "remote_block_ids")
+	}
+	var groups [][]int64
+	if err := json.Unmarshal(raw, &groups); err != nil {
+		return 0, fmt.Errorf("remote_block_ids %.40s is neither a list of block ids nor a list of lists of them", raw)
+	}
+	for g, ids := range groups {
+		if err := checkIDs(ids, fmt.Sprintf("remote_block_ids[%d]", g)); err != nil {
+			return 0, err
+		}
+	}
+	if len(groups) == 0 {
+		return 0, nil
+	}
+	return len(groups[0]), nil
+}
+
+func checkIDs(ids []int64, where string) error {
+	for i, id := range ids {
+		if id < 0 {
+			return fmt.Errorf("%s[%d] %d is not a block id", where, i, id)
+		}
+	}
+	return nil
 }

@@ -56,6 +56,10 @@ func TestDecodeBodyKeepsTheRequest(t *testing.T) {
 	if p.EngineID != "e-1" || p.Host != "10.0.0.7" || p.Port != 5600 || p.Blocks != 3 {
 		t.Errorf("params %+v", p)
 	}
+	grouped, err := ParsePrefillResponse([]byte(`{"kv_transfer_params":{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[[7,8],[9,10]],"remote_host":"h","remote_port":5601}}`))
+	if err != nil || grouped.Blocks != 2 {
+		t.Errorf("block ids per KV-cache group: %+v, %v; want 2 blocks", grouped, err)
+	}
 	in := `{"model":"m","prompt":"hi","stream":true,"stream_options":{"include_usage":true},"max_tokens":200,"min_tokens":5}`
 	out, err := DecodeBody([]byte(in), p)
 	if err != nil {
@@ -84,7 +88,8 @@ func TestParsePrefillResponseErrors(t *testing.T) {
 		{"no engine", with(`{"do_remote_prefill":true,"remote_block_ids":[],"remote_host":"h","remote_port":1}`), "no remote_engine_id"},
 		{"no blocks", with(`{"do_remote_prefill":true,"remote_engine_id":"e","remote_host":"h","remote_port":1}`), "no remote_block_ids"},
 		{"bad block", with(`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[1,-2],"remote_host":"h","remote_port":1}`), "remote_block_ids[1] -2 is not a block id"},
-		{"string block", with(`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":["1"],"remote_host":"h","remote_port":1}`), "kv_transfer_params: json"},
+		{"string block", with(`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":["1"],"remote_host":"h","remote_port":1}`), "neither a list of block ids nor a list of lists"},
+		{"bad grouped block", with(`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[[1],[2,-3]],"remote_host":"h","remote_port":1}`), "remote_block_ids[1][1] -3 is not a block id"},
 		{"no host", with(`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[],"remote_port":1}`), "no remote_host"},
 		{"no port", with(`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[],"remote_host":"h"}`), "no remote_port"},
 		{"bad port", with(`{"do_remote_prefill":true,"remote_engine_id":"e","remote_block_ids":[],"remote_host":"h","remote_port":70000}`), "remote_port 70000 is not a port"},
