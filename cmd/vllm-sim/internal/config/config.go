@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/engine"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvxfer"
 )
 
 // Config is everything the simulator needs to start.
@@ -30,6 +31,13 @@ type Config struct {
 	DataParallelRank    int // -1: not given, run every rank of DataParallelSize
 	Headless            bool
 	KVEvents            KVEvents
+	// KVTransfer is --kv-transfer-config: the NixlConnector's role for
+	// disaggregated prefill and decode (zero: aggregated serving).
+	KVTransfer kvxfer.Config
+	// KVBytesPerToken and KVBandwidth (bytes per second) model a pull's
+	// time: blocks * block size * bytes per token / bandwidth.
+	KVBytesPerToken     int64
+	KVBandwidth         float64
 	Tokenizer           string
 	Seed                int64
 	EnablePrefixCaching bool
@@ -70,6 +78,10 @@ func Defaults() Config {
 		ReplayFormat:        "new",
 		KVCacheGroupsFlag:   "full",
 		KVCacheGroups:       kvcache.DefaultGroups(),
+		// An 8B model's KV in bf16: 2 (K and V) * 32 layers * 8 KV heads
+		// * 128 head dims * 2 bytes; a 200 Gb/s RDMA NIC.
+		KVBytesPerToken: 2 * 32 * 8 * 128 * 2,
+		KVBandwidth:     25e9,
 	}
 }
 
@@ -112,6 +124,8 @@ func (c Config) Validate() error {
 		{c.DataParallelRank < c.DataParallelSize, fmt.Sprintf("--data-parallel-rank %d is not below --data-parallel-size %d", c.DataParallelRank, c.DataParallelSize)},
 		{c.EventFormat == "array" || c.EventFormat == "map", fmt.Sprintf("--sim-event-format %q is not array or map", c.EventFormat)},
 		{c.ReplayFormat == "new" || c.ReplayFormat == "old", fmt.Sprintf("--sim-replay-format %q is not new or old", c.ReplayFormat)},
+		{c.KVBytesPerToken > 0, fmt.Sprintf("--sim-kv-bytes-per-token must be positive, got %d", c.KVBytesPerToken)},
+		{c.KVBandwidth > 0, fmt.Sprintf("--sim-kv-transfer-bandwidth must be positive (bytes per second), got %v", c.KVBandwidth)},
 		{c.CPUOffloadBlocks >= 0, fmt.Sprintf("--sim-cpu-offload-blocks must not be negative, got %d", c.CPUOffloadBlocks)},
 		{len(c.LoRAModules) == 0 || c.EnableLoRA, "--lora-modules needs --enable-lora"},
 		{c.Latency.LoadFactor >= 1, fmt.Sprintf("--sim-load-factor must be at least 1, got %v", c.Latency.LoadFactor)},

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvxfer"
 )
 
 // ErrVersion is returned by Parse for --version; the caller prints Version.
@@ -109,6 +111,27 @@ var flags = map[string]flag{
 		kv, err := ParseKVEvents(v)
 		c.KVEvents = kv
 		return err
+	}},
+	"kv-transfer-config": {set: func(c *Config, v string) error {
+		kt, err := kvxfer.ParseConfig(v, kvxfer.NewEngineID)
+		c.KVTransfer = kt
+		return err
+	}},
+	"sim-kv-bytes-per-token": {set: func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("not an integer: %q", v)
+		}
+		c.KVBytesPerToken = n
+		return nil
+	}},
+	"sim-kv-transfer-bandwidth": {set: func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("not a number of bytes per second (e.g. 25e9): %q", v)
+		}
+		c.KVBandwidth = f
+		return nil
 	}},
 
 	"sim-latency":             boolFlag(func(c *Config) *bool { return &c.Latency.Enabled }),

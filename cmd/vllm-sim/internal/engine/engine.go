@@ -31,6 +31,11 @@ type Config struct {
 	MaxBatchedTokens int // prompt and decode tokens per step
 	Latency          Latency
 	DPRank           int
+	// HoldTimeout bounds how long a prefill instance holds a finished
+	// request's blocks for a decode instance (VLLM_NIXL_ABORT_REQUEST_TIMEOUT).
+	HoldTimeout time.Duration
+	// OnHoldExpired, when set, is called for each hold that timed out.
+	OnHoldExpired func()
 }
 
 // Token is one streamed output of a request.
@@ -40,6 +45,10 @@ type Token struct {
 	FinishReason string // "length", "stop" or "abort"
 	CachedTokens int    // prompt tokens served from the prefix cache (set on every token)
 	Step         uint64 // the engine step that produced it
+	// Held, on the final token of a request with HoldForTransfer that
+	// finished by length, lists the block ids held for the transfer, one
+	// list per KV-cache group.
+	Held [][]int
 }
 
 // Request is one generation request. The server fills the exported fields;
@@ -58,6 +67,13 @@ type Request struct {
 	FinishReason string
 	Arrival      time.Time
 	Out          chan Token
+	// HoldForTransfer keeps the blocks after the request finishes by
+	// length, for a decode instance to read (vLLM's do_remote_decode).
+	HoldForTransfer bool
+	// External is the number of prompt tokens whose KV arrived from
+	// another instance before admission (do_remote_prefill): the engine
+	// computes only what is left, at least the last prompt token.
+	External int
 
 	seq         kvcache.Seq
 	admitted    bool
@@ -85,6 +101,7 @@ type Engine struct {
 	waiting []*Request
 	running []*Request
 	steps   uint64
+	held    map[string]*heldSeq
 
 	// Read by the server for load balancing and /metrics.
 	numRunning, numWaiting atomic.Int64
@@ -147,6 +164,10 @@ func (e *Engine) Run(ctx context.Context) error {
 				f(e.pool)
 				e.flushEvents(ctx)
 				continue
+			case <-e.holdTimer():
+				e.expireHeld(time.Now())
+				e.flushEvents(ctx)
+				continue
 			case <-ctx.Done():
 				return nil
 			}
@@ -189,6 +210,10 @@ func (e *Engine) abortAll() {
 		r.Out <- Token{Final: true, FinishReason: "abort", CachedTokens: r.cached}
 	}
 	e.running, e.waiting = nil, nil
+	for id, h := range e.held {
+		e.pool.Free(&h.seq)
+		delete(e.held, id)
+	}
 	for {
 		select {
 		case r := <-e.incoming:

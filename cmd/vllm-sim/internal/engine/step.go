@@ -16,6 +16,7 @@ type work struct {
 func (e *Engine) step(ctx context.Context) error {
 	start := time.Now()
 	e.dropAborted()
+	e.expireHeld(start)
 	plan, prefill, cpu := e.schedule(start)
 	e.publishLoad()
 
@@ -58,8 +59,16 @@ func (e *Engine) schedule(now time.Time) (plan []work, prefill, cpu int) {
 		if err := e.pool.Admit(&r.seq, m); err != nil {
 			break // no room: it waits, and so does everyone behind it
 		}
+		if r.External > 0 {
+			// The pulled KV, as vLLM's _update_waiting_for_remote_kv
+			// caches it: every prompt token less the last.
+			if n := min(r.External, len(r.seq.Tokens)-1); n > r.seq.NumComputed {
+				e.pool.Compute(&r.seq, n)
+			}
+			r.External = 0 // after a preemption the prompt is recomputed
+		}
 		if !r.admitted {
-			r.admitted, r.cached = true, m.Tokens
+			r.admitted, r.cached = true, r.seq.NumComputed
 			e.metrics.admitted(len(r.Prompt), m.Tokens, now.Sub(r.Arrival))
 		}
 		e.waiting = e.waiting[1:]
@@ -114,7 +123,11 @@ func (e *Engine) apply(plan []work, now time.Time) {
 		t := Token{ID: tok, Final: final, CachedTokens: r.cached, Step: e.steps}
 		if final {
 			t.FinishReason = r.FinishReason
-			e.pool.Free(&r.seq)
+			if r.HoldForTransfer && r.FinishReason == "length" {
+				t.Held = e.hold(r, now)
+			} else {
+				e.pool.Free(&r.seq)
+			}
 			e.metrics.finished(r.FinishReason, now.Sub(r.Arrival), len(r.Prompt), r.generated)
 			r.done = true
 			finished++

@@ -20,6 +20,7 @@ type completionRequest struct {
 	IgnoreEOS        bool            `json:"ignore_eos"`
 	AddSpecialTokens *bool           `json:"add_special_tokens"`
 	CacheSalt        json.RawMessage `json:"cache_salt"`
+	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 }
 
 type contentPart struct {
@@ -59,6 +60,7 @@ type chatRequest struct {
 	Tools                json.RawMessage `json:"tools"`
 	ChatTemplateKwargs   map[string]any  `json:"chat_template_kwargs"`
 	CacheSalt            json.RawMessage `json:"cache_salt"`
+	KVTransferParams     json.RawMessage `json:"kv_transfer_params"`
 }
 
 type promptDetails struct {
@@ -87,6 +89,8 @@ type completionResponse struct {
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
 	Usage   *usage             `json:"usage,omitempty"`
+	// KVTransferParams answers a prefill step (kvxfer.Params).
+	KVTransferParams any `json:"kv_transfer_params,omitempty"`
 }
 
 type chatOutMessage struct {
@@ -116,6 +120,8 @@ type chatResponse struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   *usage       `json:"usage,omitempty"`
+	// KVTransferParams answers a prefill step (kvxfer.Params).
+	KVTransferParams any `json:"kv_transfer_params,omitempty"`
 }
 
 type tokenizeRequest struct {

@@ -64,6 +64,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, serr)
 		return
 	}
+	kv, kerr := s.transferParams(req.KVTransferParams)
+	if kerr != nil {
+		writeError(w, kerr)
+		return
+	}
 	prompt, perr := s.renderChat(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens)
 	if perr != nil {
 		writeError(w, perr)
@@ -85,7 +90,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
-	g, err := s.submit(r.Context(), req.Model, salt, prompt, out, reason)
+	g, err := s.submit(r.Context(), req.Model, salt, prompt, out, reason, kv, req.Stream)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -100,11 +105,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, chatResponse{
+	resp := chatResponse{
 		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
 		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: &res.reason}},
 		Usage:   usageOf(g.prompt, res),
-	})
+	}
+	if p := s.transferResult(g, res); p != nil {
+		resp.KVTransferParams = p
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generation, includeUsage bool) {

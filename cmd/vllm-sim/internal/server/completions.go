@@ -51,6 +51,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, serr)
 		return
 	}
+	kv, kerr := s.transferParams(req.KVTransferParams)
+	if kerr != nil {
+		writeError(w, kerr)
+		return
+	}
 	addSpecial := req.AddSpecialTokens == nil || *req.AddSpecialTokens
 	prompts, perr := s.prompts(req.Prompt, addSpecial)
 	if perr != nil {
@@ -71,6 +76,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if (kv.DoRemoteDecode || kv.DoRemotePrefill) && len(prompts) > 1 {
+		writeError(w, badRequest("kv_transfer_params applies to one prompt; got %d", len(prompts)))
+		return
+	}
 	if req.Stream && len(prompts) > 1 {
 		writeError(w, badRequest("the simulator streams one prompt per request; got %d", len(prompts)))
 		return
@@ -80,7 +89,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	gens := make([]*generation, len(prompts))
 	for i, p := range prompts {
 		out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
-		g, err := s.submit(r.Context(), req.Model, salt, p, out, reason)
+		g, err := s.submit(r.Context(), req.Model, salt, p, out, reason, kv, req.Stream)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -98,6 +107,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: text, FinishReason: &res.reason})
+		if p := s.transferResult(g, res); p != nil {
+			resp.KVTransferParams = p
+		}
 		u := usageOf(g.prompt, res)
 		resp.Usage.PromptTokens += u.PromptTokens
 		resp.Usage.CompletionTokens += u.CompletionTokens

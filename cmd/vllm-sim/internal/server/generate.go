@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/engine"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvxfer"
 )
 
 // lexicon is what the simulated model says: plain words, so that outputs
@@ -61,11 +62,13 @@ func (s *Server) checkLength(promptTokens, maxTokens int) *apiError {
 type generation struct {
 	req    *engine.Request
 	prompt int
+	rank   Rank
 }
 
 // submit spends the API overhead, then hands the request to the least loaded
-// engine; salt is the request's cache_salt ("" for none).
-func (s *Server) submit(ctx context.Context, model, salt string, prompt []uint32, out []uint32, reason string) (*generation, error) {
+// engine; salt is the request's cache_salt ("" for none), kv its
+// kv_transfer_params and stream whether it is streamed.
+func (s *Server) submit(ctx context.Context, model, salt string, prompt []uint32, out []uint32, reason string, kv kvxfer.Params, stream bool) (*generation, error) {
 	arrival := time.Now()
 	if err := engine.SleepUntil(ctx, arrival.Add(s.opts.Overhead)); err != nil {
 		return nil, err
@@ -78,10 +81,14 @@ func (s *Server) submit(ctx context.Context, model, salt string, prompt []uint32
 	if l, ok := s.lora(model); ok {
 		r.LoRA, r.LoRAID = l.Name, l.ID
 	}
-	if err := s.pick().Engine.Submit(r); err != nil {
+	rank := s.pick()
+	if err := s.prepareTransfer(ctx, rank, r, kv, stream); err != nil {
+		return nil, err
+	}
+	if err := rank.Engine.Submit(r); err != nil {
 		return nil, &apiError{503, "ServiceUnavailableError", fmt.Sprintf("engine overloaded: %v", err)}
 	}
-	return &generation{req: r, prompt: len(prompt)}, nil
+	return &generation{req: r, prompt: len(prompt), rank: rank}, nil
 }
 
 // result is a finished generation.
@@ -89,6 +96,7 @@ type result struct {
 	ids    []uint32
 	reason string
 	cached int
+	held   [][]int // blocks held for a decode instance
 }
 
 // wait collects a generation's tokens; it fails when the request was aborted.
@@ -101,7 +109,7 @@ func (g *generation) wait() (result, error) {
 		res.ids = append(res.ids, t.ID)
 		res.cached = t.CachedTokens
 		if t.Final {
-			res.reason = t.FinishReason
+			res.reason, res.held = t.FinishReason, t.Held
 			return res, nil
 		}
 	}

@@ -54,6 +54,8 @@ type Rank struct {
 	ID     int
 	Engine *engine.Engine
 	Drop   func(n int) // withholds the next n event batches; nil without events
+	// Transfer is the rank's side of disaggregated serving; zero without it.
+	Transfer RankTransfer
 }
 
 // Options configure the server.
@@ -68,6 +70,7 @@ type Options struct {
 	MeanOutputTokens int           // mean length before the "model" emits EOS
 	Version          string
 	LoRAs            []LoRA
+	Transfer         *Transfer // nil: no KV connector
 }
 
 // LoRA is an adapter served under its own model name; requests for it hash

@@ -20,6 +20,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/engine"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvcache"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvpub"
+	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvxfer"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/server"
 )
 
@@ -30,6 +31,10 @@ type Env struct {
 	// APIKey is VLLM_API_KEY, the key vLLM requires when no --api-key is
 	// given: it keeps the key out of the command line.
 	APIKey string
+	// Side channel of the NixlConnector: VLLM_NIXL_SIDE_CHANNEL_HOST and
+	// VLLM_NIXL_SIDE_CHANNEL_PORT, raw ("" for vLLM's defaults), and
+	// VLLM_NIXL_ABORT_REQUEST_TIMEOUT in seconds.
+	SideChannelHost, SideChannelPort, AbortTimeout string
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -38,6 +43,10 @@ func EnvFromOS() Env {
 		HashSeed:  os.Getenv("PYTHONHASHSEED"),
 		IntHashes: os.Getenv("VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES") != "0",
 		APIKey:    os.Getenv("VLLM_API_KEY"),
+
+		SideChannelHost: os.Getenv("VLLM_NIXL_SIDE_CHANNEL_HOST"),
+		SideChannelPort: os.Getenv("VLLM_NIXL_SIDE_CHANNEL_PORT"),
+		AbortTimeout:    os.Getenv("VLLM_NIXL_ABORT_REQUEST_TIMEOUT"),
 	}
 }
 
@@ -62,6 +71,13 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 
 	reg := prometheus.NewRegistry()
 	family := engine.NewFamily(reg)
+	side, err := sideChannelOf(cfg, env)
+	if err != nil {
+		return err
+	}
+	if side != nil {
+		side.metrics = kvxfer.NewMetrics(reg)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -75,9 +91,14 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 		}
 	}()
 	for _, id := range cfg.Ranks() {
-		rank, pub, err := startRank(ctx, cfg, env, id, family, log, &wg)
+		rank, pub, err := startRank(ctx, cfg, env, id, family, side, log, &wg)
 		if err != nil {
 			return err
+		}
+		if side != nil {
+			if rank.Transfer, err = side.serve(ctx, cfg, id, rank.Engine, log, &wg); err != nil {
+				return err
+			}
 		}
 		ranks = append(ranks, rank)
 		if pub != nil {
@@ -89,7 +110,7 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 		Model: cfg.Model, ServedNames: cfg.ServedModelNames, MaxModelLen: cfg.MaxModelLen,
 		BlockSize: cfg.BlockSize, APIKeys: apiKeys(cfg, env), Seed: cfg.Seed,
 		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
-		LoRAs: loras(cfg.LoRAModules),
+		LoRAs: loras(cfg.LoRAModules), Transfer: side.transfer(cfg),
 	}, ranks, tok, reg, log)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
@@ -134,7 +155,7 @@ func overhead(l engine.Latency) time.Duration {
 	return l.Overhead
 }
 
-func startRank(ctx context.Context, cfg config.Config, env Env, id int, family *engine.Family, log *slog.Logger, wg *sync.WaitGroup) (server.Rank, *kvpub.Publisher, error) {
+func startRank(ctx context.Context, cfg config.Config, env Env, id int, family *engine.Family, side *sideChannel, log *slog.Logger, wg *sync.WaitGroup) (server.Rank, *kvpub.Publisher, error) {
 	log = log.With("dp_rank", id)
 	pool, err := kvcache.New(kvcache.Config{
 		NumBlocks: cfg.NumGPUBlocks, BlockSize: cfg.BlockSize, CPUBlocks: cfg.CPUOffloadBlocks,
@@ -153,9 +174,14 @@ func startRank(ctx context.Context, cfg config.Config, env Env, id int, family *
 		publisher = pub
 	}
 	m := family.For(cfg.ServedName(), id, cfg.BlockSize, cfg.NumGPUBlocks, cfg.CPUOffloadBlocks)
-	eng, err := engine.New(engine.Config{
+	ecfg := engine.Config{
 		MaxNumSeqs: cfg.MaxNumSeqs, MaxBatchedTokens: cfg.MaxNumBatchedTokens, Latency: cfg.Latency, DPRank: id,
-	}, pool, publisher, m, log)
+	}
+	if side != nil {
+		ecfg.HoldTimeout = side.abortTimeout
+		ecfg.OnHoldExpired = side.metrics.For(cfg.ServedName(), id).Expired
+	}
+	eng, err := engine.New(ecfg, pool, publisher, m, log)
 	if err != nil {
 		if pub != nil {
 			pub.Close()
