@@ -18,12 +18,15 @@ import (
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
+	"github.com/llmgw/llmgw/router/auth"
 	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -44,6 +47,7 @@ type pdEngine struct {
 	mu   sync.Mutex
 	got  []map[string]any
 	ids  []string
+	auth []string
 	addr string
 }
 
@@ -63,6 +67,7 @@ func (e *pdEngine) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.mu.Lock()
 	e.got = append(e.got, body)
 	e.ids = append(e.ids, r.Header.Get(disagg.HeaderRequestID))
+	e.auth = append(e.auth, r.Header.Get("Authorization"))
 	e.mu.Unlock()
 	kv, _ := body["kv_transfer_params"].(map[string]any)
 	if kv != nil && kv["do_remote_decode"] == true {
@@ -401,5 +406,65 @@ func TestPDDeciderCountsCPUHits(t *testing.T) {
 				t.Errorf("path %s counted %g; want 1", c.path, got)
 			}
 		})
+	}
+}
+
+// TestPDTenants: a tenant's request is one request to its limits, whose
+// token charge is corrected from the decode answer's usage (43 tokens),
+// not the prefill's; an isolated tenant's cache_salt reaches both steps,
+// and the client's key neither.
+func TestPDTenants(t *testing.T) {
+	store, err := auth.Open(auth.Options{Keys: []string{listKey}, File: keysFile(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newPDHarness(t, func(d *Deps, _ *scheduler.Config) { d.Auth, d.Limits = store, ratelimit.New() }, replicas.RolePrefill, replicas.RoleDecode)
+	url := h.srv.URL + "/v1/completions"
+	body := `{"model":"m","prompt":"` + pdPrompt + `","max_tokens":400}`
+	if resp, b := call(t, url, "Bearer "+tokensKey, body); resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderPrefillReplica) != "p0" {
+		t.Fatalf("%d %s; want 200 through p0", resp.StatusCode, b)
+	}
+	poll.Until(t, "the request's usage to be charged", func() bool {
+		u := h.gw.d.Limits.Own()["tokens"]
+		return u.Tokens == 43 && u.Requests == 1 && u.InFlight == 0
+	})
+	if resp, b := call(t, url, "Bearer "+isolatedKey, body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	salt := auth.CacheSalt(saltSecret, "isolated")
+	for _, name := range []string{"p0", "d0"} {
+		got, _ := h.engines[name].requests()
+		if len(got) != 2 || got[0]["cache_salt"] != nil || got[1]["cache_salt"] != salt {
+			t.Errorf("%s got %v; want the isolated tenant's salt on its request only", name, got)
+		}
+		e := h.engines[name]
+		e.mu.Lock()
+		for _, a := range e.auth {
+			if a != "" {
+				t.Errorf("%s got Authorization %q; want none (no engine key)", name, a)
+			}
+		}
+		e.mu.Unlock()
+	}
+}
+
+// TestPDAggregatedWins: an aggregated replica that caches the prompt wins
+// the decode step and serves the request whole; no prefill is sent.
+func TestPDAggregatedWins(t *testing.T) {
+	h := newPDHarness(t, nil, replicas.RolePrefill, replicas.RoleDecode, replicas.RoleAggregated)
+	h.sink.ApplyUpdate(&kvwire.Update{Version: kvwire.Version, Driver: "drv", Epoch: 1, Seq: 1, Snapshot: true,
+		Replicas: []kvwire.Replica{
+			{ID: "a0", BlockSize: 16, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: promptKeys(t, pdPrompt)}}},
+			{ID: "d0", BlockSize: 16}, {ID: "p0", BlockSize: 16},
+		}})
+	resp, b := post(t, h.srv.URL+"/v1/completions", `{"model":"m","prompt":"`+pdPrompt+`","max_tokens":5}`)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderReplica) != "a0" || resp.Header.Get(HeaderPrefillReplica) != "" {
+		t.Fatalf("%d replica %q prefill %q: %s; want a0 serving whole", resp.StatusCode, resp.Header.Get(HeaderReplica), resp.Header.Get(HeaderPrefillReplica), b)
+	}
+	if got := h.pdPath(pdAggregated); got != 1 {
+		t.Errorf("aggregated_replica counted %g; want 1", got)
+	}
+	if pre, _ := h.engines["p0"].requests(); len(pre) != 0 {
+		t.Errorf("prefill replica got %d requests; want none", len(pre))
 	}
 }
