@@ -21,6 +21,10 @@ type launch struct {
 	KVPort, ReplayPort int
 }
 
+// roleDecision says whether the engine gets --kv-transfer-config: a
+// prefill or decode task of a vLLM engine.
+func roleDecision(t TaskConfig, engine string) bool { return t.disaggregated() && isVLLM(engine) }
+
 // kvDecision says whether a shard gets a KV-event port, and why not when it
 // does not (docs/ARCHITECTURE.md, behaviour 1): only when its config asks for events, its
 // engine is vLLM, and it is the replica's leader shard.
@@ -100,17 +104,22 @@ func buildArgs(l launch) []string {
 		b, _ := json.Marshal(c) // plain struct: cannot fail
 		add("--kv-events-config", string(b))
 	}
+	if roleDecision(t, l.Engine) {
+		add("--kv-transfer-config", kvTransferConfig(t))
+	}
 	return append(args, t.Args...)
 }
 
 // buildEnv returns the engine's environment: the task's environment from
 // Nomad (which already holds device env such as NVIDIA_VISIBLE_DEVICES),
-// then the task config's env. The GPUs Nomad's device plugin reserved are
+// then what the driver derived (the NIXL side channel), then the task
+// config's env, which may override it. The GPUs Nomad's device plugin reserved are
 // passed on as CUDA_VISIBLE_DEVICES (which accepts GPU UUIDs) unless the
 // job set it. Sorted, for stable tests and logs.
-func buildEnv(nomadEnv, deviceEnv, taskEnv map[string]string) []string {
+func buildEnv(nomadEnv, deviceEnv, taskEnv map[string]string, derived ...map[string]string) []string {
 	env := map[string]string{}
-	for _, m := range []map[string]string{nomadEnv, deviceEnv, taskEnv} {
+	layers := append(append([]map[string]string{nomadEnv, deviceEnv}, derived...), taskEnv)
+	for _, m := range layers {
 		for k, v := range m {
 			env[k] = v
 		}

@@ -112,9 +112,12 @@ var taskSpec = spec.Object(map[string]*hclspec.Spec{
 		"count":          spec.Attr("", "number", true),
 		"leader_address": spec.Attr("", "string", false),
 	})),
-	"args":        spec.Attr("", "list(string)", false),
-	"env":         spec.Attr("", "map(string)", false),
-	"api_key_env": spec.Attr("", "string", false),
+	"args":              spec.Attr("", "list(string)", false),
+	"env":               spec.Attr("", "map(string)", false),
+	"api_key_env":       spec.Attr("", "string", false),
+	"role":              spec.Optional("role", "string", `"agg"`),
+	"kv_role":           spec.Attr("", "string", false),
+	"side_channel_port": spec.Optional("side_channel_port", "string", `"nixl"`),
 })
 
 // TaskConfig is the decoded task config. It is also persisted in the
@@ -136,6 +139,15 @@ type TaskConfig struct {
 	// APIKeyEnv names the task environment variable holding the engine's
 	// API key (vLLM's --api-key), handed to the engine as VLLM_API_KEY.
 	APIKeyEnv string `codec:"api_key_env" json:"api_key_env,omitempty"`
+	// Role is the replica's part in a disaggregated fleet: agg (the
+	// default), prefill or decode. Prefill and decode engines get vLLM's
+	// --kv-transfer-config with the NixlConnector and KVRole (kv_both
+	// unless set), and the NIXL side channel on the port labelled
+	// SideChannelPort. The replica's service must carry the same role as
+	// its llmgw-role meta.
+	Role            string `codec:"role" json:"role,omitempty"`
+	KVRole          string `codec:"kv_role" json:"kv_role,omitempty"`
+	SideChannelPort string `codec:"side_channel_port" json:"side_channel_port,omitempty"`
 }
 
 // Shard places one process of a multi-node replica. Rank 0 is the leader:
@@ -205,6 +217,9 @@ func (t *TaskConfig) validate(ports map[string]bool) error {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return fmt.Errorf("env: invalid variable name %q", k)
 		}
+	}
+	if err := t.validRole(ports); err != nil {
+		return err
 	}
 	return t.validAPIKeyEnv()
 }

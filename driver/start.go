@@ -95,7 +95,18 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		// nothing.
 		kv.EngineRestarted()
 	}
-	if st.Env, err = withEngineKey(buildEnv(cfg.GetEnv(), cfg.GetDeviceEnv(), task.Env), task.APIKeyEnv); err != nil {
+	var side map[string]string
+	if roleDecision(task, pc.Engine) {
+		p := ports[task.SideChannelPort]
+		host := p.GetHostIp()
+		if host == "" {
+			host = st.HTTPHost
+		}
+		side = sideChannelEnv(task, host, int(p.GetValue()))
+		d.events.emit(cfg, "disaggregated: role "+task.Role+", NIXL side channel on port "+strconv.Itoa(int(p.GetValue())),
+			map[string]string{"role": task.Role, "kv_role": task.kvRole(), "side_channel_port": strconv.Itoa(int(p.GetValue()))})
+	}
+	if st.Env, err = withEngineKey(buildEnv(cfg.GetEnv(), cfg.GetDeviceEnv(), task.Env, side), task.APIKeyEnv); err != nil {
 		return nil, err
 	}
 	argv := append([]string{pc.Engine}, buildArgs(launch{Task: task, Engine: pc.Engine,

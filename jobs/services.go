@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/llmgw/llmgw/driver"
 )
 
 // replicaID is the llmgw-replica meta value: the id the driver puts in every
@@ -65,6 +67,11 @@ func (c *checker) replicaService(s *hclsyntax.Block, task vllmTask) {
 	meta, metaRange := c.meta(s)
 	if nomadProvider(s) {
 		meta, metaRange = c.tagMeta(s)
+	}
+	if role := task.cfg.Role; role == driver.RolePrefill || role == driver.RoleDecode {
+		want = append(want, struct{ key, value string }{"llmgw-role", role})
+	} else if v, ok := meta["llmgw-role"]; ok && v.known && v.value != "" && v.value != driver.RoleAgg {
+		c.add(v.rng, "%s: meta llmgw-role is %q but the task's role is agg; set role = %q in the task config", where, v.value, v.value)
 	}
 	for _, w := range want {
 		v, ok := meta[w.key]

@@ -40,6 +40,8 @@ func TestBrokenJobspecs(t *testing.T) {
 		{"missing-tag", []string{`:19:9: task "vllm": service "vllm": tags must include "llmgw"`}},
 		{"missing-meta", []string{`:20:9: task "vllm": service "vllm": meta llmgw-replica is missing`}},
 		{"meta-mismatch", []string{`:23:11: task "vllm": service "vllm": meta llmgw-block-size is "32"; want "16"`}},
+		{"role-meta-mismatch", []string{`:26:11: task "vllm": service "vllm": meta llmgw-role is "prefill"; want "decode"`}},
+		{"role-meta-agg", []string{`:24:11: task "vllm": service "vllm": meta llmgw-role is "decode" but the task's role is agg`}},
 		{"nomad-tag-meta", []string{`:21:9: task "vllm": service "vllm": meta llmgw-block-size is "32"; want "16"`}},
 		{"slash-name", []string{`:17:9: task "vllm": service "vllm/llama": Consul rejects "/"`}},
 		{"no-check", []string{`:16:7: task "vllm": service "vllm": needs an HTTP check on /health`}},

@@ -357,3 +357,65 @@ func TestUnreadBlocksExpireAndAPullOfThemFails(t *testing.T) {
 		t.Errorf("recomputed prompt reports %d cached tokens, want 0", c.Usage.PromptTokensDetails.CachedTokens)
 	}
 }
+
+// TestDisaggregatedChat runs the two steps on /v1/chat/completions, with
+// max_completion_tokens as the proxy caps it, and a streamed decode.
+func TestDisaggregatedChat(t *testing.T) {
+	p := startSim(t, pdEnv, pdFlags("prefill-0", "kv_both")...)
+	d := startSim(t, pdEnv, pdFlags("decode-0", "kv_both")...)
+	msgs := []map[string]any{{"role": "user", "content": words(0, 60)}}
+
+	var pre struct {
+		KV    *transferParams `json:"kv_transfer_params"`
+		Usage usageJSON       `json:"usage"`
+	}
+	if st := post(t, p.URL+"/v1/chat/completions", map[string]any{
+		"model": "sim-model", "messages": msgs, "max_tokens": 1, "max_completion_tokens": 1, "stream": false,
+		"kv_transfer_params": map[string]any{"do_remote_decode": true, "do_remote_prefill": false},
+	}, &pre); st != http.StatusOK || pre.KV == nil {
+		t.Fatalf("chat prefill step: status %d, kv_transfer_params %v", st, pre.KV)
+	}
+	if pre.Usage.CompletionTokens != 1 || len(pre.KV.RemoteBlockIDs[0]) != (pre.Usage.PromptTokens+15)/16 {
+		t.Errorf("chat prefill: %d completion tokens, %d block ids for %d prompt tokens", pre.Usage.CompletionTokens, len(pre.KV.RemoteBlockIDs[0]), pre.Usage.PromptTokens)
+	}
+
+	body, _ := json.Marshal(map[string]any{"model": "sim-model", "messages": msgs, "max_completion_tokens": 6, "ignore_eos": true,
+		"stream": true, "stream_options": map[string]any{"include_usage": true}, "kv_transfer_params": pre.KV})
+	resp, err := http.Post(d.URL+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var content strings.Builder
+	var u *usageJSON
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || line == "[DONE]" {
+			continue
+		}
+		var chunk struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+			Usage *usageJSON `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(line), &chunk); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range chunk.Choices {
+			content.WriteString(c.Delta.Content)
+		}
+		if chunk.Usage != nil {
+			u = chunk.Usage
+		}
+	}
+	if content.Len() == 0 || u == nil || u.CompletionTokens != 6 || u.PromptTokensDetails.CachedTokens != u.PromptTokens-1 {
+		t.Fatalf("chat decode streamed %q, usage %+v; want 6 tokens with the prompt less one cached", content.String(), u)
+	}
+	if got := metric(t, d, "vllm:nixl_num_descriptors_sum"); got != float64(len(pre.KV.RemoteBlockIDs[0])) {
+		t.Errorf("chat decode pulled %v blocks, want all %d (nothing cached locally)", got, len(pre.KV.RemoteBlockIDs[0]))
+	}
+}

@@ -36,8 +36,11 @@ type Config struct {
 	KVTransfer kvxfer.Config
 	// KVBytesPerToken and KVBandwidth (bytes per second) model a pull's
 	// time: blocks * block size * bytes per token / bandwidth.
-	KVBytesPerToken     int64
-	KVBandwidth         float64
+	KVBytesPerToken int64
+	KVBandwidth     float64
+	// kvBytesFromConfig is --sim-kv-bytes-per-token=config, resolved
+	// from config.json once the model is known.
+	kvBytesFromConfig   bool
 	Tokenizer           string
 	Seed                int64
 	EnablePrefixCaching bool

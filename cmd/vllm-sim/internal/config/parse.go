@@ -118,11 +118,15 @@ var flags = map[string]flag{
 		return err
 	}},
 	"sim-kv-bytes-per-token": {set: func(c *Config, v string) error {
+		if v == KVBytesFromConfig {
+			c.kvBytesFromConfig = true
+			return nil
+		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return fmt.Errorf("not an integer: %q", v)
+			return fmt.Errorf("not an integer or %q: %q", KVBytesFromConfig, v)
 		}
-		c.KVBytesPerToken = n
+		c.KVBytesPerToken, c.kvBytesFromConfig = n, false
 		return nil
 	}},
 	"sim-kv-transfer-bandwidth": {set: func(c *Config, v string) error {
@@ -236,6 +240,9 @@ func Parse(args []string) (Config, error) {
 		}
 	}
 	if err := c.resolveKVCacheGroups(); err != nil {
+		return c, err
+	}
+	if err := c.resolveKVBytes(); err != nil {
 		return c, err
 	}
 	return c, c.Validate()

@@ -94,7 +94,8 @@ func Serve(ctx context.Context, ln net.Listener, engineID string, src Source, lo
 			writeSide(w, http.StatusOK, readResponse{EngineID: engineID, Blocks: blocks})
 		}
 	})
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Requests carry ctx, so a read waiting on a stopped engine ends with it.
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
