@@ -91,6 +91,7 @@ func (n *nomadCatalogue) registerShard(_ context.Context, s *shard) error {
 			consul.MetaReplica + "=" + s.replica,
 			consul.MetaBlockSize + "=" + strconv.Itoa(blockSize),
 			consul.MetaKVEvents + "=true",
+			consul.MetaRole + "=" + s.role, // "": aggregated
 		},
 	})
 	return nil
