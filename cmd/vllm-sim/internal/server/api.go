@@ -11,7 +11,10 @@ type streamOptions struct {
 }
 
 type completionRequest struct {
-	Model            string          `json:"model"`
+	Model string `json:"model"`
+	// KVTransferParams is the NixlConnector's, for a P/D step.
+	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
+
 	Prompt           json.RawMessage `json:"prompt"`
 	MaxTokens        *int            `json:"max_tokens"`
 	Stream           bool            `json:"stream"`
@@ -20,7 +23,6 @@ type completionRequest struct {
 	IgnoreEOS        bool            `json:"ignore_eos"`
 	AddSpecialTokens *bool           `json:"add_special_tokens"`
 	CacheSalt        json.RawMessage `json:"cache_salt"`
-	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 }
 
 type contentPart struct {
@@ -46,7 +48,10 @@ type chatMessage struct {
 }
 
 type chatRequest struct {
-	Model                string          `json:"model"`
+	Model string `json:"model"`
+	// KVTransferParams is the NixlConnector's, for a P/D step.
+	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
+
 	Messages             []chatMessage   `json:"messages"`
 	MaxTokens            *int            `json:"max_tokens"`
 	MaxCompletionTokens  *int            `json:"max_completion_tokens"`
@@ -60,7 +65,6 @@ type chatRequest struct {
 	Tools                json.RawMessage `json:"tools"`
 	ChatTemplateKwargs   map[string]any  `json:"chat_template_kwargs"`
 	CacheSalt            json.RawMessage `json:"cache_salt"`
-	KVTransferParams     json.RawMessage `json:"kv_transfer_params"`
 }
 
 type promptDetails struct {

@@ -95,6 +95,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if g.req.HoldForTransfer {
+		s.prefillChat(w, req.Model, g)
+		return
+	}
 	id := requestID("chatcmpl", s.counter.Add(1))
 	model := s.modelName(req.Model)
 	if req.Stream {
@@ -105,15 +109,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	resp := chatResponse{
+	writeJSON(w, http.StatusOK, chatResponse{
 		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
 		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: &res.reason}},
 		Usage:   usageOf(g.prompt, res),
-	}
-	if p := s.transferResult(g, res); p != nil {
-		resp.KVTransferParams = p
-	}
-	writeJSON(w, http.StatusOK, resp)
+	})
 }
 
 func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generation, includeUsage bool) {

@@ -107,15 +107,13 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: text, FinishReason: &res.reason})
-		if p := s.transferResult(g, res); p != nil {
-			resp.KVTransferParams = p
-		}
 		u := usageOf(g.prompt, res)
 		resp.Usage.PromptTokens += u.PromptTokens
 		resp.Usage.CompletionTokens += u.CompletionTokens
 		resp.Usage.TotalTokens += u.TotalTokens
 		resp.Usage.PromptTokensDetails.CachedTokens += res.cached
 	}
+	resp.KVTransferParams = s.transferResult(gens[0])
 	writeJSON(w, http.StatusOK, resp)
 }
 

@@ -63,6 +63,7 @@ type generation struct {
 	req    *engine.Request
 	prompt int
 	rank   Rank
+	held   [][]int // the blocks held for a decode instance, once finished
 }
 
 // submit spends the API overhead, then hands the request to the least loaded
@@ -96,7 +97,6 @@ type result struct {
 	ids    []uint32
 	reason string
 	cached int
-	held   [][]int // blocks held for a decode instance
 }
 
 // wait collects a generation's tokens; it fails when the request was aborted.
@@ -109,7 +109,7 @@ func (g *generation) wait() (result, error) {
 		res.ids = append(res.ids, t.ID)
 		res.cached = t.CachedTokens
 		if t.Final {
-			res.reason, res.held = t.FinishReason, t.Held
+			res.reason, g.held = t.FinishReason, t.Held
 			return res, nil
 		}
 	}

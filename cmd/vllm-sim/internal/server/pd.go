@@ -142,16 +142,16 @@ func (s *Server) checkBlocks(prompt []uint32, blocks []kvxfer.Block) error {
 	return nil
 }
 
-// transferResult is the kv_transfer_params a prefill step answers, as
-// vLLM's NixlConnectorScheduler.request_finished returns them; nil when
-// nothing is held.
-func (s *Server) transferResult(g *generation, res result) *kvxfer.Params {
-	if s.opts.Transfer == nil || res.held == nil {
+// transferResult is the kv_transfer_params a finished prefill step
+// answers, as vLLM's NixlConnectorScheduler.request_finished returns them;
+// nil (no field) when nothing is held.
+func (s *Server) transferResult(g *generation) any {
+	if s.opts.Transfer == nil || g.held == nil {
 		return nil
 	}
 	return &kvxfer.Params{
 		DoRemotePrefill: true,
-		RemoteBlockIDs:  res.held,
+		RemoteBlockIDs:  g.held,
 		RemoteEngineID:  g.rank.Transfer.EngineID,
 		RemoteRequestID: g.req.ID,
 		RemoteHost:      s.opts.Transfer.Host,
@@ -181,3 +181,18 @@ func (rt RankReader) Read(ctx context.Context, requestID string, ids [][]int) ([
 
 // RankReader is the kvxfer.Source of one rank's engine.
 type RankReader struct{ Engine *engine.Engine }
+
+// prefillChat answers a chat prefill step: the one token, not streamed,
+// with the kv_transfer_params of the blocks held.
+func (s *Server) prefillChat(w http.ResponseWriter, requested string, g *generation) {
+	res, text, ok := s.finish(w, g)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, chatResponse{
+		ID: requestID("chatcmpl", s.counter.Add(1)), Object: "chat.completion", Created: time.Now().Unix(), Model: s.modelName(requested),
+		Choices:          []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: &res.reason}},
+		Usage:            usageOf(g.prompt, res),
+		KVTransferParams: s.transferResult(g),
+	})
+}
