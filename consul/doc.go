@@ -22,7 +22,8 @@
 //	                  e.g. "full,sliding_window:128" or "full,mamba"
 //	                  (default: one full-attention group; the replica's KV
 //	                  events, when they name the groups, win)
-//	llmgw-role        "", "agg", "prefill" or "decode" (reserved)
+//	llmgw-role        "", "agg", "prefill" or "decode": the replica's part
+//	                  in disaggregated serving (router/disagg)
 //
 // Routers register as service "llmgw-router" (so clients reach them as
 // llmgw-router.service.consul) with an HTTP check on their /health path and

@@ -60,6 +60,7 @@ type Config struct {
 	Models    map[string]Model
 	Replicas  []StaticReplica
 	Scheduler scheduler.Config
+	PD        PD // disaggregated prefill/decode routing (pd.go)
 }
 
 // Consul says where the agent is and what to watch and register.
@@ -104,6 +105,7 @@ type StaticReplica struct {
 	Address   string // host:port of the replica's HTTP API
 	BlockSize int
 	KVEvents  bool
+	Role      string // "", "agg", "prefill" or "decode", as Consul meta llmgw-role
 }
 
 // PeerKeepAlive is how often a router resends an unchanged load to its
@@ -133,6 +135,7 @@ func Default() Config {
 		Auth:            Auth{ReloadInterval: 2 * time.Second},
 		Models:          map[string]Model{},
 		Scheduler:       scheduler.DefaultConfig(),
+		PD:              defaultPD(),
 	}
 }
 
@@ -154,6 +157,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateAdmission()...)
 	errs = append(errs, c.Rates.validate()...)
 	errs = append(errs, c.validateNomad()...)
+	errs = append(errs, c.validatePD()...)
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))
 	}

@@ -45,6 +45,10 @@ type fileConfig struct {
 	Models    []fileModel    `hcl:"model,block"`
 	Replicas  []fileReplica  `hcl:"replica,block"`
 	Scheduler *fileScheduler `hcl:"scheduler,block"`
+	// The PD attributes (pd.go).
+	PDSkipTokens     *int           `hcl:"pd_skip_prefill_tokens,optional"`
+	PDSkipFraction   *float64       `hcl:"pd_skip_prefill_fraction,optional"`
+	PrefillScheduler *fileScheduler `hcl:"prefill_scheduler,block"`
 	// Rest holds the listener attributes (fileHTTP), decoded strictly apart.
 	Rest hcl.Body `hcl:",remain"`
 }
@@ -72,6 +76,7 @@ type fileReplica struct {
 	Address   string `hcl:"address"`
 	BlockSize *int   `hcl:"block_size,optional"`
 	KVEvents  bool   `hcl:"kv_events,optional"`
+	Role      string `hcl:"role,optional"`
 }
 
 type fileScheduler struct {
@@ -186,7 +191,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		c.setModelKey(m.Name, m.EngineAPIKey)
 	}
 	for _, r := range fc.Replicas {
-		sr := StaticReplica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: 16, KVEvents: r.KVEvents}
+		sr := StaticReplica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: 16, KVEvents: r.KVEvents, Role: r.Role}
 		if r.BlockSize != nil {
 			sr.BlockSize = *r.BlockSize
 		}
@@ -199,7 +204,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		}
 		c.Scheduler = sc
 	}
-	return nil
+	return c.applyFilePD(fc)
 }
 
 func (fs *fileScheduler) toConfig() (scheduler.Config, error) {

@@ -39,6 +39,7 @@ type adminReplica struct {
 	BlockSize int            `json:"block_size"`
 	KVEvents  bool           `json:"kv_events"`
 	Mode      scheduler.Mode `json:"mode"`
+	Role      string         `json:"role"` // agg, prefill or decode
 	// ModeReason says why a replica whose driver sends KV events is in
 	// approx mode: its model's index had no room for its state.
 	ModeReason string `json:"mode_reason,omitempty"`
@@ -63,7 +64,7 @@ func (g *Gateway) adminReplicas(c *gin.Context) {
 		out = append(out, adminReplica{
 			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
 			Mode: g.d.Replicas.Mode(r.ID), ModeReason: g.d.Replicas.ModeReason(r.ID), Healthy: g.d.Replicas.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
-			Draining: r.Draining, Health: r.Health, Adapters: g.d.Replicas.AdaptersOf(r.ID),
+			Draining: r.Draining, Health: r.Health, Adapters: g.d.Replicas.AdaptersOf(r.ID), Role: r.Role.String(),
 			Load: g.d.Tracker.Load(r.ID), PeerLoad: g.d.Tracker.PeerLoad(r.ID),
 		})
 	}
@@ -110,10 +111,14 @@ func (g *Gateway) explain(kind openai.Kind) gin.HandlerFunc {
 			}
 			ranked = append(ranked, e)
 		}
-		c.JSON(http.StatusOK, gin.H{
+		out := gin.H{
 			"model": p.req.Model, "prompt_tokens": p.prompt.Tokens, "blocks": len(p.sreq.Keys) + len(p.sreq.ApproxKeys),
 			"exact_keys": p.sreq.Keys != nil, "chosen": ranked[0], "ranked": ranked, "filtered": d.Filtered,
 			"overhead_us": p.total.Microseconds(),
-		})
+		}
+		if p.pd.considered {
+			out["disaggregated"] = g.explainPD(p)
+		}
+		c.JSON(http.StatusOK, out)
 	}
 }

@@ -35,6 +35,10 @@ type Decision struct {
 	RunnerUpTotal float64
 	Candidates    int
 	Overhead      time.Duration // the routing time (the "total" stage)
+	// Prefill is the prefill replica of a disaggregated request ("" for
+	// others), PrefillCachedTokens its predicted cached tokens.
+	Prefill             string
+	PrefillCachedTokens int
 }
 
 // Predicted is what the router predicted for the requests it sent one
@@ -55,7 +59,7 @@ type loggedDecision struct {
 	scores [maxLoggedScores]float64
 }
 
-func (l *decisionLog) record(model string, d *scheduler.Decision, chosen scheduler.Ranked, promptTokens, blockTokens int, overhead time.Duration) {
+func (l *decisionLog) record(model string, d *scheduler.Decision, chosen scheduler.Ranked, promptTokens, blockTokens int, overhead time.Duration, pre *prefilled) {
 	runner, ranked := scheduler.Ranked{}, 1+len(d.Fallbacks)
 	for i := range ranked {
 		r := d.Chosen
@@ -75,6 +79,10 @@ func (l *decisionLog) record(model string, d *scheduler.Decision, chosen schedul
 		PromptTokens: promptTokens, CachedTokens: cached, Total: chosen.Total, Scorers: d.Scorers,
 		RunnerUp: runner.Candidate.ID, RunnerUpTotal: runner.Total, Candidates: ranked, Overhead: overhead,
 	}
+	if pre != nil {
+		e.d.Prefill, e.d.PrefillCachedTokens = pre.ranked.Candidate.ID, pre.ranked.CachedBlocks*blockTokens
+		l.tallyLocked(pre.ranked.Candidate.ID, promptTokens, e.d.PrefillCachedTokens)
+	}
 	k := copy(e.scores[:], chosen.Scores)
 	e.d.Scores = e.scores[:k]
 	if len(e.d.Scorers) > k {
@@ -83,13 +91,18 @@ func (l *decisionLog) record(model string, d *scheduler.Decision, chosen schedul
 	l.next = (l.next + 1) % decisionLogSize
 	l.n = min(l.n+1, decisionLogSize)
 
-	p := l.predicted[chosen.Candidate.ID]
+	l.tallyLocked(chosen.Candidate.ID, promptTokens, cached)
+}
+
+// tallyLocked adds a routed request's prediction to replica's tallies.
+func (l *decisionLog) tallyLocked(replica string, promptTokens, cached int) {
+	p := l.predicted[replica]
 	if p == nil {
 		if l.predicted == nil || len(l.predicted) >= maxPredictedReplicas {
 			l.predicted = map[string]*Predicted{}
 		}
 		p = &Predicted{}
-		l.predicted[chosen.Candidate.ID] = p
+		l.predicted[replica] = p
 	}
 	p.PromptTokens += uint64(max(promptTokens, 0))
 	p.CachedTokens += uint64(max(cached, 0))

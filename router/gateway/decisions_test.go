@@ -26,7 +26,7 @@ func TestDecisionLog(t *testing.T) {
 		if i%2 == 1 { // served by a fallback
 			chosen = d.Fallbacks[0]
 		}
-		g.decisions.record(fmt.Sprint("m", i), &d, chosen, 64, 16, time.Duration(i)*time.Microsecond)
+		g.decisions.record(fmt.Sprint("m", i), &d, chosen, 64, 16, time.Duration(i)*time.Microsecond, nil)
 	}
 	got := g.RecentDecisions()
 	if len(got) != decisionLogSize {

@@ -10,6 +10,12 @@
 // It keeps a fixed-size log of the last routed decisions and per-replica
 // prediction tallies (RecentDecisions, PredictedFor) for the status page.
 //
+// A model with prefill and decode replicas (replicas.Role) is served in
+// two steps, vLLM's NixlConnector protocol (router/disagg): pdschedule.go
+// decides the decode replica, whether it prefills the prompt itself, and
+// the prefill replica; pdstep.go runs the prefill request before the
+// proxy sends the decode request as any other.
+//
 // It owns request handling, the proxy and the router's Prometheus metrics.
 // It wires together router/openai (parsing, errors), router/prompt (keys),
 // router/scheduler (the decision), router/load (requests in flight per

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/router/admission"
+	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -59,6 +60,13 @@ type Deps struct {
 	Auth   Authenticator
 	Limits *ratelimit.Limiter
 	Logger hclog.Logger
+
+	// PD decides when a decode replica prefills a prompt itself instead of
+	// pulling it from a prefill replica (the zero value takes
+	// disagg.DefaultThreshold); PrefillScheduler schedules the prefill
+	// step of a disaggregated model (nil: Scheduler). See pdschedule.go.
+	PD               disagg.Threshold
+	PrefillScheduler *scheduler.Scheduler
 
 	// EngineKey is the key to present to a model's engines (vLLM's
 	// --api-key), "" for none; nil: none for any model.
@@ -109,6 +117,9 @@ func New(d Deps) (*Gateway, error) {
 	}
 	if d.MaxQueue <= 0 {
 		d.MaxQueue = 1024
+	}
+	if d.PD == (disagg.Threshold{}) {
+		d.PD = disagg.DefaultThreshold()
 	}
 	g := &Gateway{d: d, admit: newAdmission(d)}
 	g.tr = &transport{base: d.Transport, health: d.Replicas, load: endNotifier{d.Tracker, g.admit, d.Replicas}, metrics: d.Metrics, engineKey: d.EngineKey}
@@ -207,6 +218,7 @@ type plan struct {
 	total    time.Duration
 	grant    *ratelimit.Grant // the tenant's hold on its limits
 	limits   ratelimit.Status
+	pd       pdPlan // the prefill step of a disaggregated model
 }
 
 func (g *Gateway) getPlan() *plan {
@@ -222,6 +234,7 @@ func (g *Gateway) putPlan(p *plan) {
 	p.req, p.prompt, p.decision, p.grant, p.limits = nil, prompt.Result{}, scheduler.Decision{}, nil, ratelimit.Status{}
 	p.sreq.Reset(scheduler.Request{})
 	clear(p.cands)
+	p.pd.reset()
 	g.plans.Put(p)
 }
 
@@ -292,7 +305,7 @@ func (g *Gateway) decide(ctx context.Context, kind openai.Kind, body []byte, ses
 	waitStart := time.Now()
 	admitErr := g.admit.Admit(ctx, base, band, func() bool {
 		t0 := time.Now()
-		p.decision, p.cands, err = schedule(ctx, g.d.Replicas, g.d.Scheduler, req.Model, &p.sreq, p.cands[:0])
+		p.decision, p.cands, err = g.scheduleRoles(ctx, req.Model, p)
 		sched = time.Since(t0)
 		return !errors.Is(err, scheduler.ErrAllBusy)
 	})
@@ -365,12 +378,17 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			g.d.Scheduler.Routed(&p.sreq, &chosen.Candidate)
 			g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
 			g.d.Metrics.CachedTokens.WithLabelValues(string(chosen.Mode)).Observe(float64(chosen.CachedBlocks * p.sreq.BlockTokens))
-			g.decisions.record(p.req.Model, &p.decision, chosen, p.prompt.Tokens, p.sreq.BlockTokens, p.total)
+			g.decisions.record(p.req.Model, &p.decision, chosen, p.prompt.Tokens, p.sreq.BlockTokens, p.total, rt.prefill)
 		}
 		if len(rt.attempts) == 0 {
 			p.grant.Finish(0)
 			status = http.StatusServiceUnavailable
 			openai.WriteError(c.Writer, status, "no healthy replica serves "+p.req.Model)
+			return
+		}
+		if st, ok := g.prefillStep(c, p, rt); !ok {
+			p.grant.Finish(0)
+			status = st
 			return
 		}
 		r := c.Request.WithContext(context.WithValue(c.Request.Context(), routeKey{}, rt))

@@ -18,6 +18,7 @@ type Metrics struct {
 	Attempts     *prometheus.CounterVec   // result
 	Ingest       *prometheus.CounterVec   // code
 	RateLimited  *prometheus.CounterVec   // tenant, limit
+	PD           *prometheus.CounterVec   // path
 }
 
 // NewMetrics registers the gateway's series, plus extra collectors (the
@@ -29,7 +30,7 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 			Name: "llmgw_requests_total", Help: "Client requests by endpoint and HTTP status.",
 		}, []string{"endpoint", "code"}),
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llmgw_routing_decisions_total", Help: "Routed requests by the chosen replica's routing mode (exact, approx, load).",
+			Name: "llmgw_routing_decisions_total", Help: "Routed requests by the chosen replica's routing mode (exact, approx, load; disaggregated for prefill on one replica, decode on another).",
 		}, []string{"mode"}),
 		CachedTokens: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "llmgw_predicted_cached_tokens", Help: "Prompt tokens predicted to be cached on the chosen replica.",
@@ -41,7 +42,7 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 11),
 		}, []string{"stage"}),
 		Attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "llmgw_upstream_attempts_total", Help: "Attempts to reach a replica by result (ok, connect_error, retry_status, engine_unauthorized, canceled).",
+			Name: "llmgw_upstream_attempts_total", Help: "Attempts to reach a replica by result (ok, connect_error, retry_status, engine_unauthorized, canceled, bad_prefill_response).",
 		}, []string{"result"}),
 		Ingest: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llmgw_kv_ingest_requests_total", Help: "KV update requests from drivers by HTTP status.",
@@ -50,7 +51,8 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 	m.RateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "llmgw_rate_limited_total", Help: "Requests refused with 429 by their tenant's limits, by tenant and limit (requests, tokens, tokens_too_large, concurrent_requests, concurrent_streams).",
 	}, []string{"tenant", "limit"})
-	m.Registry.MustRegister(m.Requests, m.Decisions, m.CachedTokens, m.Overhead, m.Attempts, m.Ingest, m.RateLimited,
+	m.PD = newPDMetric()
+	m.Registry.MustRegister(m.Requests, m.Decisions, m.CachedTokens, m.Overhead, m.Attempts, m.Ingest, m.RateLimited, m.PD,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, c := range extra {
 		m.Registry.MustRegister(c)

@@ -47,6 +47,10 @@ type route struct {
 	// client, so history-keeping scorers know where this request went before
 	// the client can send its next one.
 	onServed func(scheduler.Ranked)
+	// remotePrefill: a prefill replica computed the prompt (prefill, the
+	// step it took, pdstep.go); the decode replica has none to compute.
+	remotePrefill bool
+	prefill       *prefilled
 
 	// Set by the transport: the attempt that answered, and how many were tried.
 	mu     sync.Mutex
@@ -106,6 +110,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		setEngineAuth(out.Header, t.keyFor(a.ranked.Candidate.Model))
 		id := a.ranked.Candidate.ID
 		uncached := rt.promptTokens - a.ranked.CachedBlocks*rt.blockTokens
+		if rt.remotePrefill {
+			uncached = 0
+		}
 		answered, end := t.load.BeginPrefill(id, rt.promptTokens, uncached)
 		rt.mu.Lock()
 		rt.tried = i + 1

@@ -37,6 +37,9 @@ type Replica struct {
 	// it takes no new requests, finishes those in flight and keeps its KV
 	// state, so it resumes with a warm cache.
 	Draining bool
+	// Role is its part in disaggregated serving (roles.go): aggregated,
+	// prefill or decode.
+	Role Role
 }
 
 // KVState is the part of the KV ingest the set needs (router/ingest.Sink).

@@ -138,6 +138,10 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	if err != nil {
 		return nil, err
 	}
+	pdThreshold, prefillSched, err := pdDeps(cfg.PD, scheduler.Deps{Index: s.groups}, opts)
+	if err != nil {
+		return nil, err
+	}
 	s.metrics = gateway.NewMetrics(&collector{s: s}, etok)
 	keys, err := s.startAuth(ctx)
 	if err != nil {
@@ -146,6 +150,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	gw, err := gateway.New(gateway.Deps{
 		Auth: keys, Limits: s.limiter,
 		Replicas: s.set, Scheduler: sched, Tracker: s.tracker, Prompts: prompts, Metrics: s.metrics,
+		PD: pdThreshold, PrefillScheduler: prefillSched,
 		BlocksOf:        func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
 		KVGroups:        s.groups.ExplainGroups,
 		Ready:           func() bool { return s.synced() },
@@ -249,7 +254,7 @@ func (s *Server) consulClient() (*api.Client, error) {
 func (s *Server) startReplicas(ctx context.Context) error {
 	var static []replicas.Replica
 	for _, r := range s.cfg.Replicas {
-		static = append(static, replicas.Replica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: "static"})
+		static = append(static, replicas.Replica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: "static", Role: replicas.RoleOf(r.Role)})
 	}
 	var sources []replicas.NamedSource
 	if s.cfg.UsesNomad() {

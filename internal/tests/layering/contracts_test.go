@@ -59,6 +59,7 @@ var contracts = map[string][]string{
 		"github.com/prometheus/client_golang/prometheus/collectors",
 		"github.com/prometheus/client_golang/prometheus/promhttp",
 		"github.com/llmgw/llmgw/router/admission",
+		"github.com/llmgw/llmgw/router/disagg",
 		"github.com/llmgw/llmgw/router/load",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/prompt",
@@ -81,6 +82,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/index",
 	},
 	"router/openai":     nil,
+	"router/disagg":     nil,
 	"router/statuspage": nil,
 	"router/listener": {
 		"golang.org/x/net/netutil",

@@ -24,6 +24,9 @@ type Fleet interface {
 	// APIKey is the key the routers accept from clients.
 	APIKey() string
 	RestartRouters(ctx context.Context, scheduler string) error
+	// RestartShards replaces the shards by as many with these roles
+	// (nil: all aggregated), for a policy with Roles (disagg.go).
+	RestartShards(ctx context.Context, roles []string) error
 	ResetCaches(ctx context.Context) error
 	// EngineURLs are the engines' API URLs; the workload's prompts are
 	// tokenized on the first (its /tokenize) before any policy runs.
@@ -75,7 +78,11 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		rep.ReusableTokens += reusable[i]
 	}
 	dns := &client.ConsulDNS{Addr: f.ConsulDNSAddr()}
+	var roles []string // the shards' roles now: the fleet starts aggregated
 	for _, p := range o.Policies {
+		if roles, err = reshard(ctx, f, p, roles, len(engines)); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
 		if err := f.RestartRouters(ctx, p.Scheduler); err != nil {
 			return nil, fmt.Errorf("policy %s: restart routers: %w", p.Name, err)
 		}

@@ -5,7 +5,9 @@
 // hands everything to the report. The oracle counts in the engines' own
 // token ids: before the first policy, every prompt is tokenized on one of
 // the fleet's engines (vLLM's /tokenize), so llmgw links no simulator code
-// and a bench means the same against real engines.
+// and a bench means the same against real engines. The disaggregated
+// policy also restarts the shards, half with the prefill role and half
+// with the decode role, and back to aggregated for a later policy.
 //
 // Subpackages do one job each: trace parses Mooncake traces, workload turns
 // options or a trace into deterministic requests, oracle computes the best

@@ -51,9 +51,10 @@ func defaultWithRule(rule string) string {
 }
 
 // SelectPolicies returns the named policies, in the order given; a comma
-// list such as "round-robin,precise-prefix".
+// list such as "round-robin,precise-prefix". Besides Policies it knows the
+// disaggregated policy (disagg.go), which restarts the shards.
 func SelectPolicies(list string) ([]Policy, error) {
-	all := Policies()
+	all := append(Policies(), pdPolicies()...)
 	var out []Policy
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)

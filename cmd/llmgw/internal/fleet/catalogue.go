@@ -62,6 +62,7 @@ func (c consulCatalogue) registerShard(ctx context.Context, s *shard) error {
 			consul.MetaReplica:   s.replica,
 			consul.MetaBlockSize: strconv.Itoa(blockSize),
 			consul.MetaKVEvents:  "true",
+			consul.MetaRole:      s.role,
 		},
 		Check: consul.HTTPCheck{URL: s.url + "/health", Interval: checkInterval, Timeout: checkInterval},
 	})

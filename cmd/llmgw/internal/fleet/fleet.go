@@ -58,6 +58,11 @@ type Options struct {
 	// look for them. With DiscoveryNomad no Consul agent runs, and
 	// ConsulBin is not needed.
 	Discovery string
+	// Roles are the shards' roles in disaggregated serving, by shard:
+	// "prefill" or "decode" (the driver's task config role, with a NIXL
+	// side-channel port, and the meta llmgw-role), "" or "agg" for an
+	// aggregated shard; shards past its end are aggregated (roles.go).
+	Roles []string
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no
@@ -114,6 +119,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("fleet: KeepAlive must not be negative, got %s", o.KeepAlive)
 	case o.Discovery != DiscoveryConsul && o.Discovery != DiscoveryNomad:
 		return o, fmt.Errorf("fleet: Discovery %q: want %s or %s", o.Discovery, DiscoveryConsul, DiscoveryNomad)
+	}
+	if err := o.validRoles(); err != nil {
+		return o, err
 	}
 	bins := []string{filepath.Join(o.BinDir, "llmgw-router"), filepath.Join(o.BinDir, "nomad-driver-vllm"), filepath.Join(o.BinDir, "vllm-sim")}
 	if o.Discovery == DiscoveryConsul {

@@ -172,6 +172,7 @@ func (n *nomadCatalogue) registerShard(ctx context.Context, s *shard) error {
 			consul.MetaReplica + "=" + s.replica,
 			consul.MetaBlockSize + "=" + strconv.Itoa(blockSize),
 			consul.MetaKVEvents + "=true",
+			consul.MetaRole + "=" + s.role, // "": aggregated
 		},
 	})
 	if err != nil {

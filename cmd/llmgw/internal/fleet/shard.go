@@ -40,6 +40,7 @@ type shard struct {
 	serviceID string
 	enginePid int
 	stopped   bool
+	role      string // "" (aggregated), "prefill" or "decode"
 }
 
 // startDriver launches nomad-driver-vllm under the plugin host and gives it
@@ -74,13 +75,23 @@ func (f *Fleet) startDriver(ctx context.Context) error {
 // startShard allocates task i of the demo-sim job (jobs/demo-sim.nomad.hcl)
 // on a free port and starts it through the driver. It does not wait.
 func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
-	ports, err := netport.FreeTCPs(1)
+	ports, err := netport.FreeTCPs(2)
 	if err != nil {
 		return nil, err
 	}
+	config := map[string]any{
+		"model":             f.o.Model,
+		"served_model_name": f.o.Model,
+		"port":              "http",
+		"kv_events":         true,
+		"block_size":        blockSize,
+		"max_model_len":     f.o.MaxModelLen,
+	}
+	role := f.o.roleOf(i)
+	mappings := withRole(role, ports, []*drivers.PortMapping{{Label: "http", Value: int32(ports[0]), HostIp: "127.0.0.1"}}, config)
 	task, err := pluginhost.NewTask(filepath.Join(f.dir, "allocs"), pluginhost.TaskSpec{
 		Name: "sim", Group: "sim", Job: "demo-sim",
-		Ports: []*drivers.PortMapping{{Label: "http", Value: int32(ports[0]), HostIp: "127.0.0.1"}},
+		Ports: mappings,
 		CPU:   500, Memory: 256,
 	})
 	if err != nil {
@@ -98,14 +109,7 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 		// Nomad's own service id shape: no "/", which Consul's agent
 		// endpoints would reject.
 		serviceID: "_nomad-task-" + task.Config.GetAllocId() + "-sim-vllm-http",
-	}
-	config := map[string]any{
-		"model":             f.o.Model,
-		"served_model_name": f.o.Model,
-		"port":              "http",
-		"kv_events":         true,
-		"block_size":        blockSize,
-		"max_model_len":     f.o.MaxModelLen,
+		role:      role,
 	}
 	if len(f.o.SimArgs) > 0 {
 		config["args"] = f.o.SimArgs

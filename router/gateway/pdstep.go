@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/llmgw/llmgw/router/disagg"
+	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// prefillStep runs the first step of a disaggregated request (p.pd.remote)
+// and points rt at the second: the decode replicas, the decode body
+// carrying the prefill replica's kv_transfer_params, one X-Request-Id for
+// both. The prefill request is tried on the chosen prefill replica and
+// its fallbacks, with the proxy's rules (breakers, the engine key, retry
+// on connect failures and retryable statuses). When every prefill
+// attempt fails the request is served as it would be without prefill
+// replicas: rt is left pointing at the decode step's decision with the
+// client's body, and the decode replica prefills the prompt itself. The
+// client waits a little longer instead of getting an error, which a
+// replica that can serve it would not deserve.
+//
+// A prefill replica that refuses the request itself (a 4xx other than 401
+// and 429: a prompt too long, a bad parameter) answers the client: the
+// decode replica would refuse it alike. prefillStep then returns false
+// with the status it sent.
+func (g *Gateway) prefillStep(c *gin.Context, p *plan, rt *route) (int, bool) {
+	m := g.d.Metrics.PD
+	if !p.pd.remote {
+		if p.pd.considered {
+			m.WithLabelValues(p.pd.path).Inc()
+		}
+		return 0, true
+	}
+	body, err := disagg.PrefillBody(p.req.Body)
+	if err != nil { // openai.Parse took it as an object: only a bug gets here
+		g.d.Logger.Error("cannot build the prefill request", "error", err)
+		m.WithLabelValues(pdPrefillFailed).Inc()
+		return 0, true
+	}
+	id := requestID()
+	ctx := c.Request.Context()
+	var lastErr error
+	for _, a := range g.attempts(p.pd.decision) {
+		params, refused, err := g.prefillOnce(c, p, a, id, body)
+		if refused != nil {
+			g.answerWith(c.Writer, refused)
+			return refused.status, false
+		}
+		if err == nil {
+			err = g.toDecode(c, p, rt, a, id, params)
+		}
+		if err == nil {
+			m.WithLabelValues(pdRemote).Inc()
+			return 0, true
+		}
+		if ctx.Err() != nil {
+			return 0, true // the proxy finds the client gone
+		}
+		lastErr = err
+	}
+	g.d.Logger.Warn("every prefill replica failed; the decode replica prefills the prompt itself", "model", p.req.Model, "error", lastErr)
+	m.WithLabelValues(pdPrefillFailed).Inc()
+	return 0, true
+}
+
+// toDecode points rt at the decode step once replica a has prefilled the
+// prompt: the decode replicas among the decode step's attempts (an
+// aggregated fallback would not know what to do with the parameters),
+// the client's body with the prefill answer's kv_transfer_params, the
+// request id of the prefill step.
+func (g *Gateway) toDecode(c *gin.Context, p *plan, rt *route, a attempt, id string, params disagg.Params) error {
+	decodeBody, err := disagg.DecodeBody(p.req.Body, params)
+	if err != nil {
+		return fmt.Errorf("decode request: %w", err)
+	}
+	g.prefillScheduler().Routed(&p.pd.sreq, &a.ranked.Candidate)
+	decode := make([]attempt, 0, len(rt.attempts))
+	for _, d := range rt.attempts {
+		if g.d.Replicas.RoleOf(d.ranked.Candidate.ID) == replicas.RoleDecode {
+			d.ranked.Mode = ModeDisaggregated
+			decode = append(decode, d)
+		}
+	}
+	if len(decode) == 0 {
+		return errors.New("the decode replica left the set")
+	}
+	rt.body, rt.attempts, rt.remotePrefill = decodeBody, decode, true
+	rt.prefill = &prefilled{ranked: a.ranked, params: params}
+	c.Request.Header.Set(disagg.HeaderRequestID, id)
+	if g.d.ExposeRouteHeaders {
+		c.Writer.Header().Set(HeaderPrefillReplica, a.ranked.Candidate.ID)
+	}
+	return nil
+}
+
+// prefilled is the prefill step's outcome, for the decision log.
+type prefilled struct {
+	ranked scheduler.Ranked
+	params disagg.Params
+}
+
+// refusal is a prefill replica's answer that the client gets as it is.
+type refusal struct {
+	status int
+	ctype  string
+	body   []byte
+}
+
+// prefillOnce sends the prefill request to one replica: the parameters a
+// decode replica needs, or a refusal for the client, or an error that
+// says why the next prefill replica should be tried.
+func (g *Gateway) prefillOnce(c *gin.Context, p *plan, a attempt, id string, body []byte) (disagg.Params, *refusal, error) {
+	rid, model := a.ranked.Candidate.ID, a.ranked.Candidate.Model
+	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodPost, "http://"+a.address+c.Request.URL.Path, bytes.NewReader(body))
+	if err != nil {
+		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s: %w", rid, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(disagg.HeaderRequestID, id)
+	setEngineAuth(req.Header, g.tr.keyFor(model))
+	uncached := p.prompt.Tokens - a.ranked.CachedBlocks*p.sreq.BlockTokens
+	answered, end := g.tr.load.BeginPrefill(rid, p.prompt.Tokens, uncached)
+	defer end()
+	resp, err := g.tr.base.RoundTrip(req)
+	attempts := g.d.Metrics.Attempts
+	if err != nil {
+		if c.Request.Context().Err() != nil {
+			attempts.WithLabelValues("canceled").Inc()
+			return disagg.Params{}, nil, err
+		}
+		attempts.WithLabelValues("connect_error").Inc()
+		g.tr.health.Failed(rid)
+		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s (%s): %w", rid, a.address, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, disagg.MaxPrefillResponse+1))
+	answered()
+	switch {
+	case err != nil:
+		attempts.WithLabelValues("connect_error").Inc()
+		g.tr.health.Failed(rid)
+		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s: reading its answer: %w", rid, err)
+	case resp.StatusCode == http.StatusUnauthorized:
+		attempts.WithLabelValues("engine_unauthorized").Inc()
+		return disagg.Params{}, nil, engineRefused(rid, model, req.Header)
+	case retryStatus(resp.StatusCode) || resp.StatusCode >= 500:
+		attempts.WithLabelValues("retry_status").Inc()
+		if resp.StatusCode != http.StatusTooManyRequests {
+			g.tr.health.Failed(rid)
+		}
+		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s answered %s", rid, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		attempts.WithLabelValues("ok").Inc()
+		g.tr.health.Succeeded(rid)
+		return disagg.Params{}, &refusal{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: b}, nil
+	}
+	params, err := disagg.ParsePrefillResponse(b)
+	if err != nil {
+		// A replica that answers without transfer parameters runs without
+		// a KV connector: it counts as failing, so its breaker opens.
+		attempts.WithLabelValues("bad_prefill_response").Inc()
+		g.tr.health.Failed(rid)
+		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s: %w", rid, err)
+	}
+	attempts.WithLabelValues("ok").Inc()
+	g.tr.health.Succeeded(rid)
+	return params, nil, nil
+}
+
+// answerWith sends the client a prefill replica's refusal.
+func (g *Gateway) answerWith(w http.ResponseWriter, r *refusal) {
+	if r.ctype != "" {
+		w.Header().Set("Content-Type", r.ctype)
+	}
+	w.WriteHeader(r.status)
+	_, _ = w.Write(r.body)
+}
+
+// requestID is a fresh id for both steps of one request, as vLLM's proxy
+// examples use a random UUID.
+func requestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return "llmgw-pd-" + hex.EncodeToString(b[:])
+}
