@@ -36,9 +36,18 @@ func TestHybridRuleAccuracy(t *testing.T) {
 		t.Skip("starts Consul and vllm-sim processes")
 	}
 	var table []string
-	for _, layout := range []string{"full,sliding_window:64", "full,mamba"} {
-		t.Run(layout, func(t *testing.T) {
-			f := startFleetWith(t, []string{"--num-gpu-blocks-override", "96", "--max-model-len", "512", "--sim-kv-cache-groups", layout})
+	for _, tc := range []struct {
+		layout string
+		pool   int // --num-gpu-blocks-override
+	}{
+		{"full,sliding_window:64", 96},
+		{"full,mamba", 96},
+		{"full,sliding_window:64", 192},
+		{"full,mamba", 192},
+	} {
+		layout := tc.layout
+		t.Run(fmt.Sprintf("%s/pool=%d", layout, tc.pool), func(t *testing.T) {
+			f := startFleetWith(t, []string{"--num-gpu-blocks-override", fmt.Sprint(tc.pool), "--max-model-len", "512", "--sim-kv-cache-groups", layout})
 			id := f.ids[0]
 			routers := make([]*server.Server, len(hybridRules))
 			for i, rule := range hybridRules {
@@ -77,11 +86,15 @@ func TestHybridRuleAccuracy(t *testing.T) {
 							settle(t, routers[i], f, id, known)
 							predicted[i] = settleRule(t, routers[i], f, id, l, rule, text, body)
 						}
+						state := groupState(t, f, id, routerKeys(t, model, "", text), known)
 						a := call(t, routers[0].Addr(), "/v1/completions", body)
 						if a.code != http.StatusOK {
 							t.Fatalf("session %d turn %d: %d %s", s, turn, a.code, a.body)
 						}
 						got := cachedTokens(t, a.body)
+						if got != predicted[0] {
+							t.Logf("miss: session %d turn %d (%d tokens, %d blocks): engine rule %d, engine %d\n%s", s, turn, promptTokens(t, text), len(routerKeys(t, model, "", text)), predicted[0], got, state)
+						}
 						if a.cached != predicted[0] {
 							t.Errorf("session %d turn %d: routed with %d predicted, explained %d", s, turn, a.cached, predicted[0])
 						}
@@ -99,7 +112,7 @@ func TestHybridRuleAccuracy(t *testing.T) {
 				t.Errorf("no block was evicted: the workload does not test eviction")
 			}
 			for i, rule := range hybridRules {
-				row := fmt.Sprintf("| `%s` | `%s` | %d | %.1f%% | %.1f |", layout, rule, total,
+				row := fmt.Sprintf("| `%s` | %d | `%s` | %d | %.1f%% | %.1f |", layout, tc.pool, rule, total,
 					100*float64(exact[i])/float64(total), float64(absErr[i])/float64(total))
 				table = append(table, row)
 				t.Log(row)
@@ -127,7 +140,7 @@ func TestHybridRuleAccuracy(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("\n| layout | rule | requests | exact | mean abs. error (tokens) |\n|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+	t.Logf("\n| layout | pool | rule | requests | exact | mean abs. error (tokens) |\n|---|---:|---|---:|---:|---:|\n%s", strings.Join(table, "\n"))
 }
 
 // ruleRouter is fleet.router with the prefix scorer's kv_groups_rule set.
