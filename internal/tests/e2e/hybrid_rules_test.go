@@ -20,14 +20,17 @@ import (
 var hybridRules = []string{scheduler.RuleEngine, scheduler.RuleAllFull, scheduler.RuleFullOnly}
 
 // TestHybridRuleAccuracy measures how well each hybrid hit rule predicts
-// the engine: one vllm-sim replica per layout with a small block pool, its
-// events through the real driver intake and forwarder, and three real
-// routers fed by the same driver, one per kv_groups_rule. A workload of
-// interleaved multi-turn sessions, some of whose turns are asked again
-// differently (forks), overflows the pool. Before each request
-// every router has caught up with the driver's state; each router's
-// predicted cached tokens (explain API) is compared with the engine's
-// usage.prompt_tokens_details.cached_tokens. It logs a table (share of
+// the engine: one vllm-sim replica per layout and pool size (96 and 192
+// blocks: the larger pool keeps Mamba states long enough for a turn to
+// hit one saved after a shorter hit), its events through the real driver
+// intake and forwarder, and three real routers fed by the same driver,
+// one per kv_groups_rule. A workload of interleaved multi-turn sessions,
+// some of whose turns are asked again differently (forks), overflows the
+// pool. Before each request the driver holds the engine's blocks group by
+// group and every router has caught up with it; each router's predicted
+// cached tokens (explain API) is compared with the engine's
+// usage.prompt_tokens_details.cached_tokens, and an engine-rule miss logs
+// both sides' blocks of the prompt per group. It logs a table (share of
 // exact predictions, mean absolute error in tokens; docs/BENCHMARKS.md)
 // and asserts that the engine's rule is exact on at least 99% of
 // requests while the other rules miss measurably more.
