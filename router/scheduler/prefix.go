@@ -205,7 +205,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		credit := float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
 		d := spec[c.ID]
 		sent := d
-		endState := s.endState && s.hybrid.EndStateOnly(c.ID)
+		endState := (d > 0 || held != nil) && s.endState && s.hybrid.EndStateOnly(c.ID)
 		if d > 0 && endState {
 			d = endStateCredit(s.spec, req.Keys, c.ID, d, maxHit(req))
 		}
