@@ -68,11 +68,24 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 		Setup: fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers",
 			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
 	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "policy %s\n", p.Name) }
+	var reqs *requestLog
+	if c.requestsOut != "" {
+		out, err := os.Create(c.requestsOut)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		reqs = newRequestLog(out, w)
+		o.OnResult = reqs.record
+	}
 	if c.progress {
 		o.ShowProgress(stderr)
 	}
 	rep, err := bench.Run(ctx, f, o)
 	if err != nil {
+		return err
+	}
+	if err := reqs.Err(); err != nil {
 		return err
 	}
 	return writeReport(rep, c, stdout)

@@ -41,8 +41,12 @@
 // (group_idx; BlockStored also its kv_cache_spec_kind and window). The
 // groups store blocks of the same engine hashes, so block state is kept
 // per (rank, group): each group counts its own stores and removes, and a
-// removal in one never ends another's residency. AllBlocksCleared clears
-// every group of the rank. Each replica's layout (every group's kind,
+// removal in one never ends another's residency. A Mamba or
+// sliding-window group skips its null blocks (positions it keeps no state
+// for) in a BlockStored: its block_hashes name the kept blocks while
+// token_ids span the whole range, null blocks first. A kept block's key is
+// then another group's key for the same hash, or the chain through the
+// null blocks' tokens. AllBlocksCleared clears every group of the rank. Each replica's layout (every group's kind,
 // window and block size) is learnt from its events and sent with its
 // blocks (kvwire version 2); to a router of version 1 a session sends only
 // the primary full-attention group (kvwire.Primary).

@@ -47,7 +47,7 @@ type Event struct {
 	Hashes    []uint64 // engine block hashes, normalised to uint64
 	Parent    uint64   // engine hash of the block before Hashes[0]
 	HasParent bool     // false when parent_block_hash is None
-	Tokens    []uint32 // len(Hashes)*BlockSize ids; empty for CPU offload stores
+	Tokens    []uint32 // whole blocks, at least len(Hashes); more where the group skipped null blocks (they lead); empty for CPU offload stores
 	BlockSize int
 	Medium    Medium
 	LoRAName  string

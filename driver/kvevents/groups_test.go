@@ -83,3 +83,52 @@ func TestGroupParentInSiblingGroup(t *testing.T) {
 		t.Errorf("%d unresolved; want the Mamba block resolved through group 0", st.Unresolved)
 	}
 }
+
+// A group that keeps only some blocks skips its null blocks: block_hashes
+// name the kept blocks while token_ids span the whole range, the null
+// blocks leading it (vLLM's cache_full_blocks). The kept blocks' keys
+// come from a sibling group's copy of the hash when there is one, else by
+// chaining through the null blocks' tokens; a store of null blocks only
+// holds nothing.
+func TestGroupStoreSkipsNullBlocks(t *testing.T) {
+	const bs = 4
+	all := toks(100, 4*bs)
+	keys := blockkey.Keys(nil, blockkey.Root(""), all, bs)
+	full := inGroup(0, kvwire.KindFull, 0, stored([]uint64{1, 2, 3, 4}, nil, all, bs))
+	for _, tc := range []struct {
+		name string
+		evs  []Event
+		want []Block
+	}{
+		{"mamba state after null blocks, full group first", []Event{
+			full,
+			inGroup(1, kvwire.KindMamba, 0, stored([]uint64{4}, u64(1), all[bs:], bs)),
+		}, append(group(0, gpu(0, keys...)), group(1, gpu(0, keys[3]))...)},
+		{"mamba state after null blocks from the root, no sibling", []Event{
+			inGroup(0, kvwire.KindMamba, 0, stored([]uint64{3}, nil, all[:3*bs], bs)),
+		}, group(0, gpu(0, keys[2]))},
+		{"mamba state after null blocks, mamba group first", []Event{
+			inGroup(0, kvwire.KindMamba, 0, stored([]uint64{4}, nil, all, bs)),
+			inGroup(1, kvwire.KindFull, 0, stored([]uint64{1, 2, 3, 4}, nil, all, bs)),
+		}, append(group(0, gpu(0, keys[3])), group(1, gpu(0, keys...))...)},
+		{"window blocks after null blocks", []Event{
+			full,
+			inGroup(1, kvwire.KindSlidingWindow, 8, stored([]uint64{3, 4}, nil, all, bs)),
+		}, append(group(0, gpu(0, keys...)), group(1, gpu(0, keys[2:]...))...)},
+		{"null blocks only", []Event{
+			full,
+			inGroup(1, kvwire.KindMamba, 0, stored([]uint64{}, u64(2), all[2*bs:], bs)),
+		}, group(0, gpu(0, keys...))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore()
+			apply(s, "r", 0, tc.evs...)
+			if got, want := s.Blocks("r"), sortBlocks(tc.want); !slices.Equal(got, want) {
+				t.Errorf("blocks %v; want %v", got, want)
+			}
+			if st := s.Stats(); st.Unresolved != 0 {
+				t.Errorf("%d unresolved; want every kept block resolved", st.Unresolved)
+			}
+		})
+	}
+}

@@ -129,15 +129,39 @@ func (rs *rankState) store(ev *Event, st *ApplyStats) {
 		}
 		parent, resolved = p.key, ok && p.resolved
 	}
+	// A group that keeps only some blocks (Mamba's saved states, a sliding
+	// window) skips its null blocks: the hashes name the kept blocks, the
+	// tokens span the whole range, and the null ones lead it (vLLM's
+	// cache_full_blocks; a null block is one whose position the group has
+	// no state for). Chain through them to the first kept block.
+	skip := len(ev.Tokens)/ev.BlockSize - len(ev.Hashes)
+	for j := range skip {
+		if !resolved {
+			break
+		}
+		parent = blockkey.Chain(parent, ev.Tokens[j*ev.BlockSize:(j+1)*ev.BlockSize], nil)
+	}
 	for i, h := range ev.Hashes {
 		var key blockkey.Key
-		if resolved {
+		found := false
+		if skip > 0 && rs.sibling != nil {
+			// Where the kept blocks sit is the engine's to know: another
+			// group's copy of the hash names its tokens exactly.
+			var p engineEntry
+			if p, found = rs.sibling(h); found {
+				key, resolved = p.key, true
+			}
+		}
+		switch {
+		case found:
+		case resolved:
 			var extra blockkey.Extra
 			if ev.Extra != nil {
 				extra = ev.Extra[i]
 			}
-			key = blockkey.Chain(parent, ev.Tokens[i*ev.BlockSize:(i+1)*ev.BlockSize], extra)
-		} else {
+			j := skip + i
+			key = blockkey.Chain(parent, ev.Tokens[j*ev.BlockSize:(j+1)*ev.BlockSize], extra)
+		default:
 			st.Unresolved++
 		}
 		e, known := rs.engine[h]

@@ -22,6 +22,7 @@ func TestSpeculativeCreditFollowsTheRule(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { return now }
 	p := defaultPrefixParams()
+	p.HeldPrefixCredit = 0 // the rule alone (TestHeldPrefixCredit adds the held prefix)
 	prefix := newPrefixScorer(TypedName{Type: "prefix", Name: "prefix"}, p, ix, clock)
 	approx := newApproxScorer(TypedName{Type: "approx-prefix", Name: "approx"}, defaultApproxParams(), clock, ix)
 

@@ -45,11 +45,18 @@ type PrefixParams struct {
 	// engine's rule predicts what the engine reuses; the others are there
 	// to measure it against (docs/BENCHMARKS.md).
 	KVGroupsRule string `json:"kv_groups_rule"`
+	// HeldPrefixCredit is, under the engine's rule, the share (0..1) of
+	// the full-attention prefix a Mamba replica holds past the engine's
+	// hit that counts as routing credit, not as predicted cached tokens:
+	// this turn's prefill saves the Mamba state there, so the session's
+	// later turns hit on that replica (heldprefix.go). 0 routes on the
+	// engine's hit alone.
+	HeldPrefixCredit float64 `json:"held_prefix_credit"`
 }
 
 func defaultPrefixParams() PrefixParams {
 	return PrefixParams{CPUWeight: 0.75, SpeculativeTTL: Duration(2 * time.Second), SpeculativeMaxEntries: 1 << 18, Stride: 1,
-		LongPromptTokens: DefaultLongPromptTokens, LongStride: DefaultLongStride, KVGroupsRule: RuleEngine}
+		LongPromptTokens: DefaultLongPromptTokens, LongStride: DefaultLongStride, KVGroupsRule: RuleEngine, HeldPrefixCredit: 1}
 }
 
 // Defaults of the automatic stride: prompts of 32k tokens or more (2,048
@@ -90,6 +97,9 @@ func (p *PrefixParams) validate() error {
 	default:
 		return fmt.Errorf("kv_groups_rule %q: want %q, %q or %q", p.KVGroupsRule, RuleEngine, RuleAllFull, RuleFullOnly)
 	}
+	if !(p.HeldPrefixCredit >= 0 && p.HeldPrefixCredit <= 1) {
+		return fmt.Errorf("held_prefix_credit %g is not in [0, 1]", p.HeldPrefixCredit)
+	}
 	if p.LongPromptTokens < 0 {
 		return fmt.Errorf("long_prompt_tokens %d is negative (0 turns the long-prompt stride off)", p.LongPromptTokens)
 	}
@@ -114,6 +124,9 @@ type PrefixScorer struct {
 	// endState is whether Mamba replicas get speculative credit only
 	// where a sent prompt ended: the engine's rule, not the others.
 	endState bool
+	// held is index when endState and it can read the full-attention
+	// groups alone, for the held-prefix credit; nil otherwise.
+	held RuleIndex
 
 	pool sync.Pool // *prefixScratch
 }
@@ -124,6 +137,7 @@ type prefixScratch struct {
 	ids     []string       // the candidates' replica ids
 	matches []index.Match  // matches[i] is candidate i's
 	spec    map[string]int // replica -> speculatively credited depth
+	held    []index.Match  // held[i] is candidate i's full-attention match (heldPrefix)
 }
 
 func newPrefixScorer(name TypedName, p PrefixParams, ix PrefixIndex, now func() time.Time) *PrefixScorer {
@@ -138,6 +152,8 @@ func newPrefixScorer(name TypedName, p PrefixParams, ix PrefixIndex, now func() 
 	}
 	if ri, ok := ix.(RuleIndex); ok && p.KVGroupsRule != RuleEngine && p.KVGroupsRule != "" {
 		s.ruled, s.endState = ri, false
+	} else if ok && s.endState {
+		s.held = ri
 	}
 	return s
 }
@@ -178,6 +194,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	spec := sc.spec
 	clear(spec)
 	s.spec.match(req.Keys, func(replica string, depth int) { spec[replica] = depth })
+	held := s.heldPrefix(req, cands, sc)
 	for i := range cands {
 		c := &cands[i]
 		if c.Mode != ModeExact {
@@ -187,11 +204,16 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		blocks := m.Blocks
 		credit := float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
 		d := spec[c.ID]
-		if d > 0 && s.endState && s.hybrid.EndStateOnly(c.ID) {
+		sent := d
+		endState := (d > 0 || held != nil) && s.endState && s.hybrid.EndStateOnly(c.ID)
+		if d > 0 && endState {
 			d = endStateCredit(s.spec, req.Keys, c.ID, d, maxHit(req))
 		}
 		if float64(d) > credit {
 			credit, blocks = float64(d), max(blocks, d)
+		}
+		if held != nil && endState {
+			credit = s.heldCredit(credit, held[i], min(sent, maxHit(req)))
 		}
 		scores[i] = credit / float64(n)
 		NotePrediction(req, i, Prediction{Blocks: blocks, Credit: credit, Mode: ModeExact})

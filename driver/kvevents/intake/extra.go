@@ -108,7 +108,11 @@ func check(ev *kvevents.Event) error {
 		if len(ev.Tokens) == 0 && ev.Medium != kvevents.MediumGPU {
 			return nil // offloaded copy of blocks known by engine hash
 		}
-		if len(ev.Tokens) != len(ev.Hashes)*ev.BlockSize {
+		// token_ids span every block of the range, block_hashes only the
+		// ones the group kept: a Mamba or sliding-window group skips its
+		// null blocks (vLLM's cache_full_blocks), so there may be more
+		// blocks of tokens than hashes, never fewer.
+		if len(ev.Tokens)%ev.BlockSize != 0 || len(ev.Tokens) < len(ev.Hashes)*ev.BlockSize {
 			return fmt.Errorf("BlockStored: %d token ids for %d blocks of %d", len(ev.Tokens), len(ev.Hashes), ev.BlockSize)
 		}
 	case kvevents.BlockRemoved, kvevents.AllBlocksCleared:

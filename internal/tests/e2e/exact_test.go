@@ -31,6 +31,8 @@ type fleet struct {
 	sims  map[string]*sim // by replica id
 	ids   []string
 	store *kvevents.Store // the driver's block state
+	// intakes are the driver's event listeners, by replica id.
+	intakes map[string]*intake.Intake
 }
 
 // startFleet runs three replicas of sim-model.
@@ -40,7 +42,7 @@ func startFleet(t *testing.T) *fleet { return startFleetWith(t, nil, nil, nil) }
 // extra vllm-sim arguments.
 func startFleetWith(t *testing.T, extra ...[]string) *fleet {
 	t.Helper()
-	f := &fleet{agent: consultest.Start(t), sims: map[string]*sim{}, store: kvevents.NewStore()}
+	f := &fleet{agent: consultest.Start(t), sims: map[string]*sim{}, store: kvevents.NewStore(), intakes: map[string]*intake.Intake{}}
 	store := f.store
 	for i, args := range extra {
 		id := fmt.Sprintf("alloc-%d/main", i)
@@ -51,7 +53,7 @@ func startFleetWith(t *testing.T, extra ...[]string) *fleet {
 		t.Cleanup(func() { _ = in.Close() })
 		in.EngineRestarted() // as the driver does before it starts an engine: the replica is announced empty
 		s := startSim(t, append([]string{"--sim-latency=false", "--kv-events-config", in.EngineFlag()}, args...)...)
-		f.sims[id], f.ids = s, append(f.ids, id)
+		f.sims[id], f.ids, f.intakes[id] = s, append(f.ids, id), in
 		f.register(t, id)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,14 +20,17 @@ import (
 var hybridRules = []string{scheduler.RuleEngine, scheduler.RuleAllFull, scheduler.RuleFullOnly}
 
 // TestHybridRuleAccuracy measures how well each hybrid hit rule predicts
-// the engine: one vllm-sim replica per layout with a small block pool, its
-// events through the real driver intake and forwarder, and three real
-// routers fed by the same driver, one per kv_groups_rule. A workload of
-// interleaved multi-turn sessions, some of whose turns are asked again
-// differently (forks), overflows the pool. Before each request
-// every router has caught up with the driver's state; each router's
-// predicted cached tokens (explain API) is compared with the engine's
-// usage.prompt_tokens_details.cached_tokens. It logs a table (share of
+// the engine: one vllm-sim replica per layout and pool size (96 and 192
+// blocks: the larger pool keeps Mamba states long enough for a turn to
+// hit one saved after a shorter hit), its events through the real driver
+// intake and forwarder, and three real routers fed by the same driver,
+// one per kv_groups_rule. A workload of interleaved multi-turn sessions,
+// some of whose turns are asked again differently (forks), overflows the
+// pool. Before each request the driver holds the engine's blocks group by
+// group and every router has caught up with it; each router's predicted
+// cached tokens (explain API) is compared with the engine's
+// usage.prompt_tokens_details.cached_tokens, and an engine-rule miss logs
+// both sides' blocks of the prompt per group. It logs a table (share of
 // exact predictions, mean absolute error in tokens; docs/BENCHMARKS.md)
 // and asserts that the engine's rule is exact on at least 99% of
 // requests while the other rules miss measurably more.
@@ -36,9 +39,18 @@ func TestHybridRuleAccuracy(t *testing.T) {
 		t.Skip("starts Consul and vllm-sim processes")
 	}
 	var table []string
-	for _, layout := range []string{"full,sliding_window:64", "full,mamba"} {
-		t.Run(layout, func(t *testing.T) {
-			f := startFleetWith(t, []string{"--num-gpu-blocks-override", "96", "--max-model-len", "512", "--sim-kv-cache-groups", layout})
+	for _, tc := range []struct {
+		layout string
+		pool   int // --num-gpu-blocks-override
+	}{
+		{"full,sliding_window:64", 96},
+		{"full,mamba", 96},
+		{"full,sliding_window:64", 192},
+		{"full,mamba", 192},
+	} {
+		layout := tc.layout
+		t.Run(fmt.Sprintf("%s/pool=%d", layout, tc.pool), func(t *testing.T) {
+			f := startFleetWith(t, []string{"--num-gpu-blocks-override", fmt.Sprint(tc.pool), "--max-model-len", "512", "--sim-kv-cache-groups", layout})
 			id := f.ids[0]
 			routers := make([]*server.Server, len(hybridRules))
 			for i, rule := range hybridRules {
@@ -77,11 +89,15 @@ func TestHybridRuleAccuracy(t *testing.T) {
 							settle(t, routers[i], f, id, known)
 							predicted[i] = settleRule(t, routers[i], f, id, l, rule, text, body)
 						}
+						state := groupState(t, f, id, routerKeys(t, model, "", text), known)
 						a := call(t, routers[0].Addr(), "/v1/completions", body)
 						if a.code != http.StatusOK {
 							t.Fatalf("session %d turn %d: %d %s", s, turn, a.code, a.body)
 						}
 						got := cachedTokens(t, a.body)
+						if got != predicted[0] {
+							t.Logf("miss: session %d turn %d (%d tokens, %d blocks): engine rule %d, engine %d\n%s", s, turn, promptTokens(t, text), len(routerKeys(t, model, "", text)), predicted[0], got, state)
+						}
 						if a.cached != predicted[0] {
 							t.Errorf("session %d turn %d: routed with %d predicted, explained %d", s, turn, a.cached, predicted[0])
 						}
@@ -99,7 +115,7 @@ func TestHybridRuleAccuracy(t *testing.T) {
 				t.Errorf("no block was evicted: the workload does not test eviction")
 			}
 			for i, rule := range hybridRules {
-				row := fmt.Sprintf("| `%s` | `%s` | %d | %.1f%% | %.1f |", layout, rule, total,
+				row := fmt.Sprintf("| `%s` | %d | `%s` | %d | %.1f%% | %.1f |", layout, tc.pool, rule, total,
 					100*float64(exact[i])/float64(total), float64(absErr[i])/float64(total))
 				table = append(table, row)
 				t.Log(row)
@@ -127,7 +143,7 @@ func TestHybridRuleAccuracy(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("\n| layout | rule | requests | exact | mean abs. error (tokens) |\n|---|---|---|---|---|\n%s", strings.Join(table, "\n"))
+	t.Logf("\n| layout | pool | rule | requests | exact | mean abs. error (tokens) |\n|---|---:|---|---:|---:|---:|\n%s", strings.Join(table, "\n"))
 }
 
 // ruleRouter is fleet.router with the prefix scorer's kv_groups_rule set.

@@ -108,7 +108,7 @@ func turnText(s, turn int) string {
 }
 
 // settle waits until the driver's state holds the blocks the engine
-// holds (its /debug/kv/blocks dump, every group's blocks, as keys) and the
+// holds, group by group (its /debug/kv/blocks dump, as keys), and the
 // router's index holds the driver's primary-group blocks (the other
 // groups travel in the same updates), so a prediction reads the engine's
 // state as of the last response. known keeps each engine hash's key
@@ -116,6 +116,11 @@ func turnText(s, turn int) string {
 func settle(t *testing.T, r *server.Server, f *fleet, id string, known map[uint64]blockkey.Key) {
 	t.Helper()
 	poll.Until(t, "the driver and the router to catch up with the engine", func() bool {
+		if in := f.intakes[id]; in != nil {
+			if st := in.Stats()[0].Decode; st.BadEvents > 0 {
+				t.Fatalf("the driver's intake dropped %d of %d events as malformed: its state cannot match the engine's", st.BadEvents, st.Events)
+			}
+		}
 		d, err := simproc.ReadDump(context.Background(), f.sims[id].URL)
 		if err != nil {
 			t.Fatal(err)
@@ -143,18 +148,24 @@ func settle(t *testing.T, r *server.Server, f *fleet, id string, known map[uint6
 			known[h] = k
 			return k, true
 		}
-		engine := map[blockkey.Key]bool{}
+		// Per group: a group's block the driver missed must not hide behind
+		// another group's copy of the same key.
+		type held struct {
+			group int
+			key   blockkey.Key
+		}
+		engine := map[held]bool{}
 		for _, b := range d.Blocks {
 			k, ok := resolve(b.Hash, 0)
 			if !ok {
 				return false
 			}
-			engine[k] = true
+			engine[held{b.GroupIdx, k}] = true
 		}
-		driver := map[blockkey.Key]bool{}
+		driver := map[held]bool{}
 		primary := 0
 		for _, b := range f.store.Blocks(id) {
-			driver[b.Key] = true
+			driver[held{b.Group, b.Key}] = true
 			if b.Group == 0 && b.Tier == kvwire.TierGPU {
 				primary++
 			}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,10 @@ type Result struct {
 	ITL       []time.Duration
 	// Usage as the engine reported it in the final chunk.
 	PromptTokens, CachedTokens, OutputTokens int
+	// PredictedCachedTokens is the router's X-Llmgw-Cached-Tokens (sent
+	// with expose_route_headers): the prompt tokens it predicted cached on
+	// Replica; 0 when absent.
+	PredictedCachedTokens int
 }
 
 // OK reports whether the request completed with a full answer.
@@ -187,6 +192,7 @@ func (c *Client) once(ctx context.Context, url string, body []byte, start time.T
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
 	res.Replica, res.Mode = resp.Header.Get("X-Llmgw-Replica"), resp.Header.Get("X-Llmgw-Routing-Mode")
+	res.PredictedCachedTokens, _ = strconv.Atoi(resp.Header.Get("X-Llmgw-Cached-Tokens"))
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		res.Err = fmt.Sprintf("status %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/client"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
+)
+
+// TestRequestLog: each finished request becomes one JSON line naming its
+// policy, its workload group (a chat user) and what the router predicted
+// against what the engine reported; a write error is kept.
+func TestRequestLog(t *testing.T) {
+	wl := workload.Workload{Requests: []workload.Request{{ID: 7, Group: "user-3"}}}
+	var buf bytes.Buffer
+	l := newRequestLog(&buf, wl)
+	l.record(bench.Policy{Name: "precise-prefix"}, client.Result{ID: 7, Status: 200, Replica: "a/sim",
+		Sent: 1500 * time.Millisecond, TTFT: 80 * time.Millisecond, PromptTokens: 2474, CachedTokens: 2368, PredictedCachedTokens: 2368})
+	var got requestRecord
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%q: %v", buf.String(), err)
+	}
+	want := requestRecord{Policy: "precise-prefix", ID: 7, Group: "user-3", Replica: "a/sim", SentMS: 1500, TTFTMS: 80,
+		Status: 200, PromptTokens: 2474, CachedTokens: 2368, PredictedCachedTokens: 2368}
+	if got != want {
+		t.Errorf("record %+v; want %+v", got, want)
+	}
+	if err := l.Err(); err != nil {
+		t.Errorf("Err: %v", err)
+	}
+	bad := newRequestLog(failWriter{}, wl)
+	bad.record(bench.Policy{Name: "p"}, client.Result{ID: 7})
+	if bad.Err() == nil {
+		t.Error("a failed write left no error")
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
