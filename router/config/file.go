@@ -18,26 +18,27 @@ import (
 // fileConfig mirrors the HCL file. Optional attributes are pointers so an
 // absent one keeps the default.
 type fileConfig struct {
-	Listen           *string   `hcl:"listen,optional"`
-	IngestListen     *string   `hcl:"ingest_listen,optional"`
-	AdvertiseAddress *string   `hcl:"advertise_address,optional"`
-	KVToken          *string   `hcl:"kv_token,optional"`
-	MaxBodyBytes     *int64    `hcl:"max_body_bytes,optional"`
-	Attempts         *int      `hcl:"attempts,optional"`
-	UpstreamTimeout  *string   `hcl:"upstream_timeout,optional"`
-	DriverExpiry     *string   `hcl:"driver_expiry,optional"`
-	ScrapeInterval   *string   `hcl:"scrape_interval,optional"`
-	PeerInterval     *string   `hcl:"peer_load_interval,optional"`
-	PeerExpiry       *string   `hcl:"peer_load_expiry,optional"`
-	ScrapeMaxRate    *int      `hcl:"scrape_max_rate,optional"`
-	PeerMaxRate      *int      `hcl:"peer_load_max_rate,optional"`
-	LogLevel         *string   `hcl:"log_level,optional"`
-	QueueTimeout     *string   `hcl:"queue_timeout,optional"`
-	MaxQueue         *int      `hcl:"max_queue,optional"`
-	MaxTenantQueue   *int      `hcl:"max_queue_per_tenant,optional"`
-	EngineAPIKey     *string   `hcl:"engine_api_key,optional"`
-	APIKeys          []string  `hcl:"api_keys,optional"`
-	Auth             *fileAuth `hcl:"auth,block"`
+	Listen           *string        `hcl:"listen,optional"`
+	IngestListen     *string        `hcl:"ingest_listen,optional"`
+	AdvertiseAddress *string        `hcl:"advertise_address,optional"`
+	KVToken          *string        `hcl:"kv_token,optional"`
+	MaxBodyBytes     *int64         `hcl:"max_body_bytes,optional"`
+	Attempts         *int           `hcl:"attempts,optional"`
+	UpstreamTimeout  *string        `hcl:"upstream_timeout,optional"`
+	DriverExpiry     *string        `hcl:"driver_expiry,optional"`
+	ScrapeInterval   *string        `hcl:"scrape_interval,optional"`
+	PeerInterval     *string        `hcl:"peer_load_interval,optional"`
+	PeerExpiry       *string        `hcl:"peer_load_expiry,optional"`
+	ScrapeMaxRate    *int           `hcl:"scrape_max_rate,optional"`
+	PeerMaxRate      *int           `hcl:"peer_load_max_rate,optional"`
+	LogLevel         *string        `hcl:"log_level,optional"`
+	QueueTimeout     *string        `hcl:"queue_timeout,optional"`
+	MaxQueue         *int           `hcl:"max_queue,optional"`
+	MaxTenantQueue   *int           `hcl:"max_queue_per_tenant,optional"`
+	EngineAPIKey     *string        `hcl:"engine_api_key,optional"`
+	APIKeys          []string       `hcl:"api_keys,optional"`
+	Auth             *fileAuth      `hcl:"auth,block"`
+	Migration        *fileMigration `hcl:"migration,block"`
 
 	Discovery *string        `hcl:"discovery,optional"`
 	Consul    *fileConsul    `hcl:"consul,block"`
@@ -135,6 +136,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	if fc.Attempts != nil {
 		c.Attempts = *fc.Attempts
 	}
+	c.Migration.applyFile(fc.Migration)
 	for _, d := range []struct {
 		name string
 		src  *string

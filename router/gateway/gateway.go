@@ -60,6 +60,10 @@ type Deps struct {
 	Limits *ratelimit.Limiter
 	Logger hclog.Logger
 
+	// Migration continues a stream whose replica fails mid-way on another
+	// replica (migration.go); the zero value is off.
+	Migration Migration
+
 	// EngineKey is the key to present to a model's engines (vLLM's
 	// --api-key), "" for none; nil: none for any model.
 	EngineKey func(model string) string
@@ -373,6 +377,7 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			openai.WriteError(c.Writer, status, "no healthy replica serves "+p.req.Model)
 			return
 		}
+		g.planMigration(rt, kind, p, session)
 		r := c.Request.WithContext(context.WithValue(c.Request.Context(), routeKey{}, rt))
 		r.Body = http.NoBody
 		status = g.proxyLimited(c.Writer, r, proxy, p)

@@ -18,6 +18,7 @@ type Metrics struct {
 	Attempts     *prometheus.CounterVec   // result
 	Ingest       *prometheus.CounterVec   // code
 	RateLimited  *prometheus.CounterVec   // tenant, limit
+	Migrations   *migrationMetrics
 }
 
 // NewMetrics registers the gateway's series, plus extra collectors (the
@@ -52,6 +53,8 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 	}, []string{"tenant", "limit"})
 	m.Registry.MustRegister(m.Requests, m.Decisions, m.CachedTokens, m.Overhead, m.Attempts, m.Ingest, m.RateLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Migrations = newMigrationMetrics()
+	m.Registry.MustRegister(m.Migrations.collectors()...)
 	for _, c := range extra {
 		m.Registry.MustRegister(c)
 	}
