@@ -41,7 +41,10 @@ type Plan struct {
 	// token ids stay in the chunks it gets.
 	clientIDs    bool
 	includeUsage bool
-	maxTokens    int // -1: not set (chat: whatever context is left)
+	// maxTokens bounds the output when bounded (unbounded: a chat
+	// request without one gets whatever context is left).
+	maxTokens int
+	bounded   bool
 }
 
 // Refusal is a request that cannot be continued: Reason labels it, Detail
@@ -65,7 +68,7 @@ func Check(kind openai.Kind, body []byte) (*Plan, *Refusal, error) {
 	if json.Unmarshal(f["stream"], &stream) != nil || !stream {
 		return nil, nil, nil
 	}
-	p := &Plan{kind: kind, fields: f, maxTokens: -1}
+	p := &Plan{kind: kind, fields: f}
 	if r := p.refusal(); r != nil {
 		return nil, r, nil
 	}
@@ -80,11 +83,12 @@ func Check(kind openai.Kind, body []byte) (*Plan, *Refusal, error) {
 			if err := json.Unmarshal(raw, &p.maxTokens); err != nil {
 				return nil, nil, fmt.Errorf("migrate: %s: %w", name, err)
 			}
+			p.bounded = true
 			break
 		}
 	}
-	if p.maxTokens < 0 && kind == openai.Completion {
-		p.maxTokens = completionsMaxTokens
+	if !p.bounded && kind == openai.Completion {
+		p.maxTokens, p.bounded = completionsMaxTokens, true
 	}
 	return p, nil, nil
 }
@@ -199,7 +203,7 @@ type Progress struct {
 // or the completions engine did not report token ids.
 func (p *Plan) Continue(pr Progress) ([]byte, *Refusal) {
 	set := map[string]any{"return_token_ids": true}
-	if p.maxTokens >= 0 {
+	if p.bounded {
 		left := p.maxTokens - len(pr.IDs)
 		if left < 1 {
 			return nil, &Refusal{ReasonExhausted, fmt.Sprintf("the answer already has its %d tokens", p.maxTokens)}
