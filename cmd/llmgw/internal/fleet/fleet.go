@@ -58,6 +58,9 @@ type Options struct {
 	// look for them. With DiscoveryNomad no Consul agent runs, and
 	// ConsulBin is not needed.
 	Discovery string
+	// RouterHCL is top-level HCL appended to every router's config (a
+	// fault run's `migration { enabled = false }`); "" for none.
+	RouterHCL string
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no
