@@ -15,10 +15,16 @@ import (
 )
 
 // engineTokens is what the test engines generate: ids 1..8, each the text
-// "<id>", after the prompt ids 10, 11, 12.
+// "<id>", after the prompt ids 100..139 (two and a half blocks).
 var (
 	engineTokens = []uint32{1, 2, 3, 4, 5, 6, 7, 8}
-	enginePrompt = []uint32{10, 11, 12}
+	enginePrompt = func() []uint32 {
+		ids := make([]uint32, 40)
+		for i := range ids {
+			ids[i] = uint32(100 + i)
+		}
+		return ids
+	}()
 )
 
 // migratingEngine answers a text prompt with the first two tokens, then
@@ -113,13 +119,28 @@ func TestMigrationContinuesStream(t *testing.T) {
 		}
 	}
 	if text.String() != want.String() || strings.Count(s, "[DONE]") != 1 || strings.Contains(s, "token_ids") ||
-		!strings.Contains(s, `"prompt_tokens":3`) || !strings.Contains(s, `"completion_tokens":8`) || !strings.Contains(s, `"total_tokens":11`) {
+		!strings.Contains(s, `"prompt_tokens":40`) || !strings.Contains(s, `"completion_tokens":8`) || !strings.Contains(s, `"total_tokens":48`) {
 		t.Errorf("stream:\n%s", s)
 	}
+	cont := append(append([]uint32{}, enginePrompt...), 1, 2)
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.bodies) != 2 || e.bodies[0]["return_token_ids"] != true || fmt.Sprint(e.bodies[1]["prompt"]) != "[10 11 12 1 2]" || e.bodies[1]["max_tokens"] != 6.0 {
+	if len(e.bodies) != 2 || e.bodies[0]["return_token_ids"] != true || fmt.Sprint(e.bodies[1]["prompt"]) != fmt.Sprint(cont) || e.bodies[1]["max_tokens"] != 6.0 {
 		t.Errorf("bodies sent %v; want the first asking for token ids, the second continuing after [1 2] with 6 tokens left", e.bodies)
+	}
+	e.mu.Unlock()
+	// The replica that took the continuation is credited with its prefix:
+	// the router now predicts those blocks cached there.
+	served := resp.Header.Get(HeaderReplica)
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": cont})
+	_, eb := post(t, h.admin.URL+"/admin/explain/completions", string(body))
+	var ex struct {
+		Chosen struct {
+			Replica      string `json:"replica"`
+			CachedTokens int    `json:"cached_tokens"`
+		} `json:"chosen"`
+	}
+	if err := json.Unmarshal(eb, &ex); err != nil || ex.Chosen.Replica == served || ex.Chosen.CachedTokens < 32 {
+		t.Errorf("explain %s; want the replica other than the failed %s, with the continuation's two full blocks credited", eb, served)
 	}
 	m := h.gw.d.Metrics.Migrations
 	if testutil.ToFloat64(m.results.WithLabelValues("migrated")) != 1 || testutil.ToFloat64(m.results.WithLabelValues("succeeded")) != 1 {
