@@ -263,6 +263,10 @@ func (s *Stream) fail(cause error) {
 			s.body, s.replica, s.carried = next, to, len(s.progress.IDs)
 			return
 		}
+		if s.ctx.Err() != nil { // the client left while the continuation was sent
+			s.done = true
+			return
+		}
 		r = &Refusal{ReasonNoReplica, "no other replica took the continuation: " + err.Error()}
 	}
 	if s.hooks.Refused != nil {

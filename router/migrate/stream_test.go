@@ -232,3 +232,29 @@ func FuzzStream(f *testing.F) {
 		}
 	})
 }
+
+// leaving cancels its context when a continuation is asked for, as a
+// client that goes away then does.
+type leaving struct{ cancel context.CancelFunc }
+
+func (l leaving) Reissue(ctx context.Context, _ []byte, _ []string) (io.ReadCloser, string, error) {
+	l.cancel()
+	return nil, "", ctx.Err()
+}
+
+// TestStreamClientLeft: a client gone while the continuation is sent gets
+// nothing more (the token it had, no error event, no [DONE]), and no
+// refusal is counted for it.
+func TestStreamClientLeft(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	p := mustPlan(t, openai.Completion, map[string]any{"prompt": "p", "stream": true, "max_tokens": 4})
+	refused := false
+	first := completionEvents("x", 1, []uint32{9}, []uint32{1}, false)
+	s := NewStream(ctx, &failing{r: strings.NewReader(first), err: io.ErrUnexpectedEOF}, "a", p, leaving{cancel}, Limits{MaxAttempts: 1, MaxTokens: 10},
+		Hooks{Refused: func(string, string, error) { refused = true }}, 0)
+	out, _ := io.ReadAll(s)
+	if got := string(out); refused || strings.Contains(got, "error") || strings.Contains(got, "[DONE]") || !strings.Contains(got, `\u003c1\u003e`) {
+		t.Errorf("refused %v; stream:\n%s", refused, out)
+	}
+}
