@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/llmgw/llmgw/router/openai"
 )
@@ -59,8 +60,9 @@ type Stream struct {
 	out     []byte // bytes for the client
 	readBuf []byte
 
-	head      *chunk // the first chunk: its id, created and model stay
-	progress  Progress
+	head      *chunk   // the first chunk: its id, created and model stay
+	progress  Progress // its Text is set from text when a continuation is built
+	text      strings.Builder
 	carried   int // tokens the current replica was given as prompt
 	moves     int
 	finished  bool // a finish_reason was seen
@@ -175,7 +177,9 @@ func (s *Stream) event(ev []byte) error {
 			s.finished = true
 		}
 	}
-	s.progress.Text += c.text()
+	if s.plan.kind == openai.Chat { // completions continue from the ids alone
+		s.text.WriteString(c.text())
+	}
 	if c.Usage != nil {
 		s.usageSent = true
 		if cont {
@@ -183,7 +187,12 @@ func (s *Stream) event(ev []byte) error {
 		}
 	}
 	stripIDs := !s.plan.clientIDs
-	if !cont && !stripIDs && use == nil {
+	if !cont {
+		if stripIDs {
+			data = dropKeys(data, "token_ids", "prompt_token_ids")
+			s.out = append(append(append(s.out, "data: "...), data...), "\n\n"...)
+			return nil
+		}
 		s.out = append(s.out, ev...)
 		return nil
 	}
@@ -291,6 +300,7 @@ func (s *Stream) continuation() ([]byte, *Refusal) {
 	case len(s.progress.IDs) > s.limits.MaxTokens:
 		return nil, &Refusal{ReasonBudget, fmt.Sprintf("%d generated tokens exceed the migration budget of %d (max_tokens)", len(s.progress.IDs), s.limits.MaxTokens)}
 	}
+	s.progress.Text = s.text.String()
 	return s.plan.Continue(s.progress)
 }
 
