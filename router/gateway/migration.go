@@ -39,7 +39,7 @@ func newMigrationMetrics() *migrationMetrics {
 		}, []string{"result"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llmgw_stream_migrations_refused_total",
-			Help: "Streams whose replica failed mid-stream and that ended with an error event instead of migrating, by reason (n, best_of, echo, logprobs, batch, suffix, structured_output, tool_calls, reasoning, no_token_ids, attempts, budget, exhausted, no_replica).",
+			Help: "Streams whose replica failed mid-stream and that ended with an error event instead of migrating, by reason (n, best_of, echo, logprobs, batch, suffix, structured_output, tool_calls, reasoning, no_token_ids, unparsed_event, attempts, budget, exhausted, no_replica).",
 		}, []string{"reason"}),
 	}
 }

@@ -22,6 +22,7 @@ const (
 	ReasonToolCalls  = "tool_calls"
 	ReasonReasoning  = "reasoning"
 	ReasonNoTokenIDs = "no_token_ids"
+	ReasonUnparsed   = "unparsed_event"
 	ReasonAttempts   = "attempts"
 	ReasonBudget     = "budget"
 	ReasonExhausted  = "exhausted"

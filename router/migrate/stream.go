@@ -148,8 +148,12 @@ func (s *Stream) event(ev []byte) error {
 		return nil
 	}
 	var c chunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return fmt.Errorf("an SSE event that is not JSON: %w", err)
+	if json.Unmarshal(data, &c) != nil {
+		// Not an engine's chunk: passed on as it came, as without
+		// migration, but what the client saw is no longer known.
+		s.refuse = ReasonUnparsed
+		s.out = append(s.out, ev...)
+		return nil
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
 		return fmt.Errorf("the engine sent an error event: %s", c.Error)
@@ -293,6 +297,8 @@ func (s *Stream) continuation() ([]byte, *Refusal) {
 		return nil, &Refusal{s.refuse, "the answer holds a tool call, whose partial JSON cannot be continued"}
 	case s.refuse == ReasonReasoning:
 		return nil, &Refusal{s.refuse, "the answer holds reasoning text, which a continued message would lose"}
+	case s.refuse == ReasonUnparsed:
+		return nil, &Refusal{s.refuse, "the engine sent an event that is not a JSON chunk"}
 	case s.refuse == ReasonNoTokenIDs:
 		return nil, &Refusal{s.refuse, "the engine did not report its output's token ids (return_token_ids)"}
 	case s.moves >= s.limits.MaxAttempts:

@@ -162,6 +162,7 @@ func TestStreamRefuses(t *testing.T) {
 		{"budget", completionEvents("x", 1, prompt, []uint32{1, 2, 3}, false), Limits{MaxAttempts: 1, MaxTokens: 2}, &canned{}, ReasonBudget},
 		{"no replica", completionEvents("x", 1, prompt, []uint32{1}, false), Limits{MaxAttempts: 3, MaxTokens: 10}, &canned{}, ReasonNoReplica},
 		{"no token ids", `data: {"id":"x","choices":[{"text":"hi"}]}` + "\n\n", Limits{MaxAttempts: 3, MaxTokens: 10}, &canned{}, ReasonNoTokenIDs},
+		{"unparsed", "data: not json\n\n", Limits{MaxAttempts: 3, MaxTokens: 10}, &canned{}, ReasonUnparsed},
 		{"exhausted", completionEvents("x", 1, prompt, []uint32{1, 2, 3, 4}, false), Limits{MaxAttempts: 3, MaxTokens: 10}, &canned{}, ReasonExhausted},
 		{"second failure", completionEvents("x", 1, prompt, []uint32{1}, false), Limits{MaxAttempts: 1, MaxTokens: 10},
 			&canned{bodies: []string{completionEvents("y", 2, prompt, []uint32{2}, false)}}, ReasonAttempts},
@@ -177,7 +178,7 @@ func TestStreamRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := string(out)
-			if heard != tc.reason || !strings.Contains(got, `"error"`) || !strings.Contains(got, "not migrated") ||
+			if heard != tc.reason || !strings.Contains(got, `"error"`) || !strings.Contains(got, "not migrated") || tc.reason == ReasonUnparsed && !strings.HasPrefix(got, "data: not json\n\n") ||
 				strings.Count(got, "[DONE]") != 1 || !strings.HasSuffix(got, "data: [DONE]\n\n") {
 				t.Errorf("reason %q; stream:\n%s", heard, got)
 			}
