@@ -307,9 +307,19 @@ func TestChatStreamMigratesWhenReplicaDies(t *testing.T) {
 	if found == 0 {
 		t.Errorf("text %q is no split of the seeded sequence between the two replicas", text.String())
 	}
+	// The original conversation's prompt, as the engine counts it.
+	direct, _ := json.Marshal(map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": longPrompt(42)}}, "max_tokens": 1})
+	var du struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		}
+	}
+	if a := call(t, s.addr, "/v1/chat/completions", string(direct)); json.Unmarshal(a.body, &du) != nil || du.Usage.PromptTokens == 0 {
+		t.Fatalf("the survivor's own count of the prompt: %d %s", a.code, a.body)
+	}
 	last := chunks[len(chunks)-1]
-	if last.Usage == nil || last.Usage.CompletionTokens != migrateTokens || last.Usage.TotalTokens != last.Usage.PromptTokens+migrateTokens || last.Usage.PromptTokens == 0 {
-		t.Errorf("usage %+v; want %d completion tokens over the original prompt", last.Usage, migrateTokens)
+	if last.Usage == nil || last.Usage.PromptTokens != du.Usage.PromptTokens || last.Usage.CompletionTokens != migrateTokens || last.Usage.TotalTokens != du.Usage.PromptTokens+migrateTokens {
+		t.Errorf("usage %+v; want %d prompt and %d completion tokens", last.Usage, du.Usage.PromptTokens, migrateTokens)
 	}
 	if v := metricValue(t, r, `llmgw_stream_migrations_total{result="succeeded"}`); v != 1 {
 		t.Errorf("succeeded migrations %v; want 1", v)
