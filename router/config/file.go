@@ -18,27 +18,26 @@ import (
 // fileConfig mirrors the HCL file. Optional attributes are pointers so an
 // absent one keeps the default.
 type fileConfig struct {
-	Listen           *string        `hcl:"listen,optional"`
-	IngestListen     *string        `hcl:"ingest_listen,optional"`
-	AdvertiseAddress *string        `hcl:"advertise_address,optional"`
-	KVToken          *string        `hcl:"kv_token,optional"`
-	MaxBodyBytes     *int64         `hcl:"max_body_bytes,optional"`
-	Attempts         *int           `hcl:"attempts,optional"`
-	UpstreamTimeout  *string        `hcl:"upstream_timeout,optional"`
-	DriverExpiry     *string        `hcl:"driver_expiry,optional"`
-	ScrapeInterval   *string        `hcl:"scrape_interval,optional"`
-	PeerInterval     *string        `hcl:"peer_load_interval,optional"`
-	PeerExpiry       *string        `hcl:"peer_load_expiry,optional"`
-	ScrapeMaxRate    *int           `hcl:"scrape_max_rate,optional"`
-	PeerMaxRate      *int           `hcl:"peer_load_max_rate,optional"`
-	LogLevel         *string        `hcl:"log_level,optional"`
-	QueueTimeout     *string        `hcl:"queue_timeout,optional"`
-	MaxQueue         *int           `hcl:"max_queue,optional"`
-	MaxTenantQueue   *int           `hcl:"max_queue_per_tenant,optional"`
-	EngineAPIKey     *string        `hcl:"engine_api_key,optional"`
-	APIKeys          []string       `hcl:"api_keys,optional"`
-	Auth             *fileAuth      `hcl:"auth,block"`
-	Migration        *fileMigration `hcl:"migration,block"`
+	Listen           *string   `hcl:"listen,optional"`
+	IngestListen     *string   `hcl:"ingest_listen,optional"`
+	AdvertiseAddress *string   `hcl:"advertise_address,optional"`
+	KVToken          *string   `hcl:"kv_token,optional"`
+	MaxBodyBytes     *int64    `hcl:"max_body_bytes,optional"`
+	Attempts         *int      `hcl:"attempts,optional"`
+	UpstreamTimeout  *string   `hcl:"upstream_timeout,optional"`
+	DriverExpiry     *string   `hcl:"driver_expiry,optional"`
+	ScrapeInterval   *string   `hcl:"scrape_interval,optional"`
+	PeerInterval     *string   `hcl:"peer_load_interval,optional"`
+	PeerExpiry       *string   `hcl:"peer_load_expiry,optional"`
+	ScrapeMaxRate    *int      `hcl:"scrape_max_rate,optional"`
+	PeerMaxRate      *int      `hcl:"peer_load_max_rate,optional"`
+	LogLevel         *string   `hcl:"log_level,optional"`
+	QueueTimeout     *string   `hcl:"queue_timeout,optional"`
+	MaxQueue         *int      `hcl:"max_queue,optional"`
+	MaxTenantQueue   *int      `hcl:"max_queue_per_tenant,optional"`
+	EngineAPIKey     *string   `hcl:"engine_api_key,optional"`
+	APIKeys          []string  `hcl:"api_keys,optional"`
+	Auth             *fileAuth `hcl:"auth,block"`
 
 	Discovery *string        `hcl:"discovery,optional"`
 	Consul    *fileConsul    `hcl:"consul,block"`
@@ -46,6 +45,7 @@ type fileConfig struct {
 	Models    []fileModel    `hcl:"model,block"`
 	Replicas  []fileReplica  `hcl:"replica,block"`
 	Scheduler *fileScheduler `hcl:"scheduler,block"`
+	Migration *fileMigration `hcl:"migration,block"`
 	// Rest holds the listener attributes (fileHTTP), decoded strictly apart.
 	Rest hcl.Body `hcl:",remain"`
 }
