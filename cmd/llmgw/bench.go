@@ -47,6 +47,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	if c.fault.killAfter > 0 {
+		if err := benchFault(ctx, c, args, w, setup, stdout, stderr); err != nil {
+			fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if err := benchOnFleet(ctx, c, args, w, setup, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
 		return 1

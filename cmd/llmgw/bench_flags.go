@@ -47,6 +47,7 @@ type benchConfig struct {
 	progress         bool
 	timeout          time.Duration
 	stress           stressFlags
+	fault            faultFlags
 }
 
 // errHelpShown and errUsageShown: parseBenchFlags has printed the help
@@ -61,6 +62,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	fs := flag.NewFlagSet("llmgw bench", flag.ContinueOnError)
 	fs.StringVar(&c.workload, "workload", "chat", "chat (multi-turn, shared system prompt, per-user document), prefix (shared-prefix groups), siblings (n samples of one prompt), trace (Mooncake JSONL replay), many-session (256 chat sessions overflowing the caches), fan-out (agentic sibling bursts) or mixed-tenants (hot tenant prompts among unique ones)")
 	c.stress.register(fs)
+	c.fault.register(fs)
 	fs.Float64Var(&c.rate, "rate", 4, "open-loop Poisson arrival rate, requests per second (bursts per second for siblings; 0 for trace keeps its timestamps)")
 	fs.Uint64Var(&c.seed, "seed", 1, "workload seed: the same seed gives the same requests")
 	fs.IntVar(&c.users, "users", 16, "chat: users")
@@ -106,7 +108,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	if c.policies, err = bench.SelectPolicies(*policies); err != nil {
 		return c, err
 	}
-	if c.doc != "" && c.outDir == "" {
+	if c.doc != "" && c.outDir == "" && c.fault.killAfter == 0 {
 		return c, errors.New("-doc needs -out (the plots it links to go there)")
 	}
 	if c.shards < 1 || c.routers < 1 {

@@ -47,6 +47,8 @@ type Config struct {
 	LogLevel                 string
 	// HTTP bounds the listeners and splits off the admin API.
 	HTTP HTTP
+	// Migration continues streams whose replica fails (migration.go).
+	Migration Migration
 
 	Auth Auth
 	EngineAuth
@@ -130,6 +132,7 @@ func Default() Config {
 		Rates:           defaultRates(),
 		LogLevel:        "info",
 		HTTP:            defaultHTTP(),
+		Migration:       defaultMigration(),
 		Discovery:       DiscoveryConsul,
 		Consul:          Consul{CheckInterval: 10 * time.Second},
 		Auth:            Auth{ReloadInterval: 2 * time.Second},
@@ -156,6 +159,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateAdmission()...)
 	errs = append(errs, c.Rates.validate()...)
+	errs = append(errs, c.Migration.validate()...)
 	errs = append(errs, c.validateNomad()...)
 	errs = append(errs, c.validatePD()...)
 	if c.Attempts < 1 || c.Attempts > 16 {

@@ -49,6 +49,7 @@ type fileConfig struct {
 	PDSkipTokens     *int           `hcl:"pd_skip_prefill_tokens,optional"`
 	PDSkipFraction   *float64       `hcl:"pd_skip_prefill_fraction,optional"`
 	PrefillScheduler *fileScheduler `hcl:"prefill_scheduler,block"`
+	Migration        *fileMigration `hcl:"migration,block"`
 	// Rest holds the listener attributes (fileHTTP), decoded strictly apart.
 	Rest hcl.Body `hcl:",remain"`
 }
@@ -140,6 +141,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	if fc.Attempts != nil {
 		c.Attempts = *fc.Attempts
 	}
+	c.Migration.applyFile(fc.Migration)
 	for _, d := range []struct {
 		name string
 		src  *string

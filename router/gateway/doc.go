@@ -7,6 +7,9 @@
 // AdminHandler, for a listener tenants cannot reach. Routed answers name
 // their replica and predicted cached tokens in X-Llmgw-* headers only when
 // Deps.ExposeRouteHeaders says so, and a session id is capped at 128 bytes.
+// A stream whose replica fails after its first byte continues on the
+// next-best replica when Deps.Migration allows (migration.go, with
+// router/migrate building the continuation and splicing its stream).
 // It keeps a fixed-size log of the last routed decisions and per-replica
 // prediction tallies (RecentDecisions, PredictedFor) for the status page.
 //

@@ -67,6 +67,9 @@ type Deps struct {
 	// step of a disaggregated model (nil: Scheduler). See pdschedule.go.
 	PD               disagg.Threshold
 	PrefillScheduler *scheduler.Scheduler
+	// Migration continues a stream whose replica fails mid-way on another
+	// replica (migration.go); the zero value is off.
+	Migration Migration
 
 	// EngineKey is the key to present to a model's engines (vLLM's
 	// --api-key), "" for none; nil: none for any model.
@@ -391,6 +394,7 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 			status = st
 			return
 		}
+		g.planMigration(rt, kind, p, session)
 		r := c.Request.WithContext(context.WithValue(c.Request.Context(), routeKey{}, rt))
 		r.Body = http.NoBody
 		status = g.proxyLimited(c.Writer, r, proxy, p)

@@ -19,6 +19,7 @@ type Metrics struct {
 	Ingest       *prometheus.CounterVec   // code
 	RateLimited  *prometheus.CounterVec   // tenant, limit
 	PD           *prometheus.CounterVec   // path
+	Migrations   *migrationMetrics
 }
 
 // NewMetrics registers the gateway's series, plus extra collectors (the
@@ -54,6 +55,8 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 	m.PD = newPDMetric()
 	m.Registry.MustRegister(m.Requests, m.Decisions, m.CachedTokens, m.Overhead, m.Attempts, m.Ingest, m.RateLimited, m.PD,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Migrations = newMigrationMetrics()
+	m.Registry.MustRegister(m.Migrations.collectors()...)
 	for _, c := range extra {
 		m.Registry.MustRegister(c)
 	}

@@ -51,6 +51,9 @@ type route struct {
 	// step it took, pdstep.go); the decode replica has none to compute.
 	remotePrefill bool
 	prefill       *prefilled
+	// wrap, when set, takes over a streamed answer's body from sseGuard
+	// (mid-stream migration, migration.go).
+	wrap func(resp *http.Response, replica string) io.ReadCloser
 
 	// Set by the transport: the attempt that answered, and how many were tried.
 	mu     sync.Mutex
@@ -219,7 +222,11 @@ func newProxy(tr *transport, log hclog.Logger, expose bool) *httputil.ReversePro
 				h.Set(HeaderCachedTokens, strconv.Itoa(a.ranked.CachedBlocks*rt.blockTokens))
 				h.Set(HeaderAttempts, strconv.Itoa(tried))
 			}
-			if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+			switch {
+			case !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream"):
+			case rt.wrap != nil:
+				resp.Body = rt.wrap(resp, a.ranked.Candidate.ID)
+			default:
 				resp.Body = &sseGuard{ReadCloser: resp.Body, ctx: resp.Request.Context(), replica: a.ranked.Candidate.ID, log: log}
 			}
 			return nil
@@ -243,6 +250,10 @@ type sseGuard struct {
 	log     hclog.Logger
 	tail    []byte
 	done    bool
+	// note is added to the error event's message; onFail, when set, is
+	// called when it is sent.
+	note   string
+	onFail func()
 }
 
 func (s *sseGuard) Read(p []byte) (int, error) {
@@ -257,7 +268,10 @@ func (s *sseGuard) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) && s.ctx.Err() == nil {
 		s.log.Warn("replica failed mid-stream", "replica", s.replica, "error", err)
-		msg := fmt.Sprintf("replica %s failed mid-stream: %v", s.replica, err)
+		msg := fmt.Sprintf("replica %s failed mid-stream: %v%s", s.replica, err, s.note)
+		if s.onFail != nil {
+			s.onFail()
+		}
 		s.tail = append(append([]byte("\n\ndata: "), openai.ErrorBody(http.StatusBadGateway, msg)...), "\n\ndata: [DONE]\n\n"...)
 		s.done = true
 		return n, nil

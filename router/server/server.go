@@ -165,6 +165,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 
 		ExposeRouteHeaders: cfg.HTTP.ExposeRouteHeaders,
 		MaxQueuePerTenant:  cfg.MaxQueuePerTenant,
+		Migration:          gateway.Migration(cfg.Migration),
 	})
 	if err != nil {
 		return nil, err

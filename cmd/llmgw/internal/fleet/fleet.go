@@ -63,6 +63,9 @@ type Options struct {
 	// side-channel port, and the meta llmgw-role), "" or "agg" for an
 	// aggregated shard; shards past its end are aggregated (roles.go).
 	Roles []string
+	// RouterHCL is top-level HCL appended to every router's config (a
+	// fault run's `migration { enabled = false }`); "" for none.
+	RouterHCL string
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no

@@ -38,6 +38,8 @@ type routerConf struct {
 	// Ports name (API, KV ingest, admin), as Nomad allocates them.
 	NomadAddr string
 	Ports     [3]int
+	// Extra is top-level HCL appended as given (Options.RouterHCL).
+	Extra string
 }
 
 // routerConfig renders a router's HCL config: its three listeners on free
@@ -75,6 +77,9 @@ func writeModel(b *strings.Builder, c routerConf) {
 	if c.Scheduler != "" {
 		fmt.Fprintf(b, "\nscheduler {\n%s\n}\n", c.Scheduler)
 	}
+	if c.Extra != "" {
+		fmt.Fprintf(b, "\n%s\n", c.Extra)
+	}
 }
 
 // startRouter writes name's config and starts it, returning once it has
@@ -88,7 +93,7 @@ func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*route
 	}
 	r := &router{name: name, serviceID: "llmgw-" + name}
 	path := filepath.Join(dir, "router.hcl")
-	rc := routerConf{ServiceID: r.serviceID, Model: f.o.Model, Scheduler: scheduler}
+	rc := routerConf{ServiceID: r.serviceID, Model: f.o.Model, Scheduler: scheduler, Extra: f.o.RouterHCL}
 	if err := f.cat.routerConf(&rc); err != nil {
 		return nil, fmt.Errorf("%s config: %w", name, err)
 	}

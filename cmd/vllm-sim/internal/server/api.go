@@ -23,6 +23,10 @@ type completionRequest struct {
 	IgnoreEOS        bool            `json:"ignore_eos"`
 	AddSpecialTokens *bool           `json:"add_special_tokens"`
 	CacheSalt        json.RawMessage `json:"cache_salt"`
+	// ReturnTokenIDs adds the prompt's and the output's token ids to each
+	// choice, as vLLM's return_token_ids does (a stream's first chunk
+	// carries prompt_token_ids, every chunk its delta's token_ids).
+	ReturnTokenIDs bool `json:"return_token_ids"`
 }
 
 type contentPart struct {
@@ -65,6 +69,7 @@ type chatRequest struct {
 	Tools                json.RawMessage `json:"tools"`
 	ChatTemplateKwargs   map[string]any  `json:"chat_template_kwargs"`
 	CacheSalt            json.RawMessage `json:"cache_salt"`
+	ReturnTokenIDs       bool            `json:"return_token_ids"`
 }
 
 type promptDetails struct {
@@ -79,11 +84,13 @@ type usage struct {
 }
 
 type completionChoice struct {
-	Index        int     `json:"index"`
-	Text         string  `json:"text"`
-	Logprobs     any     `json:"logprobs"`
-	FinishReason *string `json:"finish_reason"`
-	StopReason   any     `json:"stop_reason"`
+	Index          int      `json:"index"`
+	Text           string   `json:"text"`
+	Logprobs       any      `json:"logprobs"`
+	FinishReason   *string  `json:"finish_reason"`
+	StopReason     any      `json:"stop_reason"`
+	PromptTokenIDs []uint32 `json:"prompt_token_ids,omitempty"`
+	TokenIDs       []uint32 `json:"token_ids,omitempty"`
 }
 
 type completionResponse struct {
@@ -115,6 +122,7 @@ type chatChoice struct {
 	Logprobs     any             `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`
 	StopReason   any             `json:"stop_reason"`
+	TokenIDs     []uint32        `json:"token_ids,omitempty"`
 }
 
 type chatResponse struct {

@@ -102,21 +102,24 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	id := requestID("chatcmpl", s.counter.Add(1))
 	model := s.modelName(req.Model)
 	if req.Stream {
-		s.streamChat(w, id, model, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		s.streamChat(w, id, model, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, req.ReturnTokenIDs)
 		return
 	}
 	res, text, ok := s.finish(w, g)
 	if !ok {
 		return
 	}
+	choice := chatChoice{Message: &chatOutMessage{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: &res.reason}
+	if req.ReturnTokenIDs {
+		choice.TokenIDs = res.ids
+	}
 	writeJSON(w, http.StatusOK, chatResponse{
 		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
-		Choices: []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: &res.reason}},
-		Usage:   usageOf(g.prompt, res),
+		Choices: []chatChoice{choice}, Usage: usageOf(g.prompt, res),
 	})
 }
 
-func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generation, includeUsage bool) {
+func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generation, includeUsage, tokenIDs bool) {
 	created := time.Now().Unix()
 	resp := func(choices []chatChoice, u *usage) chatResponse {
 		return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: choices, Usage: u}
@@ -127,8 +130,12 @@ func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generati
 	// body byte before the first token is ready.
 	role := resp([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}, nil)
 	s.stream(newSSE(w), g, includeUsage, role,
-		func(text string, finish *string) any {
-			return resp([]chatChoice{{Delta: &chatDelta{Content: &text}, FinishReason: finish}}, nil)
+		func(text string, tok uint32, finish *string) any {
+			c := chatChoice{Delta: &chatDelta{Content: &text}, FinishReason: finish}
+			if tokenIDs {
+				c.TokenIDs = []uint32{tok}
+			}
+			return resp([]chatChoice{c}, nil)
 		},
 		func(u *usage) any { return resp([]chatChoice{}, u) })
 }

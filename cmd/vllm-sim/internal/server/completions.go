@@ -97,7 +97,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		gens[i] = g
 	}
 	if req.Stream {
-		s.streamCompletion(w, id, model, gens[0], req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		s.streamCompletion(w, id, model, gens[0], req.StreamOptions != nil && req.StreamOptions.IncludeUsage, req.ReturnTokenIDs)
 		return
 	}
 	resp := completionResponse{ID: id, Object: "text_completion", Created: time.Now().Unix(), Model: model, Usage: &usage{PromptTokensDetails: &promptDetails{}}}
@@ -106,7 +106,11 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		resp.Choices = append(resp.Choices, completionChoice{Index: i, Text: text, FinishReason: &res.reason})
+		ch := completionChoice{Index: i, Text: text, FinishReason: &res.reason}
+		if req.ReturnTokenIDs {
+			ch.PromptTokenIDs, ch.TokenIDs = g.req.Prompt, res.ids
+		}
+		resp.Choices = append(resp.Choices, ch)
 		u := usageOf(g.prompt, res)
 		resp.Usage.PromptTokens += u.PromptTokens
 		resp.Usage.CompletionTokens += u.CompletionTokens
@@ -117,23 +121,28 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *generation, includeUsage bool) {
+func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *generation, includeUsage, tokenIDs bool) {
 	created := time.Now().Unix()
 	resp := func(choices []completionChoice, u *usage) completionResponse {
 		return completionResponse{ID: id, Object: "text_completion", Created: created, Model: model, Choices: choices, Usage: u}
 	}
+	prompt := g.req.Prompt // sent once, with the first chunk, as vLLM does
 	s.stream(newSSE(w), g, includeUsage, nil,
-		func(text string, finish *string) any {
-			return resp([]completionChoice{{Text: text, FinishReason: finish}}, nil)
+		func(text string, tok uint32, finish *string) any {
+			c := completionChoice{Text: text, FinishReason: finish}
+			if tokenIDs {
+				c.PromptTokenIDs, c.TokenIDs, prompt = prompt, []uint32{tok}, nil
+			}
+			return resp([]completionChoice{c}, nil)
 		},
 		func(u *usage) any { return resp([]completionChoice{}, u) })
 }
 
 // stream sends a generation's tokens as SSE chunks made by chunk, the finish
-// reason on the last one, then a usage chunk when asked, then [DONE]; head,
+// reason on the last one (chunk gets each token's text delta and id), then a usage chunk when asked, then [DONE]; head,
 // when not nil, goes out just before the first token's chunk. It stops
 // quietly when the client goes away.
-func (s *Server) stream(st *sse, g *generation, includeUsage bool, head any, chunk func(text string, finish *string) any, usageChunk func(*usage) any) {
+func (s *Server) stream(st *sse, g *generation, includeUsage bool, head any, chunk func(text string, id uint32, finish *string) any, usageChunk func(*usage) any) {
 	d := &detok{tok: s.tok}
 	var res result
 	for t := range g.req.Out {
@@ -153,7 +162,7 @@ func (s *Server) stream(st *sse, g *generation, includeUsage bool, head any, chu
 			reason := t.FinishReason
 			finish = &reason
 		}
-		if st.send(chunk(d.next(t.ID), finish)) != nil {
+		if st.send(chunk(d.next(t.ID), t.ID, finish)) != nil {
 			return
 		}
 		if t.Final {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet"
+)
+
+// faultFlags select the fault run: a replica's engine killed mid-run,
+// once with mid-stream migration and once without, each on a fresh fleet.
+type faultFlags struct {
+	killAfter time.Duration
+	shard     int
+}
+
+func (f *faultFlags) register(fs *flag.FlagSet) {
+	fs.DurationVar(&f.killAfter, "fault-kill-after", 0, "fault run: SIGKILL one shard's engine this long into the run, with mid-stream migration on and then off (a fresh fleet each), and report how many of its streams survive (0: no fault run)")
+	fs.IntVar(&f.shard, "fault-shard", 0, "fault run: the shard whose engine is killed")
+}
+
+// faultVariants are the router settings a fault run compares.
+var faultVariants = []struct{ name, hcl string }{
+	{"migration on", "migration {\n  enabled = true\n}"},
+	{"migration off", "migration {\n  enabled = false\n}"},
+}
+
+// benchFault runs the fault comparison with the first policy, prints its
+// table and, with -doc, splices it into the document's section.
+func benchFault(ctx context.Context, c benchConfig, args []string, w workload.Workload, setup string, stdout, stderr io.Writer) error {
+	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Error, Output: stderr})
+	var runs []bench.Survival
+	for _, v := range faultVariants {
+		fmt.Fprintf(stderr, "fault run, %s: starting Consul, the driver with %d vllm-sim shards and %d routers\n", v.name, c.shards, c.routers)
+		f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
+			SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log, RouterHCL: v.hcl})
+		if err != nil {
+			return fmt.Errorf("start fleet: %w", err)
+		}
+		o := bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate}
+		s, err := bench.RunFault(ctx, f, o, v.name, c.fault.shard, c.fault.killAfter)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
+		}
+		runs = append(runs, s)
+	}
+	md := fmt.Sprintf("Command: `%s`\n\nSetup: %s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers, policy %s; shard %d's engine killed with SIGKILL %s into the run.\n\n%s",
+		strings.Join(append([]string{"llmgw", "bench"}, args...), " "), setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers,
+		c.policies[0].Name, c.fault.shard, c.fault.killAfter, bench.SurvivalMarkdown(runs))
+	fmt.Fprint(stdout, md)
+	if c.doc == "" {
+		return nil
+	}
+	old, err := os.ReadFile(c.doc)
+	if err != nil {
+		return err
+	}
+	doc, err := report.Splice(string(old), c.section, md)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(c.doc, []byte(doc), 0o644)
+}
