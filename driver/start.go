@@ -173,6 +173,8 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 		return nil, status.Errorf(codes.FailedPrecondition, "recover %s: %v", id, err)
 	}
 	cfg := hd.GetConfig()
+	// Nomad has no handler for the task's events yet (recovered_events.go).
+	d.events.hold(id)
 	if st.KVPort > 0 {
 		replay := st.ReplayPort
 		if replay == 0 {
