@@ -180,10 +180,13 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 		if replay == 0 {
 			replay = -1
 		}
-		if _, _, err := d.kv.get(st.Replica, id, st.Task.DataParallelSize, st.KVPort, replay); err != nil {
+		if l, prev, err := d.kv.get(st.Replica, id, st.Task.DataParallelSize, st.KVPort, replay); err != nil {
 			d.log.Warn("kv listener not re-bound after recovery", "task_id", id, "port", st.KVPort, "error", err)
 			d.events.emit(cfg, "KV events off after recovery: "+err.Error(), map[string]string{"kv_events": "off"})
 		} else {
+			if prev == "" {
+				l.Resumed() // a listener opened just now, beside a running engine
+			}
 			d.events.emit(cfg, "KV events resumed on port "+strconv.Itoa(st.KVPort),
 				map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
 		}
