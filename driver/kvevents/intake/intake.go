@@ -199,7 +199,7 @@ func (in *Intake) Resumed() {
 	for _, l := range ls {
 		l.OnCaughtUp(func() {
 			if left.Add(-1) == 0 && in.sink.AnnounceIfUnknown(in.cfg.Replica) {
-				log.Info("replay found no kv state: the engine has sent no event yet; announced the replica empty")
+				log.Info("replay found no kv state: the engine has sent no event yet; announced the replica empty", "replica", in.cfg.Replica)
 			}
 		})
 	}
