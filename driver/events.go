@@ -17,7 +17,7 @@ import (
 // are held, up to subscribeBuffer of them, for the next stream.
 //
 // A recovered task's events are held apart until Nomad can take them
-// (hold, release): see recoveredEvents.
+// (hold, release; recovered_events.go).
 type eventBus struct {
 	mu      sync.Mutex // guards subs, pending and held
 	subs    map[chan *drivers.DriverTaskEvent]struct{}
