@@ -175,7 +175,10 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 	cfg := hd.GetConfig()
 	// Nomad has no handler for the task's events yet (recovered_events.go).
 	d.events.hold(id)
-	if st.KVPort > 0 {
+	// A shard that exited while no plugin ran (Nomad recovers a stopped
+	// allocation's task too, until it collects it) needs no listener, and
+	// its old port may be a running shard's now.
+	if st.KVPort > 0 && !exited(proc) {
 		replay := st.ReplayPort
 		if replay == 0 {
 			replay = -1
@@ -199,6 +202,16 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 	d.log.Info("task recovered", "task_id", id, "engine_pid", proc.EnginePid())
 	d.events.emit(cfg, "recovered after plugin restart", nil)
 	return &drivers.RecoverTaskResponse{}, nil
+}
+
+// exited reports whether proc's supervisor has exited already.
+func exited(proc *supervisor.Process) bool {
+	select {
+	case <-proc.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // ParseTaskConfig decodes a task config as Nomad sends it (go-cty msgpack
