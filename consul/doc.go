@@ -38,10 +38,13 @@
 // Consul and returns plain Instances with their health; convert.go turns
 // them into Replicas (passing, or draining when warning or in maintenance;
 // critical ones are left out) or Routers (passing only) (pure; one bad
-// entry is skipped and reported, never fatal); watch.go
-// runs blocking queries (WaitIndex, unchanged results skipped, capped backoff
-// on errors, the last known set kept while Consul is unreachable). A change is
-// a wake-up on a channel of capacity 1; the consumer then reads the whole set.
+// entry is skipped and reported, never fatal); watch.go points loop.go's
+// Watcher at Consul's health endpoint. The loop runs blocking queries on
+// any Source (WaitIndex, unchanged results skipped, capped backoff on
+// errors, the last known set kept while the catalogue is unreachable);
+// package nomad runs it on Nomad's service registrations (WatchSource). A
+// change is a wake-up on a channel of capacity 1; the consumer then reads
+// the whole set.
 //
 // Routers find replicas either in named services (WatchReplicas) or in every
 // service tagged llmgw, whatever it is called (WatchAllReplicas: a blocking

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -61,24 +59,6 @@ type Status struct {
 	LastError         error
 }
 
-// Watcher follows the passing instances of one service with blocking queries
-// and keeps the converted set. It starts in Watch and stops with its context
-// or Close.
-type Watcher[T any] struct {
-	health  healthAPI
-	query   Query
-	convert Converter[T]
-	opts    WatchOptions
-
-	changed chan struct{}
-	cancel  context.CancelFunc
-	stopped chan struct{}
-
-	mu     sync.Mutex
-	set    []T
-	status Status
-}
-
 // Watch starts following q through client, converting each result with
 // convert. Read Changed for wake-ups and Current for the whole set.
 func Watch[T any](ctx context.Context, client *api.Client, q Query, convert Converter[T], opts WatchOptions) (*Watcher[T], error) {
@@ -105,163 +85,22 @@ func watch[T any](ctx context.Context, h healthAPI, q Query, convert Converter[T
 	if convert == nil {
 		return nil, errors.New("watch consul: nil converter")
 	}
-	opts.defaults()
-	opts.Logger = opts.Logger.With("service", q.Service, "tag", q.Tag)
-	ctx, cancel := context.WithCancel(ctx)
-	w := &Watcher[T]{
-		health:  h,
-		query:   q,
-		convert: convert,
-		opts:    opts,
-		changed: make(chan struct{}, 1),
-		cancel:  cancel,
-		stopped: make(chan struct{}),
+	if opts.Logger != nil {
+		opts.Logger = opts.Logger.With("service", q.Service, "tag", q.Tag)
 	}
-	go w.run(ctx)
-	return w, nil
+	return WatchSource(ctx, healthSource{h, q}, convert, opts)
 }
 
-// Changed delivers a wake-up after the set changes (the first success counts
-// as a change). Wake-ups coalesce; read Current for the whole set.
-func (w *Watcher[T]) Changed() <-chan struct{} { return w.changed }
-
-// Current returns the last known set (sorted as the converter sorts it) and
-// whether any query has succeeded yet. Callers must not modify the slice.
-func (w *Watcher[T]) Current() ([]T, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.set, w.status.Synced
+// healthSource is a Query on Consul's health endpoint.
+type healthSource struct {
+	health healthAPI
+	query  Query
 }
 
-// Status reports the watcher's sync state.
-func (w *Watcher[T]) Status() Status {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.status
+func (s healthSource) Query(ctx context.Context, index uint64, wait time.Duration) ([]Instance, uint64, error) {
+	return fetch(ctx, s.health, s.query, index, wait)
 }
 
-// Close stops the watcher and waits until its goroutine has returned.
-func (w *Watcher[T]) Close() {
-	w.cancel()
-	<-w.stopped
-}
-
-func (w *Watcher[T]) run(ctx context.Context) {
-	defer close(w.stopped)
-	var index uint64
-	failures := 0
-	for ctx.Err() == nil {
-		instances, next, err := fetch(ctx, w.health, w.query, index, w.opts.WaitTime)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			w.recordError(err, failures)
-			// After an outage the agent may be a new one with a lower index;
-			// start again with a non-blocking query.
-			index = 0
-			if !sleep(ctx, backoff(failures, w.opts.MinBackoff, w.opts.MaxBackoff)) {
-				return
-			}
-			continue
-		}
-		if failures > 0 {
-			w.opts.Logger.Info("consul watch recovered", "after_errors", failures)
-		}
-		failures = 0
-		index = nextIndex(index, next)
-		w.update(instances, index)
-	}
-}
-
-// nextIndex applies Consul's rules for blocking-query indexes: go back to a
-// fresh query when the index moves backwards, and never block on index 0.
-func nextIndex(prev, got uint64) uint64 {
-	if got < prev {
-		return 0
-	}
-	if got < 1 {
-		return 1
-	}
-	return got
-}
-
-func (w *Watcher[T]) recordError(err error, failures int) {
-	w.mu.Lock()
-	w.status.Errors++
-	w.status.ConsecutiveErrors = failures
-	w.status.LastError = err
-	w.mu.Unlock()
-	if failures == 1 || failures%10 == 0 {
-		w.opts.Logger.Warn("consul watch failed; keeping the last known set", "error", err, "consecutive", failures)
-	}
-}
-
-func (w *Watcher[T]) update(instances []Instance, index uint64) {
-	set, skipped := w.convert(instances)
-	for _, err := range skipped {
-		w.opts.Logger.Warn("ignoring consul instance", "error", err)
-	}
-	w.mu.Lock()
-	first := !w.status.Synced
-	same := !first && reflect.DeepEqual(set, w.set)
-	if !same {
-		w.set = set
-	}
-	w.status.Synced = true
-	w.status.Index = index
-	w.status.Queries++
-	w.status.ConsecutiveErrors = 0
-	w.status.LastError = nil
-	w.mu.Unlock()
-	if same {
-		return
-	}
-	w.opts.Logger.Debug("consul set changed", "instances", len(set), "index", index)
-	wake(w.changed)
-	if w.opts.notify != nil {
-		wake(w.opts.notify)
-	}
-}
-
-// wake does a non-blocking send on a capacity-1 channel: a pending wake-up
-// already says "changed".
-func wake(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
-	}
-}
-
-// backoff is the delay before retry number failures (1-based): min doubled
-// per earlier failure, capped at max.
-func backoff(failures int, min, max time.Duration) time.Duration {
-	d := min
-	for i := 1; i < failures && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	return d
-}
-
-// sleep waits d or until ctx ends, reporting whether the full wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-var _ fmt.Stringer = (*Watcher[Router])(nil)
-
-// String names the watched query, for logs.
-func (w *Watcher[T]) String() string {
-	return fmt.Sprintf("consul watch %s tag=%q", w.query.Service, w.query.Tag)
+func (s healthSource) String() string {
+	return fmt.Sprintf("consul watch %s tag=%q", s.query.Service, s.query.Tag)
 }

@@ -15,14 +15,18 @@ import (
 // emitted while no stream is open (a plugin that recovers its tasks before
 // Nomad's stream has reached it, or between a stream's end and the next)
 // are held, up to subscribeBuffer of them, for the next stream.
+//
+// A recovered task's events are held apart until Nomad can take them
+// (hold, release; recovered_events.go).
 type eventBus struct {
-	mu      sync.Mutex // guards subs and pending
+	mu      sync.Mutex // guards subs, pending and held
 	subs    map[chan *drivers.DriverTaskEvent]struct{}
 	pending []*drivers.DriverTaskEvent
+	held    map[string][]*drivers.DriverTaskEvent // by task id
 }
 
 func newEventBus() *eventBus {
-	return &eventBus{subs: map[chan *drivers.DriverTaskEvent]struct{}{}}
+	return &eventBus{subs: map[chan *drivers.DriverTaskEvent]struct{}{}, held: map[string][]*drivers.DriverTaskEvent{}}
 }
 
 // subscribeBuffer is how many events a stream may fall behind.
@@ -52,6 +56,19 @@ func (b *eventBus) emit(cfg *drivers.TaskConfig, msg string, annotations map[str
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if q, ok := b.held[ev.TaskId]; ok {
+		if len(q) == heldPerTask {
+			q = q[1:] // the oldest goes first
+		}
+		b.held[ev.TaskId] = append(q, ev)
+		return
+	}
+	b.send(ev)
+}
+
+// send hands ev to every stream, or keeps it for the next one. Callers
+// hold b.mu.
+func (b *eventBus) send(ev *drivers.DriverTaskEvent) {
 	if len(b.subs) == 0 {
 		if len(b.pending) == subscribeBuffer {
 			b.pending = b.pending[1:] // the oldest goes first

@@ -27,7 +27,7 @@ func (d *Driver) ExecTaskStreaming(stream drivers.Driver_ExecTaskStreamingServer
 	if setup == nil {
 		return status.Error(codes.InvalidArgument, "exec: the first message must carry setup")
 	}
-	h, ok := d.tasks.get(setup.GetTaskId())
+	h, ok := d.task(setup.GetTaskId())
 	if !ok {
 		return taskIDErr(setup.GetTaskId())
 	}

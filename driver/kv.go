@@ -45,6 +45,10 @@ type KVListener interface {
 	// (called before it starts): the replica holds nothing, and routers are
 	// told so at once. It does not count in Counters().Restarts.
 	EngineRestarted()
+	// Resumed says the engine was running before the listener opened (a
+	// plugin restart): once its replay shows it holds nothing, routers are
+	// told so.
+	Resumed()
 	Counters() KVCounters
 	Close() error
 }

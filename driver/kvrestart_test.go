@@ -21,15 +21,14 @@ func (e *events) until(t *testing.T, id string) []*drivers.DriverTaskEvent {
 	var out []*drivers.DriverTaskEvent
 	timeout := time.After(poll.Timeout)
 	for {
-		select {
-		case ev := <-e.ch:
-			if ev.GetTaskId() == id {
-				return out
-			}
-			out = append(out, ev)
-		case <-timeout:
+		ev, ok := e.take(timeout)
+		if !ok {
 			t.Fatalf("no event of marker task %s", id)
 		}
+		if ev.GetTaskId() == id {
+			return out
+		}
+		out = append(out, ev)
 	}
 }
 

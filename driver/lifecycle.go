@@ -21,7 +21,7 @@ import (
 // WaitTask blocks until the shard exits and returns its true exit status;
 // after an exit it answers at once, as often as asked.
 func (d *Driver) WaitTask(ctx context.Context, req *drivers.WaitTaskRequest) (*drivers.WaitTaskResponse, error) {
-	h, ok := d.tasks.get(req.GetTaskId())
+	h, ok := d.task(req.GetTaskId())
 	if !ok {
 		return nil, taskIDErr(req.GetTaskId())
 	}
@@ -45,7 +45,7 @@ const defaultStopSignal = syscall.SIGTERM
 // the replica's KV listener, telling routers it holds nothing. Unknown and
 // exited tasks succeed, as Nomad's client retries errors.
 func (d *Driver) StopTask(ctx context.Context, req *drivers.StopTaskRequest) (*drivers.StopTaskResponse, error) {
-	h, ok := d.tasks.get(req.GetTaskId())
+	h, ok := d.task(req.GetTaskId())
 	if !ok {
 		return &drivers.StopTaskResponse{}, nil
 	}
@@ -106,7 +106,7 @@ func (d *Driver) kill(ctx context.Context, h *taskHandle) error {
 // DestroyTask frees everything of a task; Nomad always forces it. It is
 // idempotent, and an unknown id succeeds.
 func (d *Driver) DestroyTask(ctx context.Context, req *drivers.DestroyTaskRequest) (*drivers.DestroyTaskResponse, error) {
-	h, ok := d.tasks.get(req.GetTaskId())
+	h, ok := d.task(req.GetTaskId())
 	if !ok {
 		return &drivers.DestroyTaskResponse{}, nil
 	}
@@ -127,7 +127,7 @@ func (d *Driver) DestroyTask(ctx context.Context, req *drivers.DestroyTaskReques
 // InspectTask reports a task's state; timestamps are always set, as
 // Nomad's decoder rejects nil ones.
 func (d *Driver) InspectTask(_ context.Context, req *drivers.InspectTaskRequest) (*drivers.InspectTaskResponse, error) {
-	h, ok := d.tasks.get(req.GetTaskId())
+	h, ok := d.task(req.GetTaskId())
 	if !ok {
 		return nil, taskIDErr(req.GetTaskId())
 	}
@@ -166,7 +166,7 @@ func (d *Driver) InspectTask(_ context.Context, req *drivers.InspectTaskRequest)
 
 // SignalTask sends a named signal (e.g. "SIGHUP") to the shard's process group.
 func (d *Driver) SignalTask(_ context.Context, req *drivers.SignalTaskRequest) (*drivers.SignalTaskResponse, error) {
-	h, ok := d.tasks.get(req.GetTaskId())
+	h, ok := d.task(req.GetTaskId())
 	if !ok {
 		return nil, taskIDErr(req.GetTaskId())
 	}
@@ -186,7 +186,7 @@ const maxExecOutput = 1 << 20
 // ExecTask runs a command next to the shard, in its directory and
 // environment (script checks, templates).
 func (d *Driver) ExecTask(ctx context.Context, req *drivers.ExecTaskRequest) (*drivers.ExecTaskResponse, error) {
-	h, ok := d.tasks.get(req.GetTaskId())
+	h, ok := d.task(req.GetTaskId())
 	if !ok {
 		return nil, taskIDErr(req.GetTaskId())
 	}

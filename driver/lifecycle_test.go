@@ -130,32 +130,34 @@ func start(t *testing.T, h *pluginhost.Host, cfg *drivers.TaskConfig) *drivers.T
 	return resp.GetHandle()
 }
 
-// events collects the TaskEvents stream in the background.
+// events reads the task events Nomad's client would record (the plugin
+// host's model of it, pluginhost.Events), in order.
 type events struct {
-	ch chan *drivers.DriverTaskEvent
+	e   *pluginhost.Events
+	pos int // delivered events read so far
 }
 
 func watchEvents(t *testing.T, h *pluginhost.Host) *events {
 	t.Helper()
-	c, cancel := context.WithCancel(context.Background())
-	stream, err := h.Driver.TaskEvents(c, &drivers.TaskEventsRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &events{ch: make(chan *drivers.DriverTaskEvent, 100)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			ev, err := stream.Recv()
-			if err != nil {
-				return
-			}
-			e.ch <- ev
+	e := h.WatchEvents()
+	t.Cleanup(e.Close)
+	return &events{e: e}
+}
+
+// take waits for the next delivered event until timeout fires.
+func (e *events) take(timeout <-chan time.Time) (*drivers.DriverTaskEvent, bool) {
+	for {
+		changed := e.e.Changed()
+		if d := e.e.Delivered(); len(d) > e.pos {
+			e.pos++
+			return d[e.pos-1], true
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return e
+		select {
+		case <-changed:
+		case <-timeout:
+			return nil, false
+		}
+	}
 }
 
 // next waits for an event whose message starts with prefix, skipping others.
@@ -163,13 +165,12 @@ func (e *events) next(t *testing.T, prefix string) *drivers.DriverTaskEvent {
 	t.Helper()
 	timeout := time.After(poll.Timeout)
 	for {
-		select {
-		case ev := <-e.ch:
-			if strings.HasPrefix(ev.GetMessage(), prefix) {
-				return ev
-			}
-		case <-timeout:
-			t.Fatalf("no event %q", prefix)
+		ev, ok := e.take(timeout)
+		if !ok {
+			t.Fatalf("no event %q; dropped for want of a handler: %v", prefix, e.e.Dropped())
+		}
+		if strings.HasPrefix(ev.GetMessage(), prefix) {
+			return ev
 		}
 	}
 }

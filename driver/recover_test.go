@@ -109,7 +109,8 @@ func waitInSync(t *testing.T, get func() map[string]string, url string) {
 
 // TestRecoverAfterPluginCrash: kill -9 the plugin while a shard runs; a new
 // plugin process recovers it from driver_state alone, KV events resume on
-// the same port with no block lost, and WaitTask reports the true exit.
+// the same port with no block lost, its recovery events reach Nomad once
+// Nomad has a handler for them, and WaitTask reports the true exit.
 func TestRecoverAfterPluginCrash(t *testing.T) {
 	h1 := launch(t, simBin)
 	ev := watchEvents(t, h1)
@@ -143,8 +144,22 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	if _, err := h2.Driver.RecoverTask(ctx(t), &drivers.RecoverTaskRequest{Handle: handle}); err != nil {
 		t.Errorf("second recover of a known task: %v", err)
 	}
+	// Nomad has no handler for the task's events until its first call for
+	// the task after the recovery: nothing may reach it before. A task
+	// started now marks the point: the stream is in order.
+	for _, e := range ev2.until(t, marker(t, h2)) {
+		if e.GetTaskId() == id {
+			t.Errorf("event %q sent before Nomad called for the task", e.GetMessage())
+		}
+	}
+	// The task runner's first call, which it keeps open.
+	waited := h2.WaitAsync(ctx(t), id)
 	if e := ev2.next(t, "KV events resumed"); !strings.HasSuffix(e.GetMessage(), port1) {
 		t.Errorf("event %q; want the same port %s", e.GetMessage(), port1)
+	}
+	ev2.next(t, "recovered after plugin restart")
+	if d := ev2.e.Dropped(); len(d) > 0 {
+		t.Errorf("events Nomad would drop for want of a handler: %v", d)
 	}
 	attrs := inspect(t, h2, id).GetDriver().GetAttributes()
 	if attrs["kv_port"] != port1 || attrs["engine_pid"] != strconv.Itoa(pid) {
@@ -164,12 +179,12 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	r, err := h2.Driver.WaitTask(ctx(t), &drivers.WaitTaskRequest{TaskId: id})
-	if err != nil {
-		t.Fatal(err)
+	w := <-waited
+	if w.Err != nil {
+		t.Fatal(w.Err)
 	}
-	if r.GetResult().GetSignal() != int32(syscall.SIGKILL) || r.GetResult().GetExitCode() != 128+int32(syscall.SIGKILL) {
-		t.Errorf("wait after recovery: %v; want killed by SIGKILL", r)
+	if r := w.Resp; r.GetResult().GetSignal() != int32(syscall.SIGKILL) || r.GetResult().GetExitCode() != 128+int32(syscall.SIGKILL) {
+		t.Errorf("wait after recovery: %v; want killed by SIGKILL", w.Resp)
 	}
 	if _, err := h2.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id, Force: true}); err != nil {
 		t.Fatal(err)

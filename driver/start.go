@@ -184,15 +184,23 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 		return nil, status.Errorf(codes.FailedPrecondition, "recover %s: %v", id, err)
 	}
 	cfg := hd.GetConfig()
-	if st.KVPort > 0 {
+	// Nomad has no handler for the task's events yet (recovered_events.go).
+	d.events.hold(id)
+	// A shard that exited while no plugin ran (Nomad recovers a stopped
+	// allocation's task too, until it collects it) needs no listener, and
+	// its old port may be a running shard's now.
+	if st.KVPort > 0 && !exited(proc) {
 		replay := st.ReplayPort
 		if replay == 0 {
 			replay = -1
 		}
-		if _, _, err := d.kv.get(st.Replica, id, st.Task.DataParallelSize, st.KVPort, replay); err != nil {
+		if l, prev, err := d.kv.get(st.Replica, id, st.Task.DataParallelSize, st.KVPort, replay); err != nil {
 			d.log.Warn("kv listener not re-bound after recovery", "task_id", id, "port", st.KVPort, "error", err)
 			d.events.emit(cfg, "KV events off after recovery: "+err.Error(), map[string]string{"kv_events": "off"})
 		} else {
+			if prev == "" {
+				l.Resumed() // a listener opened just now, beside a running engine
+			}
 			d.events.emit(cfg, "KV events resumed on port "+strconv.Itoa(st.KVPort),
 				map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
 		}
@@ -205,6 +213,16 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 	d.log.Info("task recovered", "task_id", id, "engine_pid", proc.EnginePid())
 	d.events.emit(cfg, "recovered after plugin restart", nil)
 	return &drivers.RecoverTaskResponse{}, nil
+}
+
+// exited reports whether proc's supervisor has exited already.
+func exited(proc *supervisor.Process) bool {
+	select {
+	case <-proc.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // ParseTaskConfig decodes a task config as Nomad sends it (go-cty msgpack

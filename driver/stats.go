@@ -18,7 +18,7 @@ import (
 // sample per collection interval. Every sample has a timestamp and an
 // aggregate usage: without the latter Nomad's client crashes.
 func (d *Driver) TaskStats(req *drivers.TaskStatsRequest, stream drivers.Driver_TaskStatsServer) error {
-	h, ok := d.tasks.get(req.GetTaskId())
+	h, ok := d.task(req.GetTaskId())
 	if !ok {
 		return taskIDErr(req.GetTaskId())
 	}

@@ -46,7 +46,7 @@
 // WaitTime as ?wait=). Nomad's index moves with registrations only, not
 // with check results, so the watcher also reads the checks after every
 // query: WaitTime bounds how long a change of health takes to show
-// (default 5 s). Errors back off with a cap and keep the last known set,
-// as consul.Watcher does; the API (Changed, Current, Status, Close) is
-// consul.Watcher's.
+// (default 5 s). The loop is consul's (Watcher is consul.Watcher on a
+// Nomad source): errors back off with a cap and keep the last known set,
+// and the API (Changed, Current, Status, Close) is the same.
 package nomad

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,39 +23,14 @@ type WatchOptions struct {
 	MinBackoff, MaxBackoff time.Duration
 }
 
-func (o *WatchOptions) defaults() {
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	if o.WaitTime <= 0 {
-		o.WaitTime = 5 * time.Second
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = 100 * time.Millisecond
-	}
-	if o.MaxBackoff < o.MinBackoff {
-		o.MaxBackoff = max(10*time.Second, o.MinBackoff)
-	}
-}
+// defaultWaitTime bounds a blocking query, and so how late a check's new
+// result shows: Nomad's index does not move with check results.
+const defaultWaitTime = 5 * time.Second
 
 // Watcher follows the registrations of one Nomad service with blocking
-// queries and keeps the converted set. It starts in Watch and stops with
-// its context or Close.
-type Watcher[T any] struct {
-	services servicesAPI
-	checks   checksAPI
-	query    Query
-	convert  consul.Converter[T]
-	opts     WatchOptions
-
-	changed chan struct{}
-	cancel  context.CancelFunc
-	stopped chan struct{}
-
-	mu     sync.Mutex
-	set    []T
-	status consul.Status
-}
+// queries and keeps the converted set: consul's Watcher, on a Nomad
+// source. It starts in Watch and stops with its context or Close.
+type Watcher[T any] = consul.Watcher[T]
 
 // Watch starts following q through client, converting each result with
 // convert (consul.ConvertReplicas, consul.ConvertRouters, ...). Read
@@ -93,149 +66,37 @@ func watch[T any](ctx context.Context, s servicesAPI, c checksAPI, q Query, conv
 	if convert == nil {
 		return nil, errors.New("watch nomad: nil converter")
 	}
-	opts.defaults()
-	opts.Logger = opts.Logger.With("service", q.Service, "tag", q.Tag)
-	ctx, cancel := context.WithCancel(ctx)
-	w := &Watcher[T]{
-		services: s, checks: c, query: q, convert: convert, opts: opts,
-		changed: make(chan struct{}, 1), cancel: cancel, stopped: make(chan struct{}),
+	log := opts.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
 	}
-	go w.run(ctx)
-	return w, nil
+	log = log.With("service", q.Service, "tag", q.Tag)
+	if opts.WaitTime <= 0 {
+		opts.WaitTime = defaultWaitTime
+	}
+	// The backoff defaults are consul's.
+	return consul.WatchSource(ctx, registrations{services: s, checks: c, query: q, log: log}, convert, consul.WatchOptions{
+		Logger: log, WaitTime: opts.WaitTime, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
+	})
 }
 
-// Changed delivers a wake-up after the set changes (the first success
-// counts as a change). Wake-ups coalesce; read Current for the whole set.
-func (w *Watcher[T]) Changed() <-chan struct{} { return w.changed }
-
-// Current returns the last known set (sorted as the converter sorts it)
-// and whether any query has succeeded yet. Callers must not modify it.
-func (w *Watcher[T]) Current() ([]T, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.set, w.status.Synced
+// registrations is a consul.Source on Nomad's service registrations and
+// their allocations' checks.
+type registrations struct {
+	services servicesAPI
+	checks   checksAPI
+	query    Query
+	log      hclog.Logger
 }
 
-// Status reports the watcher's sync state.
-func (w *Watcher[T]) Status() consul.Status {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.status
+func (r registrations) Query(ctx context.Context, index uint64, wait time.Duration) ([]consul.Instance, uint64, error) {
+	instances, next, unread, err := fetch(ctx, r.services, r.checks, r.query, index, wait)
+	for _, e := range unread {
+		r.log.Warn("nomad checks unreadable; the instance counts as critical", "error", e)
+	}
+	return instances, next, err
 }
 
-// Close stops the watcher and waits until its goroutine has returned.
-func (w *Watcher[T]) Close() {
-	w.cancel()
-	<-w.stopped
-}
-
-// String names the watched query, for logs.
-func (w *Watcher[T]) String() string {
-	return fmt.Sprintf("nomad watch %s tag=%q", w.query.Service, w.query.Tag)
-}
-
-func (w *Watcher[T]) run(ctx context.Context) {
-	defer close(w.stopped)
-	var index uint64
-	failures := 0
-	for ctx.Err() == nil {
-		instances, next, unread, err := fetch(ctx, w.services, w.checks, w.query, index, w.opts.WaitTime)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			w.recordError(err, failures)
-			index = 0 // a new leader or agent may have a lower index
-			if !sleep(ctx, backoff(failures, w.opts.MinBackoff, w.opts.MaxBackoff)) {
-				return
-			}
-			continue
-		}
-		for _, e := range unread {
-			w.opts.Logger.Warn("nomad checks unreadable; the instance counts as critical", "error", e)
-		}
-		if failures > 0 {
-			w.opts.Logger.Info("nomad watch recovered", "after_errors", failures)
-		}
-		failures = 0
-		index = nextIndex(index, next)
-		w.update(instances, index)
-	}
-}
-
-// nextIndex applies the rules for blocking-query indexes: go back to a
-// fresh query when the index moves backwards, and never block on index 0.
-func nextIndex(prev, got uint64) uint64 {
-	if got < prev {
-		return 0
-	}
-	return max(got, 1)
-}
-
-func (w *Watcher[T]) recordError(err error, failures int) {
-	w.mu.Lock()
-	w.status.Errors++
-	w.status.ConsecutiveErrors = failures
-	w.status.LastError = err
-	w.mu.Unlock()
-	if failures == 1 || failures%10 == 0 {
-		w.opts.Logger.Warn("nomad watch failed; keeping the last known set", "error", err, "consecutive", failures)
-	}
-}
-
-func (w *Watcher[T]) update(instances []consul.Instance, index uint64) {
-	set, skipped := w.convert(instances)
-	for _, err := range skipped {
-		w.opts.Logger.Warn("ignoring nomad registration", "error", err)
-	}
-	w.mu.Lock()
-	first := !w.status.Synced
-	same := !first && reflect.DeepEqual(set, w.set)
-	if !same {
-		w.set = set
-	}
-	w.status.Synced = true
-	w.status.Index = index
-	w.status.Queries++
-	w.status.ConsecutiveErrors = 0
-	w.status.LastError = nil
-	w.mu.Unlock()
-	if same {
-		return
-	}
-	w.opts.Logger.Debug("nomad set changed", "instances", len(set), "index", index)
-	select { // a pending wake-up already says "changed"
-	case w.changed <- struct{}{}:
-	default:
-	}
-}
-
-// backoff is the delay before retry number failures (1-based): min
-// doubled per earlier failure, capped at max.
-func backoff(failures int, min, max time.Duration) time.Duration {
-	d := min
-	for i := 1; i < failures && d < max; i++ {
-		d *= 2
-	}
-	return clamp(d, max)
-}
-
-func clamp(d, max time.Duration) time.Duration {
-	if d > max {
-		return max
-	}
-	return d
-}
-
-// sleep waits d or until ctx ends, reporting whether the full wait elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+func (r registrations) String() string {
+	return fmt.Sprintf("nomad watch %s tag=%q", r.query.Service, r.query.Tag)
 }

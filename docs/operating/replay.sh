@@ -295,7 +295,7 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://$ROUTER/v1/models")
 [[ $code == 401 ]] || fail "no key: got $code, want 401"
 ok "a request without a key gets 401"
 metrics() { curl -fs -H "Authorization: Bearer $ADMIN_TOKEN" "http://$ADMIN/metrics"; }
-run bash -c "curl -fs -H 'Authorization: Bearer $ADMIN_TOKEN' http://$ADMIN/metrics | grep -E '^llmgw_(replica_info|kv_ingest_total|replica_kv_events_missing)' | head -8"
+run bash -c "curl -fs -H 'Authorization: Bearer $ADMIN_TOKEN' http://$ADMIN/metrics | grep -E '^llmgw_(replica_info|kv_ingest_total|replica_kv_events_missing)' | head -20"
 grep -q 'mode="exact"' <<<"$out" || fail "llmgw_replica_info has no exact replica"
 ok "metrics show exact replicas and KV ingest"
 
@@ -309,9 +309,10 @@ until_ok "llmgw jobs run brings demo-sim back to 4 exact replicas" 90 exact_repl
 log "== 10. rolling upgrade of the plugin (tasks survive)"
 allocs_before=$("$NOMAD" job allocs -json demo-sim | jq -r '[.[] | select(.ClientStatus == "running") | .ID] | sort | join(",")')
 engines_before=$(pgrep -f "^$OPS/bin/vllm-sim" | sort | tr '\n' ',')
-# Replicas holding blocks now; an idle one (no KV event yet) is known to
-# the new plugin only from its engine's first event (see docs/OPERATING.md).
+# Replicas holding blocks now come back by replay; idle ones (no KV event
+# yet) are announced empty once their replay comes back with nothing.
 held=$(replicas | jq -c '[.replicas[] | select(.gpu_blocks > 0) | .id] | sort')
+idle=$(replicas | jq -c '[.replicas[] | select(.gpu_blocks == 0) | .id] | sort')
 [[ -n $engines_before ]] || fail "no engine processes"
 loop_out=$OPS/traffic.out
 (
@@ -339,14 +340,23 @@ engines_after=$(pgrep -f "^$OPS/bin/vllm-sim" | sort | tr '\n' ',')
 [[ $engines_after == "$engines_before" ]] || fail "engine pids changed: $engines_before -> $engines_after"
 ok "the engine processes are the same ($engines_after)"
 first=$(cut -d, -f1 <<<"$allocs_before")
-# The driver's own task event for this ("recovered after plugin restart")
-# is emitted before the restarted client listens for the task's events,
-# and Nomad drops it ("no handler registered for event"); the plugin's log
-# line is what shows the recovery.
 recovered() { grep -q "task recovered: .*task_id=$first" "$OPS/nomad.log"; }
 until_ok "the client log shows \"task recovered\" for alloc $first" 30 recovered
+# The driver holds a recovered task's events until the restarted client
+# calls for the task, when it has a handler for them.
+recovery_events() {
+  out=$("$NOMAD" alloc status "$first" 2>&1) &&
+    grep -q 'recovered after plugin restart' <<<"$out" && grep -q 'KV events resumed on port' <<<"$out"
+}
+until_ok "nomad alloc status $first shows the recovery events" 30 recovery_events
+printf '%s\n' "$out" | grep -E 'recovered after plugin restart|KV events resumed' | sed 's/^/    /'
+if grep -q 'no handler registered for event' "$OPS/nomad.log"; then
+  fail "the client dropped driver events: $(grep -c 'no handler registered for event' "$OPS/nomad.log") times 'no handler registered for event'"
+fi
+ok "the client log has no 'no handler registered for event'"
 held_exact() { replicas | jq -e --argjson held "$held" '[.replicas[] | select(.mode == "exact") | .id] as $e | $held - $e | length == 0'; }
 until_ok "every replica that held blocks before the restart is exact again ($held)" 60 held_exact
+until_ok "every replica is exact after the restart, the idle ones too ($idle)" 60 exact_replicas 4
 log "modes after the plugin upgrade: $(replicas | jq -c '[.replicas[] | {id: .id[0:8], mode, gpu_blocks}]')"
 wait "$loop_pid" || true
 total=$(wc -l <"$loop_out")

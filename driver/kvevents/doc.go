@@ -26,7 +26,9 @@
 // ReplayPort() in the task state to bind them again after a plugin
 // restart, and call Intake.EngineRestarted() before starting each new
 // engine process: it announces the replica, holding nothing, so routers
-// route an engine that has published nothing yet exact at once. When the
+// route an engine that has published nothing yet exact at once; after a
+// plugin restart, beside a running engine, call Intake.Resumed() instead.
+// When the
 // shard stops: Intake.Close(), then Store.Remove(replica), which every
 // router session delivers as "holds nothing".
 //

@@ -172,6 +172,25 @@ func (s *Store) Announce(replica string) {
 	}
 }
 
+// AnnounceIfUnknown announces replica as Announce does, unless the store
+// holds state for it already (Announce would tell sessions it holds
+// nothing), and reports whether it did. A plugin restarted beside a
+// running engine learns of its replica from the engine's replay; when the
+// replay has nothing, this tells routers the replica holds nothing rather
+// than leaving them to guess until its first event.
+func (s *Store) AnnounceIfUnknown(replica string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.replicas[replica]; ok {
+		return false
+	}
+	r := s.replica(replica)
+	if len(s.sessions) > 0 {
+		s.log.append(change{rep: r, op: opReset})
+	}
+	return true
+}
+
 // Remove forgets replica: every session is told it holds nothing.
 func (s *Store) Remove(replica string) {
 	s.mu.Lock()

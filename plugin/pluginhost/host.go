@@ -3,9 +3,10 @@
 // gRPC only, the plugin's stderr re-logged), encodes configs the way Nomad's
 // pipeline does (HCL JSON, the plugin's hclspec schema, go-cty msgpack),
 // builds alloc and task directories with logmon-style stdout/stderr FIFOs,
-// exposes the raw gRPC clients so a test can drive every RPC, and, when a
-// test ends, destroys every task it started and kills any process group
-// they left (Reap, CloseAtEnd).
+// exposes the raw gRPC clients so a test can drive every RPC, receives task
+// events as Nomad's client does, dropping those no handler would take yet
+// (Events), and, when a test ends, destroys every task it started and
+// kills any process group they left (Reap, CloseAtEnd).
 //
 // The plugin dies with its host: it is started with a parent-death signal
 // (SIGKILL) from an OS thread kept for its lifetime (internal/localproc/pdeathsig),
@@ -116,7 +117,7 @@ func Launch(path string, opts Options) (*Host, error) {
 	if !ok {
 		return h.fail(fmt.Errorf("driver plugin is a %T", d))
 	}
-	h.tracked = &trackingDriver{DriverClient: dc}
+	h.tracked = &trackingDriver{DriverClient: dc, handlers: &handlers{}}
 	h.Driver = h.tracked
 	return h, nil
 }

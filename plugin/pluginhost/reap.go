@@ -24,15 +24,23 @@ import (
 // trackingDriver is the driver client a Host hands out: it remembers every
 // task started or recovered through it, so a test that fails halfway can
 // still destroy them all (Reap).
+//
+// It also registers each task's event handler when Nomad's client would
+// (Events, handlers.go).
 type trackingDriver struct {
 	drivers.DriverClient
+	handlers *handlers
 
-	mu      sync.Mutex // guards ids and handles
+	mu      sync.Mutex // guards ids, handles and recovered
 	ids     []string   // task ids, first start or recovery first
 	handles map[string]*drivers.TaskHandle
+	// recovered holds tasks recovered and not called since: Nomad has no
+	// event handler for them yet.
+	recovered map[string]bool
 }
 
 func (d *trackingDriver) StartTask(ctx context.Context, in *drivers.StartTaskRequest, opts ...grpc.CallOption) (*drivers.StartTaskResponse, error) {
+	d.handlers.register(in.GetTask())
 	resp, err := d.DriverClient.StartTask(ctx, in, opts...)
 	if err == nil {
 		d.track(resp.GetHandle())
@@ -44,6 +52,7 @@ func (d *trackingDriver) RecoverTask(ctx context.Context, in *drivers.RecoverTas
 	resp, err := d.DriverClient.RecoverTask(ctx, in, opts...)
 	if err == nil {
 		d.track(in.GetHandle())
+		d.recoveredWithoutHandler(in.GetHandle())
 	}
 	return resp, err
 }

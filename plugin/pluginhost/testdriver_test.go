@@ -392,6 +392,7 @@ func (d *testDriver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequ
 	if err := json.Unmarshal(req.GetHandle().GetDriverState(), &hs); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "driver_state of %s: %v", id, err)
 	}
+	d.emit(req.GetHandle().GetConfig(), "recovering")
 	// The test driver cannot re-attach to a process it did not start.
 	return nil, status.Errorf(codes.FailedPrecondition, "task %s (pid %d) cannot be re-attached", id, hs.Pid)
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -166,12 +167,42 @@ func (in *Intake) EngineFlag() string {
 // every router session (Store.Announce): a fresh engine is exact at once,
 // before its first event. Call it before starting the engine. After a
 // plugin restart, when a running engine's state is still to be replayed,
-// do not: the replica is then announced by its first batch.
+// do not: call Resumed, and the replica is announced by its replayed
+// batches, or as holding nothing when the replay has none.
 func (in *Intake) EngineRestarted() {
 	for _, l := range in.current() {
 		l.EngineRestarted()
 	}
 	in.sink.Announce(in.cfg.Replica)
+}
+
+// Resumed says the engine publishing to this intake was running before it
+// opened (a plugin restart): the replica is not announced, since it may
+// hold blocks, and its state comes back by replay. Once every rank has
+// caught up by replay and the sink still knows nothing of the replica,
+// the engine has sent no event yet (its replay buffer never empties once
+// it has published), so the replica is announced holding nothing
+// (Sink.AnnounceIfUnknown) and routers route it exact at once rather than
+// after its first event. Without replay nothing is announced: nothing
+// then tells an idle engine from one whose events are gone.
+func (in *Intake) Resumed() {
+	if in.cfg.ReplayPort <= 0 {
+		return
+	}
+	log := in.cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	ls := in.current()
+	var left atomic.Int32
+	left.Store(int32(len(ls)))
+	for _, l := range ls {
+		l.OnCaughtUp(func() {
+			if left.Add(-1) == 0 && in.sink.AnnounceIfUnknown(in.cfg.Replica) {
+				log.Info("replay found no kv state: the engine has sent no event yet; announced the replica empty", "replica", in.cfg.Replica)
+			}
+		})
+	}
 }
 
 // Stats returns each rank's listener counters, by rank.

@@ -23,6 +23,9 @@ type Sink interface {
 	ClearRank(replica string, rank int)
 	// Announce says a new engine publishes for replica: it holds nothing.
 	Announce(replica string)
+	// AnnounceIfUnknown announces replica unless the sink holds state for
+	// it, and reports whether it did.
+	AnnounceIfUnknown(replica string) bool
 }
 
 var _ Sink = (*kvevents.Store)(nil)
@@ -93,8 +96,11 @@ type Listener struct {
 	reset       chan struct{}
 	badLog      rateLimit
 
-	mu    sync.Mutex // guards stats
+	mu    sync.Mutex // guards stats and replayed
 	stats ListenerStats
+	// caughtUp, when set, runs once after the next catch-up replay that
+	// reached the engine's end marker (OnCaughtUp).
+	caughtUp func()
 }
 
 // Listen binds the SUB socket and starts receiving. It returns at once: an
@@ -208,6 +214,16 @@ func (l *Listener) EngineRestarted() {
 	}
 }
 
+// OnCaughtUp runs f once, on the listener's goroutine, after its next
+// catch-up replay (the live stream quiet for CatchUpEvery) that the engine
+// answered to the end: by then everything the engine still buffers has
+// been applied. It never runs without a replay endpoint.
+func (l *Listener) OnCaughtUp(f func()) {
+	l.mu.Lock()
+	l.caughtUp = f
+	l.mu.Unlock()
+}
+
 // Close stops the listener and waits for its goroutine, which closes the
 // sockets. It does not clear the replica's state: a stopped shard is
 // removed from the Store by the caller (Store.Remove).
@@ -275,6 +291,13 @@ func (l *Listener) catchUp(ctx context.Context) {
 	if err := l.replay(ctx, before+1, -1); err != nil {
 		l.log.Debug("kv events catch-up replay failed", "from", before+1, "error", err)
 		return
+	}
+	l.mu.Lock()
+	f := l.caughtUp
+	l.caughtUp = nil
+	l.mu.Unlock()
+	if f != nil {
+		f()
 	}
 	if after := l.Stats().LastSeq; after > before {
 		l.log.Info("kv events caught up by replay while the stream was quiet", "from", before+1, "to", after)
