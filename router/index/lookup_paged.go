@@ -108,7 +108,6 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	// read, to count them).
 	for g := 1; g < len(keys) && len(w.list) > 0; g += readGroup {
 		w.sink += ix.touchKeys(keys[min(g+readGroup, len(keys)):min(g+2*readGroup, len(keys))])
-		w.sink += ix.touchRuns(keys[g:min(g+readGroup, len(keys))])
 		for i := g; i < min(g+readGroup, len(keys)) && len(w.list) > 0; i++ {
 			prev := fp
 			if cpuOnly {
@@ -228,37 +227,4 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 		groupBufs.Put(buf)
 	}
 	return out
-}
-
-// touchRuns loads the run header of each key that has one: the keys'
-// slots are cached by then (touchKeys a group earlier), so the headers'
-// misses overlap instead of each waiting behind its slot's read. Outside
-// the counter's bracket its loads may be of a run being replaced; only
-// their timing counts.
-func (ix *Index) touchRuns(keys []uint64) uint64 {
-	var sum, prev uint64
-	for _, k := range keys {
-		sh := ix.shard(k)
-		a := sh.t.arr.Load()
-		for i, n := a.home(k), 0; n < 4; i, n = (i+1)&a.mask, n+1 {
-			s := &a.s[i]
-			if key := s.key.Load(); key == k {
-				if m := s.meta.Load(); m>>16 != 0 {
-					if r := sh.t.exts.run(int(m>>24), int(m>>16&0xff)); r != nil {
-						fp := r[0].gpu.Load()
-						if fp != prev { // the walk reads this run: load all its lines
-							for j := 2; j < len(r); j += 3 {
-								sum += r[j].gpu.Load()
-							}
-						}
-						sum, prev = sum+fp, fp
-					}
-				}
-				break
-			} else if key == 0 {
-				break
-			}
-		}
-	}
-	return sum
 }
