@@ -46,13 +46,11 @@ type extSets struct {
 	buf  []word // scratch of the edits
 }
 
-// A key's fingerprint is the XOR of fpWord over all its pages, inline one
-// included: keys of one cached chain are mostly held by the same holders,
-// so the paged walk compares a key's fingerprint with the previous key's
-// and reads its pages only when they differ. Equal fingerprints of unequal
-// sets need a 64-bit collision of a strong mix (about 2^-64 per key).
+// A set's fingerprint, its key in the intern map, is the XOR of fpWord
+// over its words. Sets of equal fingerprints are compared word by word
+// before one is shared.
 
-// fpWord is one page's share of a key's fingerprint; 0 for an empty page.
+// fpWord is one page's share of a set's fingerprint; 0 for an empty page.
 func fpWord(page int, gpu, cpu uint64) uint64 {
 	if gpu|cpu == 0 {
 		return 0
@@ -230,26 +228,37 @@ func (t *hashTable) page0(s *slot) entry {
 	return entry{}
 }
 
+// keyID names a key's holder sets for the paged walk: keys with equal
+// ids have equal holders (a set never changes once published, so one
+// pointer names one content; the pointer keeps it from being reused while
+// the walk holds it). Keys of one cached chain mostly have the same ids,
+// so the walk reads a key's pages only when its id differs from the
+// previous key's.
+type keyID struct {
+	set      *extSet
+	page     int
+	gpu, cpu uint64
+}
+
 // words appends slot s's holder sets of every page to buf (at most
 // maxPages words: a torn read is cut short, and retried by the caller) and
-// returns the key's fingerprint; when it equals prev, it appends nothing
-// for a key with several pages (the caller knows them already).
-func (t *hashTable) words(s *slot, buf []word, prev uint64) ([]word, uint64) {
+// returns the key's id; when it equals prev, it appends nothing for a key
+// with several pages (the caller knows them already).
+func (t *hashTable) words(s *slot, buf []word, prev keyID) ([]word, keyID) {
 	m := s.meta.Load()
-	page, gpu, cpu := int(m&0xffff), s.gpu.Load(), s.cpu.Load()
-	fp := fpWord(page, gpu, cpu)
+	id := keyID{page: int(m & 0xffff), gpu: s.gpu.Load(), cpu: s.cpu.Load()}
+	w := word{page: id.page, gpu: id.gpu, cpu: id.cpu}
 	if m>>16&0xff == 0 {
-		return append(buf, word{page: page, gpu: gpu, cpu: cpu}), fp
+		return append(buf, w), id
 	}
-	e := t.sets.get(m >> 24)
-	if e == nil {
-		return buf, 0
+	if id.set = t.sets.get(m >> 24); id.set == nil {
+		return buf, keyID{}
 	}
-	if fp ^= e.fp; fp == prev {
-		return buf, fp
+	if id == prev {
+		return buf, id
 	}
-	buf = append(buf, word{page: page, gpu: gpu, cpu: cpu})
-	return append(buf, e.words[:min(len(e.words), cap(buf)-len(buf))]...), fp
+	buf = append(buf, w)
+	return append(buf, id.set.words[:min(len(id.set.words), cap(buf)-len(buf))]...), id
 }
 
 // hasBit reports whether slot hs holds key slot s on tier. Writer only.
