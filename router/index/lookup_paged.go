@@ -227,20 +227,23 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 		return out
 	}
 	groups := ix.groups.remembered(tab, replicas)
+	if groups == nil && len(w.groups)*bits.Len(uint(len(replicas))) <= 8*len(replicas) && sortedNames(replicas) {
+		// A sorted list not remembered (a narrowed one,
+		// router/replicas), with few matches for its length: find the
+		// matched groups' names in it, O(matches · log candidates),
+		// instead of each candidate's group by name (or hashing the
+		// list to see whether to remember it).
+		for _, g := range w.groups {
+			if i, ok := slices.BinarySearch(replicas, tab.holders[g].replica); ok {
+				out[i] = w.match(tab, w.st[g].best)
+			}
+		}
+		return out
+	}
 	if groups == nil {
 		switch twice := ix.groups.missedTwice(replicas); {
 		case twice:
 			groups = ix.groups.remember(tab, replicas)
-		case sortedNames(replicas):
-			// A one-off list (a narrowed one, router/replicas): find
-			// the matched groups' names in it, O(matches · log
-			// candidates), instead of each candidate's group by name.
-			for _, g := range w.groups {
-				if i, ok := slices.BinarySearch(replicas, tab.holders[g].replica); ok {
-					out[i] = w.match(tab, w.st[g].best)
-				}
-			}
-			return out
 		default:
 			var buf *[]int32
 			groups, buf = resolve(tab, replicas)
