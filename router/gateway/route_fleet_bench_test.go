@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,7 +26,9 @@ import (
 // in flight. "narrow" decides
 // as the gateway does (replicas.Set.AppendCandidatesFor: the holders and
 // a sample from 256 replicas); "full" scores every replica, as before
-// the narrowing. Run it with -cpu 1.
+// the narrowing. cands-p50 and sched-p50 are the medians of the
+// candidates' and the schedule's part of each decision (the rest is the
+// hash). Run it with -cpu 1.
 func BenchmarkRouteFleet(b *testing.B) {
 	for _, n := range []int{64, 4096} {
 		var fb *fleetBench
@@ -106,6 +109,8 @@ func (fb *fleetBench) decide(b *testing.B, narrow bool) {
 	var cands []scheduler.Candidate
 	lat := make([]float64, 0, 1<<16)
 	cpu := make([]float64, 0, 1<<16)
+	candLat := make([]float64, 0, 1<<16) // the candidates' and the schedule's part of lat
+	schedLat := make([]float64, 0, 1<<16)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
@@ -117,18 +122,30 @@ func (fb *fleetBench) decide(b *testing.B, narrow bool) {
 			keyBuf[i] = uint64(k)
 		}
 		req.Reset(scheduler.Request{Model: "m", Keys: keyBuf, BlockTokens: routeBlockSize, PromptTokens: routeTokens, Fallbacks: routeFallbacks})
+		t1 := time.Now()
 		if narrow {
 			cands = fb.set.AppendCandidatesFor(cands[:0], "m", &req)
 		} else {
 			cands = fb.set.AppendCandidates(cands[:0], "m")
 		}
+		t2 := time.Now()
 		d, err := fb.sched.Schedule(ctx, &req, cands)
 		if err != nil || d.Chosen.CachedBlocks != blocks {
 			b.Fatalf("decision %+v, %v; want the replica holding the whole prompt", d.Chosen, err)
 		}
-		lat = append(lat, float64(time.Since(start).Nanoseconds())/1e3)
+		t3 := time.Now()
+		lat = append(lat, float64(t3.Sub(start).Nanoseconds())/1e3)
+		candLat = append(candLat, float64(t2.Sub(t1).Nanoseconds())/1e3)
+		schedLat = append(schedLat, float64(t3.Sub(t2).Nanoseconds())/1e3)
 		cpu = append(cpu, float64(threadCPU(b)-cpuStart)/1e3)
 	}
 	reportPercentiles(b, lat, "")
 	reportPercentiles(b, cpu, "cpu-")
+	for _, st := range []struct {
+		name string
+		lat  []float64
+	}{{"cands", candLat}, {"sched", schedLat}} {
+		slices.Sort(st.lat)
+		b.ReportMetric(st.lat[len(st.lat)/2], st.name+"-p50-µs")
+	}
 }

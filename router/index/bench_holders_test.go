@@ -79,3 +79,37 @@ func BenchmarkMemoryHolders(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUpdateShared measures the writer on keys held across pages:
+// an index of 4,096 holders and 1,000,000 keys whose 512 prompt keys are
+// held by 64 holders one per page (as BenchmarkLookupHolders' spread
+// case), and a holder of yet another page storing and then removing
+// those keys, in one batch each, so every change edits a key's holders
+// of other pages.
+func BenchmarkUpdateShared(b *testing.B) {
+	const holders, keys, blocks, on = 4096, 1_000_000, 512, 64
+	prompt := randomKeys(blocks, 99)
+	every := holders / on
+	ix := fill(b, holders, keys, prompt, func(i int) int {
+		if i%every != 0 {
+			return 0
+		}
+		return max(1, blocks*(i/every+1)/on)
+	})
+	name := fmt.Sprintf("alloc-%04d/vllm", every/2) // slot 32: page 0, not a holder of the prompt
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	n := 0
+	for i := 0; i < b.N; i++ {
+		if err := ix.Update(name, []Change{{Tier: GPU, Add: prompt}}); err != nil {
+			b.Fatal(err)
+		}
+		if err := ix.Update(name, []Change{{Tier: GPU, Del: prompt}}); err != nil {
+			b.Fatal(err)
+		}
+		n += 2 * len(prompt)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(n)/(cpuTime(b)-cpu0).Seconds(), "keys/cpu-s")
+}

@@ -35,13 +35,15 @@
 // pages of 64 slots, so an Index serves at most MaxHolders (4,096) holders;
 // the router keeps one Index per model, and the ingest refuses (and routes
 // in approx mode) a replica beyond it. Each key's slot holds one page's
-// two holder sets (GPU and CPU) inline; holders of its other pages live in
-// a run of the shard's arena, headed by a fingerprint of the whole set. A
+// two holder sets (GPU and CPU) inline; the holders of its other pages are
+// an interned, immutable set that every key with the same other pages
+// shares (a change to a key points it at another set: copy on write). A
 // fleet of at most 64 holders has page 0 only, and its Lookup is the
 // one-word walk over the inline sets. A larger one takes the paged walk,
 // whose work follows the prompt's holders: it reads a key's pages only
 // when its fingerprint differs from the previous key's (keys of one cached
-// chain are mostly held by the same holders). Slots are allocated lowest
+// chain are mostly held by the same holders), and then from a shared set
+// that the walks before it left in the cache. Slots are allocated lowest
 // first, so a fleet that shrinks back below 64 holders returns to page 0
 // once the dead slots are swept.
 //

@@ -44,31 +44,59 @@ type groupsOf struct {
 // entry's, or, for a list not remembered yet, in buf, a groupBufs buffer
 // the caller puts back once done with the groups (nil otherwise).
 func (c *groupCache) groups(tab *table, replicas []string) (_ []int32, buf *[]int32) {
-	for i := range c.entries {
-		if g := c.entries[i].Load(); g != nil && g.tab == tab && equalNames(g.names, replicas) {
-			return g.group, nil
+	if g := c.remembered(tab, replicas); g != nil {
+		return g, nil
+	}
+	if !c.missedTwice(replicas) {
+		return resolve(tab, replicas)
+	}
+	return c.remember(tab, replicas), nil
+}
+
+// resolve returns the groups of replicas in tab without remembering them,
+// in a groupBufs buffer the caller puts back.
+func resolve(tab *table, replicas []string) ([]int32, *[]int32) {
+	buf := groupBufs.Get().(*[]int32)
+	if cap(*buf) < len(replicas) {
+		*buf = make([]int32, len(replicas))
+	}
+	out := (*buf)[:len(replicas)]
+	for i, name := range replicas {
+		out[i] = -1
+		if s, ok := tab.byName[name]; ok {
+			out[i] = s
 		}
 	}
+	return out, buf
+}
+
+// remembered returns the groups of a remembered list, nil when replicas
+// is not one.
+func (c *groupCache) remembered(tab *table, replicas []string) []int32 {
+	for i := range c.entries {
+		if g := c.entries[i].Load(); g != nil && g.tab == tab && equalNames(g.names, replicas) {
+			return g.group
+		}
+	}
+	return nil
+}
+
+// missedTwice reports whether replicas is the list that missed last,
+// noting it as the last one otherwise.
+func (c *groupCache) missedTwice(replicas []string) bool {
 	var h maphash.Hash
 	h.SetSeed(groupSeed)
 	for _, name := range replicas {
 		h.WriteString(name)
 		h.WriteByte(0)
 	}
-	if fp := h.Sum64(); c.missed.Swap(fp) != fp {
-		buf = groupBufs.Get().(*[]int32)
-		if cap(*buf) < len(replicas) {
-			*buf = make([]int32, len(replicas))
-		}
-		out := (*buf)[:len(replicas)]
-		for i, name := range replicas {
-			out[i] = -1
-			if s, ok := tab.byName[name]; ok {
-				out[i] = s
-			}
-		}
-		return out, buf
-	}
+	fp := h.Sum64()
+	return c.missed.Swap(fp) == fp
+}
+
+// remember resolves replicas in tab and remembers them in place of the
+// oldest entry.
+func (c *groupCache) remember(tab *table, replicas []string) []int32 {
 	g := &groupsOf{tab: tab, names: append([]string(nil), replicas...), group: make([]int32, len(replicas))}
 	for i, name := range replicas {
 		g.group[i] = -1
@@ -77,7 +105,7 @@ func (c *groupCache) groups(tab *table, replicas []string) (_ []int32, buf *[]in
 		}
 	}
 	c.entries[c.next.Add(1)%groupCacheSize].Store(g)
-	return g.group, nil
+	return g.group
 }
 
 func equalNames(a, b []string) bool {

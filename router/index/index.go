@@ -93,6 +93,7 @@ type Index struct {
 	keys     atomic.Int64
 	rejected atomic.Uint64
 	groups   groupCache // LookupReplicas' candidate lists
+	sets     extSets    // keys' holder sets beyond their inline page
 
 	// Writer state, under wmu.
 	wmu        sync.Mutex
@@ -115,6 +116,7 @@ const readGroup = 32
 func New(opts Options) *Index {
 	ix := &Index{opts: opts, slots: map[holder]int{}}
 	for i := range ix.shards {
+		ix.shards[i].t.sets = &ix.sets
 		ix.shards[i].t.init()
 	}
 	ix.tab.Store(&table{live: make([]uint64, 1), holders: make([]holder, 64), group: make([]int32, 64), byName: map[string]int32{}})

@@ -20,32 +20,39 @@ type pagedWalk struct {
 	visit         [maxPages]int32 // the key (+1) that last visited a page
 	list          []int           // pages with active holders
 	first         []word          // the first key's live holders, by page
-	depth         [MaxHolders]int32
-	cpuOnly       [MaxHolders]int32
-	best          [MaxHolders]int32 // per group: best slot, valid where stamp == gen
-	stamp         [MaxHolders]uint32
+	st            [MaxHolders]slotState
 	gen           uint32
 	groups        []int32 // groups found, for Lookup's order
 	buf           [maxPages]word
 	sink          uint64
 }
 
+// slotState is a paged walk's state of one slot: as a holder, its depth
+// and CPU-only blocks; as a replica group (its lowest slot), the group's
+// best slot, valid where stamp is the walk's gen. One line holds all, so
+// a prompt spread over many pages touches one line per holder.
+type slotState struct {
+	depth, cpuOnly int32
+	best           int32
+	stamp          uint32
+}
+
 var pagedWalks = sync.Pool{New: func() any { return new(pagedWalk) }}
 
 // getWords reads every page of k's holder sets, consistent as of one
-// moment (see shard.get), and k's fingerprint (see fpWord); a key of
-// several pages whose fingerprint is prev comes back without its words.
-func (sh *shard) getWords(k uint64, buf []word, prev uint64) ([]word, uint64) {
+// moment (see shard.get), and k's id (see keyID); a key of several pages
+// whose id is prev comes back without its words.
+func (sh *shard) getWords(k uint64, buf []word, prev keyID) ([]word, keyID) {
 	for {
 		s1 := sh.seq.Load()
-		out, fp := buf[:0], uint64(0)
+		out, id := buf[:0], keyID{}
 		if k != 0 {
 			a := sh.t.arr.Load()
 			for i, n := a.home(k), 0; n < len(a.s); i, n = (i+1)&a.mask, n+1 {
 				s := &a.s[i]
 				key := s.key.Load()
 				if key == k {
-					out, fp = sh.t.words(s, out, prev)
+					out, id = sh.t.words(s, out, prev)
 					break
 				}
 				if key == 0 {
@@ -53,10 +60,10 @@ func (sh *shard) getWords(k uint64, buf []word, prev uint64) ([]word, uint64) {
 				}
 			}
 		} else if sh.t.hasZero.Load() {
-			out, fp = sh.t.words(&sh.t.zero, out, prev)
+			out, id = sh.t.words(&sh.t.zero, out, prev)
 		}
 		if s1&1 == 0 && sh.seq.Load() == s1 {
-			return out, fp
+			return out, id
 		}
 	}
 }
@@ -67,7 +74,9 @@ func (sh *shard) getWords(k uint64, buf []word, prev uint64) ([]word, uint64) {
 func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	w.gen++
 	if w.gen == 0 { // wrapped: old stamps could match again
-		clear(w.stamp[:])
+		for i := range w.st {
+			w.st[i].stamp = 0
+		}
 		w.gen = 1
 	}
 	w.list, w.first, w.groups = w.list[:0], w.first[:0], w.groups[:0]
@@ -78,7 +87,7 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	clear(w.onGPU[:])
 	clear(w.visit[:])
 	ix.touchKeys(keys[:min(readGroup, len(keys))])
-	first, fp := ix.shard(keys[0]).getWords(keys[0], w.buf[:0], 0)
+	first, id := ix.shard(keys[0]).getWords(keys[0], w.buf[:0], keyID{})
 	cpuOnly := false
 	for _, x := range first {
 		if x.page >= len(tab.live) {
@@ -93,30 +102,29 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 		w.first = append(w.first, word{page: x.page, gpu: held})
 		for b := held; b != 0; b &= b - 1 {
 			s := x.page<<6 | bits.TrailingZeros64(b)
-			w.cpuOnly[s] = 0
+			w.st[s].cpuOnly = 0
 		}
 		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
-			w.cpuOnly[x.page<<6|bits.TrailingZeros64(c)] = 1
+			w.st[x.page<<6|bits.TrailingZeros64(c)].cpuOnly = 1
 			cpuOnly = true
 		}
 	}
 	if len(w.list) == 0 {
 		return false
 	}
-	// A key with the previous key's fingerprint has its holders: nothing
-	// changes, unless a holder counts CPU-only blocks (then every key is
-	// read, to count them).
+	// A key with the previous key's id has its holders: nothing changes,
+	// unless a holder counts CPU-only blocks (then every key is read, to
+	// count them).
 	for g := 1; g < len(keys) && len(w.list) > 0; g += readGroup {
 		w.sink += ix.touchKeys(keys[min(g+readGroup, len(keys)):min(g+2*readGroup, len(keys))])
-		w.sink += ix.touchRuns(keys[g:min(g+readGroup, len(keys))])
 		for i := g; i < min(g+readGroup, len(keys)) && len(w.list) > 0; i++ {
-			prev := fp
+			prev := id
 			if cpuOnly {
-				prev = 0 // never skips: a 0 fingerprint is read like any other
+				prev = keyID{} // never skips: no key has the zero id
 			}
 			var ws []word
-			ws, fp = ix.shard(keys[i]).getWords(keys[i], w.buf[:0], prev)
-			if fp == prev && prev != 0 {
+			ws, id = ix.shard(keys[i]).getWords(keys[i], w.buf[:0], prev)
+			if id == prev && prev != (keyID{}) {
 				continue
 			}
 			cpuOnly = w.step(i, ws)
@@ -145,7 +153,7 @@ func (w *pagedWalk) step(i int, ws []word) (cpuOnly bool) {
 		w.depart(x.page, a&^held, int32(i))
 		w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
 		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
-			w.cpuOnly[x.page<<6|bits.TrailingZeros64(c)]++
+			w.st[x.page<<6|bits.TrailingZeros64(c)].cpuOnly++
 			cpuOnly = true
 		}
 		w.visit[x.page] = stamp
@@ -168,7 +176,7 @@ func (w *pagedWalk) step(i int, ws []word) (cpuOnly bool) {
 // depart records depth d for the holders of page p in gone.
 func (w *pagedWalk) depart(p int, gone uint64, d int32) {
 	for ; gone != 0; gone &= gone - 1 {
-		w.depth[p<<6|bits.TrailingZeros64(gone)] = d
+		w.st[p<<6|bits.TrailingZeros64(gone)].depth = d
 	}
 }
 
@@ -178,14 +186,14 @@ func (w *pagedWalk) pickBest(tab *table) {
 		for b := f.gpu; b != 0; b &= b - 1 {
 			s := int32(f.page<<6 | bits.TrailingZeros64(b))
 			g := tab.group[s]
-			if w.stamp[g] != w.gen {
-				w.stamp[g], w.best[g] = w.gen, s
+			if w.st[g].stamp != w.gen {
+				w.st[g].stamp, w.st[g].best = w.gen, s
 				w.groups = append(w.groups, g)
 				continue
 			}
-			if o := w.best[g]; better(w.depth[s], w.depth[s]-w.cpuOnly[s], tab.holders[s].rank,
-				w.depth[o], w.depth[o]-w.cpuOnly[o], tab.holders[o].rank) {
-				w.best[g] = s
+			if o := w.st[g].best; better(w.st[s].depth, w.st[s].depth-w.st[s].cpuOnly, tab.holders[s].rank,
+				w.st[o].depth, w.st[o].depth-w.st[o].cpuOnly, tab.holders[o].rank) {
+				w.st[g].best = s
 			}
 		}
 	}
@@ -193,7 +201,7 @@ func (w *pagedWalk) pickBest(tab *table) {
 
 func (w *pagedWalk) match(tab *table, s int32) Match {
 	h := tab.holders[s]
-	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.depth[s]), GPUBlocks: int(w.depth[s] - w.cpuOnly[s])}
+	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.st[s].depth), GPUBlocks: int(w.st[s].depth - w.st[s].cpuOnly)}
 }
 
 // lookupPaged is LookupStride over a table with more than one page.
@@ -205,7 +213,7 @@ func (ix *Index) lookupPaged(tab *table, keys []uint64, dst []Match) []Match {
 	}
 	slices.Sort(w.groups)
 	for _, g := range w.groups {
-		dst = append(dst, w.match(tab, w.best[g]))
+		dst = append(dst, w.match(tab, w.st[g].best))
 	}
 	return dst
 }
@@ -218,47 +226,45 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 	if !w.run(ix, tab, keys) {
 		return out
 	}
-	groups, buf := ix.groups.groups(tab, replicas)
-	for i, g := range groups {
-		if g >= 0 && w.stamp[g] == w.gen {
-			out[i] = w.match(tab, w.best[g])
+	groups := ix.groups.remembered(tab, replicas)
+	if groups == nil && len(w.groups)*bits.Len(uint(len(replicas))) <= 8*len(replicas) && sortedNames(replicas) {
+		// A sorted list not remembered (a narrowed one,
+		// router/replicas), with few matches for its length: find the
+		// matched groups' names in it, O(matches · log candidates),
+		// instead of each candidate's group by name (or hashing the
+		// list to see whether to remember it).
+		for _, g := range w.groups {
+			if i, ok := slices.BinarySearch(replicas, tab.holders[g].replica); ok {
+				out[i] = w.match(tab, w.st[g].best)
+			}
+		}
+		return out
+	}
+	if groups == nil {
+		switch twice := ix.groups.missedTwice(replicas); {
+		case twice:
+			groups = ix.groups.remember(tab, replicas)
+		default:
+			var buf *[]int32
+			groups, buf = resolve(tab, replicas)
+			defer groupBufs.Put(buf)
 		}
 	}
-	if buf != nil {
-		groupBufs.Put(buf)
+	for i, g := range groups {
+		if g >= 0 && w.st[g].stamp == w.gen {
+			out[i] = w.match(tab, w.st[g].best)
+		}
 	}
 	return out
 }
 
-// touchRuns loads the run header of each key that has one: the keys'
-// slots are cached by then (touchKeys a group earlier), so the headers'
-// misses overlap instead of each waiting behind its slot's read. Outside
-// the counter's bracket its loads may be of a run being replaced; only
-// their timing counts.
-func (ix *Index) touchRuns(keys []uint64) uint64 {
-	var sum, prev uint64
-	for _, k := range keys {
-		sh := ix.shard(k)
-		a := sh.t.arr.Load()
-		for i, n := a.home(k), 0; n < 4; i, n = (i+1)&a.mask, n+1 {
-			s := &a.s[i]
-			if key := s.key.Load(); key == k {
-				if m := s.meta.Load(); m>>16 != 0 {
-					if r := sh.t.exts.run(int(m>>24), int(m>>16&0xff)); r != nil {
-						fp := r[0].gpu.Load()
-						if fp != prev { // the walk reads this run: load all its lines
-							for j := 2; j < len(r); j += 3 {
-								sum += r[j].gpu.Load()
-							}
-						}
-						sum, prev = sum+fp, fp
-					}
-				}
-				break
-			} else if key == 0 {
-				break
-			}
+// sortedNames reports whether names are in strictly increasing order (so
+// each is found by binary search, once).
+func sortedNames(names []string) bool {
+	for i := 1; i < len(names); i++ {
+		if names[i-1] >= names[i] {
+			return false
 		}
 	}
-	return sum
+	return true
 }

@@ -275,10 +275,11 @@ func TestModelsLookupReplicas(t *testing.T) {
 }
 
 // nameOrders are the candidate lists the model test passes LookupReplicas:
-// more than groupCacheSize of them, some sharing their strings.
+// more than groupCacheSize of them, some sharing their strings, some
+// sorted (which a paged walk searches instead of resolving every name).
 var nameOrders = func() [][]string {
 	base := []string{"d", "unknown", "b", "a", "c"}
-	out := [][]string{base, {"a", "b"}, {"c"}, {"unknown"}, {"b", "d", "a", "c"}, {}}
+	out := [][]string{base, {"a", "b"}, {"c"}, {"unknown"}, {"b", "d", "a", "c"}, {}, {"a", "c", "d", "fill-057", "unknown"}}
 	out = append(out, append([]string(nil), base...)) // equal strings, another slice
 	return out
 }()

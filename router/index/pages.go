@@ -1,11 +1,20 @@
 package index
 
-import "sync/atomic"
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+)
 
-// Pages: a key's holders beyond its inline page live in an extSet, one
-// word pair per page that holds it. A fleet of at most 64 holders never has
-// one; a key shared by holders of several pages (a common system prompt
-// across thousands of ranks) has one, read right after the slot.
+// Pages: a key's holders beyond its inline page are an extSet, the holder
+// words of its other pages. Sets are immutable and interned: every key
+// with the same other pages points at one copy, and a change to a key's
+// holders swaps its pointer to another set (copy on write). Keys of one
+// cached chain are mostly held by the same holders, so a prompt cached on
+// holders of many pages reads a few shared sets, which stay in the cache
+// from one request to the next, where a run of words per key made each
+// change of the holder set a walk over cold memory. A fleet of at most 64
+// holders never has a set.
 
 // maxPages is the number of 64-slot pages MaxHolders spans.
 const maxPages = MaxHolders / 64
@@ -16,33 +25,32 @@ type word struct {
 	gpu, cpu uint64
 }
 
-// extWord is one page's holder sets of one key, in a shard's arena.
-type extWord struct {
-	page, gpu, cpu atomic.Uint64
+// extSet is one interned set of holder words: sorted by page, none empty.
+// Readers reach it through extSets.reg by the number in a slot's meta;
+// it never changes once published.
+type extSet struct {
+	fp    uint64 // XOR of fpWord over words
+	words []word
+	id    uint64
+	refs  int // keys pointing at it; writer only
 }
 
-// extArena holds the extra pages of a shard's keys, each key's pages one
-// contiguous run: a slot's meta names its run (offset and length), so a
-// Lookup reaches a key's other pages with one more load, and the slot
-// stays four words and moves (resize, backward shift) without touching
-// its run. Freed runs are reused by length; the arena does not shrink.
-type extArena struct {
-	buf atomic.Pointer[[]extWord]
-	end int // words in use or freed; writer only
-	// free holds run offsets by length-1 (writer only; a run is at most a
-	// header and 63 pages), allocated with the first run: the shard, read
-	// on every probe, stays a few words.
-	free *[maxPages][]int
+// extSets are one Index's interned sets, shared by its shards.
+type extSets struct {
+	// reg holds the sets by number (0 is none). It grows by copying and
+	// is swapped atomically; a number is reused once its set has no key.
+	reg  atomic.Pointer[[]atomic.Pointer[extSet]]
+	byFP map[uint64]*extSet // writer only, as below
+	free []uint64
+	next uint64
+	buf  []word // scratch of the edits
 }
 
-// A run starts with a header word whose gpu field is the key's
-// fingerprint: the XOR of fpWord over all its pages, inline one included.
-// Keys of one cached chain are mostly held by the same holders, so the
-// paged walk compares a key's fingerprint with the previous key's and
-// reads its pages only when they differ. Equal fingerprints of unequal
-// sets need a 64-bit collision of a strong mix (about 2^-64 per key).
+// A set's fingerprint, its key in the intern map, is the XOR of fpWord
+// over its words. Sets of equal fingerprints are compared word by word
+// before one is shared.
 
-// fpWord is one page's share of a key's fingerprint; 0 for an empty page.
+// fpWord is one page's share of a set's fingerprint; 0 for an empty page.
 func fpWord(page int, gpu, cpu uint64) uint64 {
 	if gpu|cpu == 0 {
 		return 0
@@ -60,123 +68,150 @@ func mix64(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// refp recomputes s's fingerprint after a change. Writer only.
-func (t *hashTable) refp(s *slot) {
-	off, n := s.extRun()
-	r := t.exts.run(off, n)
-	if r == nil {
-		return
-	}
-	fp := fpWord(s.page(), s.gpu.Load(), s.cpu.Load())
-	for i := range r[1:] {
-		x := &r[1+i]
-		fp ^= fpWord(int(x.page.Load()), x.gpu.Load(), x.cpu.Load())
-	}
-	r[0].gpu.Store(fp)
-}
-
-// meta layout: inline page (16 bits), run length (8 bits), run offset.
-func packMeta(page, off, n int) uint64 { return uint64(off)<<24 | uint64(n)<<16 | uint64(page) }
-
-func (s *slot) extRun() (off, n int) {
-	m := s.meta.Load()
-	return int(m >> 24), int(m >> 16 & 0xff)
-}
-
-// run returns the words of run (off, n), nil when out of range (a torn
-// read: the shard's counter makes the reader retry).
-func (x *extArena) run(off, n int) []extWord {
-	b := x.buf.Load()
-	if n == 0 || b == nil || off < 0 || off+n > len(*b) || n > maxPages+1 {
+// get returns set number id, nil for none or for a number out of range (a
+// torn read: the shard's counter makes the reader retry).
+func (x *extSets) get(id uint64) *extSet {
+	r := x.reg.Load()
+	if r == nil || id >= uint64(len(*r)) {
 		return nil
 	}
-	return (*b)[off : off+n]
+	return (*r)[id].Load()
 }
 
-// put stores ws in a fresh run and returns its offset. Writer only.
-func (x *extArena) put(ws []word) int {
-	n := len(ws)
-	var off int
-	if x.free == nil {
-		x.free = new([maxPages][]int)
+// intern returns the set of words ws (sorted, none empty), counting one
+// more key on it; ws may be reused by the caller. Writer only.
+func (x *extSets) intern(ws []word) *extSet {
+	var fp uint64
+	for _, w := range ws {
+		fp ^= fpWord(w.page, w.gpu, w.cpu)
 	}
-	if f := x.free[n-1]; len(f) > 0 {
-		off = f[len(f)-1]
-		x.free[n-1] = f[:len(f)-1]
-	} else {
-		b := x.buf.Load()
-		if b == nil || x.end+n > len(*b) {
-			size := 64
-			if b != nil {
-				size = 2 * len(*b)
-			}
-			for size < x.end+n {
-				size *= 2
-			}
-			grown := make([]extWord, size)
-			if b != nil {
-				for i := range (*b)[:x.end] {
-					o := &(*b)[i]
-					grown[i].page.Store(o.page.Load())
-					grown[i].gpu.Store(o.gpu.Load())
-					grown[i].cpu.Store(o.cpu.Load())
-				}
-			}
-			x.buf.Store(&grown)
-		}
-		off = x.end
-		x.end += n
+	if x.byFP == nil {
+		x.byFP = map[uint64]*extSet{}
 	}
-	r := (*x.buf.Load())[off : off+n]
-	for i, w := range ws {
-		r[i].page.Store(uint64(w.page))
-		r[i].gpu.Store(w.gpu)
-		r[i].cpu.Store(w.cpu)
+	had := x.byFP[fp]
+	if had != nil && slices.Equal(had.words, ws) {
+		had.refs++
+		return had
 	}
-	return off
+	e := &extSet{fp: fp, words: slices.Clone(ws), refs: 1, id: x.number()}
+	if had == nil { // on a collision the new set stays unshared
+		x.byFP[fp] = e
+	}
+	x.store(e)
+	return e
 }
 
-// release frees run (off, n). Writer only.
-func (x *extArena) release(off, n int) {
-	for i := range x.run(off, n) {
-		r := &(*x.buf.Load())[off+i]
-		r.gpu.Store(0)
-		r.cpu.Store(0)
-	}
-	x.free[n-1] = append(x.free[n-1], off)
-}
-
-// extWords returns slot s's extra words, after the run's header (writer
-// or, with retries, reader).
-func (t *hashTable) extWords(s *slot) []extWord {
-	off, n := s.extRun()
-	if r := t.exts.run(off, n); r != nil {
-		return r[1:]
-	}
-	return nil
-}
-
-func findPage(ws []extWord, p int) int {
-	for i := range ws {
-		if int(ws[i].page.Load()) == p {
-			return i
-		}
-	}
-	return -1
-}
-
-// setExt replaces s's extra words with ws (none: no run).
-func (t *hashTable) setExt(s *slot, ws []word) {
-	if off, n := s.extRun(); n > 0 {
-		t.exts.release(off, n)
-	}
-	if len(ws) == 0 {
-		s.meta.Store(packMeta(s.page(), 0, 0))
+// release counts one key fewer on e and frees it when none is left.
+// Writer only, after the key's meta no longer names e.
+func (x *extSets) release(e *extSet) {
+	if e.refs--; e.refs > 0 {
 		return
 	}
-	run := append(make([]word, 1, len(ws)+1), ws...)
-	s.meta.Store(packMeta(s.page(), t.exts.put(run), len(run)))
-	t.refp(s)
+	if x.byFP[e.fp] == e {
+		delete(x.byFP, e.fp)
+	}
+	(*x.reg.Load())[e.id].Store(nil)
+	x.free = append(x.free, e.id)
+}
+
+func (x *extSets) number() uint64 {
+	if n := len(x.free); n > 0 {
+		id := x.free[n-1]
+		x.free = x.free[:n-1]
+		return id
+	}
+	x.next++
+	return x.next
+}
+
+// store publishes e under its number, growing the registry if needed.
+func (x *extSets) store(e *extSet) {
+	r := x.reg.Load()
+	if r == nil || e.id >= uint64(len(*r)) {
+		size := 64
+		if r != nil {
+			size = 2 * len(*r)
+		}
+		for uint64(size) <= e.id {
+			size *= 2
+		}
+		grown := make([]atomic.Pointer[extSet], size)
+		if r != nil {
+			for i := range *r {
+				grown[i].Store((*r)[i].Load())
+			}
+		}
+		x.reg.Store(&grown)
+		r = &grown
+	}
+	(*r)[e.id].Store(e)
+}
+
+// meta layout: inline page (16 bits), the set's word count (8 bits, 0 for
+// no set), the set's number.
+func packMeta(page int, id uint64, n int) uint64 { return id<<24 | uint64(n)<<16 | uint64(page) }
+
+// ext is slot s's set, nil for none.
+func (t *hashTable) ext(s *slot) *extSet {
+	m := s.meta.Load()
+	if m>>16&0xff == 0 {
+		return nil
+	}
+	return t.sets.get(m >> 24)
+}
+
+// setExt points s at the set of ws (none: no set). Writer only.
+func (t *hashTable) setExt(s *slot, ws []word) {
+	old := t.ext(s)
+	if len(ws) == 0 {
+		s.meta.Store(packMeta(s.page(), 0, 0))
+	} else {
+		e := t.sets.intern(ws)
+		s.meta.Store(packMeta(s.page(), e.id, len(ws)))
+	}
+	if old != nil {
+		t.sets.release(old)
+	}
+}
+
+// editExt sets page p's tier word of s's set to its bits | set &^ clr,
+// adding or dropping the page as needed. Writer only.
+func (t *hashTable) editExt(s *slot, p int, tier Tier, set, clr uint64) {
+	var ws []word
+	if e := t.ext(s); e != nil {
+		ws = append(t.sets.buf[:0], e.words...)
+	}
+	i, found := slices.BinarySearchFunc(ws, p, func(w word, p int) int { return cmp.Compare(w.page, p) })
+	if !found {
+		ws = slices.Insert(ws, i, word{page: p})
+	}
+	b := &ws[i].gpu
+	if tier == CPU {
+		b = &ws[i].cpu
+	}
+	*b = *b&^clr | set
+	if ws[i].gpu|ws[i].cpu == 0 {
+		ws = slices.Delete(ws, i, i+1)
+	}
+	t.setExt(s, ws)
+	t.sets.buf = ws[:0]
+}
+
+// extBits is tier's holder set of page p in s's set (0 when absent).
+func (t *hashTable) extBits(s *slot, p int, tier Tier) uint64 {
+	e := t.ext(s)
+	if e == nil {
+		return 0
+	}
+	for _, w := range e.words {
+		if w.page == p {
+			if tier == CPU {
+				return w.cpu
+			}
+			return w.gpu
+		}
+	}
+	return 0
 }
 
 // page0 is slot s's holder sets of page 0, for the one-page walk.
@@ -185,57 +220,54 @@ func (t *hashTable) page0(s *slot) entry {
 	if m&0xffff == 0 {
 		return s.load()
 	}
-	ws := t.exts.run(int(m>>24), int(m>>16&0xff))
-	if len(ws) > 0 {
-		ws = ws[1:]
-	}
-	if i := findPage(ws, 0); i >= 0 {
-		return entry{gpu: ws[i].gpu.Load(), cpu: ws[i].cpu.Load()}
+	if m>>16&0xff != 0 {
+		if e := t.sets.get(m >> 24); e != nil && len(e.words) > 0 && e.words[0].page == 0 {
+			return entry{gpu: e.words[0].gpu, cpu: e.words[0].cpu}
+		}
 	}
 	return entry{}
 }
 
-// words appends slot s's holder sets of every page to buf (at most
-// maxPages words: a torn read is cut short, and retried by the caller) and
-// returns the key's fingerprint; when it equals prev, it appends nothing
-// for a key with several pages (the caller knows them already).
-func (t *hashTable) words(s *slot, buf []word, prev uint64) ([]word, uint64) {
-	m := s.meta.Load()
-	page, gpu, cpu := int(m&0xffff), s.gpu.Load(), s.cpu.Load()
-	if m>>16 == 0 {
-		return append(buf, word{page: page, gpu: gpu, cpu: cpu}), fpWord(page, gpu, cpu)
-	}
-	ws := t.exts.run(int(m>>24), int(m>>16&0xff))
-	if len(ws) == 0 {
-		return buf, 0
-	}
-	fp := ws[0].gpu.Load()
-	if fp == prev {
-		return buf, fp
-	}
-	buf = append(buf, word{page: page, gpu: gpu, cpu: cpu})
-	ws = ws[1:]
-	for i := range ws[:min(len(ws), cap(buf)-len(buf))] {
-		x := &ws[i]
-		buf = append(buf, word{page: int(x.page.Load()), gpu: x.gpu.Load(), cpu: x.cpu.Load()})
-	}
-	return buf, fp
+// keyID names a key's holder sets for the paged walk: keys with equal
+// ids have equal holders (a set never changes once published, so one
+// pointer names one content; the pointer keeps it from being reused while
+// the walk holds it). Keys of one cached chain mostly have the same ids,
+// so the walk reads a key's pages only when its id differs from the
+// previous key's.
+type keyID struct {
+	set      *extSet
+	page     int
+	gpu, cpu uint64
 }
 
-// tierWord returns the holder set of tier t and page p of slot s, and
-// whether the key has page p at all. Writer only.
-func (t *hashTable) tierWord(s *slot, p int, tier Tier) (*atomic.Uint64, bool) {
+// words appends slot s's holder sets of every page to buf (at most
+// maxPages words: a torn read is cut short, and retried by the caller) and
+// returns the key's id; when it equals prev, it appends nothing for a key
+// with several pages (the caller knows them already).
+func (t *hashTable) words(s *slot, buf []word, prev keyID) ([]word, keyID) {
+	m := s.meta.Load()
+	id := keyID{page: int(m & 0xffff), gpu: s.gpu.Load(), cpu: s.cpu.Load()}
+	w := word{page: id.page, gpu: id.gpu, cpu: id.cpu}
+	if m>>16&0xff == 0 {
+		return append(buf, w), id
+	}
+	if id.set = t.sets.get(m >> 24); id.set == nil {
+		return buf, keyID{}
+	}
+	if id == prev {
+		return buf, id
+	}
+	buf = append(buf, w)
+	return append(buf, id.set.words[:min(len(id.set.words), cap(buf)-len(buf))]...), id
+}
+
+// hasBit reports whether slot hs holds key slot s on tier. Writer only.
+func (t *hashTable) hasBit(s *slot, hs int, tier Tier) bool {
+	p, bit := hs>>6, uint64(1)<<(hs&63)
 	if s.page() == p {
-		return s.tier(tier), true
+		return s.tier(tier).Load()&bit != 0
 	}
-	ws := t.extWords(s)
-	if i := findPage(ws, p); i >= 0 {
-		if tier == CPU {
-			return &ws[i].cpu, true
-		}
-		return &ws[i].gpu, true
-	}
-	return nil, false
+	return t.extBits(s, p, tier)&bit != 0
 }
 
 // setBit adds slot hs (page p, bit b) to tier of key slot s and reports
@@ -248,27 +280,29 @@ func (t *hashTable) setBit(s *slot, hs int, tier Tier) bool {
 		s.tier(tier).Store(bit)
 		return true
 	}
-	if w, ok := t.tierWord(s, p, tier); ok {
-		if w.Load()&bit != 0 {
-			return false
-		}
-		w.Or(bit)
-		t.refp(s)
-		return true
+	if t.hasBit(s, hs, tier) {
+		return false
 	}
-	// A new page for this key: replace its extSet with one that has it.
-	var ws []word
-	ext := t.extWords(s)
-	for i := range ext {
-		ws = append(ws, word{page: int(ext[i].page.Load()), gpu: ext[i].gpu.Load(), cpu: ext[i].cpu.Load()})
-	}
-	nw := word{page: p}
-	if tier == CPU {
-		nw.cpu = bit
+	if s.page() == p {
+		s.tier(tier).Or(bit)
 	} else {
-		nw.gpu = bit
+		t.editExt(s, p, tier, bit, 0)
 	}
-	t.setExt(s, append(ws, nw))
+	return true
+}
+
+// clearOne removes slot hs from tier of key slot s and reports whether it
+// was set, leaving s to normalise. Writer only, inside begin/end.
+func (t *hashTable) clearOne(s *slot, hs int, tier Tier) bool {
+	if !t.hasBit(s, hs, tier) {
+		return false
+	}
+	p, bit := hs>>6, uint64(1)<<(hs&63)
+	if s.page() == p {
+		s.tier(tier).And(^bit)
+	} else {
+		t.editExt(s, p, tier, 0, bit)
+	}
 	return true
 }
 
@@ -276,73 +310,57 @@ func (t *hashTable) setBit(s *slot, hs int, tier Tier) bool {
 // was set and whether the key has no holder left (the caller removes it).
 // Writer only, inside begin/end.
 func (t *hashTable) clearBit(s *slot, hs int, tier Tier) (was, empty bool) {
-	p, bit := hs>>6, uint64(1)<<(hs&63)
-	w, ok := t.tierWord(s, p, tier)
-	if !ok || w.Load()&bit == 0 {
+	if !t.clearOne(s, hs, tier) {
 		return false, false
 	}
-	w.And(^bit)
-	empty = t.normalise(s)
-	t.refp(s)
-	return true, empty
+	return true, t.normalise(s)
 }
 
 // clearDead removes the slots of dead from key slot s and reports whether
 // the key has no holder left. Writer only, inside begin/end.
 func (t *hashTable) clearDead(s *slot, dead *slotSet) bool {
-	p := s.page()
 	changed := false
-	if m := dead[p]; (s.gpu.Load()|s.cpu.Load())&m != 0 {
+	if m := dead[s.page()%maxPages]; (s.gpu.Load()|s.cpu.Load())&m != 0 {
 		s.gpu.Store(s.gpu.Load() &^ m)
 		s.cpu.Store(s.cpu.Load() &^ m)
 		changed = true
 	}
-	{
-		ws := t.extWords(s)
-		for i := range ws {
-			x := &ws[i]
-			if m := dead[x.page.Load()%maxPages]; (x.gpu.Load()|x.cpu.Load())&m != 0 {
-				x.gpu.Store(x.gpu.Load() &^ m)
-				x.cpu.Store(x.cpu.Load() &^ m)
-				changed = true
+	if e := t.ext(s); e != nil && slices.ContainsFunc(e.words, func(w word) bool { return (w.gpu|w.cpu)&dead[w.page] != 0 }) {
+		ws := t.sets.buf[:0]
+		for _, w := range e.words {
+			w.gpu &^= dead[w.page]
+			w.cpu &^= dead[w.page]
+			if w.gpu|w.cpu != 0 {
+				ws = append(ws, w)
 			}
 		}
+		t.setExt(s, ws)
+		t.sets.buf = ws[:0]
+		changed = true
 	}
-	if !changed {
-		return false
-	}
-	empty := t.normalise(s)
-	t.refp(s)
-	return empty
+	return changed && t.normalise(s)
 }
 
-// normalise drops s's empty pages, moving another page inline when the
-// inline one is empty, and reports whether s has no holder left. Writer
-// only, inside begin/end.
+// normalise moves s's first other page inline when the inline one is
+// empty, and reports whether s has no holder left. Writer only, inside
+// begin/end.
 func (t *hashTable) normalise(s *slot) bool {
-	ext := t.extWords(s)
-	if len(ext) == 0 {
-		return s.empty()
-	}
-	var ws []word
-	for i := range ext {
-		if g, c := ext[i].gpu.Load(), ext[i].cpu.Load(); g|c != 0 {
-			ws = append(ws, word{page: int(ext[i].page.Load()), gpu: g, cpu: c})
-		}
-	}
-	if len(ws) == len(ext) && !s.empty() {
+	if !s.empty() {
 		return false
 	}
-	if s.empty() && len(ws) > 0 {
-		w := ws[0]
-		ws = ws[1:]
-		s.gpu.Store(w.gpu)
-		s.cpu.Store(w.cpu)
-		off, n := s.extRun()
-		s.meta.Store(packMeta(w.page, off, n))
+	e := t.ext(s)
+	if e == nil {
+		return true
 	}
-	t.setExt(s, ws)
-	return s.empty()
+	w := e.words[0]
+	rest := append(t.sets.buf[:0], e.words[1:]...)
+	s.gpu.Store(w.gpu)
+	s.cpu.Store(w.cpu)
+	m := s.meta.Load()
+	s.meta.Store(m&^0xffff | uint64(w.page)) // still names e, for setExt to release
+	t.setExt(s, rest)
+	t.sets.buf = rest[:0]
+	return false
 }
 
 // keepOnly clears, for each slot of keep, the bits of keys (per tier) keep
@@ -354,21 +372,15 @@ func (t *hashTable) keepOnly(keep map[int]map[uint64][2]bool, gone func(s int, t
 		changed := false
 		for hs, m := range keep {
 			for _, tier := range [2]Tier{GPU, CPU} {
-				w, ok := t.tierWord(s, hs>>6, tier)
-				bit := uint64(1) << (hs & 63)
-				if !ok || w.Load()&bit == 0 || m[key][tier] {
+				if m[key][tier] || !t.clearOne(s, hs, tier) {
 					continue
 				}
-				w.And(^bit)
 				gone(hs, tier)
 				changed = true
 			}
 		}
-		if changed {
-			if t.normalise(s) {
-				empty = append(empty, key)
-			}
-			t.refp(s)
+		if changed && t.normalise(s) {
+			empty = append(empty, key)
 		}
 	}
 	if t.hasZero.Load() {

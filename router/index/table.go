@@ -82,7 +82,7 @@ type hashTable struct {
 	n       int // entries in arr (excluding key 0); writer only
 	zero    slot
 	hasZero atomic.Bool
-	exts    extArena // holder words of pages beyond a slot's own
+	sets    *extSets // the Index's interned sets of other pages (pages.go)
 }
 
 type slotArray struct {
@@ -92,9 +92,9 @@ type slotArray struct {
 }
 
 // slot is one key's entry: the holder sets (GPU and CPU) of one page of
-// slots inline, and those of its other pages, if any, in an extSet. meta is
-// the inline page (low 16 bits) and the extSet's number in the table's
-// extTable (above them; 0 for none). Up to 64 holders every key has page 0
+// slots inline, and those of its other pages, if any, in an interned
+// extSet. meta is the inline page (low 16 bits) and the extSet's size and
+// number (above them; 0 for none, see packMeta). Up to 64 holders every key has page 0
 // inline and nothing else, so a Lookup reads one slot per key, as it did
 // when the holder set was one 64-bit mask.
 type slot struct {
@@ -137,7 +137,14 @@ func newSlotArray(size int) *slotArray {
 	return &slotArray{s: make([]slot, size), mask: uint64(size - 1), shift: uint(64 - log2(size))}
 }
 
-func (t *hashTable) init() { t.arr.Store(newSlotArray(minSlots)) }
+// init makes t empty; t.sets, when not set before (by the Index, which
+// shares its sets among its shards), becomes t's own.
+func (t *hashTable) init() {
+	t.arr.Store(newSlotArray(minSlots))
+	if t.sets == nil {
+		t.sets = new(extSets)
+	}
+}
 
 // home is the slot a key probes first (Fibonacci hashing of the key, so
 // keys that are not uniformly spread still scatter).

@@ -12,6 +12,7 @@ type Tracker struct {
 	mu    sync.Mutex
 	load  map[string]*tracked
 	peers map[string]Peer // the last SetPeerLoads, for entries made later
+	gen   uint64          // counts entries made and forgotten, for View
 }
 
 // tracked is one replica's entry: this router's own load (with the
@@ -41,13 +42,18 @@ func (l *Load) addPeer(p *Peer) {
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker { return &Tracker{load: map[string]*tracked{}} }
 
-func (t *Tracker) get(replica string) *Load {
+func (t *Tracker) get(replica string) *Load { return &t.entry(replica).own }
+
+// entry is replica's entry, made (with what peers report of it) when
+// absent.
+func (t *Tracker) entry(replica string) *tracked {
 	e := t.load[replica]
 	if e == nil {
 		e = &tracked{peer: t.peers[replica]}
 		t.load[replica] = e
+		t.gen++
 	}
-	return &e.own
+	return e
 }
 
 // Begin counts a request of promptTokens to replica as in flight; call the
@@ -211,6 +217,9 @@ func (t *Tracker) SetPeerLoads(loads map[string]Peer) {
 // it end harmlessly.
 func (t *Tracker) Forget(replica string) {
 	t.mu.Lock()
-	delete(t.load, replica)
+	if _, ok := t.load[replica]; ok {
+		delete(t.load, replica)
+		t.gen++
+	}
 	t.mu.Unlock()
 }

@@ -18,8 +18,8 @@ func (s *Set) Candidates(model string) []scheduler.Candidate {
 // Candidates returns, without allocating when dst has room. It is on every
 // request's path: the fields that change only with membership (id, model,
 // draining) are copied in one piece from a template kept per replica list,
-// breakers are looked up only while one exists, and each source is read
-// under one lock for all replicas.
+// breakers are looked up only while one exists, each source is read
+// under one lock for all replicas, and loads are read by position.
 func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []scheduler.Candidate {
 	start := len(dst)
 	now := s.opts.Now()
@@ -39,7 +39,7 @@ func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []schedu
 	tp.fillModes(out, s)
 	s.tracker.Read(func(l load.Locked) {
 		for i := range out {
-			out[i].Load = l.Load(out[i].ID)
+			out[i].Load = l.LoadOf(tp.loads, i)
 		}
 	})
 	return dst
@@ -111,6 +111,9 @@ type template struct {
 	from  []Replica // the list the candidates were built from
 	cands []scheduler.Candidate
 	modes atomic.Pointer[modes] // the candidates' modes, see fillModes
+	// loads finds the candidates' entries in the load tracker by position
+	// (guarded by the tracker's Read).
+	loads *load.View
 
 	posOnce sync.Once
 	pos     map[string]int // see positions
@@ -127,6 +130,7 @@ func (t *templates) of(model string, rs []Replica) *template {
 		}
 	}
 	tp := &template{from: rs, cands: make([]scheduler.Candidate, len(rs))}
+	tp.loads = load.NewView(len(rs), func(i int) string { return tp.cands[i].ID })
 	for i, r := range rs {
 		tp.cands[i] = scheduler.Candidate{ID: r.ID, Model: r.Model, Healthy: true, Draining: r.Draining}
 	}

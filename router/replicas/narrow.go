@@ -117,8 +117,8 @@ func (s *Set) appendPicked(dst []scheduler.Candidate, tp *template, picked []int
 		out[k].Mode = modes[i]
 	}
 	s.tracker.Read(func(l load.Locked) {
-		for i := range out {
-			out[i].Load = l.Load(out[i].ID)
+		for k, i := range picked {
+			out[k].Load = l.LoadOf(tp.loads, i)
 		}
 	})
 	return dst
