@@ -267,6 +267,12 @@ func TestHuggingFaceTokenizer(t *testing.T) {
 		t.Skipf("Qwen3 tokenizer files not present (run make testdata): %v", err)
 	}
 	p := startSim(t, nil, "--tokenizer", dir)
+	// The load shows in the log, so that a launcher can tell it from a hang.
+	for _, line := range []string{`msg="loading tokenizer"`, `msg="loaded tokenizer"`} {
+		if !strings.Contains(p.Output(), line) {
+			t.Errorf("the log has no %q:\n%s", line, p.Output())
+		}
+	}
 	var prompt, chat struct {
 		Tokens []uint32 `json:"tokens"`
 	}

@@ -37,11 +37,31 @@ type proc struct{ *simproc.Proc }
 func startSim(t *testing.T, env []string, args ...string) proc {
 	t.Helper()
 	p := startProc(t, env, append([]string{"sim-model", "--host", "127.0.0.1", "--port", "0", "--sim-latency=false"}, args...)...)
-	if err := p.WaitReady(context.Background(), 30*time.Second); err != nil {
+	if err := p.WaitReady(context.Background(), serveWait(t)); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+// serveWait is how long startSim waits for a simulator to serve: for as
+// long as it runs (WaitReady returns as soon as it exits) and the test has
+// time left, less stopMargin to stop it and report. A fixed budget cannot
+// fit every machine: on the 2-core build machine at a load average of 20
+// to 30, loading a real 11 MB tokenizer.json took 4 s in a plain build and
+// over two minutes in this -race test binary.
+// Without a test deadline (-timeout 0) it is noDeadlineWait.
+func serveWait(t *testing.T) time.Duration {
+	d, ok := t.Deadline()
+	if !ok {
+		return noDeadlineWait
+	}
+	return max(time.Until(d)-stopMargin, time.Second)
+}
+
+const (
+	stopMargin     = 30 * time.Second
+	noDeadlineWait = 10 * time.Minute
+)
 
 // startProc launches this test binary as vllm-sim with args after `serve`,
 // without waiting for it to serve; the test's cleanup stops and reaps it.

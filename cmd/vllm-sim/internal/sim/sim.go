@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 		<-ctx.Done()
 		return nil
 	}
-	tok, err := loadTokenizer(cfg.Tokenizer)
+	tok, err := loadTokenizer(cfg.Tokenizer, log)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/server"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
@@ -12,15 +14,20 @@ import (
 // loadTokenizer returns the built-in tokenizer, or the model's own from a
 // Hugging Face directory (tokenizer.json, tokenizer_config.json, and the
 // chat template) through the same packages the router uses, so both sides
-// produce the same ids.
-func loadTokenizer(dir string) (server.Tokenizer, error) {
+// produce the same ids. It logs the load's start and end, as vLLM logs its
+// model load: a launcher waiting for the Uvicorn line can tell a process
+// still loading from one that is stuck.
+func loadTokenizer(dir string, log *slog.Logger) (server.Tokenizer, error) {
 	if dir == "" {
 		return builtin{}, nil
 	}
+	log.Info("loading tokenizer", "dir", dir)
+	start := time.Now()
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--tokenizer %s: %w", dir, err)
 	}
+	log.Info("loaded tokenizer", "dir", dir, "took", time.Since(start).Round(time.Millisecond))
 	// Like vLLM, a model without a usable chat template still serves
 	// completions; chat requests then fail with the template's error.
 	h := &hf{tok: tok}
