@@ -114,7 +114,7 @@ func TestForwarderReachesRouterBeforeItsCheck(t *testing.T) {
 	// keep-alive is an hour away), so exactly one send, a snapshot.
 	poll.Until(t, "the snapshot counted", func() bool { return first(f).Sent >= 1 })
 	if st := first(f); st.Ready || st.Sent != 1 || st.Snapshots != 1 {
-		t.Errorf("session ready %v, %d sent, %d snapshots; want one snapshot to a router not ready yet", st.Ready, st.Sent, st.Snapshots)
+		t.Errorf("session %s; want one snapshot to a router not ready yet", counts(st))
 	}
 
 	// The check passes: nothing to resend the router does not hold, but

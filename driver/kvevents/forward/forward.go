@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/lograte"
 	"github.com/llmgw/llmgw/internal/kvwire"
 )
 
@@ -261,7 +262,7 @@ func (s *routerSession) run(ctx context.Context) {
 		seq      uint64
 		lastSent time.Time
 		backoff  = s.cfg.MinBackoff
-		failLog  = rateLimit{every: 30 * time.Second}
+		failLog  = lograte.Limiter{Every: 30 * time.Second}
 		joined   bool // the router accepted a send
 		// version is the protocol version spoken to this router: the
 		// newest, until a router of an older version refuses it.
@@ -312,7 +313,7 @@ func (s *routerSession) run(ctx context.Context) {
 		case errors.As(err, &refused):
 			// Applied but for replicas the router has no room for: it asks
 			// for a snapshot once it has, so the session goes on.
-			failLog.do(func(n int) { s.log.Warn("router has no room for some replicas", "error", err, "suppressed", n) })
+			failLog.Do(func(n int) { s.log.Warn("router has no room for some replicas", "error", err, "suppressed", n) })
 			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
 		case err == nil:
 			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
@@ -338,7 +339,7 @@ func (s *routerSession) run(ctx context.Context) {
 			s.sess.Resync()
 			next, backoff = backoff, grow(backoff)
 		default:
-			failLog.do(func(n int) { s.log.Warn("sending kv update failed; retrying", "error", err, "suppressed", n) })
+			failLog.Do(func(n int) { s.log.Warn("sending kv update failed; retrying", "error", err, "suppressed", n) })
 			next, backoff = backoff, grow(backoff)
 		}
 		timer.Reset(next)

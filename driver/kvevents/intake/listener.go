@@ -14,6 +14,7 @@ import (
 	zmq "github.com/pebbe/zmq4"
 
 	"github.com/llmgw/llmgw/driver/kvevents"
+	"github.com/llmgw/llmgw/driver/lograte"
 )
 
 // Sink receives what a listener decodes, and what an intake announces.
@@ -94,7 +95,7 @@ type Listener struct {
 	// replayPause is when replays may be tried again after one failed.
 	replayPause time.Time
 	reset       chan struct{}
-	badLog      rateLimit
+	badLog      lograte.Limiter
 
 	mu    sync.Mutex // guards stats and replayed
 	stats ListenerStats
@@ -138,7 +139,7 @@ func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
 		cfg: cfg, sink: sink, log: log, zctx: zctx, sub: sub, port: port,
 		cancel: cancel, done: make(chan struct{}), liveLast: -1,
 		reset:  make(chan struct{}, 1),
-		badLog: rateLimit{every: 10 * time.Second},
+		badLog: lograte.Limiter{Every: 10 * time.Second},
 	}
 	l.stats.LastSeq = -1
 	go l.run(ctx)
@@ -343,7 +344,7 @@ func (l *Listener) live(ctx context.Context, msg [][]byte) {
 	useq, payload, err := splitLive(msg)
 	if err != nil {
 		l.count(func(s *ListenerStats) { s.BadFrames++ })
-		l.badLog.do(func(n int) { l.log.Warn("bad kv events message skipped", "error", err, "skipped", n) })
+		l.badLog.Do(func(n int) { l.log.Warn("bad kv events message skipped", "error", err, "skipped", n) })
 		return
 	}
 	seq := int64(useq & (1<<63 - 1))
@@ -389,7 +390,7 @@ func (l *Listener) live(ctx context.Context, msg [][]byte) {
 func (l *Listener) applyPayload(seq int64, payload []byte, replayed bool) {
 	b, err := l.dec.Decode(payload)
 	if err != nil {
-		l.badLog.do(func(n int) { l.log.Warn("malformed kv events payload skipped", "seq", seq, "error", err, "skipped", n) })
+		l.badLog.Do(func(n int) { l.log.Warn("malformed kv events payload skipped", "seq", seq, "error", err, "skipped", n) })
 	} else {
 		l.sink.Apply(l.cfg.Replica, l.cfg.Rank, b)
 	}
@@ -411,22 +412,4 @@ func (l *Listener) count(f func(*ListenerStats)) {
 	l.mu.Lock()
 	f(&l.stats)
 	l.mu.Unlock()
-}
-
-// rateLimit runs a log call at most once per interval, passing how many
-// calls were suppressed since the last one.
-type rateLimit struct {
-	every      time.Duration
-	last       time.Time
-	suppressed int
-}
-
-func (r *rateLimit) do(f func(suppressed int)) {
-	now := time.Now()
-	if !r.last.IsZero() && now.Sub(r.last) < r.every {
-		r.suppressed++
-		return
-	}
-	f(r.suppressed)
-	r.last, r.suppressed = now, 0
 }

@@ -22,8 +22,11 @@ func TestReplicaDiesMidStream(t *testing.T) {
 	c := routerConfig("")
 	c.Replicas = []config.StaticReplica{{ID: "a/main", Model: model, Address: s.addr, BlockSize: 16}}
 	r := startRouter(t, c)
+	// ignore_eos: vllm-sim would end the stream at a simulated EOS, here
+	// 17 tokens in (a third of a second), which a loaded machine can let
+	// pass before the kill lands; 500 tokens take 10 s.
 	resp, err := http.Post("http://"+r.Addr()+"/v1/completions", "application/json",
-		strings.NewReader(`{"model":"`+model+`","prompt":"tell a long story","max_tokens":500,"stream":true}`))
+		strings.NewReader(`{"model":"`+model+`","prompt":"tell a long story","max_tokens":500,"ignore_eos":true,"stream":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}

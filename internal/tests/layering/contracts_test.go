@@ -35,10 +35,12 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/internal/blockkey",
 		"github.com/llmgw/llmgw/internal/kvwire",
 	},
+	"driver/lograte": nil,
 	"driver/kvevents/intake": {
 		"github.com/hashicorp/go-hclog",
 		"github.com/pebbe/zmq4",
 		"github.com/llmgw/llmgw/driver/kvevents",
+		"github.com/llmgw/llmgw/driver/lograte",
 		"github.com/llmgw/llmgw/internal/blockkey",
 		"github.com/llmgw/llmgw/internal/kvwire",
 	},
@@ -46,6 +48,7 @@ var contracts = map[string][]string{
 		"github.com/hashicorp/go-hclog",
 		"github.com/llmgw/llmgw/consul",
 		"github.com/llmgw/llmgw/driver/kvevents",
+		"github.com/llmgw/llmgw/driver/lograte",
 		"github.com/llmgw/llmgw/internal/kvwire",
 	},
 	"router/admission": {
