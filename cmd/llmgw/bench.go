@@ -47,7 +47,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if err := benchOnFleet(ctx, c, args, w, setup, stdout, stderr); err != nil {
+	run := benchOnFleet
+	if c.sweep.rates != nil {
+		run = sweepOnFleet
+	}
+	if err := run(ctx, c, args, w, setup, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
 		return 1
 	}
@@ -55,18 +59,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.Workload, setup string, stdout, stderr io.Writer) error {
-	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: stderr})
-	fmt.Fprintf(stderr, "starting Consul, the driver with %d vllm-sim shards and %d routers\n", c.shards, c.routers)
-	f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
-		SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log})
+	f, err := startBenchFleet(ctx, c, stderr)
 	if err != nil {
-		return fmt.Errorf("start fleet: %w", err)
+		return err
 	}
 	defer f.Close()
-	o := bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
-		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
-		Setup: fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers",
-			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
+	o := c.options(args, w, setup)
 	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "policy %s\n", p.Name) }
 	if c.progress {
 		o.ShowProgress(stderr)
@@ -76,6 +74,26 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 		return err
 	}
 	return writeReport(rep, c, stdout)
+}
+
+// startBenchFleet starts the fleet c describes.
+func startBenchFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*fleet.Fleet, error) {
+	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: stderr})
+	fmt.Fprintf(stderr, "starting Consul, the driver with %d vllm-sim shards and %d routers\n", c.shards, c.routers)
+	f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
+		SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("start fleet: %w", err)
+	}
+	return f, nil
+}
+
+// options are the bench options for workload w (described by setup).
+func (c *benchConfig) options(args []string, w workload.Workload, setup string) bench.Options {
+	return bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
+		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
+		Setup: fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers",
+			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
 }
 
 // simNote describes extra simulator flags in the setup line.

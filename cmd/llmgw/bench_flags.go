@@ -46,6 +46,7 @@ type benchConfig struct {
 	progress         bool
 	timeout          time.Duration
 	stress           stressFlags
+	sweep            sweepFlags
 }
 
 // errHelpShown and errUsageShown: parseBenchFlags has printed the help
@@ -60,6 +61,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	fs := flag.NewFlagSet("llmgw bench", flag.ContinueOnError)
 	fs.StringVar(&c.workload, "workload", "chat", "chat (multi-turn, shared system prompt, per-user document), prefix (shared-prefix groups), siblings (n samples of one prompt), trace (Mooncake JSONL replay), many-session (256 chat sessions overflowing the caches), fan-out (agentic sibling bursts) or mixed-tenants (hot tenant prompts among unique ones)")
 	c.stress.register(fs)
+	c.sweep.register(fs)
 	fs.Float64Var(&c.rate, "rate", 4, "open-loop Poisson arrival rate, requests per second (bursts per second for siblings; 0 for trace keeps its timestamps)")
 	fs.Uint64Var(&c.seed, "seed", 1, "workload seed: the same seed gives the same requests")
 	fs.IntVar(&c.users, "users", 16, "chat: users")
@@ -102,6 +104,9 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	}
 	var err error
 	if c.policies, err = bench.SelectPolicies(*policies); err != nil {
+		return c, err
+	}
+	if err := c.sweep.parse(&c); err != nil {
 		return c, err
 	}
 	if c.doc != "" && c.outDir == "" {

@@ -74,6 +74,13 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		rep.PromptTokens += len(t)
 		rep.ReusableTokens += reusable[i]
 	}
+	scheduled := make([]time.Duration, len(o.Workload.Requests))
+	for i, r := range o.Workload.Requests {
+		scheduled[i] = r.At
+		if r.After >= 0 {
+			scheduled[i] = -1 // sent when the request it waits for ends
+		}
+	}
 	dns := &client.ConsulDNS{Addr: f.ConsulDNSAddr()}
 	for _, p := range o.Policies {
 		if err := f.RestartRouters(ctx, p.Scheduler); err != nil {
@@ -97,8 +104,11 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
-		rep.Policies = append(rep.Policies, report.Summarize(p.Name, results, reusable, o.SLO, took))
+		sum := report.Summarize(p.Name, results, reusable, o.SLO, took)
+		sum.SendLag = report.SendLag(scheduled, results)
+		rep.Policies = append(rep.Policies, sum)
 	}
+	rep.HostLoad = hostLoad()
 	return rep, nil
 }
 
