@@ -32,6 +32,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "llmgw bench: %v\n%s\n", err, benchUsage)
 		return 2
 	}
+	if c.sweep.render != "" {
+		if err := renderSweep(c, stdout); err != nil {
+			fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	w, setup, err := c.buildWorkload()
 	if err != nil {
 		fmt.Fprintf(stderr, "llmgw bench: %v\n", err)

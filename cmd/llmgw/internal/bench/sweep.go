@@ -42,7 +42,8 @@ func Sweep(ctx context.Context, f Fleet, o SweepOptions) (*report.Sweep, error) 
 	if len(o.Rates) == 0 || o.Build == nil {
 		return nil, errors.New("bench: a sweep needs rates and a workload builder")
 	}
-	s := &report.Sweep{Command: o.Command, Setup: o.Setup, SLO: o.SLO, Baseline: Baseline, Default: DefaultPolicy, Noise: o.Noise}
+	s := &report.Sweep{Command: o.Command, Setup: o.Setup, SLO: o.SLO, Baseline: Baseline, Default: DefaultPolicy, Noise: o.Noise,
+		Peers: PeerNames()}
 	for _, rate := range o.Rates {
 		w, err := o.Build(rate)
 		if err != nil {
@@ -61,6 +62,16 @@ func Sweep(ctx context.Context, f Fleet, o SweepOptions) (*report.Sweep, error) 
 		s.Rates = append(s.Rates, *rep)
 	}
 	return s, nil
+}
+
+// PeerNames are the names of the peers' published policies, which a
+// sweep's verdict weighs the default against.
+func PeerNames() []string {
+	var names []string
+	for _, p := range peerPolicies() {
+		names = append(names, p.Name)
+	}
+	return names
 }
 
 // ParseRates parses a comma list of rising positive rates ("2,4,8").

@@ -19,9 +19,11 @@ type Sweep struct {
 	SLO   SLO    `json:"slo"`
 	// Baseline is the policy whose saturation marks the knee
 	// (round-robin); Default is llmgw's default; every other policy is a
-	// peer's.
-	Baseline string `json:"baseline"`
-	Default  string `json:"default"`
+	// peer's unless Peers lists the peers (then the rest, such as
+	// variants of the default, are neither).
+	Baseline string   `json:"baseline"`
+	Default  string   `json:"default"`
+	Peers    []string `json:"peers,omitempty"`
 	// Noise is the relative goodput difference within which two policies
 	// count as equal (from repeated runs at one rate); a peer ahead of
 	// the default by more is listed as a win.
@@ -61,9 +63,14 @@ func (r *Report) policy(name string) (Summary, bool) {
 	return Summary{}, false
 }
 
-// peer reports whether name is a peer policy: neither the baseline nor
-// the default.
-func (s *Sweep) peer(name string) bool { return name != s.Baseline && name != s.Default }
+// peer reports whether name is a peer policy: listed in Peers, or, when
+// Peers is empty, neither the baseline nor the default.
+func (s *Sweep) peer(name string) bool {
+	if len(s.Peers) > 0 {
+		return slices.Contains(s.Peers, name)
+	}
+	return name != s.Baseline && name != s.Default
+}
 
 // Verdict is a sweep's summary: at the knee (the highest rate when the
 // baseline never saturates), the best peer against llmgw's default, and
@@ -151,11 +158,17 @@ func (s *Sweep) Markdown(plots []string) string {
 	for i, r := range s.Rates {
 		rates[i] = fmt.Sprintf("%g", r.Rate)
 	}
-	n := 0
-	if len(s.Rates) > 0 {
-		n = s.Rates[0].Requests
+	sizes := make([]string, len(s.Rates))
+	same := true
+	for i, r := range s.Rates {
+		sizes[i] = fmt.Sprintf("%d", r.Requests)
+		same = same && r.Requests == s.Rates[0].Requests
 	}
-	fmt.Fprintf(&b, "Workload `%s`: %d requests at each of %s req/s; %s.\n", s.Workload, n, strings.Join(rates, ", "), s.Setup)
+	if same && len(s.Rates) > 0 {
+		fmt.Fprintf(&b, "Workload `%s`: %d requests at each of %s req/s; %s.\n", s.Workload, s.Rates[0].Requests, strings.Join(rates, ", "), s.Setup)
+	} else {
+		fmt.Fprintf(&b, "Workload `%s`: %s requests at %s req/s; %s.\n", s.Workload, strings.Join(sizes, ", "), strings.Join(rates, ", "), s.Setup)
+	}
 	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s, per second of the run. The knee is the lowest rate where `%s` sheds or its TTFT p99 exceeds %s. A peer counts as ahead of the default (`%s`) when its goodput is more than %.0f%% higher.\n\n",
 		s.SLO.TTFT, s.SLO.ITL, s.Baseline, s.SLO.TTFT, s.Default, 100*s.Noise)
 	v := s.Verdict()
@@ -171,14 +184,18 @@ func (s *Sweep) Markdown(plots []string) string {
 		}
 		wins = strings.Join(w, "; ")
 	}
+	best, bestGood, ratio := v.BestPeer, fmt.Sprintf("%.2f req/s", v.BestPeerGoodput), fmt.Sprintf("%.2fx", v.Ratio)
+	if v.NoPeersRun {
+		best, bestGood, ratio = "no peer run", "", ""
+	}
 	below := "no rate below the knee"
 	if v.UnsaturatedRates > 0 {
 		below = pct(v.MinUnsaturatedOracleShare)
 	}
 	b.WriteString("| knee | best peer at the knee | its goodput | default's goodput | default / best peer | default's share of oracle at the knee | default's lowest share below the knee | peers ahead of the default |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---|\n")
-	fmt.Fprintf(&b, "| %s | %s | %.2f req/s | %.2f req/s | %.2fx | %s | %s | %s |\n\n",
-		knee, v.BestPeer, v.BestPeerGoodput, v.Goodput, v.Ratio, pct(v.OracleShare), below, wins)
+	fmt.Fprintf(&b, "| %s | %s | %s | %.2f req/s | %s | %s | %s | %s |\n\n",
+		knee, best, bestGood, v.Goodput, ratio, pct(v.OracleShare), below, wins)
 	if len(v.HostLimited) > 0 {
 		fmt.Fprintf(&b, "Host-limited runs (the client sent late, send lag p99 over %s): %s.\n\n", HostLimitLag, strings.Join(v.HostLimited, "; "))
 	} else {

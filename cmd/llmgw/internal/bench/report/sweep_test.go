@@ -69,6 +69,11 @@ func TestSweepVerdict(t *testing.T) {
 		t.Errorf("wins %+v; want dynamo at 2 req/s only", v.Wins)
 	}
 	s := sampleSweep()
+	s.Peers = []string{"sglang"} // dynamo is then a variant, not a peer
+	if v := s.Verdict(); len(v.Wins) != 0 || v.BestPeer != "sglang" {
+		t.Errorf("with peers listed: %+v; want sglang the best peer and no win", v)
+	}
+	s.Peers = nil
 	s.Noise = 0.2
 	if w := s.Verdict().Wins; len(w) != 0 {
 		t.Errorf("wins within a 20%% noise: %+v", w)
