@@ -32,7 +32,9 @@ func (s *Sweep) Plot(file string) error {
 	if err != nil {
 		return fmt.Errorf("plot sweep: %w", err)
 	}
-	share.Y.Min, share.Y.Max = 0, 1.05
+	// Headroom above the lines for the legend.
+	good.Y.Max *= 1.6
+	share.Y.Min, share.Y.Max = 0, 1.6
 	img := vgimg.New(14*vg.Inch, 5*vg.Inch)
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 4, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
@@ -57,7 +59,7 @@ func (s *Sweep) panel(title, ylabel string, value func(Summary) float64) (*plot.
 	p.X.Label.Text = "offered rate (req/s)"
 	p.Y.Label.Text = ylabel
 	p.Y.Min = 0
-	p.Legend.Top, p.Legend.Left = true, false
+	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	for i, name := range s.policies() {
 		var pts plotter.XYs
@@ -71,6 +73,7 @@ func (s *Sweep) panel(title, ylabel string, value func(Summary) float64) (*plot.
 			return nil, err
 		}
 		l.Color, sc.Color = plotutil.Color(i), plotutil.Color(i)
+		l.Dashes = plotutil.Dashes(i / len(plotutil.SoftColors)) // colours repeat after seven
 		l.Width = vg.Points(1.5)
 		if name == s.Default {
 			l.Width = vg.Points(3)
