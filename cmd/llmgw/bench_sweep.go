@@ -19,6 +19,10 @@ import (
 // quickRequests caps each run of a -quick sweep.
 const quickRequests = 48
 
+// maxSizedRequests bounds what -duration may ask of one rate, so a typo
+// cannot build a workload that fills the memory.
+const maxSizedRequests = 100000
+
 // sweepFlags turn `llmgw bench` into a rate sweep: every policy at every
 // rate, on one fleet.
 type sweepFlags struct {
@@ -61,6 +65,9 @@ func (s *sweepFlags) parse(c *benchConfig) error {
 	}
 	if s.duration < 0 {
 		return fmt.Errorf("-duration must be >= 0, got %s", s.duration)
+	}
+	if n := rates[len(rates)-1] * s.duration.Seconds(); n > maxSizedRequests {
+		return fmt.Errorf("-duration %s at %g req/s asks for %.0f requests; at most %d", s.duration, rates[len(rates)-1], n, maxSizedRequests)
 	}
 	if c.workload == "trace" && c.rate == 0 {
 		return fmt.Errorf("-rates replaces -rate; a trace's own timestamps (-rate 0) cannot be swept")
