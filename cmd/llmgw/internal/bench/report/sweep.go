@@ -72,24 +72,32 @@ func (s *Sweep) peer(name string) bool {
 	return name != s.Baseline && name != s.Default
 }
 
-// Verdict is a sweep's summary: at the knee (the highest rate when the
-// baseline never saturates), the best peer against llmgw's default, and
-// the default's share of the oracle's reusable tokens.
-type Verdict struct {
-	// Rate is the knee's rate; Saturated is false when the baseline never
-	// saturated (Rate is then the highest rate run).
-	Rate      float64
-	Saturated bool
+// Versus is the default against the best peer at one rate.
+type Versus struct {
+	Rate float64
 	// BestPeer is the peer policy with the highest goodput at Rate.
-	BestPeer                   string
-	BestPeerGoodput, Goodput   float64
-	Ratio                      float64 // Goodput / BestPeerGoodput (0 when the peer had none)
-	OracleShare                float64 // the default's at Rate
-	MinUnsaturatedOracleShare  float64 // the default's lowest below the knee (every rate when none)
-	UnsaturatedRates           int
-	Wins                       []Win // where a peer beat the default by more than Noise
-	HostLimited                []string
-	DefaultMissing, NoPeersRun bool
+	BestPeer                 string
+	BestPeerGoodput, Goodput float64
+	Ratio                    float64 // Goodput / BestPeerGoodput (0 when the peer had none)
+	OracleShare              float64 // the default's at Rate
+	DefaultMissing           bool
+	NoPeersRun               bool
+}
+
+// Verdict is a sweep's summary: at the knee (the highest rate when the
+// baseline never saturates) and at the highest rate, the best peer
+// against llmgw's default, and the default's share of the oracle's
+// reusable tokens below the knee.
+type Verdict struct {
+	Versus // at the knee
+	// Saturated is false when the baseline never saturated (the knee's
+	// figures are then the highest rate's).
+	Saturated                 bool
+	Highest                   Versus
+	MinUnsaturatedOracleShare float64 // the default's lowest below the knee (every rate when none)
+	UnsaturatedRates          int
+	Wins                      []Win // where a peer beat the default by more than Noise
+	HostLimited               []string
 }
 
 // Win is a rate at which a peer's goodput beat the default's by more than
@@ -111,20 +119,7 @@ func (s *Sweep) Verdict() Verdict {
 	if k < 0 {
 		k = len(s.Rates) - 1
 	}
-	at := &s.Rates[k]
-	v.Rate = at.Rate
-	d, ok := at.policy(s.Default)
-	v.DefaultMissing = !ok
-	v.Goodput, v.OracleShare = d.Goodput, d.OracleHitShare
-	v.NoPeersRun = true
-	for _, p := range at.Policies {
-		if s.peer(p.Policy) && (v.NoPeersRun || p.Goodput > v.BestPeerGoodput) {
-			v.BestPeer, v.BestPeerGoodput, v.NoPeersRun = p.Policy, p.Goodput, false
-		}
-	}
-	if v.BestPeerGoodput > 0 {
-		v.Ratio = v.Goodput / v.BestPeerGoodput
-	}
+	v.Versus, v.Highest = s.versus(k), s.versus(len(s.Rates)-1)
 	v.MinUnsaturatedOracleShare = 1
 	for i := range s.Rates {
 		r := &s.Rates[i]
@@ -144,6 +139,24 @@ func (s *Sweep) Verdict() Verdict {
 	}
 	if v.UnsaturatedRates == 0 {
 		v.MinUnsaturatedOracleShare = 0
+	}
+	return v
+}
+
+// versus compares the default with the best peer at Rates[k].
+func (s *Sweep) versus(k int) Versus {
+	at := &s.Rates[k]
+	v := Versus{Rate: at.Rate, NoPeersRun: true}
+	d, ok := at.policy(s.Default)
+	v.DefaultMissing = !ok
+	v.Goodput, v.OracleShare = d.Goodput, d.OracleHitShare
+	for _, p := range at.Policies {
+		if s.peer(p.Policy) && (v.NoPeersRun || p.Goodput > v.BestPeerGoodput) {
+			v.BestPeer, v.BestPeerGoodput, v.NoPeersRun = p.Policy, p.Goodput, false
+		}
+	}
+	if v.BestPeerGoodput > 0 {
+		v.Ratio = v.Goodput / v.BestPeerGoodput
 	}
 	return v
 }
@@ -184,18 +197,24 @@ func (s *Sweep) Markdown(plots []string) string {
 		}
 		wins = strings.Join(w, "; ")
 	}
-	best, bestGood, ratio := v.BestPeer, fmt.Sprintf("%.2f req/s", v.BestPeerGoodput), fmt.Sprintf("%.2fx", v.Ratio)
-	if v.NoPeersRun {
-		best, bestGood, ratio = "no peer run", "", ""
-	}
 	below := "no rate below the knee"
 	if v.UnsaturatedRates > 0 {
 		below = pct(v.MinUnsaturatedOracleShare)
 	}
-	b.WriteString("| knee | best peer at the knee | its goodput | default's goodput | default / best peer | default's share of oracle at the knee | default's lowest share below the knee | peers ahead of the default |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---|\n")
-	fmt.Fprintf(&b, "| %s | %s | %s | %.2f req/s | %s | %s | %s | %s |\n\n",
-		knee, best, bestGood, v.Goodput, ratio, pct(v.OracleShare), below, wins)
+	b.WriteString("| at | best peer | its goodput | default's goodput | default / best peer | default's share of oracle |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|\n")
+	row := func(label string, x Versus) {
+		best, bestGood, ratio := x.BestPeer, fmt.Sprintf("%.2f req/s", x.BestPeerGoodput), fmt.Sprintf("%.2fx", x.Ratio)
+		if x.NoPeersRun {
+			best, bestGood, ratio = "no peer run", "", ""
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f req/s | %s | %s |\n", label, best, bestGood, x.Goodput, ratio, pct(x.OracleShare))
+	}
+	row("the knee, "+knee, v.Versus)
+	if v.Highest.Rate != v.Rate {
+		row(fmt.Sprintf("the highest rate, %g req/s", v.Highest.Rate), v.Highest)
+	}
+	fmt.Fprintf(&b, "\nThe default's lowest share of the oracle's reusable tokens below the knee: %s. Peers ahead of the default at any rate: %s.\n\n", below, wins)
 	if len(v.HostLimited) > 0 {
 		fmt.Fprintf(&b, "Host-limited runs (the client sent late, send lag p99 over %s): %s.\n\n", HostLimitLag, strings.Join(v.HostLimited, "; "))
 	} else {

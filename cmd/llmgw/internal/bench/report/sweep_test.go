@@ -61,6 +61,9 @@ func TestSweepVerdict(t *testing.T) {
 	if v.Rate != 4 || !v.Saturated || v.BestPeer != "sglang" || v.BestPeerGoodput != 2.5 || v.Goodput != 3 || v.Ratio != 3/2.5 {
 		t.Errorf("at the knee: %+v; want rate 4, best peer sglang 2.5 against 3", v)
 	}
+	if h := v.Highest; h.Rate != 8 || h.BestPeer != "dynamo" || h.Ratio != 2 {
+		t.Errorf("at the highest rate: %+v; want dynamo at 8 req/s, the default 2x its goodput", h)
+	}
 	if v.OracleShare != 0.93 || v.MinUnsaturatedOracleShare != 0.96 || v.UnsaturatedRates != 2 {
 		t.Errorf("oracle shares: %+v; want 0.93 at the knee, lowest 0.96 over the two rates below it", v)
 	}
@@ -94,7 +97,9 @@ func TestSweepMarkdownAndPlot(t *testing.T) {
 	for _, want := range []string{
 		"Command: `llmgw bench -rates 1,2,4`",
 		"10 requests at each of 1, 2, 4, 8 req/s; 8 shards.",
-		"| 4 req/s | sglang | 2.50 req/s | 3.00 req/s | 1.20x | 93.0% | 96.0% | dynamo at 2/s (2.20 vs 2.00 req/s) |",
+		"| the knee, 4 req/s | sglang | 2.50 req/s | 3.00 req/s | 1.20x | 93.0% |\n",
+		"| the highest rate, 8 req/s | dynamo | 1.00 req/s | 2.00 req/s | 2.00x | 90.0% |\n",
+		"below the knee: 96.0%. Peers ahead of the default at any rate: dynamo at 2/s (2.20 vs 2.00 req/s).",
 		"Host-limited runs (the client sent late, send lag p99 over 50ms): precise-prefix at 8/s (send lag p99 120.0 ms).",
 		"| 8 | round-robin | 1000.0 ms | 2000.0 ms |",
 		"| 8 | oracle (bound) | | | | | | | 90.0% | 100% | | |",
