@@ -25,7 +25,7 @@
 # knee at the 1 s TTFT SLO. Rates stay where the shared 2-core host keeps
 # the offered rate (the reports' send lag says where it did not).
 
-BENCH_SWEEP_POLICIES ?= round-robin,precise-prefix,precise-prefix-spec,dynamo,sglang-cache-aware,llmd-default,llmd-precise,aibrix-prefix
+BENCH_SWEEP_POLICIES ?= round-robin,precise-prefix,precise-prefix-no-spec,dynamo,sglang-cache-aware,llmd-default,llmd-precise,aibrix-prefix
 BENCH_SWEEP_COMMON ?= -policies $(BENCH_SWEEP_POLICIES) -seed 1 -duration 10s -slo-ttft 1s -slo-itl 50ms -noise 0.15 -progress=false
 BENCH_FANOUT_FLAGS ?= -workload fan-out -shards 8 -rates 0.2,0.4,0.8
 BENCH_TENANTS_FLAGS ?= -workload mixed-tenants -shards 16 -rates 4,8,16

@@ -73,16 +73,12 @@ type Config struct {
 // replica's cached prefix against the prefill queued on it; the prefix
 // scorers (which ttft reads, so they come first) settle near-ties towards
 // the cache, load spreads ties, and a session stays unless a rival is
-// clearly faster (README.md has the arithmetic). The prefix scorer gives
-// no speculative credit: a burst of siblings credited to the replica the
-// first went to piled onto it before it had prefilled their context, which
-// lost agentic fan-out and the hot tenant of mixed tenants to every peer
-// (README.md, "Speculative credit and fan-out").
+// clearly faster (README.md has the arithmetic).
 func DefaultConfig() Config {
 	return Config{
 		Filters: []Spec{{Type: "model"}, {Type: "healthy"}},
 		Scorers: []Spec{
-			{Type: "prefix", Weight: 1, Params: json.RawMessage(`{"speculative_ttl":"0s"}`)},
+			{Type: "prefix", Weight: 1},
 			{Type: "approx-prefix", Weight: 1},
 			{Type: "ttft", Weight: 4},
 			{Type: "load", Weight: 1},
