@@ -7,11 +7,11 @@
 #                              sections of docs/BENCHMARKS.md (between marker
 #                              comments) and sweep.json, sweep.md and
 #                              sweep.png in docs/bench/sweep-<workload>/:
-#                              about 25 minutes on 2 cores
+#                              about 20 minutes on 2 cores at load 20
 #   make bench-policies-quick  the same sweeps with -quick (lowest and highest
 #                              rate, 48 requests a run) into
 #                              $(BENCH_QUICK_OUT), docs untouched: a CI check
-#                              of a few minutes
+#                              (under 10 minutes at load 20 on 2 cores)
 #   make bench-policies-single the earlier single-rate comparisons (chat, the
 #                              sample trace, the tool-agent trace) on four
 #                              shards, each rewriting its own section: about
