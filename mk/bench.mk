@@ -1,27 +1,59 @@
 # llmgw bench: routing policies compared on a local fleet (cmd/llmgw/internal/bench,
 # `llmgw bench`).
 #
-#   make bench-policies   reruns the comparisons docs/BENCHMARKS.md reports
-#                         under "Routing policies": each rewrites its own
-#                         generated section there (between marker comments)
-#                         and its report.json, report.md and plots in
-#                         docs/bench/<section>/
-#   make bench            runs them too, before the Go benchmarks
+#   make bench-policies        sweeps every policy (the default, round-robin,
+#                              the five peers) over arrival rates, one fleet
+#                              per workload, and rewrites the "Rate sweeps"
+#                              sections of docs/BENCHMARKS.md (between marker
+#                              comments) and sweep.json, sweep.md and
+#                              sweep.png in docs/bench/sweep-<workload>/:
+#                              about 20 minutes on 2 cores at load 20
+#   make bench-policies-quick  the same sweeps with -quick (lowest and highest
+#                              rate, 48 requests a run) into
+#                              $(BENCH_QUICK_OUT), docs untouched: a CI check
+#                              (under 10 minutes at load 20 on 2 cores)
+#   make bench-policies-single the earlier single-rate comparisons (chat, the
+#                              sample trace, the tool-agent trace) on four
+#                              shards, each rewriting its own section: about
+#                              10 minutes
+#   make bench                 runs bench-policies too, before the Go benchmarks
 #
-# Each run starts Consul, the driver with four vllm-sim shards and two
-# routers (cmd/llmgw/internal/fleet), then replays one deterministic workload per
-# policy: about 10 minutes for all three comparisons.
+# Sizes: -duration 10s gives each rate about ten seconds of arrivals (rate x
+# 10 s requests, or bursts for fan-out), so a sweep costs the same time at
+# every rate and the highest rates, where the knee lies, get the most
+# requests; three rates, doubling, from light load to past round-robin's
+# knee at the 1 s TTFT SLO. Rates stay where the shared 2-core host keeps
+# the offered rate (the reports' send lag says where it did not).
+
+BENCH_SWEEP_POLICIES ?= round-robin,precise-prefix,precise-prefix-no-spec,dynamo,sglang-cache-aware,llmd-default,llmd-precise,aibrix-prefix
+BENCH_SWEEP_COMMON ?= -policies $(BENCH_SWEEP_POLICIES) -seed 1 -duration 10s -slo-ttft 1s -slo-itl 50ms -noise 0.15 -progress=false
+BENCH_FANOUT_FLAGS ?= -workload fan-out -shards 8 -rates 0.2,0.4,0.8
+BENCH_TENANTS_FLAGS ?= -workload mixed-tenants -shards 16 -rates 4,8,16
+# Caches of 768 blocks (12,288 tokens) a shard, so that the sessions'
+# histories overflow them and eviction decides what a replica still holds.
+BENCH_SESSIONS_FLAGS ?= -workload many-session -shards 8 -rounds 4 -rates 2,4,8 -max-model-len 4096 -sim-args "--num-gpu-blocks-override 768"
+BENCH_QUICK_OUT ?= $(or $(TMPDIR),/tmp)/llmgw-bench-quick
 
 BENCH_POLICIES ?= round-robin,least-loaded,approx-prefix,prefix-load,precise-prefix
 BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1 -policies $(BENCH_POLICIES)
 BENCH_TRACE_FLAGS ?= -workload trace -trace cmd/llmgw/internal/bench/trace/testdata/sample.jsonl -rate 3 -seed 1 -policies $(BENCH_POLICIES)
 BENCH_SYNTH_FLAGS ?= -workload trace -trace cmd/llmgw/internal/bench/trace/testdata/toolagent-synth.jsonl -rate 3 -seed 1 -policies round-robin,prefix-load,precise-prefix
 
-.PHONY: bench-policies
+.PHONY: bench-policies bench-policies-quick bench-policies-single
 
 bench: bench-policies
 
-bench-policies: build bin/consul ## rerun the routing-policy comparisons in docs/BENCHMARKS.md
+bench-policies: build bin/consul ## sweep every routing policy over arrival rates; rewrites docs/BENCHMARKS.md's rate sweeps
+	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-fan-out -doc docs/BENCHMARKS.md -section sweep-fan-out
+	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-mixed-tenants -doc docs/BENCHMARKS.md -section sweep-mixed-tenants
+	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-many-session -doc docs/BENCHMARKS.md -section sweep-many-session
+
+bench-policies-quick: build bin/consul ## the rate sweeps in a few minutes (-quick), docs untouched
+	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/fan-out
+	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/mixed-tenants
+	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/many-session
+
+bench-policies-single: build bin/consul ## rerun the single-rate routing-policy comparisons in docs/BENCHMARKS.md
 	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat -doc docs/BENCHMARKS.md -section chat
 	./bin/llmgw bench $(BENCH_TRACE_FLAGS) -out docs/bench/trace -doc docs/BENCHMARKS.md -section trace
 	./bin/llmgw bench $(BENCH_SYNTH_FLAGS) -out docs/bench/trace-synth -doc docs/BENCHMARKS.md -section trace-synth

@@ -32,6 +32,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "llmgw bench: %v\n%s\n", err, benchUsage)
 		return 2
 	}
+	if c.sweep.render != "" {
+		if err := renderSweep(c, stdout); err != nil {
+			fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	w, setup, err := c.buildWorkload()
 	if err != nil {
 		fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
@@ -47,14 +54,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	if c.fault.killAfter > 0 {
-		if err := benchFault(ctx, c, args, w, setup, stdout, stderr); err != nil {
-			fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
-			return 1
-		}
-		return 0
+	run := benchOnFleet
+	switch {
+	case c.fault.killAfter > 0:
+		run = benchFault
+	case c.sweep.rates != nil:
+		run = sweepOnFleet
 	}
-	if err := benchOnFleet(ctx, c, args, w, setup, stdout, stderr); err != nil {
+	if err := run(ctx, c, args, w, setup, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "llmgw bench: %v\n", err)
 		return 1
 	}
@@ -62,18 +69,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.Workload, setup string, stdout, stderr io.Writer) error {
-	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: stderr})
-	fmt.Fprintf(stderr, "starting Consul, the driver with %d vllm-sim shards and %d routers\n", c.shards, c.routers)
-	f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
-		SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log})
+	f, err := startBenchFleet(ctx, c, stderr)
 	if err != nil {
-		return fmt.Errorf("start fleet: %w", err)
+		return err
 	}
 	defer f.Close()
-	o := bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
-		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
-		Setup: fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers",
-			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
+	o := c.options(args, w, setup)
 	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "policy %s\n", p.Name) }
 	var reqs *requestLog
 	if c.requestsOut != "" {
@@ -96,6 +97,26 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 		return err
 	}
 	return writeReport(rep, c, stdout)
+}
+
+// startBenchFleet starts the fleet c describes.
+func startBenchFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*fleet.Fleet, error) {
+	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: stderr})
+	fmt.Fprintf(stderr, "starting Consul, the driver with %d vllm-sim shards and %d routers\n", c.shards, c.routers)
+	f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
+		SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("start fleet: %w", err)
+	}
+	return f, nil
+}
+
+// options are the bench options for workload w (described by setup).
+func (c *benchConfig) options(args []string, w workload.Workload, setup string) bench.Options {
+	return bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
+		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
+		Setup: fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers",
+			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
 }
 
 // simNote describes extra simulator flags in the setup line.

@@ -48,6 +48,7 @@ type benchConfig struct {
 	timeout          time.Duration
 	stress           stressFlags
 	fault            faultFlags
+	sweep            sweepFlags
 }
 
 // errHelpShown and errUsageShown: parseBenchFlags has printed the help
@@ -63,6 +64,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	fs.StringVar(&c.workload, "workload", "chat", "chat (multi-turn, shared system prompt, per-user document), prefix (shared-prefix groups), siblings (n samples of one prompt), trace (Mooncake JSONL replay), many-session (256 chat sessions overflowing the caches), fan-out (agentic sibling bursts) or mixed-tenants (hot tenant prompts among unique ones)")
 	c.stress.register(fs)
 	c.fault.register(fs)
+	c.sweep.register(fs)
 	fs.Float64Var(&c.rate, "rate", 4, "open-loop Poisson arrival rate, requests per second (bursts per second for siblings; 0 for trace keeps its timestamps)")
 	fs.Uint64Var(&c.seed, "seed", 1, "workload seed: the same seed gives the same requests")
 	fs.IntVar(&c.users, "users", 16, "chat: users")
@@ -107,6 +109,12 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	var err error
 	if c.policies, err = bench.SelectPolicies(*policies); err != nil {
 		return c, err
+	}
+	if err := c.sweep.parse(&c); err != nil {
+		return c, err
+	}
+	if c.fault.killAfter > 0 && c.sweep.rates != nil {
+		return c, errors.New("-fault-kill-after and -rates cannot be combined: a fault run compares migration at one rate")
 	}
 	if c.doc != "" && c.outDir == "" && c.fault.killAfter == 0 {
 		return c, errors.New("-doc needs -out (the plots it links to go there)")

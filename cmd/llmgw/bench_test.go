@@ -32,6 +32,11 @@ func TestRunBenchUsage(t *testing.T) {
 		{"missing trace", []string{"-workload", "trace", "-trace", "/nonexistent.jsonl"}, "/nonexistent.jsonl"},
 		{"bad chat", []string{"-users", "0"}, "chat workload: need users"},
 		{"bad fan-out", []string{"-workload", "fan-out", "-fanout-min", "9", "-fanout-max", "8"}, "fan-out workload: need"},
+		{"falling rates", []string{"-rates", "4,2"}, "want them rising"},
+		{"zero rate", []string{"-rates", "0,2"}, `rate "0": want a positive number`},
+		{"quick without rates", []string{"-quick"}, "-quick needs -rates"},
+		{"sized too large", []string{"-rates", "1,1000", "-duration", "1h"}, "asks for 3600000 requests; at most 100000"},
+		{"noise out of range", []string{"-rates", "1,2", "-noise", "1"}, "-noise must be in [0, 1)"},
 		{"bad tenants", []string{"-workload", "mixed-tenants", "-tenant-share", "2"}, "mixed-tenant workload: need"},
 	}
 	for _, tt := range tests {

@@ -148,6 +148,8 @@ var contracts = map[string][]string{
 		"gonum.org/v1/plot/plotter",
 		"gonum.org/v1/plot/plotutil",
 		"gonum.org/v1/plot/vg",
+		"gonum.org/v1/plot/vg/draw",
+		"gonum.org/v1/plot/vg/vgimg",
 	},
 	"cmd/llmgw/internal/bench": {
 		"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/client",

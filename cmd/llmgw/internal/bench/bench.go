@@ -77,6 +77,13 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		rep.PromptTokens += len(t)
 		rep.ReusableTokens += reusable[i]
 	}
+	scheduled := make([]time.Duration, len(o.Workload.Requests))
+	for i, r := range o.Workload.Requests {
+		scheduled[i] = r.At
+		if r.After >= 0 {
+			scheduled[i] = -1 // sent when the request it waits for ends
+		}
+	}
 	dns := &client.ConsulDNS{Addr: f.ConsulDNSAddr()}
 	var roles []string // the shards' roles now: the fleet starts aggregated
 	for _, p := range o.Policies {
@@ -104,8 +111,11 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
-		rep.Policies = append(rep.Policies, report.Summarize(p.Name, results, reusable, o.SLO, took))
+		sum := report.Summarize(p.Name, results, reusable, o.SLO, took)
+		sum.SendLag = report.SendLag(scheduled, results)
+		rep.Policies = append(rep.Policies, sum)
 	}
+	rep.HostLoad = hostLoad()
 	return rep, nil
 }
 

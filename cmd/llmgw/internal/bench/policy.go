@@ -27,7 +27,15 @@ const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
 // full-attention groups alone, as Dynamo does. On full-attention shards
 // they route as precise-prefix does; on hybrid ones (-sim-args
 // "--sim-kv-cache-groups ...") they measure what the engine's rule buys.
-// Then the peers' published policies (peers.go), run when asked for.
+// precise-prefix-no-spec is the default without the prefix scorer's
+// speculative credit, where the engines' KV events alone say what a
+// replica caches: a candidate for agentic fan-out, where the credit keeps
+// a burst's siblings on the replica the first went to before it has
+// prefilled their context; the rate sweeps found it within noise of the
+// default there and behind it where a chat round follows the previous
+// one before its KV events arrive (router/scheduler/README.md,
+// "Speculative credit and fan-out"). Then
+// the peers' published policies (peers.go), run when asked for.
 func Policies() []Policy {
 	return append([]Policy{
 		{"round-robin", filters + "picker \"round-robin\" {}\n"},
@@ -39,6 +47,9 @@ func Policies() []Policy {
 		{"precise-prefix", ""},
 		{"precise-prefix-all-full", defaultWithRule("all_full")},
 		{"precise-prefix-full-only", defaultWithRule("full_only")},
+		{"precise-prefix-no-spec", filters + "scorer \"prefix\" {\n  weight = 1\n  params = { speculative_ttl = \"0s\" }\n}\n" +
+			"scorer \"approx-prefix\" {\n  weight = 1\n}\nscorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\n" +
+			"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"},
 	}, peerPolicies()...)
 }
 

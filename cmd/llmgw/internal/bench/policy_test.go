@@ -34,12 +34,12 @@ func TestPoliciesBuild(t *testing.T) {
 	}
 }
 
-// The hit-rule policies are the router's default scheduler with only the
-// prefix scorer's kv_groups_rule changed, so a comparison measures the
-// rule and nothing else.
+// The hit-rule policies and precise-prefix-no-spec are the router's default
+// scheduler with only the prefix scorer's params changed (kv_groups_rule,
+// speculative_ttl), so a comparison measures that and nothing else.
 func TestRulePoliciesAreTheDefault(t *testing.T) {
 	def := scheduler.DefaultConfig()
-	for _, name := range []string{"precise-prefix-all-full", "precise-prefix-full-only"} {
+	for _, name := range []string{"precise-prefix-all-full", "precise-prefix-full-only", "precise-prefix-no-spec"} {
 		ps, err := SelectPolicies(name)
 		if err != nil {
 			t.Fatal(err)

@@ -23,6 +23,10 @@ type Report struct {
 	PromptTokens   int       `json:"prompt_tokens"`
 	ReusableTokens int       `json:"oracle_reusable_tokens"`
 	Policies       []Summary `json:"policies"`
+	// HostLoad is the host's 1-minute load average when the last policy
+	// ended (0 where unknown): the machine is shared, its load distorts
+	// latencies.
+	HostLoad float64 `json:"host_load_1m"`
 }
 
 // JSON is the report as indented JSON.

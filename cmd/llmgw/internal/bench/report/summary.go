@@ -60,6 +60,10 @@ type Summary struct {
 	// router's X-Llmgw-Replica header (cmd/llmgw/internal/fleet's routers run with
 	// expose_route_headers; a default router sends none).
 	BusiestShare float64 `json:"busiest_replica_share"`
+	// SendLag is how late the client sent the open-loop requests against
+	// the workload's schedule (SendLag; set by the caller, which knows the
+	// schedule): a host that limits the rate shows here first.
+	SendLag Percentiles `json:"send_lag"`
 
 	ttfts []time.Duration // sorted, for the CDF plot
 }

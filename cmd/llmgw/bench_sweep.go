@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
+)
+
+// quickRequests caps each run of a -quick sweep.
+const quickRequests = 48
+
+// maxSizedRequests bounds what -duration may ask of one rate, so a typo
+// cannot build a workload that fills the memory.
+const maxSizedRequests = 100000
+
+// sweepFlags turn `llmgw bench` into a rate sweep: every policy at every
+// rate, on one fleet.
+type sweepFlags struct {
+	list  string
+	quick bool
+	noise float64
+	// duration, when set, sizes each rate's workload to about that long
+	// a schedule (sized), rather than the same requests at every rate.
+	duration time.Duration
+	rates    []float64 // parsed from list; nil: no sweep
+	// render is a sweep.json to render again instead of running.
+	render string
+}
+
+func (s *sweepFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&s.list, "rates", "", "sweep: comma list of rising arrival rates (as -rate); every policy runs at each on one fleet, and the report adds the knee, goodput and oracle-share plots")
+	fs.BoolVar(&s.quick, "quick", false, "sweep: a CI check in a few minutes: only the lowest and highest rate, and at most 48 requests per run")
+	fs.DurationVar(&s.duration, "duration", 0, "sweep: size each rate's workload to about this long a schedule (rate x duration requests: -requests, -bursts, -max-requests, or -sessions/-users x -rounds, -groups x -per-group, -prompts); 0 keeps the workload's flags at every rate")
+	fs.StringVar(&s.render, "render", "", "sweep: render this sweep.json again (its tables, plot and -doc section, with the current report format and -noise) instead of running")
+	fs.Float64Var(&s.noise, "noise", 0.1, "sweep: relative goodput difference within the run's noise; a peer counts as ahead of the default only beyond it")
+}
+
+// parse checks the sweep flags against the rest of c.
+func (s *sweepFlags) parse(c *benchConfig) error {
+	if s.list == "" {
+		if s.quick {
+			return fmt.Errorf("-quick needs -rates")
+		}
+		return nil
+	}
+	rates, err := bench.ParseRates(s.list)
+	if err != nil {
+		return fmt.Errorf("-rates: %w", err)
+	}
+	if s.quick && len(rates) > 2 {
+		rates = []float64{rates[0], rates[len(rates)-1]}
+	}
+	if !(s.noise >= 0 && s.noise < 1) {
+		return fmt.Errorf("-noise must be in [0, 1), got %g", s.noise)
+	}
+	if s.duration < 0 {
+		return fmt.Errorf("-duration must be >= 0, got %s", s.duration)
+	}
+	if n := rates[len(rates)-1] * s.duration.Seconds(); n > maxSizedRequests {
+		return fmt.Errorf("-duration %s at %g req/s asks for %.0f requests; at most %d", s.duration, rates[len(rates)-1], n, maxSizedRequests)
+	}
+	if c.workload == "trace" && c.rate == 0 {
+		return fmt.Errorf("-rates replaces -rate; a trace's own timestamps (-rate 0) cannot be swept")
+	}
+	s.rates = rates
+	return nil
+}
+
+// sweepOnFleet runs the sweep c asks for on one fleet and writes its
+// report; w (built at -rate) only checked the flags.
+func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.Workload, setup string, stdout, stderr io.Writer) error {
+	f, err := startBenchFleet(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if c.sweep.duration > 0 {
+		// The flags' sizes are replaced at every rate: describe the
+		// lowest rate's.
+		at := c
+		at.rate = c.sweep.rates[0]
+		at.sized(at.rate * c.sweep.duration.Seconds())
+		_, lowest, err := at.buildWorkload()
+		if err != nil {
+			return err
+		}
+		setup = fmt.Sprintf("sized to %s of arrivals at each rate, at %g req/s: %s", c.sweep.duration, at.rate, lowest)
+	}
+	if c.sweep.quick {
+		setup += fmt.Sprintf(" (-quick: the first %d requests)", quickRequests)
+	}
+	o := bench.SweepOptions{Options: c.options(args, workload.Workload{}, setup), Rates: c.sweep.rates, Noise: c.sweep.noise,
+		Build: func(rate float64) (workload.Workload, error) {
+			at := c
+			at.rate = rate
+			if c.sweep.duration > 0 {
+				at.sized(rate * c.sweep.duration.Seconds())
+			}
+			w, _, err := at.buildWorkload()
+			if c.sweep.quick && len(w.Requests) > quickRequests {
+				w.Requests = w.Requests[:quickRequests]
+			}
+			return w, err
+		},
+		OnRate: func(rate float64) { fmt.Fprintf(stderr, "rate %g req/s\n", rate) },
+	}
+	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "  policy %s\n", p.Name) }
+	if c.progress {
+		o.ShowProgress(stderr)
+	}
+	s, err := bench.Sweep(ctx, f, o)
+	if err != nil {
+		return err
+	}
+	return writeSweep(s, c, stdout)
+}
+
+// sized sets the workload's size flags so that it sends about n
+// requests (at least one of each unit: a burst, a session, a group).
+func (c *benchConfig) sized(n float64) {
+	units := func(per int) int { return max(1, int(math.Ceil(n/float64(max(per, 1))))) }
+	switch c.workload {
+	case "chat":
+		c.users = units(c.rounds)
+	case "many-session":
+		c.stress.sessions = units(c.rounds)
+	case "prefix":
+		c.groups = units(c.perGroup)
+	case "siblings":
+		c.prompts = units(1) // -rate counts bursts of -samples
+	case "trace":
+		c.maxRequests = units(1)
+	case "fan-out":
+		c.stress.bursts = units(1) // -rate counts bursts
+	case "mixed-tenants":
+		c.stress.requests = units(1)
+	}
+}
+
+// renderSweep writes the report of a sweep run before, from its JSON.
+func renderSweep(c benchConfig, stdout io.Writer) error {
+	b, err := os.ReadFile(c.sweep.render)
+	if err != nil {
+		return err
+	}
+	var s report.Sweep
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%s: %w", c.sweep.render, err)
+	}
+	if len(s.Rates) == 0 {
+		return fmt.Errorf("%s: no rates", c.sweep.render)
+	}
+	if len(s.Peers) == 0 {
+		s.Peers = bench.PeerNames() // written before sweeps listed them
+	}
+	s.Noise = c.sweep.noise
+	return writeSweep(&s, c, stdout)
+}
+
+// writeSweep prints the sweep's Markdown and writes the files asked for,
+// as writeReport does for one rate: in -out, sweep.png, sweep.json and
+// sweep.md; in -doc, the section linking the plot relative to the doc.
+func writeSweep(s *report.Sweep, c benchConfig, stdout io.Writer) error {
+	if c.outDir == "" {
+		fmt.Fprint(stdout, s.Markdown(nil))
+		return nil
+	}
+	if err := os.MkdirAll(c.outDir, 0o755); err != nil {
+		return err
+	}
+	if err := s.Plot(filepath.Join(c.outDir, report.SweepPlot)); err != nil {
+		return err
+	}
+	js, err := s.JSON()
+	if err != nil {
+		return err
+	}
+	md := s.Markdown([]string{report.SweepPlot})
+	fmt.Fprint(stdout, md)
+	if err := os.WriteFile(filepath.Join(c.outDir, "sweep.json"), js, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.outDir, "sweep.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if c.doc == "" {
+		return nil
+	}
+	rel, err := filepath.Rel(filepath.Dir(c.doc), c.outDir)
+	if err != nil {
+		return err
+	}
+	old, err := os.ReadFile(c.doc)
+	if err != nil {
+		return err
+	}
+	doc, err := report.Splice(string(old), c.section, s.Markdown([]string{filepath.ToSlash(filepath.Join(rel, report.SweepPlot))}))
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.doc, err)
+	}
+	return os.WriteFile(c.doc, []byte(doc), 0o644)
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
+)
+
+// TestSweepSized: -duration sizes every workload to about rate x duration
+// requests (bursts for fan-out and siblings).
+func TestSweepSized(t *testing.T) {
+	tests := []struct {
+		args     []string
+		min, max int // requests at 4 req/s x 5 s
+	}{
+		{[]string{"-workload", "mixed-tenants"}, 20, 20},
+		{[]string{"-workload", "chat", "-rounds", "4"}, 20, 20},
+		{[]string{"-workload", "many-session", "-rounds", "3"}, 21, 21},
+		{[]string{"-workload", "prefix", "-per-group", "8"}, 24, 24},
+		{[]string{"-workload", "trace", "-trace", filepath.Join("internal", "bench", "trace", "testdata", "toolagent-synth.jsonl")}, 20, 20},
+		{[]string{"-workload", "fan-out", "-fanout-min", "2", "-fanout-max", "2"}, 40, 40}, // 20 bursts of 2
+		{[]string{"-workload", "siblings", "-samples", "3"}, 60, 60},                       // 20 prompts x 3
+	}
+	for _, tt := range tests {
+		c, err := parseBenchFlags(append(tt.args, "-rates", "4", "-duration", "5s"), &bytes.Buffer{}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		c.rate = 4
+		c.sized(4 * c.sweep.duration.Seconds())
+		w, _, err := c.buildWorkload()
+		if err != nil || len(w.Requests) < tt.min || len(w.Requests) > tt.max {
+			t.Errorf("%v: %d requests, %v; want %d to %d", tt.args, len(w.Requests), err, tt.min, tt.max)
+		}
+	}
+}
+
+// TestRenderSweep: a sweep written with -out and -doc renders again from
+// its sweep.json into the same section.
+func TestRenderSweep(t *testing.T) {
+	dir := t.TempDir()
+	docPath := filepath.Join(dir, "BENCHMARKS.md")
+	begin, end := report.Markers("sweep-x")
+	if err := os.WriteFile(docPath, []byte("# B\n"+begin+"\nold\n"+end+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slo := report.SLO{TTFT: time.Second, ITL: 50 * time.Millisecond}
+	at := func(rate, rr, def float64) report.Report {
+		return report.Report{Workload: "x", Rate: rate, Requests: 10, Policies: []report.Summary{
+			{Policy: "round-robin", Goodput: rr, Requests: 10}, {Policy: "precise-prefix", Goodput: def, Requests: 10}, {Policy: "dynamo", Goodput: 1, Requests: 10}}}
+	}
+	s := &report.Sweep{Command: "llmgw bench -rates 1,2", Workload: "x", SLO: slo, Baseline: "round-robin", Default: "precise-prefix",
+		Rates: []report.Report{at(1, 1, 1), at(2, 1.5, 2)}}
+	out := filepath.Join(dir, "bench", "sweep-x")
+	c := benchConfig{outDir: out, doc: docPath, section: "sweep-x"}
+	if err := writeSweep(s, c, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"sweep.json", "sweep.md", report.SweepPlot} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("-out lacks %s: %v", f, err)
+		}
+	}
+	if err := os.WriteFile(docPath, []byte("# B\n"+begin+"\nold\n"+end+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.sweep.render, c.sweep.noise = filepath.Join(out, "sweep.json"), 0.05
+	var stdout bytes.Buffer
+	if err := renderSweep(c, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := os.ReadFile(docPath)
+	for _, want := range []string{"| 2 | precise-prefix |", "](bench/sweep-x/sweep.png)", "more than 5% higher"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("rendered doc lacks %q:\n%s", want, doc)
+		}
+	}
+	if strings.Contains(string(doc), "old") {
+		t.Errorf("the section was not replaced:\n%s", doc)
+	}
+	c.sweep.render = filepath.Join(dir, "missing.json")
+	if err := renderSweep(c, &stdout); err == nil {
+		t.Error("rendering a missing file: no error")
+	}
+}

@@ -1,0 +1,258 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Sweep is one workload swept over arrival rates, from light load to past
+// the knee: one Report per rate, every policy run at each, in rising rate
+// order.
+type Sweep struct {
+	// Command is the exact command line that produced the sweep.
+	Command  string `json:"command"`
+	Workload string `json:"workload"`
+	// Setup describes the fleet and the workload in words.
+	Setup string `json:"setup"`
+	SLO   SLO    `json:"slo"`
+	// Baseline is the policy whose saturation marks the knee
+	// (round-robin); Default is llmgw's default; every other policy is a
+	// peer's unless Peers lists the peers (then the rest, such as
+	// variants of the default, are neither).
+	Baseline string   `json:"baseline"`
+	Default  string   `json:"default"`
+	Peers    []string `json:"peers,omitempty"`
+	// Noise is the relative goodput difference within which two policies
+	// count as equal (from repeated runs at one rate); a peer ahead of
+	// the default by more is listed as a win.
+	Noise float64  `json:"noise"`
+	Rates []Report `json:"rates"`
+}
+
+// JSON is the sweep as indented JSON.
+func (s *Sweep) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode sweep: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Knee is the index in Rates of the lowest rate at which the baseline
+// saturates: it sheds a request or its TTFT p99 exceeds the SLO's TTFT.
+// It is -1 when the baseline never saturates.
+func (s *Sweep) Knee() int {
+	for i := range s.Rates {
+		b, ok := s.Rates[i].policy(s.Baseline)
+		if ok && (b.Shed > 0 || float64(b.TTFT.P99) > float64(ms(s.SLO.TTFT))) {
+			return i
+		}
+	}
+	return -1
+}
+
+// policy returns the named policy's summary.
+func (r *Report) policy(name string) (Summary, bool) {
+	for _, p := range r.Policies {
+		if p.Policy == name {
+			return p, true
+		}
+	}
+	return Summary{}, false
+}
+
+// peer reports whether name is a peer policy: listed in Peers, or, when
+// Peers is empty, neither the baseline nor the default.
+func (s *Sweep) peer(name string) bool {
+	if len(s.Peers) > 0 {
+		return slices.Contains(s.Peers, name)
+	}
+	return name != s.Baseline && name != s.Default
+}
+
+// Versus is the default against the best peer at one rate.
+type Versus struct {
+	Rate float64
+	// BestPeer is the peer policy with the highest goodput at Rate.
+	BestPeer                 string
+	BestPeerGoodput, Goodput float64
+	Ratio                    float64 // Goodput / BestPeerGoodput (0 when the peer had none)
+	OracleShare              float64 // the default's at Rate
+	DefaultMissing           bool
+	NoPeersRun               bool
+}
+
+// Verdict is a sweep's summary: at the knee (the highest rate when the
+// baseline never saturates) and at the highest rate, the best peer
+// against llmgw's default, and the default's share of the oracle's
+// reusable tokens below the knee.
+type Verdict struct {
+	Versus // at the knee
+	// Saturated is false when the baseline never saturated (the knee's
+	// figures are then the highest rate's).
+	Saturated                 bool
+	Highest                   Versus
+	MinUnsaturatedOracleShare float64 // the default's lowest below the knee (every rate when none)
+	UnsaturatedRates          int
+	Wins                      []Win // where a peer beat the default by more than Noise
+	HostLimited               []string
+}
+
+// Win is a rate at which a peer's goodput beat the default's by more than
+// the sweep's noise.
+type Win struct {
+	Rate            float64
+	Peer            string
+	Goodput, Versus float64
+}
+
+// Verdict summarises the sweep.
+func (s *Sweep) Verdict() Verdict {
+	var v Verdict
+	if len(s.Rates) == 0 {
+		return v
+	}
+	k := s.Knee()
+	v.Saturated = k >= 0
+	if k < 0 {
+		k = len(s.Rates) - 1
+	}
+	v.Versus, v.Highest = s.versus(k), s.versus(len(s.Rates)-1)
+	v.MinUnsaturatedOracleShare = 1
+	for i := range s.Rates {
+		r := &s.Rates[i]
+		d, _ := r.policy(s.Default)
+		if !v.Saturated || i < k {
+			v.UnsaturatedRates++
+			v.MinUnsaturatedOracleShare = min(v.MinUnsaturatedOracleShare, d.OracleHitShare)
+		}
+		for _, p := range r.Policies {
+			if p.HostLimited() {
+				v.HostLimited = append(v.HostLimited, fmt.Sprintf("%s at %g/s (send lag p99 %s)", p.Policy, r.Rate, fmtMs(p.SendLag.P99)))
+			}
+			if s.peer(p.Policy) && p.Goodput > d.Goodput*(1+s.Noise) {
+				v.Wins = append(v.Wins, Win{Rate: r.Rate, Peer: p.Policy, Goodput: p.Goodput, Versus: d.Goodput})
+			}
+		}
+	}
+	if v.UnsaturatedRates == 0 {
+		v.MinUnsaturatedOracleShare = 0
+	}
+	return v
+}
+
+// versus compares the default with the best peer at Rates[k].
+func (s *Sweep) versus(k int) Versus {
+	at := &s.Rates[k]
+	v := Versus{Rate: at.Rate, NoPeersRun: true}
+	d, ok := at.policy(s.Default)
+	v.DefaultMissing = !ok
+	v.Goodput, v.OracleShare = d.Goodput, d.OracleHitShare
+	for _, p := range at.Policies {
+		if s.peer(p.Policy) && (v.NoPeersRun || p.Goodput > v.BestPeerGoodput) {
+			v.BestPeer, v.BestPeerGoodput, v.NoPeersRun = p.Policy, p.Goodput, false
+		}
+	}
+	if v.BestPeerGoodput > 0 {
+		v.Ratio = v.Goodput / v.BestPeerGoodput
+	}
+	return v
+}
+
+// Markdown renders the sweep as a section of docs/BENCHMARKS.md: the
+// verdict table, then per rate and policy the figures, then plots (image
+// paths relative to that file).
+func (s *Sweep) Markdown(plots []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Command: `%s`\n\n", s.Command)
+	rates := make([]string, len(s.Rates))
+	for i, r := range s.Rates {
+		rates[i] = fmt.Sprintf("%g", r.Rate)
+	}
+	sizes := make([]string, len(s.Rates))
+	same := true
+	for i, r := range s.Rates {
+		sizes[i] = fmt.Sprintf("%d", r.Requests)
+		same = same && r.Requests == s.Rates[0].Requests
+	}
+	if same && len(s.Rates) > 0 {
+		fmt.Fprintf(&b, "Workload `%s`: %d requests at each of %s req/s; %s.\n", s.Workload, s.Rates[0].Requests, strings.Join(rates, ", "), s.Setup)
+	} else {
+		fmt.Fprintf(&b, "Workload `%s`: %s requests at %s req/s; %s.\n", s.Workload, strings.Join(sizes, ", "), strings.Join(rates, ", "), s.Setup)
+	}
+	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s, per second of the run. The knee is the lowest rate where `%s` sheds or its TTFT p99 exceeds %s. A peer counts as ahead of the default (`%s`) when its goodput is more than %.0f%% higher.\n\n",
+		s.SLO.TTFT, s.SLO.ITL, s.Baseline, s.SLO.TTFT, s.Default, 100*s.Noise)
+	v := s.Verdict()
+	knee := fmt.Sprintf("%g req/s", v.Rate)
+	if !v.Saturated {
+		knee = fmt.Sprintf("not reached (figures at %g req/s)", v.Rate)
+	}
+	wins := "none"
+	if len(v.Wins) > 0 {
+		var w []string
+		for _, x := range v.Wins {
+			w = append(w, fmt.Sprintf("%s at %g/s (%.2f vs %.2f req/s)", x.Peer, x.Rate, x.Goodput, x.Versus))
+		}
+		wins = strings.Join(w, "; ")
+	}
+	below := "no rate below the knee"
+	if v.UnsaturatedRates > 0 {
+		below = pct(v.MinUnsaturatedOracleShare)
+	}
+	b.WriteString("| at | best peer | its goodput | default's goodput | default / best peer | default's share of oracle |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|\n")
+	row := func(label string, x Versus) {
+		best, bestGood, ratio := x.BestPeer, fmt.Sprintf("%.2f req/s", x.BestPeerGoodput), fmt.Sprintf("%.2fx", x.Ratio)
+		if x.NoPeersRun {
+			best, bestGood, ratio = "no peer run", "", ""
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f req/s | %s | %s |\n", label, best, bestGood, x.Goodput, ratio, pct(x.OracleShare))
+	}
+	row("the knee, "+knee, v.Versus)
+	if v.Highest.Rate != v.Rate {
+		row(fmt.Sprintf("the highest rate, %g req/s", v.Highest.Rate), v.Highest)
+	}
+	fmt.Fprintf(&b, "\nThe default's lowest share of the oracle's reusable tokens below the knee: %s. Peers ahead of the default at any rate: %s.\n\n", below, wins)
+	if len(v.HostLimited) > 0 {
+		fmt.Fprintf(&b, "Host-limited runs (the client sent late, send lag p99 over %s): %s.\n\n", HostLimitLag, strings.Join(v.HostLimited, "; "))
+	} else {
+		fmt.Fprintf(&b, "No run was host-limited: the client's send lag p99 stayed within %s of the schedule everywhere.\n\n", HostLimitLag)
+	}
+	loads := make([]string, len(s.Rates))
+	for i, r := range s.Rates {
+		loads[i] = fmt.Sprintf("%.1f", r.HostLoad)
+	}
+	fmt.Fprintf(&b, "Host load average (1 min, 2 cores shared with other work) as each rate ended: %s.\n\n", strings.Join(loads, ", "))
+	b.WriteString("| rate | policy | TTFT p50 | TTFT p99 | ITL p99 | goodput | shed | interrupted | cached share | of oracle | busiest replica | send lag p99 |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range s.Rates {
+		for _, p := range r.Policies {
+			fmt.Fprintf(&b, "| %g | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %s | %s | %s | %s |\n",
+				r.Rate, p.Policy, fmtMs(p.TTFT.P50), fmtMs(p.TTFT.P99), fmtMs(p.ITL.P99), p.Goodput, pct(p.GoodputShare),
+				p.Shed, p.Interrupted, pct(p.CachedShare), pct(p.OracleHitShare), pct(p.BusiestShare), fmtMs(p.SendLag.P99))
+		}
+		fmt.Fprintf(&b, "| %g | oracle (bound) | | | | | | | %s | 100%% | | |\n", r.Rate, pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
+	}
+	if len(plots) > 0 {
+		b.WriteString("\n")
+		for _, p := range plots {
+			fmt.Fprintf(&b, "![%s](%s)\n", strings.TrimSuffix(p[strings.LastIndex(p, "/")+1:], ".png"), p)
+		}
+	}
+	return b.String()
+}
+
+// policies are the policy names in the order they first ran.
+func (s *Sweep) policies() []string {
+	var names []string
+	for _, r := range s.Rates {
+		for _, p := range r.Policies {
+			if !slices.Contains(names, p.Policy) {
+				names = append(names, p.Policy)
+			}
+		}
+	}
+	return names
+}
