@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/llmgw/llmgw/router/openai"
 )
@@ -112,11 +114,7 @@ func isNull(raw json.RawMessage) bool {
 // cannot reproduce.
 func (p *Plan) refusal() *Refusal {
 	f := p.fields
-	num := func(name string) int {
-		var n int
-		_ = json.Unmarshal(f[name], &n)
-		return n
-	}
+	num := func(name string) float64 { return number(f[name]) }
 	switch {
 	case num("n") > 1:
 		return &Refusal{ReasonN, "requests with n > 1 are not migrated: their choices cannot be continued one by one"}
@@ -124,11 +122,11 @@ func (p *Plan) refusal() *Refusal {
 		return &Refusal{ReasonBestOf, "requests with best_of > 1 are not migrated: the best sequence is not known until the end"}
 	case !isNull(f["echo"]):
 		return &Refusal{ReasonEcho, "requests with echo are not migrated: the continuation would echo another prompt"}
-	case !isNull(f["logprobs"]) || !isNull(f["top_logprobs"]) || !isNull(f["prompt_logprobs"]):
+	case !isNull(f["logprobs"]) || num("top_logprobs") != 0 || !isNull(f["prompt_logprobs"]):
 		return &Refusal{ReasonLogprobs, "requests with logprobs are not migrated: a continuation's offsets and prompt logprobs would restart"}
 	case !isNull(f["suffix"]):
 		return &Refusal{ReasonSuffix, "requests with a suffix are not migrated"}
-	case !isNull(f["response_format"]) || !isNull(f["structured_outputs"]) || !isNull(f["guided_json"]) ||
+	case grammar(f["response_format"]) || !isNull(f["structured_outputs"]) || !isNull(f["guided_json"]) ||
 		!isNull(f["guided_regex"]) || !isNull(f["guided_choice"]) || !isNull(f["guided_grammar"]):
 		return &Refusal{ReasonStructured, "requests with structured output are not migrated: the grammar would restart inside the partial answer"}
 	}
@@ -141,6 +139,36 @@ func (p *Plan) refusal() *Refusal {
 		}
 	}
 	return nil
+}
+
+// number reads a request's numeric field as vLLM's pydantic models do in
+// their lax mode: 2, 2.0 and "2" are all 2 (0 when absent, null or not a
+// number; vLLM refuses those that are not).
+func number(raw json.RawMessage) float64 {
+	var n float64
+	if json.Unmarshal(raw, &n) == nil {
+		return n
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// grammar reports whether response_format asks for structured output:
+// any format but {"type": "text"}, which vLLM's
+// structured_outputs_from_response_format ignores.
+func grammar(raw json.RawMessage) bool {
+	if isNull(raw) {
+		return false
+	}
+	var rf struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &rf) != nil || rf.Type != "text"
 }
 
 // singlePrompt reports whether raw is one prompt (a string or a list of

@@ -163,6 +163,17 @@ func TestCheck(t *testing.T) {
 		{"batch", openai.Completion, `{"prompt":["a","b"],"stream":true}`, ReasonBatch},
 		{"batch of ids", openai.Completion, `{"prompt":[[1],[2]],"stream":true}`, ReasonBatch},
 		{"embeds", openai.Completion, `{"prompt_embeds":"AAAA","stream":true}`, ReasonBatch},
+		// vLLM's pydantic models read numbers leniently: 2.0 and "2" are n 2.
+		{"n 2.0", openai.Completion, `{"prompt":"p","stream":true,"n":2.0}`, ReasonN},
+		{"n as a string", openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"n":"2"}`, ReasonN},
+		{"best_of 3.0", openai.Completion, `{"prompt":"p","stream":true,"best_of":3.0}`, ReasonBestOf},
+		{"n 1.0", openai.Completion, `{"prompt":"p","stream":true,"n":1.0,"best_of":"1"}`, ""},
+		// response_format text is no grammar (vLLM's
+		// structured_outputs_from_response_format), top_logprobs 0 is
+		// vLLM's default: neither changes what a continuation reproduces.
+		{"response_format text", openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"response_format":{"type":"text"}}`, ""},
+		{"chat top_logprobs 0", openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"logprobs":false,"top_logprobs":0}`, ""},
+		{"json schema", openai.Completion, `{"prompt":"p","stream":true,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`, ReasonStructured},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
