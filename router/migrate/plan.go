@@ -32,7 +32,9 @@ const (
 )
 
 // completionsMaxTokens is the max_tokens vLLM applies to /v1/completions
-// when the request names none (OpenAI's legacy default).
+// when the request has no such field (OpenAI's legacy default; the
+// field's default in vLLM's CompletionRequest, so an explicit null is
+// no limit).
 const completionsMaxTokens = 16
 
 // Plan is a streamed request that can be continued, and what its
@@ -90,7 +92,8 @@ func Check(kind openai.Kind, body []byte) (*Plan, *Refusal, error) {
 			break
 		}
 	}
-	if !p.bounded && kind == openai.Completion {
+	if _, set := f["max_tokens"]; !set && kind == openai.Completion {
+		// Absent, not null: an explicit null is no limit, as for chat.
 		p.maxTokens, p.bounded = completionsMaxTokens, true
 	}
 	return p, nil, nil

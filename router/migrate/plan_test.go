@@ -249,3 +249,44 @@ func TestContinuationDropsKVTransferParams(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionsMaxTokens: vLLM's /v1/completions defaults max_tokens to
+// 16 when the field is absent, but an explicit null means no limit (what
+// is left of the context), as for chat; the continuation keeps each.
+func TestCompletionsMaxTokens(t *testing.T) {
+	ids := make([]uint32, 20)
+	cases := []struct {
+		name string
+		body string
+		left string // the continuation's max_tokens; "": a refusal, "null": none
+	}{
+		{"absent: 16", `{"prompt":"p","stream":true}`, ""},
+		{"null: unbounded", `{"prompt":"p","stream":true,"max_tokens":null}`, "null"},
+		{"set", `{"prompt":"p","stream":true,"max_tokens":25}`, "5"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, r, err := Check(openai.Completion, []byte(tc.body))
+			if err != nil || r != nil || p == nil {
+				t.Fatalf("Check: %v, %v, %v", p, r, err)
+			}
+			b, r := p.Continue(Progress{PromptIDs: []uint32{7}, IDs: ids})
+			if tc.left == "" {
+				if r == nil || r.Reason != ReasonExhausted {
+					t.Fatalf("continuation %s, %v; want the exhausted refusal", b, r)
+				}
+				return
+			}
+			if r != nil {
+				t.Fatalf("refused: %v", r)
+			}
+			var got map[string]json.RawMessage
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if string(got["max_tokens"]) != tc.left {
+				t.Errorf("continuation %s: max_tokens %s; want %s", b, got["max_tokens"], tc.left)
+			}
+		})
+	}
+}
