@@ -33,6 +33,10 @@ func TestRunBenchUsage(t *testing.T) {
 		{"bad chat", []string{"-users", "0"}, "chat workload: need users"},
 		{"bad fan-out", []string{"-workload", "fan-out", "-fanout-min", "9", "-fanout-max", "8"}, "fan-out workload: need"},
 		{"bad tenants", []string{"-workload", "mixed-tenants", "-tenant-share", "2"}, "mixed-tenant workload: need"},
+		{"fault shard past the fleet", []string{"-fault-kill-after", "5s", "-shards", "2", "-fault-shard", "2"}, "-fault-shard 2: the fleet has shards 0..1"},
+		{"negative fault shard", []string{"-fault-kill-after", "5s", "-fault-shard", "-1"}, "-fault-shard -1: the fleet has shards 0..3"},
+		{"negative kill time", []string{"-fault-kill-after", "-5s"}, "-fault-kill-after -5s: must not be negative"},
+		{"fault run with requests-out", []string{"-fault-kill-after", "5s", "-requests-out", "r.jsonl"}, "-requests-out is not written by a fault run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
