@@ -257,6 +257,18 @@ func (p *Plan) Continue(pr Progress) ([]byte, *Refusal) {
 	if json.Unmarshal(p.fields["min_tokens"], &minTokens) == nil && minTokens > 0 {
 		set["min_tokens"] = max(minTokens-len(pr.IDs), 0)
 	}
+	// vLLM keeps the last truncate_prompt_tokens of the prompt it renders
+	// (-1: max_model_len). The completions ids are that prompt already; a
+	// chat continuation renders the partial answer too, one token per
+	// generated one, about (its text is tokenized again).
+	var truncate int
+	if json.Unmarshal(p.fields["truncate_prompt_tokens"], &truncate) == nil && truncate > 0 {
+		if p.kind == openai.Completion {
+			set["truncate_prompt_tokens"] = nil
+		} else {
+			set["truncate_prompt_tokens"] = truncate + len(pr.IDs)
+		}
+	}
 	switch p.kind {
 	case openai.Completion:
 		if len(pr.PromptIDs) == 0 {

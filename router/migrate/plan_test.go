@@ -290,3 +290,38 @@ func TestCompletionsMaxTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestContinuationTruncation: vLLM truncates the prompt it renders to
+// truncate_prompt_tokens. A completions continuation's prompt is the ids
+// the engine reported, already truncated, so it asks for no truncation
+// (it would cut the prompt's head again, by the tokens generated); a chat
+// continuation renders the partial answer too, so its window grows by it.
+func TestContinuationTruncation(t *testing.T) {
+	pr := Progress{PromptIDs: []uint32{1, 2, 3, 4}, IDs: []uint32{9, 9, 9}, Text: "abc"}
+	for _, tc := range []struct {
+		kind openai.Kind
+		body string
+		want string // the continuation's truncate_prompt_tokens; "": none
+	}{
+		{openai.Completion, `{"prompt":"p","stream":true,"max_tokens":10,"truncate_prompt_tokens":4}`, ""},
+		{openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"truncate_prompt_tokens":100}`, "103"},
+		{openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"truncate_prompt_tokens":-1}`, "-1"},
+		{openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true}`, ""},
+	} {
+		p, r, err := Check(tc.kind, []byte(tc.body))
+		if err != nil || r != nil {
+			t.Fatalf("%s: %v, %v", tc.body, r, err)
+		}
+		b, r := p.Continue(pr)
+		if r != nil {
+			t.Fatalf("%s: refused %v", tc.body, r)
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got["truncate_prompt_tokens"]) != tc.want {
+			t.Errorf("%s: continuation %s; want truncate_prompt_tokens %q", tc.body, b, tc.want)
+		}
+	}
+}
