@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +28,22 @@ type faultFlags struct {
 func (f *faultFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.killAfter, "fault-kill-after", 0, "fault run: SIGKILL one shard's engine this long into the run, with mid-stream migration on and then off (a fresh fleet each), and report how many of its streams survive (0: no fault run)")
 	fs.IntVar(&f.shard, "fault-shard", 0, "fault run: the shard whose engine is killed")
+}
+
+// check refuses fault settings the run would find wrong only after a
+// whole fleet's run, or would ignore.
+func (f *faultFlags) check(c *benchConfig) error {
+	switch {
+	case f.killAfter < 0:
+		return fmt.Errorf("-fault-kill-after %s: must not be negative (0: no fault run)", f.killAfter)
+	case f.killAfter == 0:
+		return nil
+	case f.shard < 0 || f.shard >= c.shards:
+		return fmt.Errorf("-fault-shard %d: the fleet has shards 0..%d", f.shard, c.shards-1)
+	case c.requestsOut != "":
+		return errors.New("-requests-out is not written by a fault run; run it without -fault-kill-after")
+	}
+	return nil
 }
 
 // faultVariants are the router settings a fault run compares.

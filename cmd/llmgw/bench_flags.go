@@ -125,7 +125,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	if c.maxModelLen < 1 {
 		return c, fmt.Errorf("-max-model-len must be >= 1, got %d", c.maxModelLen)
 	}
-	return c, nil
+	return c, c.fault.check(&c)
 }
 
 // buildWorkload makes the configured workload and describes it.

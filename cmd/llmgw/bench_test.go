@@ -38,6 +38,10 @@ func TestRunBenchUsage(t *testing.T) {
 		{"sized too large", []string{"-rates", "1,1000", "-duration", "1h"}, "asks for 3600000 requests; at most 100000"},
 		{"noise out of range", []string{"-rates", "1,2", "-noise", "1"}, "-noise must be in [0, 1)"},
 		{"bad tenants", []string{"-workload", "mixed-tenants", "-tenant-share", "2"}, "mixed-tenant workload: need"},
+		{"fault shard past the fleet", []string{"-fault-kill-after", "5s", "-shards", "2", "-fault-shard", "2"}, "-fault-shard 2: the fleet has shards 0..1"},
+		{"negative fault shard", []string{"-fault-kill-after", "5s", "-fault-shard", "-1"}, "-fault-shard -1: the fleet has shards 0..3"},
+		{"negative kill time", []string{"-fault-kill-after", "-5s"}, "-fault-kill-after -5s: must not be negative"},
+		{"fault run with requests-out", []string{"-fault-kill-after", "5s", "-requests-out", "r.jsonl"}, "-requests-out is not written by a fault run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,7 +37,8 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Permission denied", http.StatusForbidden)
 		return
 	}
-	rest, ok := strings.CutPrefix(r.URL.Path, ControlPrefix)
+	// The escaped path: an id's own "/" and "%" arrive escaped, once.
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), ControlPrefix)
 	if !ok {
 		http.NotFound(w, r)
 		return

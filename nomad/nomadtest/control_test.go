@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -107,5 +108,21 @@ func TestControlRejectsBadRequests(t *testing.T) {
 	defer s.mu.Unlock()
 	if len(s.regs) != 0 || len(s.checks) != 0 || s.index != 1 {
 		t.Errorf("refused requests changed the state: %d registrations, %d checks, index %d", len(s.regs), len(s.checks), s.index)
+	}
+}
+
+// TestControlDeregistersEscapedIDs: an id is path-escaped once by the
+// client (url.PathEscape), so "%" and "/" in it name that registration,
+// not another one.
+func TestControlDeregistersEscapedIDs(t *testing.T) {
+	_, base := controlServer(t, "")
+	for _, id := range []string{"svc-100%25-a", "svc/with/slash", "svc%"} {
+		reg, _ := json.Marshal(api.ServiceRegistration{ID: id, ServiceName: "vllm", AllocID: "a1", Address: "127.0.0.1", Port: 8000})
+		if code, body := send(t, http.MethodPut, base+"/_standin/registrations", string(reg)); code != http.StatusNoContent {
+			t.Fatalf("register %q: %d %s", id, code, body)
+		}
+		if code, body := send(t, http.MethodDelete, base+"/_standin/registrations/"+url.PathEscape(id), ""); code != http.StatusNoContent {
+			t.Errorf("deregister %q: %d %s", id, code, body)
+		}
 	}
 }

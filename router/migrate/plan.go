@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/llmgw/llmgw/router/openai"
 )
@@ -30,7 +32,9 @@ const (
 )
 
 // completionsMaxTokens is the max_tokens vLLM applies to /v1/completions
-// when the request names none (OpenAI's legacy default).
+// when the request has no such field (OpenAI's legacy default; the
+// field's default in vLLM's CompletionRequest, so an explicit null is
+// no limit).
 const completionsMaxTokens = 16
 
 // Plan is a streamed request that can be continued, and what its
@@ -88,7 +92,8 @@ func Check(kind openai.Kind, body []byte) (*Plan, *Refusal, error) {
 			break
 		}
 	}
-	if !p.bounded && kind == openai.Completion {
+	if _, set := f["max_tokens"]; !set && kind == openai.Completion {
+		// Absent, not null: an explicit null is no limit, as for chat.
 		p.maxTokens, p.bounded = completionsMaxTokens, true
 	}
 	return p, nil, nil
@@ -112,11 +117,7 @@ func isNull(raw json.RawMessage) bool {
 // cannot reproduce.
 func (p *Plan) refusal() *Refusal {
 	f := p.fields
-	num := func(name string) int {
-		var n int
-		_ = json.Unmarshal(f[name], &n)
-		return n
-	}
+	num := func(name string) float64 { return number(f[name]) }
 	switch {
 	case num("n") > 1:
 		return &Refusal{ReasonN, "requests with n > 1 are not migrated: their choices cannot be continued one by one"}
@@ -124,11 +125,11 @@ func (p *Plan) refusal() *Refusal {
 		return &Refusal{ReasonBestOf, "requests with best_of > 1 are not migrated: the best sequence is not known until the end"}
 	case !isNull(f["echo"]):
 		return &Refusal{ReasonEcho, "requests with echo are not migrated: the continuation would echo another prompt"}
-	case !isNull(f["logprobs"]) || !isNull(f["top_logprobs"]) || !isNull(f["prompt_logprobs"]):
+	case !isNull(f["logprobs"]) || num("top_logprobs") != 0 || !isNull(f["prompt_logprobs"]):
 		return &Refusal{ReasonLogprobs, "requests with logprobs are not migrated: a continuation's offsets and prompt logprobs would restart"}
 	case !isNull(f["suffix"]):
 		return &Refusal{ReasonSuffix, "requests with a suffix are not migrated"}
-	case !isNull(f["response_format"]) || !isNull(f["structured_outputs"]) || !isNull(f["guided_json"]) ||
+	case grammar(f["response_format"]) || !isNull(f["structured_outputs"]) || !isNull(f["guided_json"]) ||
 		!isNull(f["guided_regex"]) || !isNull(f["guided_choice"]) || !isNull(f["guided_grammar"]):
 		return &Refusal{ReasonStructured, "requests with structured output are not migrated: the grammar would restart inside the partial answer"}
 	}
@@ -141,6 +142,36 @@ func (p *Plan) refusal() *Refusal {
 		}
 	}
 	return nil
+}
+
+// number reads a request's numeric field as vLLM's pydantic models do in
+// their lax mode: 2, 2.0 and "2" are all 2 (0 when absent, null or not a
+// number; vLLM refuses those that are not).
+func number(raw json.RawMessage) float64 {
+	var n float64
+	if json.Unmarshal(raw, &n) == nil {
+		return n
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+// grammar reports whether response_format asks for structured output:
+// any format but {"type": "text"}, which vLLM's
+// structured_outputs_from_response_format ignores.
+func grammar(raw json.RawMessage) bool {
+	if isNull(raw) {
+		return false
+	}
+	var rf struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(raw, &rf) != nil || rf.Type != "text"
 }
 
 // singlePrompt reports whether raw is one prompt (a string or a list of
@@ -225,6 +256,18 @@ func (p *Plan) Continue(pr Progress) ([]byte, *Refusal) {
 	var minTokens int
 	if json.Unmarshal(p.fields["min_tokens"], &minTokens) == nil && minTokens > 0 {
 		set["min_tokens"] = max(minTokens-len(pr.IDs), 0)
+	}
+	// vLLM keeps the last truncate_prompt_tokens of the prompt it renders
+	// (-1: max_model_len). The completions ids are that prompt already; a
+	// chat continuation renders the partial answer too, one token per
+	// generated one, about (its text is tokenized again).
+	var truncate int
+	if json.Unmarshal(p.fields["truncate_prompt_tokens"], &truncate) == nil && truncate > 0 {
+		if p.kind == openai.Completion {
+			set["truncate_prompt_tokens"] = nil
+		} else {
+			set["truncate_prompt_tokens"] = truncate + len(pr.IDs)
+		}
 	}
 	switch p.kind {
 	case openai.Completion:

@@ -163,6 +163,17 @@ func TestCheck(t *testing.T) {
 		{"batch", openai.Completion, `{"prompt":["a","b"],"stream":true}`, ReasonBatch},
 		{"batch of ids", openai.Completion, `{"prompt":[[1],[2]],"stream":true}`, ReasonBatch},
 		{"embeds", openai.Completion, `{"prompt_embeds":"AAAA","stream":true}`, ReasonBatch},
+		// vLLM's pydantic models read numbers leniently: 2.0 and "2" are n 2.
+		{"n 2.0", openai.Completion, `{"prompt":"p","stream":true,"n":2.0}`, ReasonN},
+		{"n as a string", openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"n":"2"}`, ReasonN},
+		{"best_of 3.0", openai.Completion, `{"prompt":"p","stream":true,"best_of":3.0}`, ReasonBestOf},
+		{"n 1.0", openai.Completion, `{"prompt":"p","stream":true,"n":1.0,"best_of":"1"}`, ""},
+		// response_format text is no grammar (vLLM's
+		// structured_outputs_from_response_format), top_logprobs 0 is
+		// vLLM's default: neither changes what a continuation reproduces.
+		{"response_format text", openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"response_format":{"type":"text"}}`, ""},
+		{"chat top_logprobs 0", openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"logprobs":false,"top_logprobs":0}`, ""},
+		{"json schema", openai.Completion, `{"prompt":"p","stream":true,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`, ReasonStructured},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,6 +246,82 @@ func TestContinuationDropsKVTransferParams(t *testing.T) {
 		}
 		if string(got["seed"]) != "7" || string(got["max_tokens"]) != "8" {
 			t.Errorf("%v: continuation %s; want seed 7 and max_tokens 8 kept", tc.kind, b)
+		}
+	}
+}
+
+// TestCompletionsMaxTokens: vLLM's /v1/completions defaults max_tokens to
+// 16 when the field is absent, but an explicit null means no limit (what
+// is left of the context), as for chat; the continuation keeps each.
+func TestCompletionsMaxTokens(t *testing.T) {
+	ids := make([]uint32, 20)
+	cases := []struct {
+		name string
+		body string
+		left string // the continuation's max_tokens; "": a refusal, "null": none
+	}{
+		{"absent: 16", `{"prompt":"p","stream":true}`, ""},
+		{"null: unbounded", `{"prompt":"p","stream":true,"max_tokens":null}`, "null"},
+		{"set", `{"prompt":"p","stream":true,"max_tokens":25}`, "5"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, r, err := Check(openai.Completion, []byte(tc.body))
+			if err != nil || r != nil || p == nil {
+				t.Fatalf("Check: %v, %v, %v", p, r, err)
+			}
+			b, r := p.Continue(Progress{PromptIDs: []uint32{7}, IDs: ids})
+			if tc.left == "" {
+				if r == nil || r.Reason != ReasonExhausted {
+					t.Fatalf("continuation %s, %v; want the exhausted refusal", b, r)
+				}
+				return
+			}
+			if r != nil {
+				t.Fatalf("refused: %v", r)
+			}
+			var got map[string]json.RawMessage
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if string(got["max_tokens"]) != tc.left {
+				t.Errorf("continuation %s: max_tokens %s; want %s", b, got["max_tokens"], tc.left)
+			}
+		})
+	}
+}
+
+// TestContinuationTruncation: vLLM truncates the prompt it renders to
+// truncate_prompt_tokens. A completions continuation's prompt is the ids
+// the engine reported, already truncated, so it asks for no truncation
+// (it would cut the prompt's head again, by the tokens generated); a chat
+// continuation renders the partial answer too, so its window grows by it.
+func TestContinuationTruncation(t *testing.T) {
+	pr := Progress{PromptIDs: []uint32{1, 2, 3, 4}, IDs: []uint32{9, 9, 9}, Text: "abc"}
+	for _, tc := range []struct {
+		kind openai.Kind
+		body string
+		want string // the continuation's truncate_prompt_tokens; "": none
+	}{
+		{openai.Completion, `{"prompt":"p","stream":true,"max_tokens":10,"truncate_prompt_tokens":4}`, ""},
+		{openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"truncate_prompt_tokens":100}`, "103"},
+		{openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true,"truncate_prompt_tokens":-1}`, "-1"},
+		{openai.Chat, `{"messages":[{"role":"user","content":"x"}],"stream":true}`, ""},
+	} {
+		p, r, err := Check(tc.kind, []byte(tc.body))
+		if err != nil || r != nil {
+			t.Fatalf("%s: %v, %v", tc.body, r, err)
+		}
+		b, r := p.Continue(pr)
+		if r != nil {
+			t.Fatalf("%s: refused %v", tc.body, r)
+		}
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got["truncate_prompt_tokens"]) != tc.want {
+			t.Errorf("%s: continuation %s; want truncate_prompt_tokens %q", tc.body, b, tc.want)
 		}
 	}
 }

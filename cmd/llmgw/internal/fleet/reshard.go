@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -29,13 +30,14 @@ func (f *Fleet) RestartShards(ctx context.Context, roles []string) error {
 	f.shards = nil
 	f.o.Roles = roles
 	f.mu.Unlock()
+	// Every old shard is stopped, whatever failed for another: the fleet
+	// no longer lists them, so Close would not.
+	var errs []error
 	for _, s := range old {
-		if err := f.deregister(ctx, s); err != nil {
-			return fmt.Errorf("restart shards: %w", err)
-		}
-		if err := f.stopTask(ctx, s); err != nil {
-			return fmt.Errorf("restart shards: %w", err)
-		}
+		errs = append(errs, f.deregister(ctx, s), f.stopTask(ctx, s))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("restart shards: %w", err)
 	}
 	for i := range o.Shards {
 		s, err := f.startShard(ctx, i)

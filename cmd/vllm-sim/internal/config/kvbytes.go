@@ -26,6 +26,10 @@ type kvDims struct {
 	TorchDType string  `json:"torch_dtype"`
 	DType      string  `json:"dtype"`
 	TextConfig *kvDims `json:"text_config"`
+	// KVLoRARank and QKRopeHeadDim size a multi-head latent attention
+	// (DeepSeek's MLA) cache entry.
+	KVLoRARank    int `json:"kv_lora_rank"`
+	QKRopeHeadDim int `json:"qk_rope_head_dim"`
 }
 
 // KVBytesPerToken derives a token's KV size from a config.json: keys and
@@ -33,6 +37,9 @@ type kvDims struct {
 // attention head), head size (head_dim, else hidden_size / heads) and the
 // dtype's bytes (bfloat16 and float16 2, float32 4; vLLM's "auto" cache
 // dtype is the model's). Multimodal configs nest it under text_config.
+// A model with multi-head latent attention (kv_lora_rank set) caches one
+// latent vector of kv_lora_rank + qk_rope_head_dim per layer instead, as
+// vLLM's MLA spec does (one KV head of that size, no separate K and V).
 func KVBytesPerToken(data []byte) (int64, error) {
 	var d kvDims
 	if err := json.Unmarshal(data, &d); err != nil {
@@ -43,6 +50,16 @@ func KVBytesPerToken(data []byte) (int64, error) {
 	}
 	if d.Layers < 1 || d.Layers > maxLayers || d.Heads < 1 || d.Heads > maxHeads {
 		return 0, fmt.Errorf("config.json: want num_hidden_layers in 1..%d and num_attention_heads in 1..%d, got %d and %d", maxLayers, maxHeads, d.Layers, d.Heads)
+	}
+	size, err := dtypeBytes(d)
+	if err != nil {
+		return 0, err
+	}
+	if d.KVLoRARank != 0 {
+		if d.KVLoRARank < 0 || d.KVLoRARank > 1<<16 || d.QKRopeHeadDim < 0 || d.QKRopeHeadDim > 1<<16 {
+			return 0, fmt.Errorf("config.json: want kv_lora_rank in 1..%d and qk_rope_head_dim in 0..%d, got %d and %d", 1<<16, 1<<16, d.KVLoRARank, d.QKRopeHeadDim)
+		}
+		return int64(d.Layers) * int64(d.KVLoRARank+d.QKRopeHeadDim) * size, nil
 	}
 	kvHeads := d.Heads
 	if d.KVHeads != nil {
@@ -57,19 +74,22 @@ func KVBytesPerToken(data []byte) (int64, error) {
 	if kvHeads < 1 || kvHeads > d.Heads || headDim < 1 || headDim > 1<<16 {
 		return 0, fmt.Errorf("config.json: want 1..%d KV heads and a positive head size, got %d and %d", d.Heads, kvHeads, headDim)
 	}
+	return 2 * int64(d.Layers) * int64(kvHeads) * int64(headDim) * size, nil
+}
+
+// dtypeBytes is the size of one element of the model's dtype.
+func dtypeBytes(d kvDims) (int64, error) {
 	dtype := d.TorchDType
 	if dtype == "" {
 		dtype = d.DType
 	}
-	size := int64(2)
 	switch dtype {
 	case "bfloat16", "float16", "":
+		return 2, nil
 	case "float32":
-		size = 4
-	default:
-		return 0, fmt.Errorf("config.json: dtype %q: give --sim-kv-bytes-per-token as a number", dtype)
+		return 4, nil
 	}
-	return 2 * int64(d.Layers) * int64(kvHeads) * int64(headDim) * size, nil
+	return 0, fmt.Errorf("config.json: dtype %q: give --sim-kv-bytes-per-token as a number", dtype)
 }
 
 // resolveKVBytes derives --sim-kv-bytes-per-token=config from the model

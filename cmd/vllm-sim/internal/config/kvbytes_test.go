@@ -18,6 +18,10 @@ func TestKVBytesPerToken(t *testing.T) {
 		{"head_dim given", `{"num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"hidden_size":1024,"dtype":"bfloat16"}`, 2 * 28 * 8 * 128 * 2, ""},
 		{"no GQA, float32", `{"num_hidden_layers":2,"num_attention_heads":4,"hidden_size":256,"torch_dtype":"float32"}`, 2 * 2 * 4 * 64 * 4, ""},
 		{"nested text_config", `{"text_config":{"num_hidden_layers":4,"num_attention_heads":8,"num_key_value_heads":2,"hidden_size":512}}`, 2 * 4 * 2 * 64 * 2, ""},
+		// DeepSeek V3's MLA caches one latent vector (kv_lora_rank) and its
+		// rope part per layer, not K and V per head: 61 * (512 + 64) * 2.
+		{"MLA", `{"num_hidden_layers":61,"num_attention_heads":128,"num_key_value_heads":128,"hidden_size":7168,"kv_lora_rank":512,"qk_rope_head_dim":64,"torch_dtype":"bfloat16"}`, 61 * 576 * 2, ""},
+		{"MLA without a rope part", `{"num_hidden_layers":2,"num_attention_heads":4,"hidden_size":256,"kv_lora_rank":64,"qk_rope_head_dim":-1}`, 0, "qk_rope_head_dim"},
 		{"no layers", `{"num_attention_heads":8,"hidden_size":512}`, 0, "num_hidden_layers"},
 		{"more KV heads than heads", `{"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":8,"hidden_size":256}`, 0, "KV heads"},
 		{"fp8 model", `{"num_hidden_layers":2,"num_attention_heads":4,"hidden_size":256,"torch_dtype":"float8_e4m3fn"}`, 0, "as a number"},
