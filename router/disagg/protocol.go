@@ -40,7 +40,11 @@ func object(body []byte, what string) (map[string]json.RawMessage, error) {
 // same request with kv_transfer_params asking for a remote decode, not
 // streamed, one token long (max_tokens 1, and max_completion_tokens 1 when
 // the client sent it), without stream_options, min_tokens or
-// min_completion_tokens (a one-token answer cannot honour them).
+// min_completion_tokens (a one-token answer cannot honour them). It also
+// sets ignore_eos and drops stop and stop_token_ids: vLLM holds a prefill's
+// blocks for the decode side only when the request ends by length, and the
+// one token is thrown away, so an EOS or a stop match on it would only
+// cost the transfer (the decode replica then prefills the prompt itself).
 func PrefillBody(body []byte) ([]byte, error) {
 	m, err := object(body, "request body")
 	if err != nil {
@@ -55,6 +59,9 @@ func PrefillBody(body []byte) ([]byte, error) {
 	delete(m, "stream_options")
 	delete(m, "min_tokens")
 	delete(m, "min_completion_tokens")
+	m["ignore_eos"] = json.RawMessage("true")
+	delete(m, "stop")
+	delete(m, "stop_token_ids")
 	return json.Marshal(m)
 }
 

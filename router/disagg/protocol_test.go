@@ -18,14 +18,14 @@ func decodeMap(t *testing.T, b []byte) map[string]any {
 }
 
 func TestPrefillBody(t *testing.T) {
-	in := `{"model":"m","prompt":"hi","stream":true,"stream_options":{"include_usage":true},"max_tokens":200,"max_completion_tokens":200,"min_tokens":5,"min_completion_tokens":5,"temperature":0.5,"cache_salt":"s"}`
+	in := `{"model":"m","prompt":"hi","stream":true,"stream_options":{"include_usage":true},"max_tokens":200,"max_completion_tokens":200,"min_tokens":5,"min_completion_tokens":5,"temperature":0.5,"cache_salt":"s","stop":["\n"],"stop_token_ids":[2],"ignore_eos":false}`
 	out, err := PrefillBody([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := decodeMap(t, out)
 	want := map[string]any{
-		"model": "m", "prompt": "hi", "stream": false, "max_tokens": 1.0, "max_completion_tokens": 1.0, "temperature": 0.5, "cache_salt": "s",
+		"model": "m", "prompt": "hi", "stream": false, "max_tokens": 1.0, "max_completion_tokens": 1.0, "temperature": 0.5, "cache_salt": "s", "ignore_eos": true,
 		"kv_transfer_params": map[string]any{"do_remote_decode": true, "do_remote_prefill": false, "remote_engine_id": nil, "remote_block_ids": nil, "remote_host": nil, "remote_port": nil},
 	}
 	if !reflect.DeepEqual(m, want) {
