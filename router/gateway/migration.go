@@ -95,8 +95,9 @@ func (g *Gateway) planMigration(rt *route, kind openai.Kind, p *plan, session st
 // reissuer sends a continuation as the gateway routes any request, minus
 // the admission queue and the tenant's limits (the request was admitted
 // and charged once): the scheduler ranks the replicas for the
-// continuation's prompt, the failed ones are skipped, and the chosen one
-// is credited with the continuation's prefix.
+// continuation's prompt (on a disaggregated model, the decode and
+// aggregated replicas first: scheduleContinuation), the failed ones are
+// skipped, and the chosen one is credited with the continuation's prefix.
 type reissuer struct {
 	g       *Gateway
 	kind    openai.Kind
@@ -129,7 +130,7 @@ func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io
 	if res.Keys == nil {
 		sreq.BlockTokens = prompt.TextChunk / 4
 	}
-	d, _, err := schedule(ctx, g.d.Replicas, g.d.Scheduler, req.Model, sreq, nil)
+	d, err := g.scheduleContinuation(ctx, req.Model, sreq, failed)
 	if err != nil {
 		return nil, "", fmt.Errorf("schedule the continuation: %w", err)
 	}
