@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/server"
 )
 
 // TestDisaggregatedStreamMigrates kills the decode replica of a
@@ -17,7 +20,8 @@ import (
 // the continuation goes to the other decode replica, in one step, with
 // no kv_transfer_params: that replica pulls nothing and the prefill
 // replica serves nothing more. The client reads one seamless stream,
-// checked token by token as TestStreamMigratesWhenReplicaDies checks it.
+// checked token by token as TestStreamMigratesWhenReplicaDies checks it,
+// and the status page names the roles and the decision's prefill replica.
 func TestDisaggregatedStreamMigrates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul and vllm-sim processes")
@@ -99,5 +103,24 @@ func TestDisaggregatedStreamMigrates(t *testing.T) {
 	}
 	if v := metricValue(t, r, `llmgw_pd_requests_total{path="remote_prefill"}`); v != 1 {
 		t.Errorf("remote prefills %v; want 1", v)
+	}
+
+	// The status page shows the roles and the disaggregated decision's
+	// prefill replica.
+	resp, err := http.Get("http://" + r.AdminAddr() + server.StatusPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`data-replica="` + pre + `" data-mode="exact" data-role="prefill"`,
+		`data-replica="` + dec0 + `" data-mode="exact" data-role="decode"`,
+		`data-replica="` + dec1 + `" data-mode="exact" data-role="decode"`,
+		`<td>` + killed + `</td><td class="prefill">` + pre + `</td><td><span class="mode mode-disaggregated">disaggregated</span>`,
+	} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("status page (%d) lacks %q", resp.StatusCode, want)
+		}
 	}
 }
