@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/migrate"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -87,7 +88,7 @@ func (g *Gateway) planMigration(rt *route, kind openai.Kind, p *plan, session st
 		promptTokens = p.prompt.Tokens
 	}
 	rt.wrap = func(resp *http.Response, replica string) io.ReadCloser {
-		re := reissuer{g: g, kind: kind, out: resp.Request, session: session}
+		re := reissuer{g: g, kind: kind, out: resp.Request, session: session, freshID: rt.remotePrefill}
 		return migrate.NewStream(resp.Request.Context(), resp.Body, replica, mp, re, limits, hooks, promptTokens)
 	}
 }
@@ -103,6 +104,10 @@ type reissuer struct {
 	kind    openai.Kind
 	out     *http.Request // the request the failed replica was sent
 	session string
+	// freshID: the failed request carried the X-Request-Id of a prefill
+	// step, which the prefill replica may still hold blocks under; the
+	// continuation, a request of its own, gets a new one.
+	freshID bool
 }
 
 func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io.ReadCloser, string, error) {
@@ -155,6 +160,9 @@ func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io
 		g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
 	}
 	out := r.out.Clone(context.WithValue(ctx, routeKey{}, rt))
+	if r.freshID {
+		out.Header.Set(disagg.HeaderRequestID, requestID())
+	}
 	resp, err := g.tr.RoundTrip(out)
 	if err != nil {
 		return nil, "", err

@@ -2,10 +2,15 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/replicas"
@@ -62,5 +67,73 @@ func TestContinuationAvoidsPrefillReplicas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPDStreamMigrates: the decode replica of a disaggregated stream dies
+// after two tokens; the continuation goes to the other decode replica,
+// not to the prefill replica, without kv_transfer_params and under an
+// X-Request-Id of its own (the prefill replica may still hold blocks under
+// the first), and the client reads every token once.
+func TestPDStreamMigrates(t *testing.T) {
+	h := newPDHarness(t, func(d *Deps, _ *scheduler.Config) {
+		d.Migration = Migration{Enabled: true, MaxAttempts: 2, MaxTokens: 100}
+	}, replicas.RolePrefill, replicas.RoleDecode, replicas.RoleDecode)
+	e := &migratingEngine{}
+	var mu sync.Mutex
+	ids := map[string][]string{} // replica: the X-Request-Id of each request
+	list := h.set.All()
+	for i, r := range list {
+		if r.Role == replicas.RoleDecode {
+			list[i].Address = backend(t, func(w http.ResponseWriter, req *http.Request) {
+				mu.Lock()
+				ids[r.ID] = append(ids[r.ID], req.Header.Get(disagg.HeaderRequestID))
+				mu.Unlock()
+				e.serve(w, req)
+			})
+		}
+	}
+	h.set.Replace(list)
+	resp, b := post(t, h.srv.URL+"/v1/completions", `{"model":"m","prompt":"`+pdPrompt+`","max_tokens":8,"stream":true}`)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderPrefillReplica) != "p0" {
+		t.Fatalf("status %d, prefill %q: %s; want 200 after p0", resp.StatusCode, resp.Header.Get(HeaderPrefillReplica), b)
+	}
+	var want strings.Builder
+	for _, tok := range engineTokens {
+		fmt.Fprintf(&want, "<%d>", tok)
+	}
+	var text strings.Builder
+	for _, ev := range strings.Split(string(b), "\n\n") {
+		var c struct{ Choices []struct{ Text string } }
+		if d, ok := strings.CutPrefix(ev, "data: "); ok && d != "[DONE]" && json.Unmarshal([]byte(d), &c) == nil {
+			for _, ch := range c.Choices {
+				text.WriteString(ch.Text)
+			}
+		}
+	}
+	if text.String() != want.String() || strings.Count(string(b), "[DONE]") != 1 {
+		t.Fatalf("stream %q; want the text %q and one [DONE]", b, want.String())
+	}
+	if pre, _ := h.engines["p0"].requests(); len(pre) != 1 {
+		t.Errorf("the prefill replica got %d requests; want the prefill step alone", len(pre))
+	}
+	first := resp.Header.Get(HeaderReplica)
+	other := "d0"
+	if first == "d0" {
+		other = "d1"
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, prefillIDs := h.engines["p0"].requests()
+	if len(e.bodies) != 2 || len(ids[first]) != 1 || len(ids[other]) != 1 {
+		t.Fatalf("decode requests %v; want one on %s, then the continuation on %s", ids, first, other)
+	}
+	if e.bodies[0]["kv_transfer_params"] == nil || e.bodies[1]["kv_transfer_params"] != nil {
+		t.Errorf("kv_transfer_params: decode step %v, continuation %v; want them on the decode step only", e.bodies[0]["kv_transfer_params"], e.bodies[1]["kv_transfer_params"])
+	}
+	if pid := prefillIDs[0]; ids[first][0] != pid || ids[other][0] == "" || ids[other][0] == pid {
+		t.Errorf("X-Request-Id: prefill %q, decode %q, continuation %q; want the decode step's the prefill's, the continuation's new", pid, ids[first][0], ids[other][0])
 	}
 }
