@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/migrate"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -87,7 +88,7 @@ func (g *Gateway) planMigration(rt *route, kind openai.Kind, p *plan, session st
 		promptTokens = p.prompt.Tokens
 	}
 	rt.wrap = func(resp *http.Response, replica string) io.ReadCloser {
-		re := reissuer{g: g, kind: kind, out: resp.Request, session: session}
+		re := reissuer{g: g, kind: kind, out: resp.Request, session: session, freshID: rt.remotePrefill}
 		return migrate.NewStream(resp.Request.Context(), resp.Body, replica, mp, re, limits, hooks, promptTokens)
 	}
 }
@@ -95,13 +96,18 @@ func (g *Gateway) planMigration(rt *route, kind openai.Kind, p *plan, session st
 // reissuer sends a continuation as the gateway routes any request, minus
 // the admission queue and the tenant's limits (the request was admitted
 // and charged once): the scheduler ranks the replicas for the
-// continuation's prompt, the failed ones are skipped, and the chosen one
-// is credited with the continuation's prefix.
+// continuation's prompt (on a disaggregated model, the decode and
+// aggregated replicas first: scheduleContinuation), the failed ones are
+// skipped, and the chosen one is credited with the continuation's prefix.
 type reissuer struct {
 	g       *Gateway
 	kind    openai.Kind
 	out     *http.Request // the request the failed replica was sent
 	session string
+	// freshID: the failed request carried the X-Request-Id of a prefill
+	// step, which the prefill replica may still hold blocks under; the
+	// continuation, a request of its own, gets a new one.
+	freshID bool
 }
 
 func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io.ReadCloser, string, error) {
@@ -129,7 +135,7 @@ func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io
 	if res.Keys == nil {
 		sreq.BlockTokens = prompt.TextChunk / 4
 	}
-	d, _, err := schedule(ctx, g.d.Replicas, g.d.Scheduler, req.Model, sreq, nil)
+	d, err := g.scheduleContinuation(ctx, req.Model, sreq, failed)
 	if err != nil {
 		return nil, "", fmt.Errorf("schedule the continuation: %w", err)
 	}
@@ -154,6 +160,9 @@ func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io
 		g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
 	}
 	out := r.out.Clone(context.WithValue(ctx, routeKey{}, rt))
+	if r.freshID {
+		out.Header.Set(disagg.HeaderRequestID, requestID())
+	}
 	resp, err := g.tr.RoundTrip(out)
 	if err != nil {
 		return nil, "", err

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -78,6 +79,12 @@ func usable(c *scheduler.Candidate) bool { return c.Healthy && !c.Draining }
 //   - otherwise the prefill step is scheduled over the prefill replicas
 //     by the prefill scheduler (prefix cache and prefill load); when none
 //     can take it, the decode replica prefills the prompt itself.
+//
+// A large fleet is narrowed as in the aggregated path (schedule): both
+// steps are decided over the prompt's holders and a sample, and over
+// every replica when the narrowed list leads to a worse path than the
+// whole fleet might (no usable replica of a role, every one busy, or no
+// prefill replica free), so narrowing never costs a request its prefill.
 func (g *Gateway) scheduleRoles(ctx context.Context, model string, p *plan) (scheduler.Decision, []scheduler.Candidate, error) {
 	pd := &p.pd
 	pd.reset()
@@ -85,8 +92,23 @@ func (g *Gateway) scheduleRoles(ctx context.Context, model string, p *plan) (sch
 	if !set.Disaggregated(model) {
 		return schedule(ctx, set, g.d.Scheduler, model, &p.sreq, p.cands[:0])
 	}
+	cands := set.AppendCandidatesFor(p.cands[:0], model, &p.sreq)
+	d, serving, err := g.scheduleRolesOver(ctx, p, cands)
+	narrowedWorse := pd.path == pdNoRole || pd.path == pdNoPrefill || errors.Is(err, scheduler.ErrAllBusy) || errors.Is(err, scheduler.ErrNoReplica)
+	if narrowedWorse {
+		if all := set.AppendCandidates(cands[len(cands):], model); len(all) > len(cands) {
+			pd.reset()
+			d, serving, err = g.scheduleRolesOver(ctx, p, append(cands[:0], all...))
+		}
+	}
+	return d, serving, err
+}
+
+// scheduleRolesOver is scheduleRoles over the candidates all (reordered
+// in place: the decode step's candidates first).
+func (g *Gateway) scheduleRolesOver(ctx context.Context, p *plan, all []scheduler.Candidate) (scheduler.Decision, []scheduler.Candidate, error) {
+	pd, set := &p.pd, g.d.Replicas
 	pd.considered = true
-	all := set.AppendCandidates(p.cands[:0], model)
 	pd.roles = set.RolesOf(pd.roles[:0], func(i int) string { return all[i].ID }, len(all))
 	serving, prefill, decodeOK, prefillOK := all[:0], pd.cands[:0], false, false
 	for i := range all {

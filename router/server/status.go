@@ -94,7 +94,7 @@ func (f statusFleet) Replicas() []statuspage.ReplicaState {
 		q, h, known := s.hits.since(r.ID)
 		pred := s.gw.PredictedFor(r.ID)
 		out = append(out, statuspage.ReplicaState{
-			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, Mode: string(s.set.Mode(r.ID)),
+			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, Mode: string(s.set.Mode(r.ID)), Role: r.Role.String(),
 			KVEvents: r.KVEvents, Healthy: s.set.Healthy(r.ID), Draining: r.Draining, Health: r.Health, Driver: owners[r.ID],
 			InFlight: l.InFlight - peer.InFlight, PeerInFlight: peer.InFlight, Waiting: l.Waiting, Running: l.Running, KVUsage: l.KVUsage,
 			GPUBlocks: gpu, CPUBlocks: cpu, EngineQueries: q, EngineHits: h, EngineKnown: known,
@@ -200,7 +200,7 @@ func (d statusDecisions) Recent() []statuspage.Decision {
 		sd := statuspage.Decision{
 			At: g.At, Model: g.Model, Replica: g.Replica, Mode: string(g.Mode), PromptTokens: g.PromptTokens,
 			CachedTokens: g.CachedTokens, Total: g.Total, RunnerUp: g.RunnerUp, RunnerUpTotal: g.RunnerUpTotal,
-			Candidates: g.Candidates, Overhead: g.Overhead,
+			Candidates: g.Candidates, Overhead: g.Overhead, Prefill: g.Prefill, PrefillCachedTokens: g.PrefillCachedTokens,
 		}
 		for i, v := range g.Scores {
 			if i < len(g.Scorers) {

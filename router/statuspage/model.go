@@ -13,6 +13,7 @@ import (
 type ReplicaState struct {
 	ID, Model, Address, Source string
 	Mode                       string // exact, approx
+	Role                       string // agg, prefill or decode (disaggregated serving)
 	KVEvents                   bool   // the replica advertises KV events
 	Healthy                    bool   // its breaker is closed
 	Draining                   bool
@@ -113,6 +114,10 @@ type Decision struct {
 	RunnerUpTotal  float64
 	Candidates     int
 	Overhead       time.Duration
+	// Prefill is the prefill replica of a disaggregated request ("" for
+	// others), PrefillCachedTokens its predicted cached tokens.
+	Prefill             string
+	PrefillCachedTokens int
 }
 
 // Score is one scorer's unweighted score.
@@ -241,6 +246,9 @@ func reason(d Decision) string {
 		s += fmt.Sprintf("; beat %s (%.3f) of %d candidates", d.RunnerUp, d.RunnerUpTotal, d.Candidates)
 	} else {
 		s += "; the only candidate"
+	}
+	if d.Prefill != "" {
+		s += fmt.Sprintf("; prefilled on %s, %d of %d prompt tokens predicted cached there", d.Prefill, d.PrefillCachedTokens, d.PromptTokens)
 	}
 	return s
 }

@@ -43,7 +43,8 @@ func TestBuild(t *testing.T) {
 		},
 	}
 	p := Build(now, 5, f, router{IngestOn: true}, decisions{{Replica: "a/1", Mode: "exact", PromptTokens: 64, CachedTokens: 48, Total: 1.5,
-		Scores: []Score{{"prefix", 0.75}}, RunnerUp: "a/2", RunnerUpTotal: 0.5, Candidates: 2}})
+		Scores: []Score{{"prefix", 0.75}}, RunnerUp: "a/2", RunnerUpTotal: 0.5, Candidates: 2},
+		{Replica: "a/2", Mode: "disaggregated", PromptTokens: 64, Total: 1, Candidates: 1, Prefill: "a/1", PrefillCachedTokens: 32}})
 
 	var names []string
 	for _, m := range p.Models {
@@ -70,6 +71,7 @@ func TestBuild(t *testing.T) {
 		{p.Models[1].Replicas[0].HealthText, "breaker open"},
 		{p.Models[2].Replicas[0].HealthText, "draining (maintenance)"},
 		{p.Decisions[0].Reason, "exact mode, 48 of 64 prompt tokens predicted cached, total 1.500; prefix 0.750; beat a/2 (0.500) of 2 candidates"},
+		{p.Decisions[1].Reason, "disaggregated mode, 0 of 64 prompt tokens predicted cached, total 1.000; the only candidate; prefilled on a/1, 32 of 64 prompt tokens predicted cached there"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q; want %q", tc.got, tc.want)
@@ -193,6 +195,37 @@ func TestRenderDriverStates(t *testing.T) {
 		`<tr><td>live-1</td><td><span class="mode-exact">in sync</span></td>`,
 		`<td class="num">7</td><td class="num">42</td>`, "1.5s ago", "a/1, a/2",
 		`<tr><td>gone-1</td><td><span class="warn">awaiting snapshot</span></td>`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestRenderRoles: the replica table shows each replica's role, and the
+// decision log the prefill replica of a disaggregated decision ("none"
+// for the others).
+func TestRenderRoles(t *testing.T) {
+	f := fleet{replicas: []ReplicaState{
+		{ID: "m/p", Model: "m", Mode: "exact", Role: "prefill", Healthy: true},
+		{ID: "m/d", Model: "m", Mode: "exact", Role: "decode", Healthy: true},
+		{ID: "m/a", Model: "m", Mode: "exact", Role: "agg", Healthy: true},
+	}}
+	d := decisions{
+		{Model: "m", Replica: "m/d", Mode: "disaggregated", PromptTokens: 64, Prefill: "m/p", PrefillCachedTokens: 16},
+		{Model: "m", Replica: "m/a", Mode: "exact"},
+	}
+	var buf bytes.Buffer
+	if err := Render(&buf, Build(now, 0, f, router{IngestOn: true}, d)); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		`data-replica="m/p" data-mode="exact" data-role="prefill"`, `<td class="role">prefill</td>`,
+		`data-replica="m/d" data-mode="exact" data-role="decode"`, `<td class="role">decode</td>`,
+		`data-replica="m/a" data-mode="exact" data-role="agg"`, `<td class="role">agg</td>`,
+		`<td>m/d</td><td class="prefill">m/p</td>`, "prefilled on m/p, 16 of 64 prompt tokens",
+		`<td>m/a</td><td class="prefill"><span class="muted">none</span></td>`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("page lacks %q", want)

@@ -84,12 +84,21 @@ type sseChunk struct {
 // chunks, how many [DONE] lines it held, and the replica that was killed.
 func killedStream(t *testing.T, f *fleet, r *server.Server, path, body string) (chunks []sseChunk, raw string, dones int, killed string) {
 	t.Helper()
+	chunks, raw, dones, h := killedStreamHeader(t, f, r, path, body)
+	return chunks, raw, dones, h.Get("X-Llmgw-Replica")
+}
+
+// killedStreamHeader is killedStream returning the answer's header, the
+// route headers with it.
+func killedStreamHeader(t *testing.T, f *fleet, r *server.Server, path, body string) (chunks []sseChunk, raw string, dones int, header http.Header) {
+	t.Helper()
 	resp, err := http.Post("http://"+r.Addr()+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	killed = resp.Header.Get("X-Llmgw-Replica")
+	header = resp.Header
+	killed := resp.Header.Get("X-Llmgw-Replica")
 	victim := f.sims[killed]
 	if resp.StatusCode != http.StatusOK || victim == nil {
 		t.Fatalf("status %d from replica %q", resp.StatusCode, killed)
@@ -125,7 +134,7 @@ func killedStream(t *testing.T, f *fleet, r *server.Server, path, body string) (
 	if err := sc.Err(); err != nil {
 		t.Fatalf("read the stream: %v", err)
 	}
-	return chunks, sb.String(), dones, killed
+	return chunks, sb.String(), dones, header
 }
 
 // survivor is the replica that was not killed.

@@ -32,8 +32,9 @@ const (
 // startPDSim runs one vllm-sim with the NixlConnector role given (vLLM's
 // kv_producer or kv_consumer), its side channel on a free loopback port,
 // its KV events through the driver's intake into f's store, registered in
-// Consul as replica id with the llmgw-role meta.
-func (f *fleet) startPDSim(t *testing.T, id, kvRole, role string) {
+// Consul as replica id with the llmgw-role meta. extra flags follow (and
+// override) the test's own.
+func (f *fleet) startPDSim(t *testing.T, id, kvRole, role string, extra ...string) {
 	t.Helper()
 	in, err := intake.Open(intake.Config{Replica: id}, f.store)
 	if err != nil {
@@ -44,8 +45,8 @@ func (f *fleet) startPDSim(t *testing.T, id, kvRole, role string) {
 	cfg := fmt.Sprintf(`{"kv_connector":"NixlConnector","kv_role":%q,"engine_id":%q}`, kvRole, id)
 	p, err := simproc.Start(context.Background(), simproc.Options{
 		Binary: simBinary(t),
-		Args: []string{model, "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1", "--sim-latency=false",
-			"--kv-events-config", in.EngineFlag(), "--kv-transfer-config", cfg, "--sim-kv-bytes-per-token", strconv.Itoa(pdBytesPerToken)},
+		Args: append([]string{model, "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1", "--sim-latency=false",
+			"--kv-events-config", in.EngineFlag(), "--kv-transfer-config", cfg, "--sim-kv-bytes-per-token", strconv.Itoa(pdBytesPerToken)}, extra...),
 		Env: []string{"VLLM_NIXL_SIDE_CHANNEL_HOST=127.0.0.1", "VLLM_NIXL_SIDE_CHANNEL_PORT=0"},
 	}, 30*time.Second)
 	if err != nil {

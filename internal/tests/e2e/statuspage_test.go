@@ -30,8 +30,8 @@ const screenshotsEnv = "LLMGW_STATUS_SCREENSHOTS"
 // router that shares its load (a peer). The page is behind admin_token;
 // Chromium reaches it through a proxy that adds the header, as an
 // operator's authenticating proxy would. The rendered DOM must show every
-// replica with its mode, the driver session, the peer and the decisions;
-// screenshots at desktop and phone size are saved.
+// replica with its mode and role, the driver session, the peer and the
+// decisions; screenshots at desktop and phone size are saved.
 func TestStatusPageInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul, vllm-sim processes and Chromium")
@@ -90,9 +90,10 @@ func TestStatusPageInBrowser(t *testing.T) {
 	dom := string(runChromium(t, browser, "--dump-dom", page))
 	want := []string{
 		`<h3 class="model" data-model="sim-model">sim-model</h3>`,
-		`data-replica="alloc-0/main" data-mode="exact"`,
-		`data-replica="alloc-1/main" data-mode="exact"`,
-		`data-replica="alloc-2/main" data-mode="approx"`,
+		`data-replica="alloc-0/main" data-mode="exact" data-role="agg"`,
+		`data-replica="alloc-1/main" data-mode="exact" data-role="agg"`,
+		`data-replica="alloc-2/main" data-mode="approx" data-role="agg"`,
+		`<td class="prefill"><span class="muted">none</span></td>`, // no prefill replica in an aggregated fleet
 		"driver node-1 holds its KV state",
 		"it does not advertise KV events (kv_events=false)",
 		`<span class="mode-exact">in sync</span>`, // node-1's session

@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// scheduleContinuation ranks the replicas that may take a migrated
+// stream's continuation, the failed ones left out. A model whose replicas
+// are all of one role is scheduled as any request. On a model with
+// prefill and decode replicas the continuation is a decode: it is
+// scheduled over the decode and aggregated replicas, as the decode step
+// is, and is never sent kv_transfer_params (migrate.Plan.Continue drops
+// them). The prefill replicas take it only when none of those can (none
+// left, none healthy, or all busy), as they serve whole requests when a
+// model has no usable decode replica: a stream that ends on a replica
+// sized for prompts beats a stream that ends with an error.
+func (g *Gateway) scheduleContinuation(ctx context.Context, model string, sreq *scheduler.Request, failed []string) (scheduler.Decision, error) {
+	set := g.d.Replicas
+	if !set.Disaggregated(model) {
+		d, _, err := schedule(ctx, set, g.d.Scheduler, model, sreq, nil)
+		return d, err
+	}
+	all := set.AppendCandidates(nil, model)
+	roles := set.RolesOf(nil, func(i int) string { return all[i].ID }, len(all))
+	var serving, prefill []scheduler.Candidate
+	for i, c := range all {
+		switch {
+		case slices.Contains(failed, c.ID):
+		case roles[i] == replicas.RolePrefill:
+			prefill = append(prefill, c)
+		default:
+			serving = append(serving, c)
+		}
+	}
+	d, err := g.d.Scheduler.Schedule(ctx, sreq, serving)
+	if errors.Is(err, scheduler.ErrAllBusy) || errors.Is(err, scheduler.ErrNoReplica) {
+		d, err = g.d.Scheduler.Schedule(ctx, sreq, prefill)
+	}
+	return d, err
+}
