@@ -84,7 +84,7 @@ func TestStreamSplices(t *testing.T) {
 		for k := 1; k < len(all); k++ {
 			t.Run(fmt.Sprintf("%s/%d", breakWith, k), func(t *testing.T) {
 				first := completionEvents("cmpl-a", 1, prompt, all[:k], false)
-				var err error = errors.New("connection reset by peer")
+				err := errors.New("connection reset by peer")
 				switch breakWith {
 				case "eof":
 					err = io.EOF
