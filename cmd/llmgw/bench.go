@@ -165,13 +165,19 @@ func writeReport(rep *report.Report, c benchConfig, stdout io.Writer) error {
 	for i, p := range plots {
 		linked[i] = filepath.ToSlash(filepath.Join(rel, p))
 	}
-	old, err := os.ReadFile(c.doc)
+	return spliceDoc(c.doc, c.section, rep.Markdown(linked))
+}
+
+// spliceDoc rewrites section of the Markdown file doc (between its
+// marker comments) to md: what every bench mode does with -doc.
+func spliceDoc(doc, section, md string) error {
+	old, err := os.ReadFile(doc)
 	if err != nil {
 		return err
 	}
-	doc, err := report.Splice(string(old), c.section, rep.Markdown(linked))
+	out, err := report.Splice(string(old), section, md)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.doc, err)
+		return fmt.Errorf("%s: %w", doc, err)
 	}
-	return os.WriteFile(c.doc, []byte(doc), 0o644)
+	return os.WriteFile(doc, []byte(out), 0o644)
 }

@@ -6,14 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
-	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet"
 )
@@ -79,13 +77,5 @@ func benchFault(ctx context.Context, c benchConfig, args []string, w workload.Wo
 	if c.doc == "" {
 		return nil
 	}
-	old, err := os.ReadFile(c.doc)
-	if err != nil {
-		return err
-	}
-	doc, err := report.Splice(string(old), c.section, md)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(c.doc, []byte(doc), 0o644)
+	return spliceDoc(c.doc, c.section, md)
 }

@@ -200,13 +200,5 @@ func writeSweep(s *report.Sweep, c benchConfig, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	old, err := os.ReadFile(c.doc)
-	if err != nil {
-		return err
-	}
-	doc, err := report.Splice(string(old), c.section, s.Markdown([]string{filepath.ToSlash(filepath.Join(rel, report.SweepPlot))}))
-	if err != nil {
-		return fmt.Errorf("%s: %w", c.doc, err)
-	}
-	return os.WriteFile(c.doc, []byte(doc), 0o644)
+	return spliceDoc(c.doc, c.section, s.Markdown([]string{filepath.ToSlash(filepath.Join(rel, report.SweepPlot))}))
 }
