@@ -237,20 +237,28 @@ func TestStreamMigratesWhenReplicaDies(t *testing.T) {
 	if prompts != 1 {
 		t.Errorf("%d chunks carry prompt_token_ids; want the first only", prompts)
 	}
+	checkContinued(t, r, s, got, text.String(), chunks[len(chunks)-1], full, promptTokens)
+}
+
+// checkContinued checks a migrated completion's tokens got (with their
+// text and the stream's last chunk) against the seeded sequence full from
+// the survivor s: the killed replica's first k, at least the
+// migrateKillAfter the client read, then the survivor's continuation,
+// which restarts the sequence; the text both replicas' tokens; usage the
+// prompt and migrateTokens; and one successful migration on r.
+func checkContinued(t *testing.T, r *server.Server, s *sim, got []uint32, text string, last sseChunk, full []uint32, promptTokens int) {
+	t.Helper()
 	if len(got) != migrateTokens {
 		t.Fatalf("the stream has %d tokens; want %d", len(got), migrateTokens)
 	}
-	// The first k tokens are the killed replica's; the rest the survivor's
-	// continuation, which restarts the seeded sequence.
 	k := seam(got, full)
 	if k < migrateKillAfter {
 		t.Fatalf("tokens %v are no split after the %d the client read before the kill of the seeded sequence %v between the two replicas", got, migrateKillAfter, full)
 	}
 	t.Logf("the stream moved after %d of %d tokens", k, migrateTokens)
-	if want := detokenize(t, s, full[:k]) + detokenize(t, s, full[:migrateTokens-k]); text.String() != want {
-		t.Errorf("text %q\nwant %q (both replicas' tokens)", text.String(), want)
+	if want := detokenize(t, s, full[:k]) + detokenize(t, s, full[:migrateTokens-k]); text != want {
+		t.Errorf("text %q\nwant %q (both replicas' tokens)", text, want)
 	}
-	last := chunks[len(chunks)-1]
 	if last.Usage == nil || last.Usage.PromptTokens != promptTokens || last.Usage.CompletionTokens != migrateTokens || last.Usage.TotalTokens != promptTokens+migrateTokens {
 		t.Errorf("usage %+v; want %d prompt and %d completion tokens", last.Usage, promptTokens, migrateTokens)
 	}

@@ -83,24 +83,7 @@ func TestDisaggregatedStreamMigrates(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != migrateTokens {
-		t.Fatalf("the stream has %d tokens; want %d", len(got), migrateTokens)
-	}
-	k := seam(got, full)
-	if k < migrateKillAfter {
-		t.Fatalf("tokens %v are no split after the %d the client read before the kill of the seeded sequence %v between the two decode replicas", got, migrateKillAfter, full)
-	}
-	t.Logf("the stream moved after %d of %d tokens", k, migrateTokens)
-	if want := detokenize(t, s, full[:k]) + detokenize(t, s, full[:migrateTokens-k]); text.String() != want {
-		t.Errorf("text %q\nwant %q (both decode replicas' tokens)", text.String(), want)
-	}
-	last := chunks[len(chunks)-1]
-	if last.Usage == nil || last.Usage.PromptTokens != promptTokens || last.Usage.CompletionTokens != migrateTokens || last.Usage.TotalTokens != promptTokens+migrateTokens {
-		t.Errorf("usage %+v; want %d prompt and %d completion tokens", last.Usage, promptTokens, migrateTokens)
-	}
-	if v := metricValue(t, r, `llmgw_stream_migrations_total{result="succeeded"}`); v != 1 {
-		t.Errorf("succeeded migrations %v; want 1", v)
-	}
+	checkContinued(t, r, s, got, text.String(), chunks[len(chunks)-1], full, promptTokens)
 	if v := metricValue(t, r, `llmgw_pd_requests_total{path="remote_prefill"}`); v != 1 {
 		t.Errorf("remote prefills %v; want 1", v)
 	}
