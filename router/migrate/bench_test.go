@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -33,6 +34,44 @@ func BenchmarkStream(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(ids)), "ns/chunk")
+		})
+	}
+}
+
+// BenchmarkPlan measures what migration adds to every streamed request
+// before it is sent: Check reads the body, Forward writes the one the
+// replica gets. Bodies are a long chat history and a long completion
+// prompt (about 32k tokens of text each).
+func BenchmarkPlan(b *testing.B) {
+	long := strings.Repeat("the quick brown fox jumps over the lazy dog ", 3000) // 132 KB
+	msgs := []map[string]string{{"role": "system", "content": long[:len(long)/2]}}
+	for i := 0; i < 32; i++ {
+		msgs = append(msgs, map[string]string{"role": "user", "content": long[:len(long)/64]}, map[string]string{"role": "assistant", "content": long[:len(long)/64]})
+	}
+	for _, tc := range []struct {
+		name string
+		kind openai.Kind
+		body map[string]any
+	}{
+		{"Chat", openai.Chat, map[string]any{"model": "m", "stream": true, "max_tokens": 256, "messages": msgs}},
+		{"Completion", openai.Completion, map[string]any{"model": "m", "stream": true, "max_tokens": 256, "prompt": long}},
+	} {
+		body, err := json.Marshal(tc.body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				p, r, err := Check(tc.kind, body)
+				if err != nil || r != nil || p == nil {
+					b.Fatalf("Check = %v, %v, %v", p, r, err)
+				}
+				if len(p.Forward()) < len(body) {
+					b.Fatal("Forward lost part of the body")
+				}
+			}
 		})
 	}
 }

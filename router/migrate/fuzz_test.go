@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -8,8 +9,9 @@ import (
 )
 
 // FuzzContinue: any body either fails Check with an error, is refused, is
-// left alone, or gives continuations that are JSON objects with a
-// max_tokens of at least 1 when the request bounded its output.
+// left alone, or is forwarded as the same object with return_token_ids
+// true and gives continuations that are JSON objects with a max_tokens of
+// at least 1 when the request bounded its output.
 func FuzzContinue(f *testing.F) {
 	f.Add([]byte(`{"model":"m","prompt":"p","stream":true,"max_tokens":5}`), false, uint8(2))
 	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"stream":true,"max_completion_tokens":3}`), true, uint8(1))
@@ -27,6 +29,7 @@ func FuzzContinue(f *testing.F) {
 			}
 			return
 		}
+		checkForward(t, body, p.Forward())
 		ids := make([]uint32, k)
 		b, r := p.Continue(Progress{PromptIDs: []uint32{1}, IDs: ids, Text: "partial"})
 		if r != nil {
@@ -51,4 +54,27 @@ func FuzzContinue(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkForward: fwd holds the fields of body, each the same value, and
+// return_token_ids true.
+func checkForward(t *testing.T, body, fwd []byte) {
+	t.Helper()
+	var in, out map[string]json.RawMessage
+	if err := json.Unmarshal(body, &in); err != nil {
+		t.Fatalf("body %s: %v", body, err)
+	}
+	if err := json.Unmarshal(fwd, &out); err != nil {
+		t.Fatalf("forwarded %s: %v", fwd, err)
+	}
+	in["return_token_ids"] = json.RawMessage("true")
+	if len(in) != len(out) {
+		t.Fatalf("forwarded %s has %d fields; body %s has %d", fwd, len(out), body, len(in))
+	}
+	for k, v := range in {
+		var a, b bytes.Buffer
+		if json.Compact(&a, v) != nil || json.Compact(&b, out[k]) != nil || a.String() != b.String() {
+			t.Fatalf("forwarded %s: %s = %s; body has %s", fwd, k, out[k], v)
+		}
+	}
 }

@@ -219,6 +219,28 @@ func TestForwardAsksForTokenIDs(t *testing.T) {
 	}
 }
 
+// TestForwardKeepsClientBytes: the body the first replica gets is the
+// client's, byte for byte, with return_token_ids put in front; a body
+// that set the field itself to something else is encoded again, with the
+// field true once.
+func TestForwardKeepsClientBytes(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{`{"stream":true,"prompt":"p"}`, `{"return_token_ids":true,"stream":true,"prompt":"p"}`},
+		{"  {\n \"stream\" : true, \"prompt\":\"p\\u00e9\"}\n", "  {\"return_token_ids\":true,\n \"stream\" : true, \"prompt\":\"p\\u00e9\"}\n"},
+		{`{"stream":true,"prompt":"p","return_token_ids":true}`, `{"stream":true,"prompt":"p","return_token_ids":true}`},
+		{`{"stream":true,"prompt":"p","return_token_ids":false}`, `{"prompt":"p","return_token_ids":true,"stream":true}`},
+		{`{"stream":true,"prompt":"p","return_token_ids":null}`, `{"prompt":"p","return_token_ids":true,"stream":true}`},
+	} {
+		p, r, err := Check(openai.Completion, []byte(tc.body))
+		if err != nil || r != nil || p == nil {
+			t.Fatalf("Check(%s) = %v, %v, %v", tc.body, p, r, err)
+		}
+		if got := string(p.Forward()); got != tc.want {
+			t.Errorf("Forward(%s) =\n%s\nwant\n%s", tc.body, got, tc.want)
+		}
+	}
+}
+
 // TestContinuationDropsKVTransferParams: a disaggregated decode step's
 // kv_transfer_params name blocks already read from the prefill replica;
 // the continuation, for completions and chat, carries none, and keeps
