@@ -19,6 +19,7 @@ import (
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/driver/kvevents/intake"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
+	"github.com/llmgw/llmgw/internal/testkit/sdkstream"
 	"github.com/llmgw/llmgw/router/server"
 )
 
@@ -103,40 +104,6 @@ func tokenRange(from, n int) []int64 {
 	return out
 }
 
-// pdStream sends a streamed completion of tokens through the OpenAI SDK,
-// unmodified, and returns its text, usage and the route headers.
-func pdStream(t *testing.T, client openai.Client, tokens []int64) (string, openai.CompletionUsage, http.Header) {
-	t.Helper()
-	var headers http.Header
-	stream := client.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
-		Model:         openai.CompletionNewParamsModel(model),
-		Prompt:        openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: tokens},
-		MaxTokens:     openai.Int(6),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}, option.WithJSONSet("ignore_eos", true), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		resp, err := next(r)
-		if resp != nil {
-			headers = resp.Header
-		}
-		return resp, err
-	}))
-	var text strings.Builder
-	var usage openai.CompletionUsage
-	for stream.Next() {
-		ch := stream.Current()
-		for _, c := range ch.Choices {
-			text.WriteString(c.Text)
-		}
-		if ch.Usage.TotalTokens > 0 {
-			usage = ch.Usage
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatalf("stream: %v", err)
-	}
-	return text.String(), usage, headers
-}
-
 // TestDisaggregatedServing: with real Consul, the driver's KV-event path
 // and vllm-sim as a kv_producer and a kv_consumer registered with the
 // prefill and decode roles, a streamed completion through the OpenAI SDK
@@ -218,4 +185,10 @@ func TestDisaggregatedServing(t *testing.T) {
 	if got := metricValue(t, r, `llmgw_routing_decisions_total{mode="disaggregated"}`); got != 2 {
 		t.Errorf("disaggregated decisions %v; want 2", got)
 	}
+}
+
+// pdStream streams a completion of prompt through the OpenAI SDK.
+func pdStream(t *testing.T, client openai.Client, prompt []int64) (string, openai.CompletionUsage, http.Header) {
+	r := sdkstream.Completion(t, client, model, prompt, 6)
+	return r.Text, r.Usage, r.Headers
 }

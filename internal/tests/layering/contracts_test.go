@@ -159,6 +159,10 @@ var contracts = map[string][]string{
 		"github.com/schollz/progressbar/v3",
 	},
 	"internal/testkit/pdeathsigtest": nil,
+	"internal/testkit/sdkstream": {
+		"github.com/openai/openai-go/v3",
+		"github.com/openai/openai-go/v3/option",
+	},
 }
 
 // TestPackageContracts enforces each package comment's promise about its

@@ -12,6 +12,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/llmgw/llmgw/internal/testkit/sdkstream"
 )
 
 // TestDisaggregatedFleet: the real driver under the plugin host runs one
@@ -85,40 +87,6 @@ func tokens(from, n int) []int64 {
 	return out
 }
 
-// pdStream sends a streamed completion of prompt token ids through the
-// OpenAI SDK, unmodified, and returns its text, usage and route headers.
-func pdStream(t *testing.T, client openai.Client, prompt []int64) (string, openai.CompletionUsage, http.Header) {
-	t.Helper()
-	var headers http.Header
-	stream := client.Completions.NewStreaming(context.Background(), openai.CompletionNewParams{
-		Model:         openai.CompletionNewParamsModel("sim-model"),
-		Prompt:        openai.CompletionNewParamsPromptUnion{OfArrayOfTokens: prompt},
-		MaxTokens:     openai.Int(5),
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}, option.WithJSONSet("ignore_eos", true), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		resp, err := next(r)
-		if resp != nil {
-			headers = resp.Header
-		}
-		return resp, err
-	}))
-	var text strings.Builder
-	var usage openai.CompletionUsage
-	for stream.Next() {
-		ch := stream.Current()
-		for _, c := range ch.Choices {
-			text.WriteString(c.Text)
-		}
-		if ch.Usage.TotalTokens > 0 {
-			usage = ch.Usage
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatalf("stream: %v", err)
-	}
-	return text.String(), usage, headers
-}
-
 // explainPD asks the router's explain API how it would route prompt and
 // returns the answer's disaggregated path.
 func explainPD(t *testing.T, router string, prompt []int64) string {
@@ -164,4 +132,10 @@ func engineMetric(t *testing.T, url, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// pdStream streams a completion of prompt through the OpenAI SDK.
+func pdStream(t *testing.T, client openai.Client, prompt []int64) (string, openai.CompletionUsage, http.Header) {
+	r := sdkstream.Completion(t, client, "sim-model", prompt, 5)
+	return r.Text, r.Usage, r.Headers
 }
