@@ -39,6 +39,9 @@ type Decision struct {
 	// others), PrefillCachedTokens its predicted cached tokens.
 	Prefill             string
 	PrefillCachedTokens int
+	// ContinuedFrom is, for the continuation of a stream whose replica
+	// failed mid-answer, that replica ("" for other requests).
+	ContinuedFrom string
 }
 
 // Predicted is what the router predicted for the requests it sent one
@@ -60,6 +63,12 @@ type loggedDecision struct {
 }
 
 func (l *decisionLog) record(model string, d *scheduler.Decision, chosen scheduler.Ranked, promptTokens, blockTokens int, overhead time.Duration, pre *prefilled) {
+	l.recordFrom(model, d, chosen, promptTokens, blockTokens, overhead, pre, "")
+}
+
+// recordFrom records a decision; from is the failed replica whose stream
+// it continues, "" for a request of the client's.
+func (l *decisionLog) recordFrom(model string, d *scheduler.Decision, chosen scheduler.Ranked, promptTokens, blockTokens int, overhead time.Duration, pre *prefilled, from string) {
 	runner, ranked := scheduler.Ranked{}, 1+len(d.Fallbacks)
 	for i := range ranked {
 		r := d.Chosen
@@ -78,6 +87,7 @@ func (l *decisionLog) record(model string, d *scheduler.Decision, chosen schedul
 		At: time.Now(), Model: model, Replica: chosen.Candidate.ID, Mode: chosen.Mode,
 		PromptTokens: promptTokens, CachedTokens: cached, Total: chosen.Total, Scorers: d.Scorers,
 		RunnerUp: runner.Candidate.ID, RunnerUpTotal: runner.Total, Candidates: ranked, Overhead: overhead,
+		ContinuedFrom: from,
 	}
 	if pre != nil {
 		e.d.Prefill, e.d.PrefillCachedTokens = pre.ranked.Candidate.ID, pre.ranked.CachedBlocks*blockTokens

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -135,7 +136,9 @@ func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io
 	if res.Keys == nil {
 		sreq.BlockTokens = prompt.TextChunk / 4
 	}
+	start := time.Now()
 	d, err := g.scheduleContinuation(ctx, req.Model, sreq, failed)
+	overhead := time.Since(start)
 	if err != nil {
 		return nil, "", fmt.Errorf("schedule the continuation: %w", err)
 	}
@@ -158,6 +161,7 @@ func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io
 	rt.onServed = func(chosen scheduler.Ranked) {
 		g.d.Scheduler.Routed(sreq, &chosen.Candidate) // the continuation's prefix is cached there now
 		g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
+		g.decisions.recordFrom(req.Model, &d, chosen, res.Tokens, sreq.BlockTokens, overhead, nil, failed[len(failed)-1])
 	}
 	out := r.out.Clone(context.WithValue(ctx, routeKey{}, rt))
 	if r.freshID {

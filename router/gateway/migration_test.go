@@ -142,6 +142,12 @@ func TestMigrationContinuesStream(t *testing.T) {
 	if err := json.Unmarshal(eb, &ex); err != nil || ex.Chosen.Replica == served || ex.Chosen.CachedTokens < 32 {
 		t.Errorf("explain %s; want the replica other than the failed %s, with the continuation's two full blocks credited", eb, served)
 	}
+	// The continuation is a decision of its own in the log, newest first,
+	// naming the replica whose stream it continued.
+	if ds := h.gw.RecentDecisions(); len(ds) < 2 || ds[0].ContinuedFrom != served || ds[0].Replica == served ||
+		ds[0].PromptTokens != len(cont) || ds[1].Replica != served || ds[1].ContinuedFrom != "" {
+		t.Errorf("decision log %+v; want the continuation (from %s, %d prompt tokens) after the first decision", ds, served, len(cont))
+	}
 	m := h.gw.d.Metrics.Migrations
 	if testutil.ToFloat64(m.results.WithLabelValues("migrated")) != 1 || testutil.ToFloat64(m.results.WithLabelValues("succeeded")) != 1 {
 		t.Errorf("migration metrics: migrated %v, succeeded %v; want 1 and 1",

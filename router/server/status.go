@@ -201,6 +201,7 @@ func (d statusDecisions) Recent() []statuspage.Decision {
 			At: g.At, Model: g.Model, Replica: g.Replica, Mode: string(g.Mode), PromptTokens: g.PromptTokens,
 			CachedTokens: g.CachedTokens, Total: g.Total, RunnerUp: g.RunnerUp, RunnerUpTotal: g.RunnerUpTotal,
 			Candidates: g.Candidates, Overhead: g.Overhead, Prefill: g.Prefill, PrefillCachedTokens: g.PrefillCachedTokens,
+			ContinuedFrom: g.ContinuedFrom,
 		}
 		for i, v := range g.Scores {
 			if i < len(g.Scorers) {

@@ -118,6 +118,9 @@ type Decision struct {
 	// others), PrefillCachedTokens its predicted cached tokens.
 	Prefill             string
 	PrefillCachedTokens int
+	// ContinuedFrom is the failed replica whose stream this decision
+	// continued ("" for a client's request).
+	ContinuedFrom string
 }
 
 // Score is one scorer's unweighted score.
@@ -249,6 +252,9 @@ func reason(d Decision) string {
 	}
 	if d.Prefill != "" {
 		s += fmt.Sprintf("; prefilled on %s, %d of %d prompt tokens predicted cached there", d.Prefill, d.PrefillCachedTokens, d.PromptTokens)
+	}
+	if d.ContinuedFrom != "" {
+		s += fmt.Sprintf("; continues a stream whose replica %s failed mid-answer", d.ContinuedFrom)
 	}
 	return s
 }

@@ -44,7 +44,8 @@ func TestBuild(t *testing.T) {
 	}
 	p := Build(now, 5, f, router{IngestOn: true}, decisions{{Replica: "a/1", Mode: "exact", PromptTokens: 64, CachedTokens: 48, Total: 1.5,
 		Scores: []Score{{"prefix", 0.75}}, RunnerUp: "a/2", RunnerUpTotal: 0.5, Candidates: 2},
-		{Replica: "a/2", Mode: "disaggregated", PromptTokens: 64, Total: 1, Candidates: 1, Prefill: "a/1", PrefillCachedTokens: 32}})
+		{Replica: "a/2", Mode: "disaggregated", PromptTokens: 64, Total: 1, Candidates: 1, Prefill: "a/1", PrefillCachedTokens: 32},
+		{Replica: "a/2", Mode: "exact", PromptTokens: 80, CachedTokens: 64, Total: 1, Candidates: 1, ContinuedFrom: "a/1"}})
 
 	var names []string
 	for _, m := range p.Models {
@@ -72,6 +73,7 @@ func TestBuild(t *testing.T) {
 		{p.Models[2].Replicas[0].HealthText, "draining (maintenance)"},
 		{p.Decisions[0].Reason, "exact mode, 48 of 64 prompt tokens predicted cached, total 1.500; prefix 0.750; beat a/2 (0.500) of 2 candidates"},
 		{p.Decisions[1].Reason, "disaggregated mode, 0 of 64 prompt tokens predicted cached, total 1.000; the only candidate; prefilled on a/1, 32 of 64 prompt tokens predicted cached there"},
+		{p.Decisions[2].Reason, "exact mode, 64 of 80 prompt tokens predicted cached, total 1.000; the only candidate; continues a stream whose replica a/1 failed mid-answer"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q; want %q", tc.got, tc.want)
