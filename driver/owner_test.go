@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/llmgw/llmgw/driver"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
@@ -69,9 +70,11 @@ func TestOwnerStopsShards(t *testing.T) {
 	if res := r.GetResult(); res.GetExitCode() != 0 || res.GetSignal() != 0 || r.GetErr() != "" {
 		t.Errorf("wait after the owner died: %v; want the clean exit of a SIGTERM", r)
 	}
-	if !pluginhost.GroupGone(pid) || !pluginhost.GroupGone(st.Supervisor.SupervisorPid) {
-		t.Error("the shard's processes outlived its owner")
-	}
+	// The supervisor reports the engine's exit before it exits itself, so
+	// WaitTask can return while it is still on its way out.
+	poll.Until(t, "the shard's processes to exit after their owner", func() bool {
+		return pluginhost.GroupGone(pid) && pluginhost.GroupGone(st.Supervisor.SupervisorPid)
+	})
 }
 
 // TestOwnerPidChecked: an owner_pid that names no process fails SetConfig
