@@ -18,16 +18,42 @@ import (
 // them). The prefill replicas take it only when none of those can (none
 // left, none healthy, or all busy), as they serve whole requests when a
 // model has no usable decode replica: a stream that ends on a replica
-// sized for prompts beats a stream that ends with an error.
+// sized for prompts beats a stream that ends with an error. A large
+// fleet is narrowed as any request is (replicas.Set.AppendCandidatesFor):
+// the continuation is decided over its prompt's holders and a sample
+// first, and over every replica when none of those can take it.
 func (g *Gateway) scheduleContinuation(ctx context.Context, model string, sreq *scheduler.Request, failed []string) (scheduler.Decision, error) {
 	set := g.d.Replicas
 	if !set.Disaggregated(model) {
 		d, _, err := schedule(ctx, set, g.d.Scheduler, model, sreq, nil)
 		return d, err
 	}
-	all := set.AppendCandidates(nil, model)
+	serving, _ := g.continuationLists(model, sreq, failed, true)
+	d, err := g.d.Scheduler.Schedule(ctx, sreq, serving)
+	if !errors.Is(err, scheduler.ErrAllBusy) && !errors.Is(err, scheduler.ErrNoReplica) {
+		return d, err
+	}
+	serving, prefill := g.continuationLists(model, sreq, failed, false)
+	d, err = g.d.Scheduler.Schedule(ctx, sreq, serving)
+	if errors.Is(err, scheduler.ErrAllBusy) || errors.Is(err, scheduler.ErrNoReplica) {
+		d, err = g.d.Scheduler.Schedule(ctx, sreq, prefill)
+	}
+	return d, err
+}
+
+// continuationLists splits model's candidates, the failed ones left out,
+// into those that serve a continuation (decode and aggregated replicas)
+// and the prefill replicas; narrowed: the prompt's holders and a sample
+// only, on a fleet large enough to be narrowed.
+func (g *Gateway) continuationLists(model string, sreq *scheduler.Request, failed []string, narrowed bool) (serving, prefill []scheduler.Candidate) {
+	set := g.d.Replicas
+	var all []scheduler.Candidate
+	if narrowed {
+		all = set.AppendCandidatesFor(nil, model, sreq)
+	} else {
+		all = set.AppendCandidates(nil, model)
+	}
 	roles := set.RolesOf(nil, func(i int) string { return all[i].ID }, len(all))
-	var serving, prefill []scheduler.Candidate
 	for i, c := range all {
 		switch {
 		case slices.Contains(failed, c.ID):
@@ -37,9 +63,5 @@ func (g *Gateway) scheduleContinuation(ctx context.Context, model string, sreq *
 			serving = append(serving, c)
 		}
 	}
-	d, err := g.d.Scheduler.Schedule(ctx, sreq, serving)
-	if errors.Is(err, scheduler.ErrAllBusy) || errors.Is(err, scheduler.ErrNoReplica) {
-		d, err = g.d.Scheduler.Schedule(ctx, sreq, prefill)
-	}
-	return d, err
+	return serving, prefill
 }

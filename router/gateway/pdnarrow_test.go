@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
@@ -83,6 +84,24 @@ func TestPDNarrowsLargeFleet(t *testing.T) {
 					t.Fatalf("decided over %d of %d replicas; want the narrowed 2 holders and 4 sampled", considered, n)
 				}
 				g.putPlan(p)
+			}
+			if !tc.narrowed {
+				return
+			}
+			// A continuation of a stream that failed on the holder d-150 is
+			// narrowed too, without it, and still goes to a decode replica.
+			sreq := &scheduler.Request{}
+			sreq.Reset(scheduler.Request{Model: "m", Keys: keys, BlockTokens: 16, PromptTokens: 64, Fallbacks: 4})
+			failed := []string{"d-150"}
+			serving, prefill := g.continuationLists("m", sreq, failed, true)
+			isFailed := func(c scheduler.Candidate) bool { return c.ID == "d-150" }
+			if n := len(serving) + len(prefill); n > 2+4 || n == 0 || slices.ContainsFunc(serving, isFailed) {
+				t.Errorf("continuation lists %d serving and %d prefill replicas (failed among them: %v); want at most the narrowed 2+4, less the failed one",
+					len(serving), len(prefill), slices.ContainsFunc(serving, isFailed))
+			}
+			d, err := g.scheduleContinuation(context.Background(), "m", sreq, failed)
+			if err != nil || d.Chosen.Candidate.ID == "d-150" || set.RoleOf(d.Chosen.Candidate.ID) != replicas.RoleDecode {
+				t.Errorf("continuation goes to %s (%v); want a decode replica other than the failed d-150", d.Chosen.Candidate.ID, err)
 			}
 		})
 	}
