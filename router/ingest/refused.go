@@ -47,6 +47,7 @@ func (s *Sink) refuseLocked(replica, model, driver string, err error) {
 	}
 	wait := min(minRefusedBackoff<<min(prev.times, 20), maxRefusedBackoff)
 	s.refused[replica] = &refusal{model: model, driver: driver, reason: err.Error(), times: prev.times + 1, after: s.opts.Now().Add(wait)}
+	s.touched = append(s.touched, replica)
 	s.stats.Refused++
 	s.models.For(model).Remove(replica)
 	s.refusedNow = append(s.refusedNow, kvwire.Refusal{Replica: replica, Reason: err.Error()})
@@ -105,8 +106,8 @@ func (s *Sink) Refused(replica string) (string, bool) {
 	if v == nil {
 		return "", false
 	}
-	r, ok := v.refused[replica]
-	return r, ok
+	st, ok := v.states.Get(replica)
+	return st.reason, ok && st.refused
 }
 
 // ApplyRefusing implements kvwire.RefusingSink: ApplyUpdate, returning
