@@ -86,6 +86,7 @@ type Sink struct {
 	groupNames map[string]map[string]bool
 	waiting    map[string]map[string]bool // unknown replica -> drivers to ask for a snapshot when it joins
 	pending    map[string]*pending        // unknown replica -> state kept for it
+	byAge      pendingByAge               // pending's states, oldest first
 	refused    map[string]*refusal        // replica -> why its state is not in the index
 	resyncs    map[string]bool            // drivers to ask for a snapshot (TakeResyncs)
 	// refusedNow collects the current update's refusals (ApplyRefusing).
