@@ -88,7 +88,11 @@ type Sink struct {
 	pending    map[string]*pending        // unknown replica -> state kept for it
 	byAge      pendingByAge               // pending's states, oldest first
 	refused    map[string]*refusal        // replica -> why its state is not in the index
-	resyncs    map[string]bool            // drivers to ask for a snapshot (TakeResyncs)
+	// refusedWait and refusedDue order the refusals not asked for yet
+	// (retryRefusedLocked).
+	refusedWait refusalQueue
+	refusedDue  map[string]*refusalQueue
+	resyncs     map[string]bool // drivers to ask for a snapshot (TakeResyncs)
 	// refusedNow collects the current update's refusals (ApplyRefusing).
 	refusedNow []kvwire.Refusal
 	// pendingKeys is the keys in pending, in all.
@@ -142,6 +146,7 @@ func NewSinkWith(models *index.Models, modelOf ModelOf, opts Options) *Sink {
 		waiting:    map[string]map[string]bool{},
 		pending:    map[string]*pending{},
 		refused:    map[string]*refusal{},
+		refusedDue: map[string]*refusalQueue{},
 		resyncs:    map[string]bool{},
 		stats:      Stats{Discarded: map[string]uint64{}},
 	}
