@@ -95,3 +95,46 @@ func TestRefusedQueuesBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotAtTheKeyCap: a snapshot replaces a replica's state in the
+// index, whose new keys land before the old ones leave. Near the key cap
+// (a full cache churning, a resnapshot repair of an oversized replica)
+// old and new together exceed it though the new state alone fits: that
+// snapshot is taken, not refused. One too large on its own is refused.
+func TestSnapshotAtTheKeyCap(t *testing.T) {
+	tests := []struct {
+		name    string
+		next    []uint64 // a/1's second snapshot
+		refused bool
+	}{
+		{"fits alone", keys(100, 8), false},
+		{"fits alone, sharing keys", append(keys(3, 3), keys(100, 5)...), false},
+		{"too large alone", keys(100, 11), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPendingFixture(Options{})
+			f.known["a/1"], f.known["b/1"] = "m", "m"
+			f.ms.For("m").SetMaxKeys(10)
+			f.send("db", true, rep("b/1", keys(50, 2)))
+			f.send("da", true, rep("a/1", keys(0, 6)))
+			f.send("da", true, rep("a/1", tc.next))
+			if _, refused := f.s.Refused("a/1"); refused != tc.refused || f.s.Synced("a/1") == tc.refused {
+				t.Fatalf("a/1 refused %v, synced %v; want refused %v", refused, f.s.Synced("a/1"), tc.refused)
+			}
+			want := map[string]int{}
+			if !tc.refused {
+				want["a/1"] = len(tc.next)
+			}
+			if got := holders(f.ms, "m", tc.next...); !cmp.Equal(got, want) {
+				t.Errorf("holders of the new state %v; want %v", got, want)
+			}
+			if got := holders(f.ms, "m", keys(0, 3)...); len(got) != 0 {
+				t.Errorf("holders of the old state %v; want none", got)
+			}
+			if got := holders(f.ms, "m", keys(50, 2)...); !cmp.Equal(got, map[string]int{"b/1": 2}) {
+				t.Errorf("b/1's keys held by %v; want b/1 unchanged", got)
+			}
+		})
+	}
+}
