@@ -42,6 +42,15 @@
 // counts the new state alone, and refuses the replica only if that does
 // not fit either.
 //
+// The cap itself holds for GPU blocks, hybrid models included: a hybrid
+// engine's KV-cache groups draw on one pool of num_gpu_blocks, and only
+// the primary group's keys are in the model's (capped) index, the others
+// in their own. It does not hold for blocks offloaded to CPU by a KV
+// connector: vLLM advertises those in the connector's configuration, not
+// in cache_config_info (whose num_cpu_blocks is 0), while the driver
+// indexes their events as the CPU tier, so such a replica's CPU blocks
+// count against its GPU blocks' share of the cap.
+//
 // It owns that per-replica KV bookkeeping (the ingest listener that wraps
 // the Receiver is router/server's). It must not import driver/..., gin, or
 // the HTTP API; the replica set tells it which model a replica serves.
