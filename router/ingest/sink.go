@@ -279,12 +279,15 @@ func (s *Sink) applyReplica(driver string, version int, r *kvwire.Replica, snaps
 
 // claimLocked makes driver the owner of replica's KV state.
 func (s *Sink) claimLocked(replica, driver string) {
-	if prev, ok := s.owner[replica]; ok && prev != driver {
+	prev, owned := s.owner[replica]
+	if owned && prev != driver {
 		s.log.Warn("replica moved to another driver", "replica", replica, "from", prev, "to", driver)
 		delete(s.drivers[prev], replica)
 	}
 	s.owner[replica] = driver
-	s.touched = append(s.touched, replica)
+	if !owned {
+		s.touched = append(s.touched, replica) // which driver owns it is not published
+	}
 	held := s.drivers[driver]
 	if held == nil {
 		held = map[string]bool{}
