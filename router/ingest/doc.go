@@ -23,6 +23,34 @@
 // a bound, or dropped when the replica left the set and its later deltas
 // could not be followed): Joined names those drivers.
 //
+// # What an update costs
+//
+// The replica set asks Synced and Refused for every request's candidates,
+// so the Sink publishes them as an immutable map replaced at the end of
+// each update (statemap.go): the new version shares all but the touched
+// replicas' paths with the one before. Kept state is bounded from its
+// oldest (a heap by age) and refusals wait in queues by due time, so an
+// update costs its events plus O(log n) per replica it names, whatever the
+// fleet's size (BenchmarkDeltaUpdate).
+//
+// # Snapshots at the key cap
+//
+// A model's index is capped at the fleet's advertised KV blocks with
+// slack (router/server's capacity). A snapshot's new keys enter the index
+// before the old ones leave, so near the cap the two together can exceed
+// it though the new state fits: the Sink then replaces once more, which
+// counts the new state alone, and refuses the replica only if that does
+// not fit either.
+//
+// The cap itself holds for GPU blocks, hybrid models included: a hybrid
+// engine's KV-cache groups draw on one pool of num_gpu_blocks, and only
+// the primary group's keys are in the model's (capped) index, the others
+// in their own. It does not hold for blocks offloaded to CPU by a KV
+// connector: vLLM advertises those in the connector's configuration, not
+// in cache_config_info (whose num_cpu_blocks is 0), while the driver
+// indexes their events as the CPU tier, so such a replica's CPU blocks
+// count against its GPU blocks' share of the cap.
+//
 // It owns that per-replica KV bookkeeping (the ingest listener that wraps
 // the Receiver is router/server's). It must not import driver/..., gin, or
 // the HTTP API; the replica set tells it which model a replica serves.

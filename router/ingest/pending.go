@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"container/heap"
 	"sort"
 	"time"
 
@@ -31,6 +32,8 @@ const (
 // its snapshot) and kept current by the driver's deltas, so that it can be
 // adopted into the index as is when the replica joins.
 type pending struct {
+	id      string // the replica
+	at      int    // its place in Sink.byAge
 	driver  string
 	blockSz int
 	since   time.Time // when it was first kept: the age bound counts from here
@@ -76,8 +79,9 @@ func (s *Sink) keepLocked(driver string, version int, r *kvwire.Replica, fresh b
 	}
 	if p == nil || fresh {
 		s.forgetPendingLocked(r.ID)
-		p = &pending{driver: driver, since: s.opts.Now(), groups: map[rankTier]map[uint64]struct{}{}}
+		p = &pending{id: r.ID, driver: driver, since: s.opts.Now(), groups: map[rankTier]map[uint64]struct{}{}}
 		s.pending[r.ID] = p
+		heap.Push(&s.byAge, p)
 	}
 	delete(s.waiting[r.ID], driver)
 	if len(s.waiting[r.ID]) == 0 {
@@ -151,6 +155,7 @@ func (s *Sink) forgetPendingLocked(replica string) {
 	if p := s.pending[replica]; p != nil {
 		s.pendingKeys -= p.keys
 		delete(s.pending, replica)
+		heap.Remove(&s.byAge, p.at)
 	}
 }
 
@@ -176,30 +181,50 @@ func (s *Sink) waitFor(replica, driver string) {
 }
 
 // boundPendingLocked enforces the age, count and key bounds, discarding
-// the oldest state first.
+// the oldest state first. It runs after every update, so it looks at the
+// oldest state only (byAge's top): past the first that no bound discards,
+// none is discarded (younger, and the counts only fall).
 func (s *Sink) boundPendingLocked() {
-	if len(s.pending) == 0 {
-		return
-	}
-	ids := make([]string, 0, len(s.pending))
-	for id := range s.pending {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool {
-		a, b := s.pending[ids[i]], s.pending[ids[j]]
-		return a.since.Before(b.since) || a.since.Equal(b.since) && ids[i] < ids[j]
-	})
 	cutoff := s.opts.Now().Add(-s.opts.PendingAge)
-	for _, id := range ids {
+	for len(s.byAge) > 0 {
+		p := s.byAge[0]
 		switch {
-		case s.pending[id].since.Before(cutoff):
-			s.discardLocked(id, DiscardAge)
+		case p.since.Before(cutoff):
+			s.discardLocked(p.id, DiscardAge)
 		case len(s.pending) > s.opts.PendingReplicas:
-			s.discardLocked(id, DiscardReplicas)
+			s.discardLocked(p.id, DiscardReplicas)
 		case s.pendingKeys > s.opts.PendingKeys:
-			s.discardLocked(id, DiscardKeys)
+			s.discardLocked(p.id, DiscardKeys)
+		default:
+			return
 		}
 	}
+}
+
+// pendingByAge is the pending states, oldest first (ties by replica id), as
+// a heap (container/heap).
+type pendingByAge []*pending
+
+func (q pendingByAge) Len() int { return len(q) }
+func (q pendingByAge) Less(i, j int) bool {
+	a, b := q[i], q[j]
+	return a.since.Before(b.since) || a.since.Equal(b.since) && a.id < b.id
+}
+func (q pendingByAge) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].at, q[j].at = i, j
+}
+func (q *pendingByAge) Push(x any) {
+	p := x.(*pending)
+	p.at = len(*q)
+	*q = append(*q, p)
+}
+func (q *pendingByAge) Pop() any {
+	old := *q
+	p := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	return p
 }
 
 // dropDriverPendingLocked forgets what driver said about replicas not

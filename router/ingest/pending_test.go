@@ -120,6 +120,14 @@ func TestPendingBounds(t *testing.T) {
 			reason: DiscardReplicas, lost: "a/1", kept: "c/1",
 		},
 		{
+			name: "replicas of one age, by id",
+			opts: Options{PendingReplicas: 2},
+			steps: func(f *pendingFixture) {
+				f.send("d1", false, rep("c/1", []uint64{1}), rep("a/1", []uint64{2}), rep("b/1", []uint64{3}))
+			},
+			reason: DiscardReplicas, lost: "a/1", kept: "c/1",
+		},
+		{
 			name: "keys",
 			opts: Options{PendingKeys: 3},
 			steps: func(f *pendingFixture) {

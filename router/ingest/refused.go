@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"container/heap"
 	"errors"
 	"maps"
 	"slices"
@@ -23,10 +24,10 @@ import (
 
 // refusal is why a replica's state is not in the index.
 type refusal struct {
-	model, driver, reason string
-	asked                 bool      // a snapshot was asked for; refused again if it does not fit
-	times                 int       // refusals in a row
-	after                 time.Time // no snapshot is asked for before
+	id, model, driver, reason string
+	asked                     bool      // a snapshot was asked for; refused again if it does not fit
+	times                     int       // refusals in a row
+	after                     time.Time // no snapshot is asked for before
 }
 
 // Backoff between a refused replica's snapshot requests: room that keeps
@@ -46,7 +47,10 @@ func (s *Sink) refuseLocked(replica, model, driver string, err error) {
 		prev = &refusal{}
 	}
 	wait := min(minRefusedBackoff<<min(prev.times, 20), maxRefusedBackoff)
-	s.refused[replica] = &refusal{model: model, driver: driver, reason: err.Error(), times: prev.times + 1, after: s.opts.Now().Add(wait)}
+	rf := &refusal{id: replica, model: model, driver: driver, reason: err.Error(), times: prev.times + 1, after: s.opts.Now().Add(wait)}
+	s.refused[replica] = rf
+	s.pushRefusal(&s.refusedWait, rf)
+	s.touched = append(s.touched, replica)
 	s.stats.Refused++
 	s.models.For(model).Remove(replica)
 	s.refusedNow = append(s.refusedNow, kvwire.Refusal{Replica: replica, Reason: err.Error()})
@@ -58,33 +62,91 @@ func isRoomErr(err error) bool {
 }
 
 // retryRefusedLocked asks for the snapshots of refused replicas whose
-// index has room now, as many per model as it has free slots.
+// index has room now, as many per model as it has free slots, in replica
+// id order. It runs after every update, so it touches only refusals whose
+// backoff ends now and models with refusals due: refusedWait holds the
+// refusals not due yet, by when they are; refusedDue each model's due ones,
+// by id. Entries of refusals replaced or removed since (s.refused no
+// longer holds them) are skipped where they surface.
 func (s *Sink) retryRefusedLocked() {
 	if len(s.refused) == 0 {
 		return
 	}
-	free := map[string]int{}
 	now := s.opts.Now()
-	for _, id := range slices.Sorted(maps.Keys(s.refused)) {
-		rf := s.refused[id]
-		if rf.asked || now.Before(rf.after) {
+	for s.refusedWait.Len() > 0 && !now.Before(s.refusedWait.items[0].after) {
+		rf := heap.Pop(&s.refusedWait).(*refusal)
+		if s.refused[rf.id] != rf {
 			continue
 		}
-		n, ok := free[rf.model]
-		if !ok {
-			ix := s.models.For(rf.model)
-			if n = 0; ix.Room() {
-				n = ix.FreeHolders()
-			}
+		q := s.refusedDue[rf.model]
+		if q == nil {
+			q = &refusalQueue{byID: true}
+			s.refusedDue[rf.model] = q
 		}
-		if n <= 0 {
-			free[rf.model] = 0
-			continue
-		}
-		free[rf.model] = n - 1
-		rf.asked = true
-		s.resyncs[rf.driver] = true
+		s.pushRefusal(q, rf)
 	}
+	for model, q := range s.refusedDue {
+		free := -1 // not asked yet
+		for q.Len() > 0 {
+			rf := q.items[0]
+			if s.refused[rf.id] != rf {
+				heap.Pop(q)
+				continue
+			}
+			if free < 0 {
+				ix := s.models.For(model)
+				if free = 0; ix.Room() {
+					free = ix.FreeHolders()
+				}
+			}
+			if free <= 0 {
+				break
+			}
+			heap.Pop(q)
+			free--
+			rf.asked = true
+			s.resyncs[rf.driver] = true
+		}
+		if q.Len() == 0 {
+			delete(s.refusedDue, model)
+		}
+	}
+}
+
+// pushRefusal adds rf to q, first dropping q's entries of refusals no
+// longer current when they outnumber the current ones: a replica refused
+// again and again while its index stays full must not grow q.
+func (s *Sink) pushRefusal(q *refusalQueue, rf *refusal) {
+	if q.Len() >= 2*len(s.refused)+16 {
+		q.items = slices.DeleteFunc(q.items, func(r *refusal) bool { return s.refused[r.id] != r })
+		heap.Init(q)
+	}
+	heap.Push(q, rf)
+}
+
+// refusalQueue is a heap (container/heap) of refusals: by replica id, or
+// by when they are due (ties by id).
+type refusalQueue struct {
+	items []*refusal
+	byID  bool
+}
+
+func (q *refusalQueue) Len() int { return len(q.items) }
+func (q *refusalQueue) Less(i, j int) bool {
+	a, b := q.items[i], q.items[j]
+	if q.byID || a.after.Equal(b.after) {
+		return a.id < b.id
+	}
+	return a.after.Before(b.after)
+}
+func (q *refusalQueue) Swap(i, j int) { q.items[i], q.items[j] = q.items[j], q.items[i] }
+func (q *refusalQueue) Push(x any)    { q.items = append(q.items, x.(*refusal)) }
+func (q *refusalQueue) Pop() any {
+	n := len(q.items) - 1
+	rf := q.items[n]
+	q.items[n] = nil
+	q.items = q.items[:n]
+	return rf
 }
 
 // TakeResyncs implements kvwire.Resyncer: the drivers to ask for a
@@ -105,8 +167,8 @@ func (s *Sink) Refused(replica string) (string, bool) {
 	if v == nil {
 		return "", false
 	}
-	r, ok := v.refused[replica]
-	return r, ok
+	st, ok := v.states.Get(replica)
+	return st.reason, ok && st.refused
 }
 
 // ApplyRefusing implements kvwire.RefusingSink: ApplyUpdate, returning

@@ -86,25 +86,33 @@ type Sink struct {
 	groupNames map[string]map[string]bool
 	waiting    map[string]map[string]bool // unknown replica -> drivers to ask for a snapshot when it joins
 	pending    map[string]*pending        // unknown replica -> state kept for it
+	byAge      pendingByAge               // pending's states, oldest first
 	refused    map[string]*refusal        // replica -> why its state is not in the index
-	resyncs    map[string]bool            // drivers to ask for a snapshot (TakeResyncs)
+	// refusedWait and refusedDue order the refusals not asked for yet
+	// (retryRefusedLocked).
+	refusedWait refusalQueue
+	refusedDue  map[string]*refusalQueue
+	resyncs     map[string]bool // drivers to ask for a snapshot (TakeResyncs)
 	// refusedNow collects the current update's refusals (ApplyRefusing).
 	refusedNow []kvwire.Refusal
 	// pendingKeys is the keys in pending, in all.
 	pendingKeys int
 	stats       Stats
 
-	// synced is the set of owner's replicas as of the end of the last
-	// update or drop, replaced whole, so that Synced (on every request's
-	// path) never waits for an update holding mu.
+	// synced is the state of owner's replicas as of the end of the last
+	// update or drop, replaced (not changed) then, so that Synced (on
+	// every request's path) never waits for an update holding mu.
 	synced atomic.Pointer[syncedSet]
+	// touched is the replicas whose owner or refusal changed since synced
+	// was published (repeats allowed): publishSynced revisits only them,
+	// so an update costs what it changes, not the fleet's size.
+	touched []string
 }
 
-// syncedSet is one published set of synced replicas, numbered.
+// syncedSet is one published state of owner's replicas, numbered.
 type syncedSet struct {
-	gen     uint64
-	ids     map[string]bool
-	refused map[string]string // replica -> reason
+	gen    uint64
+	states stateMap
 }
 
 // NewSink returns a Sink writing into models, with the default bounds.
@@ -138,6 +146,7 @@ func NewSinkWith(models *index.Models, modelOf ModelOf, opts Options) *Sink {
 		waiting:    map[string]map[string]bool{},
 		pending:    map[string]*pending{},
 		refused:    map[string]*refusal{},
+		refusedDue: map[string]*refusalQueue{},
 		resyncs:    map[string]bool{},
 		stats:      Stats{Discarded: map[string]uint64{}},
 	}
@@ -263,17 +272,22 @@ func (s *Sink) applyReplica(driver string, version int, r *kvwire.Replica, snaps
 		s.log.Error("apply kv update", "replica", r.ID, "driver", driver, "error", err)
 	case s.refused[r.ID] != nil:
 		delete(s.refused, r.ID) // its snapshot fit: exact again
+		s.touched = append(s.touched, r.ID)
 		s.log.Info("index took a refused replica's snapshot", "replica", r.ID, "model", model)
 	}
 }
 
 // claimLocked makes driver the owner of replica's KV state.
 func (s *Sink) claimLocked(replica, driver string) {
-	if prev, ok := s.owner[replica]; ok && prev != driver {
+	prev, owned := s.owner[replica]
+	if owned && prev != driver {
 		s.log.Warn("replica moved to another driver", "replica", replica, "from", prev, "to", driver)
 		delete(s.drivers[prev], replica)
 	}
 	s.owner[replica] = driver
+	if !owned {
+		s.touched = append(s.touched, replica) // which driver owns it is not published
+	}
 	held := s.drivers[driver]
 	if held == nil {
 		held = map[string]bool{}
@@ -288,6 +302,7 @@ func (s *Sink) dropLocked(replica string) {
 		delete(s.drivers[d], replica)
 		delete(s.owner, replica)
 	}
+	s.touched = append(s.touched, replica)
 	delete(s.blockSz, replica)
 	delete(s.groupNames, replica)
 	if s.opts.Layouts != nil {
@@ -339,7 +354,11 @@ func (s *Sink) Joined(replica string) []string {
 // It takes no lock: an update being applied does not delay it.
 func (s *Sink) Synced(replica string) bool {
 	v := s.synced.Load()
-	return v != nil && v.ids[replica]
+	if v == nil {
+		return false
+	}
+	st, ok := v.states.Get(replica)
+	return ok && !st.refused
 }
 
 // SyncedGeneration changes whenever the set of synced replicas does: a
@@ -352,36 +371,39 @@ func (s *Sink) SyncedGeneration() uint64 {
 	return 0
 }
 
-// publishSynced makes synced match owner's replicas, copying only when
-// they changed. Called with mu held.
+// publishSynced makes synced match owner's replicas, publishing a new
+// version only when a touched replica's state changed. Called with mu held.
 // A refused replica is owned (its driver is known) but not synced.
 func (s *Sink) publishSynced() {
+	if len(s.touched) == 0 {
+		return
+	}
 	cur := s.synced.Load()
-	if cur != nil && len(cur.ids)+len(cur.refused) == len(s.owner) && len(cur.refused) == len(s.refused) {
-		same := true
-		for id := range s.owner {
-			if rf := s.refused[id]; rf != nil {
-				same = same && cur.refused[id] == rf.reason
-			} else {
-				same = same && cur.ids[id]
-			}
-		}
-		if same {
-			return
-		}
-	}
-	next := &syncedSet{gen: 1, ids: make(map[string]bool, len(s.owner)), refused: make(map[string]string, len(s.refused))}
+	next := &syncedSet{gen: 1}
 	if cur != nil {
-		next.gen = cur.gen + 1
+		next.gen, next.states = cur.gen+1, cur.states
 	}
-	for id := range s.owner {
+	changed := false
+	for _, id := range s.touched {
+		have, had := next.states.Get(id)
+		if _, owned := s.owner[id]; !owned {
+			if had {
+				next.states, changed = next.states.Delete(id), true
+			}
+			continue
+		}
+		want := published{}
 		if rf := s.refused[id]; rf != nil {
-			next.refused[id] = rf.reason
-		} else {
-			next.ids[id] = true
+			want = published{refused: true, reason: rf.reason}
+		}
+		if !had || have != want {
+			next.states, changed = next.states.Set(id, want), true
 		}
 	}
-	s.synced.Store(next)
+	s.touched = s.touched[:0]
+	if changed {
+		s.synced.Store(next)
+	}
 }
 
 // BlockSize is the block size drivers report for replica (0: unknown).

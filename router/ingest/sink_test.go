@@ -215,5 +215,41 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("replica %q synced but not in the update", id)
 			}
 		}
+		checkBookkeeping(t, s)
 	})
+}
+
+// checkBookkeeping fails t unless the Sink's derived structures agree with
+// its maps: the published state with owner and refused, the age heap with
+// pending.
+func checkBookkeeping(t *testing.T, s *Sink) {
+	t.Helper()
+	v := s.synced.Load()
+	var states stateMap
+	if v != nil {
+		states = v.states
+	}
+	if states.Len() != len(s.owner) {
+		t.Fatalf("%d replicas published; %d owned", states.Len(), len(s.owner))
+	}
+	for id := range s.owner {
+		want := published{}
+		if rf := s.refused[id]; rf != nil {
+			want = published{refused: true, reason: rf.reason}
+		}
+		if got, ok := states.Get(id); !ok || got != want {
+			t.Fatalf("%s published as %+v, %v; want %+v", id, got, ok, want)
+		}
+	}
+	if len(s.byAge) != len(s.pending) {
+		t.Fatalf("%d states by age; %d pending", len(s.byAge), len(s.pending))
+	}
+	for i, p := range s.byAge {
+		if p.at != i || s.pending[p.id] != p {
+			t.Fatalf("state by age %d (%s) is at %d, pending %v", i, p.id, p.at, s.pending[p.id] == p)
+		}
+		if i > 0 && s.byAge.Less(i, (i-1)/2) {
+			t.Fatalf("state by age %d is older than its parent", i)
+		}
+	}
 }

@@ -166,13 +166,14 @@ const ingestBatch = 8
 // Sink, as the endpoint does after HTTP and its sequence check) for about
 // budget of this thread's CPU time. Each update is one driver's 8 shards,
 // taken in turn over all replicas. It returns block events per
-// CPU-second and the share of replica updates refused.
+// CPU-second and the share of replica updates refused (for lack of room,
+// as the ingest answers the driver, or for an error).
 func ingestRate(f *fleet, budget time.Duration, seed uint64) (perCore, refused float64, err error) {
 	rng := rand.New(rand.NewPCG(seed, 4))
 	live := make([][]uint64, len(f.ids)) // each replica's blocks added last
 	const perUpdate = 8
 	var cpu int64
-	events, groups := 0, 0
+	events, groups, refusedN := 0, 0, 0
 	errs0 := f.sink.Stats().Errors
 	next := 0
 	for seq := uint64(1); cpu < budget.Nanoseconds() || seq < 4; seq++ {
@@ -201,7 +202,7 @@ func ingestRate(f *fleet, budget time.Duration, seed uint64) (perCore, refused f
 		if err != nil {
 			return 0, 0, fmt.Errorf("decode an ingest update: %w", err)
 		}
-		f.sink.ApplyUpdate(got)
+		refusedN += len(f.sink.ApplyRefusing(got))
 		c1, err := threadCPU()
 		if err != nil {
 			return 0, 0, err
@@ -219,6 +220,6 @@ func ingestRate(f *fleet, budget time.Duration, seed uint64) (perCore, refused f
 		}
 	}
 	f.sink.ApplyUpdate(u)
-	refusedN := f.sink.Stats().Errors - errs0
+	refusedN += int(f.sink.Stats().Errors - errs0)
 	return float64(events) / (float64(cpu) / 1e9), min(1, float64(refusedN)/float64(groups)), nil
 }
