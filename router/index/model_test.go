@@ -54,6 +54,16 @@ func (r refIndex) remove(replica string) {
 	}
 }
 
+// holding counts the holders (ranks) of key on any tier.
+func (r refIndex) holding(key uint64) (n int) {
+	for _, sets := range r {
+		if sets[GPU][key] || sets[CPU][key] {
+			n++
+		}
+	}
+	return n
+}
+
 // lookup computes, per replica, the best rank's match by brute force.
 func (r refIndex) lookup(keys []uint64) map[string]Match {
 	out := map[string]Match{}
@@ -187,6 +197,9 @@ func matchModel(t *testing.T, ix *Index, ref refIndex, replicas []string, steps 
 			if want := got[names[i]]; m != want {
 				t.Fatalf("step %d: LookupReplicas[%s] = %+v; want %+v", step, names[i], m, want)
 			}
+		}
+		if got, want := ix.HolderCount(prompt[0]), ref.holding(prompt[0]); got != want {
+			t.Fatalf("step %d: HolderCount = %d; the model has %d ranks holding the key", step, got, want)
 		}
 		var keysHeld int
 		distinct := map[uint64]bool{}
