@@ -21,22 +21,28 @@ const (
 	// the least-loaded 1/32 of the fleet with probability 1-(31/32)^32,
 	// about 64%, and in the least-loaded tenth with probability 97%.
 	DefaultSample = 32
+	// DefaultHolderCap is the most holders a narrowed list takes: a
+	// prefix every replica caches (a fleet-wide system prompt) would
+	// otherwise make the narrowed list the whole fleet.
+	DefaultHolderCap = 256
 )
 
-// HolderIndex names the replicas that hold a prompt's first block: every
-// replica that caches any prefix of it (index.Models.Lookup).
+// HolderIndex names the replicas that hold a prompt's blocks
+// (index.Models): Lookup of one key lists its holders, HolderCount counts
+// them without naming them.
 type HolderIndex interface {
 	Lookup(model string, keys []uint64, dst []index.Match) []index.Match
+	HolderCount(model string, key uint64) int
 }
 
 // AppendCandidatesFor appends the candidates req is scored against: every
 // replica of model (AppendCandidates) while model has fewer than
 // Options.NarrowFrom of them, or req has no canonical keys, or the set
-// has no Options.Holders; otherwise only the replicas that hold the
-// prompt's first block (so any prefix of it) in Options.Holders, and
+// has no Options.Holders; otherwise the prompt's holders from its deepest
+// cached block up, at most Options.HolderCap of them (appendHolders), and
 // Options.Sample others drawn at random, so that the decision costs
-// O(holders + sample), not O(replicas). Candidates keep the model's
-// replica order.
+// O(cap + sample), not O(replicas). Candidates keep the model's replica
+// order.
 func (s *Set) AppendCandidatesFor(dst []scheduler.Candidate, model string, req *scheduler.Request) []scheduler.Candidate {
 	if s.opts.Holders == nil || len(req.Keys) == 0 {
 		return s.AppendCandidates(dst, model)
@@ -51,14 +57,7 @@ func (s *Set) AppendCandidatesFor(dst []scheduler.Candidate, model string, req *
 	s.mu.RUnlock()
 	sc := narrowPool.Get().(*narrowed)
 	defer narrowPool.Put(sc)
-	sc.matches = s.opts.Holders.Lookup(req.Model, req.Keys[:1], sc.matches[:0])
-	pos := tp.positions()
-	sc.picked = sc.picked[:0]
-	for _, m := range sc.matches {
-		if i, ok := pos[m.Replica]; ok {
-			sc.picked = append(sc.picked, i)
-		}
-	}
+	s.appendHolders(sc, req.Model, req.Keys, tp, len(tp.cands))
 	sc.picked, sc.seen = sample(sc.picked, len(tp.cands), s.opts.Sample, sc.seen)
 	return s.appendPicked(dst, tp, sc.picked)
 }
