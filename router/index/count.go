@@ -15,12 +15,17 @@ func (ix *Index) HolderCount(key uint64) int {
 		e := ix.shard(key).get(key)
 		return bits.OnesCount64((e.gpu | e.cpu) & tab.live[0])
 	}
-	var buf [maxPages]word
-	ws, _ := ix.shard(key).getWords(key, buf[:0], keyID{})
+	id := ix.shard(key).getID(key)
 	n := 0
-	for _, x := range ws {
+	count := func(x word) {
 		if x.page < len(tab.live) {
 			n += bits.OnesCount64((x.gpu | x.cpu) & tab.live[x.page])
+		}
+	}
+	count(word{page: id.page, gpu: id.gpu, cpu: id.cpu})
+	if id.set != nil {
+		for _, x := range id.set.words {
+			count(x)
 		}
 	}
 	return n

@@ -18,12 +18,12 @@ import (
 type pagedWalk struct {
 	active, onGPU [maxPages]uint64
 	visit         [maxPages]int32 // the key (+1) that last visited a page
-	list          []int           // pages with active holders
+	list          []int           // pages that had active holders
+	pages         int             // pages of list with active holders still
 	first         []word          // the first key's live holders, by page
 	st            [MaxHolders]slotState
 	gen           uint32
 	groups        []int32 // groups found, for Lookup's order
-	buf           [maxPages]word
 	sink          uint64
 }
 
@@ -39,20 +39,19 @@ type slotState struct {
 
 var pagedWalks = sync.Pool{New: func() any { return new(pagedWalk) }}
 
-// getWords reads every page of k's holder sets, consistent as of one
-// moment (see shard.get), and k's id (see keyID); a key of several pages
-// whose id is prev comes back without its words.
-func (sh *shard) getWords(k uint64, buf []word, prev keyID) ([]word, keyID) {
+// getID reads k's id (see keyID), consistent as of one moment (see
+// shard.get); the zero id when k is not indexed.
+func (sh *shard) getID(k uint64) keyID {
 	for {
 		s1 := sh.seq.Load()
-		out, id := buf[:0], keyID{}
+		var id keyID
 		if k != 0 {
 			a := sh.t.arr.Load()
 			for i, n := a.home(k), 0; n < len(a.s); i, n = (i+1)&a.mask, n+1 {
 				s := &a.s[i]
 				key := s.key.Load()
 				if key == k {
-					out, id = sh.t.words(s, out, prev)
+					id = sh.t.id(s)
 					break
 				}
 				if key == 0 {
@@ -60,10 +59,10 @@ func (sh *shard) getWords(k uint64, buf []word, prev keyID) ([]word, keyID) {
 				}
 			}
 		} else if sh.t.hasZero.Load() {
-			out, id = sh.t.words(&sh.t.zero, out, prev)
+			id = sh.t.id(&sh.t.zero)
 		}
 		if s1&1 == 0 && sh.seq.Load() == s1 {
-			return out, id
+			return id
 		}
 	}
 }
@@ -87,47 +86,33 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	clear(w.onGPU[:])
 	clear(w.visit[:])
 	ix.touchKeys(keys[:min(readGroup, len(keys))])
-	first, id := ix.shard(keys[0]).getWords(keys[0], w.buf[:0], keyID{})
-	cpuOnly := false
-	for _, x := range first {
-		if x.page >= len(tab.live) {
-			continue
-		}
-		held := (x.gpu | x.cpu) & tab.live[x.page]
-		if held == 0 {
-			continue
-		}
-		w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
-		w.list = append(w.list, x.page)
-		w.first = append(w.first, word{page: x.page, gpu: held})
-		for b := held; b != 0; b &= b - 1 {
-			s := x.page<<6 | bits.TrailingZeros64(b)
-			w.st[s].cpuOnly = 0
-		}
-		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
-			w.st[x.page<<6|bits.TrailingZeros64(c)].cpuOnly = 1
-			cpuOnly = true
+	id := ix.shard(keys[0]).getID(keys[0])
+	cpuOnly := w.start(tab, word{page: id.page, gpu: id.gpu, cpu: id.cpu})
+	if id.set != nil {
+		for _, x := range id.set.words {
+			cpuOnly = w.start(tab, x) || cpuOnly
 		}
 	}
-	if len(w.list) == 0 {
+	if w.pages = len(w.list); w.pages == 0 {
 		return false
 	}
 	// A key with the previous key's id has its holders: nothing changes,
-	// unless a holder counts CPU-only blocks (then every key is read, to
-	// count them).
-	for g := 1; g < len(keys) && len(w.list) > 0; g += readGroup {
+	// unless a holder counts CPU-only blocks (then every key is read
+	// whole, to count them). Otherwise a key is read as its difference
+	// from the previous key (step).
+	for g := 1; g < len(keys) && w.pages > 0; g += readGroup {
 		w.sink += ix.touchKeys(keys[min(g+readGroup, len(keys)):min(g+2*readGroup, len(keys))])
-		for i := g; i < min(g+readGroup, len(keys)) && len(w.list) > 0; i++ {
-			prev := id
-			if cpuOnly {
-				prev = keyID{} // never skips: no key has the zero id
-			}
-			var ws []word
-			ws, id = ix.shard(keys[i]).getWords(keys[i], w.buf[:0], prev)
-			if id == prev && prev != (keyID{}) {
+		for i := g; i < min(g+readGroup, len(keys)) && w.pages > 0; i++ {
+			next := ix.shard(keys[i]).getID(keys[i])
+			switch {
+			case cpuOnly:
+				cpuOnly = w.stepAll(int32(i), next)
+			case next == id && id != (keyID{}):
 				continue
+			default:
+				cpuOnly = w.step(int32(i), id, next)
 			}
-			cpuOnly = w.step(i, ws)
+			id = next
 		}
 	}
 	for _, p := range w.list {
@@ -137,32 +122,73 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	return true
 }
 
-// step reads key i's holder sets, retiring the active holders it lacks;
-// it reports whether an active holder has key i only on the CPU.
-func (w *pagedWalk) step(i int, ws []word) (cpuOnly bool) {
-	stamp := int32(i + 1)
-	for _, x := range ws {
-		if x.page >= maxPages {
-			continue
+// start takes x, a word of the first key, as its live holders' start;
+// it reports whether one of them has the key only on the CPU.
+func (w *pagedWalk) start(tab *table, x word) (cpuOnly bool) {
+	if x.page >= len(tab.live) {
+		return false
+	}
+	held := (x.gpu | x.cpu) & tab.live[x.page]
+	if held == 0 {
+		return false
+	}
+	w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
+	w.list = append(w.list, x.page)
+	w.first = append(w.first, word{page: x.page, gpu: held})
+	for b := held; b != 0; b &= b - 1 {
+		s := x.page<<6 | bits.TrailingZeros64(b)
+		w.st[s].cpuOnly = 0
+	}
+	for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
+		w.st[x.page<<6|bits.TrailingZeros64(c)].cpuOnly = 1
+		cpuOnly = true
+	}
+	return cpuOnly
+}
+
+// apply makes page p's holders at key i those of gpu|cpu, retiring the
+// active holders it lacks, and marks p visited by key i; it reports
+// whether an active holder has key i only on the CPU.
+func (w *pagedWalk) apply(i int32, p int, gpu, cpu uint64) (cpuOnly bool) {
+	if p >= maxPages {
+		return false
+	}
+	w.visit[p] = i + 1
+	a := w.active[p]
+	if a == 0 {
+		return false
+	}
+	held := (gpu | cpu) & a
+	if gone := a &^ held; gone != 0 {
+		w.depart(p, gone, i)
+		if held == 0 {
+			w.pages--
 		}
-		a := w.active[x.page]
-		if a == 0 {
-			continue
+	}
+	w.active[p], w.onGPU[p] = held, gpu&held
+	for c := cpu &^ gpu & held; c != 0; c &= c - 1 {
+		w.st[p<<6|bits.TrailingZeros64(c)].cpuOnly++
+		cpuOnly = true
+	}
+	return cpuOnly
+}
+
+// stepAll reads key i whole (its id next), retiring the active holders
+// it lacks; it reports whether an active holder has key i only on the
+// CPU.
+func (w *pagedWalk) stepAll(i int32, next keyID) (cpuOnly bool) {
+	cpuOnly = w.apply(i, next.page, next.gpu, next.cpu)
+	if next.set != nil {
+		for _, x := range next.set.words {
+			cpuOnly = w.apply(i, x.page, x.gpu, x.cpu) || cpuOnly
 		}
-		held := (x.gpu | x.cpu) & a
-		w.depart(x.page, a&^held, int32(i))
-		w.active[x.page], w.onGPU[x.page] = held, x.gpu&held
-		for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
-			w.st[x.page<<6|bits.TrailingZeros64(c)].cpuOnly++
-			cpuOnly = true
-		}
-		w.visit[x.page] = stamp
 	}
 	n := 0
 	for _, p := range w.list {
-		if w.visit[p] != stamp {
-			w.depart(p, w.active[p], int32(i))
+		if a := w.active[p]; a != 0 && w.visit[p] != i+1 {
+			w.depart(p, a, i)
 			w.active[p], w.onGPU[p] = 0, 0
+			w.pages--
 		}
 		if w.active[p] != 0 {
 			w.list[n] = p
@@ -171,6 +197,60 @@ func (w *pagedWalk) step(i int, ws []word) (cpuOnly bool) {
 	}
 	w.list = w.list[:n]
 	return cpuOnly
+}
+
+// step reads key i (id next) as its difference from the previous key
+// (id prev), which no active holder has only on the CPU: the pages of
+// next's inline word and of the chunks whose pointers differ, then the
+// pages of prev's that next no longer has. A change of the holder set
+// thus costs the chunks it changed, not the set's every page; sets too
+// small to have chunks are read whole. It reports whether an active
+// holder has key i only on the CPU.
+func (w *pagedWalk) step(i int32, prev, next keyID) (cpuOnly bool) {
+	cpuOnly = w.apply(i, next.page, next.gpu, next.cpu)
+	ps, ns := prev.set, next.set
+	if ps == nil || ns == nil || ps.parts == nil || ns.parts == nil {
+		if ns != nil {
+			for _, x := range ns.words {
+				cpuOnly = w.apply(i, x.page, x.gpu, x.cpu) || cpuOnly
+			}
+		}
+		if ps != nil {
+			w.gone(i, ps.words)
+		}
+	} else {
+		for c := range ps.parts {
+			pc, nc := ps.parts[c], ns.parts[c]
+			if pc == nc {
+				continue
+			}
+			if nc != nil {
+				for _, x := range nc.words {
+					cpuOnly = w.apply(i, x.page, x.gpu, x.cpu) || cpuOnly
+				}
+			}
+			if pc != nil {
+				w.gone(i, pc.words)
+			}
+		}
+	}
+	// prev's inline page: in next's set if its chunk differed (visited
+	// then), else absent from next (prev's set lacks it, and so the
+	// equal chunk of next's).
+	if prev.page < maxPages && w.visit[prev.page] != i+1 {
+		w.apply(i, prev.page, 0, 0)
+	}
+	return cpuOnly
+}
+
+// gone retires at key i the active holders of the pages of ws (words of
+// the previous key) that key i did not visit: it lacks them.
+func (w *pagedWalk) gone(i int32, ws []word) {
+	for _, x := range ws {
+		if x.page < maxPages && w.visit[x.page] != i+1 {
+			w.apply(i, x.page, 0, 0)
+		}
+	}
 }
 
 // depart records depth d for the holders of page p in gone.
