@@ -24,8 +24,13 @@ type pagedWalk struct {
 	st            [MaxHolders]slotState
 	gen           uint32
 	groups        []int32 // groups found, for Lookup's order
+	only          slotSet // see keepOnly
 	sink          uint64
 }
+
+// keepFunc, given the number of the first key's live holders, returns
+// the groups (lowest slots) a walk follows, or nil for all of them.
+type keepFunc func(holders int) *slotSet
 
 // slotState is a paged walk's state of one slot: as a holder, its depth
 // and CPU-only blocks; as a replica group (its lowest slot), the group's
@@ -70,7 +75,7 @@ func (sh *shard) getID(k uint64) keyID {
 // walkPaged runs the exact walk over keys (a stride is not used: each key
 // is read) and leaves each group's best slot in w.best; false when no live
 // holder has the first key.
-func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
+func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64, keep keepFunc) bool {
 	w.gen++
 	if w.gen == 0 { // wrapped: old stamps could match again
 		for i := range w.st {
@@ -87,10 +92,14 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	clear(w.visit[:])
 	ix.touchKeys(keys[:min(readGroup, len(keys))])
 	id := ix.shard(keys[0]).getID(keys[0])
-	cpuOnly := w.start(tab, word{page: id.page, gpu: id.gpu, cpu: id.cpu})
+	var only *slotSet
+	if keep != nil {
+		only = keep(liveHolders(tab, id))
+	}
+	cpuOnly := w.start(tab, word{page: id.page, gpu: id.gpu, cpu: id.cpu}, only)
 	if id.set != nil {
 		for _, x := range id.set.words {
-			cpuOnly = w.start(tab, x) || cpuOnly
+			cpuOnly = w.start(tab, x, only) || cpuOnly
 		}
 	}
 	if w.pages = len(w.list); w.pages == 0 {
@@ -122,13 +131,21 @@ func (w *pagedWalk) run(ix *Index, tab *table, keys []uint64) bool {
 	return true
 }
 
-// start takes x, a word of the first key, as its live holders' start;
-// it reports whether one of them has the key only on the CPU.
-func (w *pagedWalk) start(tab *table, x word) (cpuOnly bool) {
+// start takes x, a word of the first key, as its live holders' start,
+// only those of the groups in only when it is set; it reports whether
+// one of them has the key only on the CPU.
+func (w *pagedWalk) start(tab *table, x word, only *slotSet) (cpuOnly bool) {
 	if x.page >= len(tab.live) {
 		return false
 	}
 	held := (x.gpu | x.cpu) & tab.live[x.page]
+	if only != nil {
+		for b := held; b != 0; b &= b - 1 {
+			if !only.has(int(tab.group[x.page<<6|bits.TrailingZeros64(b)])) {
+				held &^= b & -b
+			}
+		}
+	}
 	if held == 0 {
 		return false
 	}
@@ -284,11 +301,27 @@ func (w *pagedWalk) match(tab *table, s int32) Match {
 	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.st[s].depth), GPUBlocks: int(w.st[s].depth - w.st[s].cpuOnly)}
 }
 
+// liveHolders counts the live holders of the key of id.
+func liveHolders(tab *table, id keyID) int {
+	n := 0
+	if id.page < len(tab.live) {
+		n = bits.OnesCount64((id.gpu | id.cpu) & tab.live[id.page])
+	}
+	if id.set != nil {
+		for _, x := range id.set.words {
+			if x.page < len(tab.live) {
+				n += bits.OnesCount64((x.gpu | x.cpu) & tab.live[x.page])
+			}
+		}
+	}
+	return n
+}
+
 // lookupPaged is LookupStride over a table with more than one page.
 func (ix *Index) lookupPaged(tab *table, keys []uint64, dst []Match) []Match {
 	w := pagedWalks.Get().(*pagedWalk)
 	defer pagedWalks.Put(w)
-	if !w.run(ix, tab, keys) {
+	if !w.run(ix, tab, keys, nil) {
 		return dst
 	}
 	slices.Sort(w.groups)
@@ -303,10 +336,33 @@ func (ix *Index) lookupPaged(tab *table, keys []uint64, dst []Match) []Match {
 func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []string, out []Match) []Match {
 	w := pagedWalks.Get().(*pagedWalk)
 	defer pagedWalks.Put(w)
-	if !w.run(ix, tab, keys) {
+	groups := ix.groups.remembered(tab, replicas)
+	var buf *[]int32
+	defer func() {
+		if buf != nil {
+			groupBufs.Put(buf)
+		}
+	}()
+	// A first block held far more widely than the list is long (a prefix
+	// every replica caches, scored over a narrowed list): resolve the
+	// candidates first and follow only their holders, so the walk costs
+	// the list, not the fleet.
+	keep := func(holders int) *slotSet {
+		if groups != nil || holders <= wideFirst*len(replicas) {
+			return nil
+		}
+		groups, buf = resolve(tab, replicas)
+		clear(w.only[:])
+		for _, g := range groups {
+			if g >= 0 {
+				w.only.add(int(g))
+			}
+		}
+		return &w.only
+	}
+	if !w.run(ix, tab, keys, keep) {
 		return out
 	}
-	groups := ix.groups.remembered(tab, replicas)
 	if groups == nil && len(w.groups)*bits.Len(uint(len(replicas))) <= 8*len(replicas) && sortedNames(replicas) {
 		// A sorted list not remembered (a narrowed one,
 		// router/replicas), with few matches for its length: find the
@@ -325,9 +381,7 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 		case twice:
 			groups = ix.groups.remember(tab, replicas)
 		default:
-			var buf *[]int32
 			groups, buf = resolve(tab, replicas)
-			defer groupBufs.Put(buf)
 		}
 	}
 	for i, g := range groups {
@@ -337,6 +391,10 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 	}
 	return out
 }
+
+// wideFirst is how many times more live holders than candidates the
+// first key must have for LookupReplicas to follow only the candidates'.
+const wideFirst = 4
 
 // sortedNames reports whether names are in strictly increasing order (so
 // each is found by binary search, once).
