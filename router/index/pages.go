@@ -111,8 +111,10 @@ func (x *extSets) get(id uint64) *extSet {
 }
 
 // intern returns the set of words ws (sorted, none empty), counting one
-// more key on it; ws may be reused by the caller. Writer only.
-func (x *extSets) intern(ws []word) *extSet {
+// more key on it; ws may be reused by the caller. from, when not nil, is
+// a set whose words equal ws but in the chunk of page edited, so a new
+// set takes its other chunks as they are. Writer only.
+func (x *extSets) intern(ws []word, from *extSet, edited int) *extSet {
 	var fp uint64
 	for _, w := range ws {
 		fp ^= fpWord(w.page, w.gpu, w.cpu)
@@ -130,15 +132,20 @@ func (x *extSets) intern(ws []word) *extSet {
 		x.byFP[fp] = e
 	}
 	if len(ws) > chunkMin {
-		e.parts = x.cut(e.words)
+		if from == nil || from.parts == nil {
+			edited = -1
+		}
+		e.parts = x.cut(e.words, from, edited)
 	}
 	x.store(e)
 	return e
 }
 
 // cut returns the interned chunks of ws (sorted by page), counting one
-// more set on each. Writer only.
-func (x *extSets) cut(ws []word) *[chunks]*chunk {
+// more set on each: from's chunks where they are equal (every chunk but
+// that of page edited, when edited >= 0), the others looked up or made.
+// Writer only.
+func (x *extSets) cut(ws []word, from *extSet, edited int) *[chunks]*chunk {
 	if x.parts == nil {
 		x.parts = map[uint64]*chunk{}
 	}
@@ -146,6 +153,15 @@ func (x *extSets) cut(ws []word) *[chunks]*chunk {
 	for i := 0; i < len(ws); {
 		c := ws[i].page / chunkPages
 		j, fp := i, uint64(0)
+		if edited >= 0 && c != edited/chunkPages {
+			for j < len(ws) && ws[j].page/chunkPages == c {
+				j++
+			}
+			parts[c] = from.parts[c]
+			parts[c].refs++
+			i = j
+			continue
+		}
 		for ; j < len(ws) && ws[j].page/chunkPages == c; j++ {
 			fp ^= fpWord(ws[j].page, ws[j].gpu, ws[j].cpu)
 		}
@@ -235,12 +251,16 @@ func (t *hashTable) ext(s *slot) *extSet {
 }
 
 // setExt points s at the set of ws (none: no set). Writer only.
-func (t *hashTable) setExt(s *slot, ws []word) {
+func (t *hashTable) setExt(s *slot, ws []word) { t.setExtFrom(s, ws, -1) }
+
+// setExtFrom is setExt where ws equals s's set but in the chunk of page
+// edited (any chunk when edited < 0). Writer only.
+func (t *hashTable) setExtFrom(s *slot, ws []word, edited int) {
 	old := t.ext(s)
 	if len(ws) == 0 {
 		s.meta.Store(packMeta(s.page(), 0, 0))
 	} else {
-		e := t.sets.intern(ws)
+		e := t.sets.intern(ws, old, edited)
 		s.meta.Store(packMeta(s.page(), e.id, len(ws)))
 	}
 	if old != nil {
@@ -267,7 +287,7 @@ func (t *hashTable) editExt(s *slot, p int, tier Tier, set, clr uint64) {
 	if ws[i].gpu|ws[i].cpu == 0 {
 		ws = slices.Delete(ws, i, i+1)
 	}
-	t.setExt(s, ws)
+	t.setExtFrom(s, ws, p)
 	t.sets.buf = ws[:0]
 }
 
