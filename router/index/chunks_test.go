@@ -2,6 +2,7 @@ package index
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -124,5 +125,19 @@ func TestChunksAreShared(t *testing.T) {
 	ix.sweepDead()
 	if len(ix.sets.parts) != 0 {
 		t.Errorf("after every holder left: %d interned chunks; want 0", len(ix.sets.parts))
+	}
+}
+
+// TestGallop: gallop finds what slices.BinarySearch finds, from any
+// starting position, for names present and absent.
+func TestGallop(t *testing.T) {
+	names := []string{"b", "d", "f", "h", "j", "l", "n"}
+	for _, name := range []string{"a", "b", "c", "d", "g", "h", "m", "n", "o"} {
+		wi, wok := slices.BinarySearch(names, name)
+		for from := 0; from <= len(names)+1; from++ {
+			if i, ok := gallop(names, from, name); i != wi || ok != wok {
+				t.Errorf("gallop(%q from %d) = %d, %v; want %d, %v", name, from, i, ok, wi, wok)
+			}
+		}
 	}
 }

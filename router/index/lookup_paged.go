@@ -369,10 +369,13 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 		// matched groups' names in it, O(matches · log candidates),
 		// instead of each candidate's group by name (or hashing the
 		// list to see whether to remember it).
+		at := 0
 		for _, g := range w.groups {
-			if i, ok := slices.BinarySearch(replicas, tab.holders[g].replica); ok {
+			i, ok := gallop(replicas, at, tab.holders[g].replica)
+			if ok {
 				out[i] = w.match(tab, w.st[g].best)
 			}
+			at = i
 		}
 		return out
 	}
@@ -395,6 +398,25 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 // wideFirst is how many times more live holders than candidates the
 // first key must have for LookupReplicas to follow only the candidates'.
 const wideFirst = 4
+
+// gallop is slices.BinarySearch(names, name) (names sorted) that looks
+// from position from onwards first, doubling its step: the matched
+// groups come in slot order, which is mostly the order replicas joined
+// and so often their names' order, so each name is found a step or two
+// past the one before, in fewer comparisons than a search of the whole.
+func gallop(names []string, from int, name string) (int, bool) {
+	if from >= len(names) || name < names[from] {
+		return slices.BinarySearch(names[:min(from, len(names))], name)
+	}
+	lo, step := from, 1 // names[lo] <= name
+	hi := lo + step
+	for hi < len(names) && names[hi] <= name {
+		lo, step = hi, step*2
+		hi = lo + step
+	}
+	i, ok := slices.BinarySearch(names[lo:min(hi, len(names))], name)
+	return lo + i, ok
+}
 
 // sortedNames reports whether names are in strictly increasing order (so
 // each is found by binary search, once).

@@ -2,8 +2,8 @@ package replicas
 
 import "math/rand/v2"
 
-// appendHolders sets sc.picked to the positions in tp (of n candidates)
-// of the prompt's holders that a narrowed list takes, at most
+// appendHolders sets sc.picked to the positions in tp (of n candidates),
+// marked in sc.seen, of the prompt's holders that a narrowed list takes, at most
 // Options.HolderCap of them, chosen so that no replica with a longer
 // match than every candidate's is left out:
 //
@@ -20,6 +20,7 @@ import "math/rand/v2"
 //     not the first by name or slot.
 func (s *Set) appendHolders(sc *narrowed, model string, keys []uint64, tp *template, n int) {
 	sc.picked = sc.picked[:0]
+	sc.seen = resizeWords(sc.seen, (n+63)/64)
 	hx, limit := s.opts.Holders, s.opts.HolderCap
 	at := 0
 	if c := hx.HolderCount(model, keys[0]); c == 0 {
@@ -41,7 +42,6 @@ func (s *Set) appendHolders(sc *narrowed, model string, keys []uint64, tp *templ
 			at = up - 1 // the deepest held block, too widely held
 		}
 	}
-	sc.seen = resizeWords(sc.seen, (n+63)/64)
 	pos := tp.positions()
 	sc.matches = hx.Lookup(model, keys[at:at+1], sc.matches[:0])
 	if len(sc.matches) > limit {

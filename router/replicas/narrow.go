@@ -1,8 +1,8 @@
 package replicas
 
 import (
+	"math/bits"
 	"math/rand/v2"
-	"slices"
 	"sync"
 
 	"github.com/llmgw/llmgw/router/index"
@@ -58,18 +58,16 @@ func (s *Set) AppendCandidatesFor(dst []scheduler.Candidate, model string, req *
 	sc := narrowPool.Get().(*narrowed)
 	defer narrowPool.Put(sc)
 	s.appendHolders(sc, req.Model, req.Keys, tp, len(tp.cands))
-	sc.picked, sc.seen = sample(sc.picked, len(tp.cands), s.opts.Sample, sc.seen)
+	sc.picked = sample(sc.picked, len(tp.cands), s.opts.Sample, sc.seen)
+	sc.picked = inOrder(sc.picked[:0], sc.seen)
 	return s.appendPicked(dst, tp, sc.picked)
 }
 
 // sample appends up to d positions below n that are not in picked yet,
-// drawn uniformly; it stops after 4d draws, so a fleet that is mostly
-// picked already costs no more than that. seen is scratch.
-func sample(picked []int, n, d int, seen []uint64) ([]int, []uint64) {
-	seen = resizeWords(seen, (n+63)/64)
-	for _, i := range picked {
-		seen[i>>6] |= 1 << (i & 63)
-	}
+// drawn uniformly, and marks them in seen, which marks picked; it stops
+// after 4d draws, so a fleet that is mostly picked already costs no more
+// than that.
+func sample(picked []int, n, d int, seen []uint64) []int {
 	drawn := 0
 	for try := 0; try < 4*d && drawn < d && len(picked) < n; try++ {
 		i := rand.IntN(n)
@@ -79,7 +77,19 @@ func sample(picked []int, n, d int, seen []uint64) ([]int, []uint64) {
 			drawn++
 		}
 	}
-	return picked, seen
+	return picked
+}
+
+// inOrder appends the positions marked in seen to dst, in order: the
+// picked positions sorted in a pass over one word per 64 replicas, where
+// sorting them compared each several times.
+func inOrder(dst []int, seen []uint64) []int {
+	for w, m := range seen {
+		for ; m != 0; m &= m - 1 {
+			dst = append(dst, w<<6|bits.TrailingZeros64(m))
+		}
+	}
+	return dst
 }
 
 func resizeWords(s []uint64, n int) []uint64 {
@@ -91,11 +101,10 @@ func resizeWords(s []uint64, n int) []uint64 {
 	return s
 }
 
-// appendPicked appends the template's candidates at picked (in the
-// template's order) with their health, modes and loads, as
+// appendPicked appends the template's candidates at picked (sorted, so
+// in the template's order) with their health, modes and loads, as
 // AppendCandidates does for all of them.
 func (s *Set) appendPicked(dst []scheduler.Candidate, tp *template, picked []int) []scheduler.Candidate {
-	slices.Sort(picked)
 	start := len(dst)
 	for _, i := range picked {
 		dst = append(dst, tp.cands[i])
