@@ -27,7 +27,10 @@
 // group are in flight together. LookupReplicas remembers the replica groups
 // of the candidate lists it saw last (per slot table), so a router asking
 // about the same replicas on every request compares its list instead of
-// hashing every name.
+// hashing every name; for a list it does not remember, whose first key
+// has many times more holders than the list is long (a prefix the whole
+// fleet caches), it resolves the list's names first and walks only their
+// holders.
 //
 // # Representation
 //
