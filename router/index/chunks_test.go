@@ -59,25 +59,25 @@ func liveChunks(t *testing.T, ix *Index) int {
 }
 
 // TestChunkedIndexMatchesModel is TestIndexMatchesModel over holders on
-// every page: fillers take nearly every slot, and the replicas that churn
-// are some of them, one every few pages, so keys' sets have many words,
-// are cut into chunks, and the walk steps from set to set by their
+// many pages: fillers take the slots of 21 pages, and the replicas that
+// churn are some of them, one every half page, so keys' sets have many
+// words, are cut into chunks, and the walk steps from set to set by their
 // differing chunks.
 func TestChunkedIndexMatchesModel(t *testing.T) {
 	ix, ref := New(Options{}), refIndex{}
 	var churn []string
-	for i := range MaxHolders - 100 {
+	for i := range 21 * 64 {
 		name := fmt.Sprintf("fill-%04d", i)
 		cs := []Change{{Tier: GPU, Add: []uint64{uint64(1e6 + i)}}}
 		if err := ix.Update(name, cs); err != nil {
 			t.Fatal(err)
 		}
 		ref.update(name, cs)
-		if i%97 == 7 {
+		if i%31 == 7 {
 			churn = append(churn, name)
 		}
 	}
-	matchModel(t, ix, ref, churn, 1500)
+	matchModel(t, ix, ref, churn, 800)
 	if n := liveChunks(t, ix); n == 0 {
 		t.Error("no set was cut into chunks: the test did not exercise the chunked step")
 	}
