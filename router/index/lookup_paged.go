@@ -24,7 +24,7 @@ type pagedWalk struct {
 	st            [MaxHolders]slotState
 	gen           uint32
 	groups        []int32 // groups found, for Lookup's order
-	only          slotSet // see keepOnly
+	only          slotSet // the groups a keepFunc keeps
 	sink          uint64
 }
 
