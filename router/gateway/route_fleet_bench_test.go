@@ -26,16 +26,23 @@ import (
 // in flight. "narrow" decides
 // as the gateway does (replicas.Set.AppendCandidatesFor: the holders and
 // a sample from 256 replicas); "full" scores every replica, as before
-// the narrowing. cands-p50 and sched-p50 are the medians of the
-// candidates' and the schedule's part of each decision (the rest is the
-// hash). Run it with -cpu 1.
+// the narrowing. "shared-prefix" adds a fleet-wide system prompt: every
+// replica also holds the prompt's first 64 blocks (1,024 tokens), so
+// block 0's holders are the whole fleet and the narrowed list is capped
+// (replicas.DefaultHolderCap). cands-p50 and sched-p50 are the medians
+// of the candidates' and the schedule's part of each decision (the rest
+// is the hash). Run it with -cpu 1.
 func BenchmarkRouteFleet(b *testing.B) {
-	for _, n := range []int{64, 4096} {
+	for _, c := range []struct {
+		n      int
+		shared int
+		name   string
+	}{{64, 0, "replicas=64"}, {4096, 0, "replicas=4096"}, {4096, 64, "replicas=4096/shared-prefix"}} {
 		var fb *fleetBench
 		for _, mode := range []string{"narrow", "full"} {
-			b.Run(fmt.Sprintf("replicas=%d/%s", n, mode), func(b *testing.B) {
+			b.Run(c.name+"/"+mode, func(b *testing.B) {
 				if fb == nil {
-					fb = newFleetBench(b, n)
+					fb = newFleetBench(b, c.n, c.shared)
 				}
 				fb.decide(b, mode == "narrow")
 			})
@@ -49,7 +56,9 @@ type fleetBench struct {
 	sched  *scheduler.Scheduler
 }
 
-func newFleetBench(b *testing.B, nReplicas int) *fleetBench {
+// newFleetBench builds the fleet; every replica holds the first shared
+// blocks of the prompt besides its own.
+func newFleetBench(b *testing.B, nReplicas, shared int) *fleetBench {
 	const holders, keys = 64, 1_000_000
 	rng := rand.New(rand.NewPCG(5, 6))
 	fb := &fleetBench{prompt: make([]uint32, routeTokens)}
@@ -74,11 +83,12 @@ func newFleetBench(b *testing.B, nReplicas int) *fleetBench {
 		for i := range add {
 			add[i] = rng.Uint64()
 		}
+		depth := shared
 		if r%spread == 0 {
-			j := r / spread
-			for _, k := range pk[:len(pk)*(j+1)/holders] {
-				add = append(add, uint64(k))
-			}
+			depth = max(depth, len(pk)*(r/spread+1)/holders)
+		}
+		for _, k := range pk[:depth] {
+			add = append(add, uint64(k))
 		}
 		snap.Replicas = append(snap.Replicas, kvwire.Replica{ID: rep.ID, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: add}}})
 		if r%2 == 1 && r != (holders-1)*spread {

@@ -27,7 +27,10 @@
 // group are in flight together. LookupReplicas remembers the replica groups
 // of the candidate lists it saw last (per slot table), so a router asking
 // about the same replicas on every request compares its list instead of
-// hashing every name.
+// hashing every name; for a list it does not remember, whose first key
+// has many times more holders than the list is long (a prefix the whole
+// fleet caches), it resolves the list's names first and walks only their
+// holders.
 //
 // # Representation
 //
@@ -41,9 +44,14 @@
 // fleet of at most 64 holders has page 0 only, and its Lookup is the
 // one-word walk over the inline sets. A larger one takes the paged walk,
 // whose work follows the prompt's holders: it reads a key's pages only
-// when its fingerprint differs from the previous key's (keys of one cached
-// chain are mostly held by the same holders), and then from a shared set
-// that the walks before it left in the cache. Slots are allocated lowest
+// when its set or inline word differs from the previous key's (keys of
+// one cached chain are mostly held by the same holders), and then only
+// the difference: a set of more than eight pages is also cut into
+// interned chunks of eight pages, so two sets differing in a few pages
+// share every other chunk's pointer, and a step from one to the other
+// reads the chunks that differ. A prompt whose holders drop out one by
+// one as it deepens thus costs O(holders + changes), not O(holders x
+// changes). Slots are allocated lowest
 // first, so a fleet that shrinks back below 64 holders returns to page 0
 // once the dead slots are swept.
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -52,6 +53,16 @@ func (r refIndex) remove(replica string) {
 			delete(r, h)
 		}
 	}
+}
+
+// holding counts the holders (ranks) of key on any tier.
+func (r refIndex) holding(key uint64) (n int) {
+	for _, sets := range r {
+		if sets[GPU][key] || sets[CPU][key] {
+			n++
+		}
+	}
+	return n
 }
 
 // lookup computes, per replica, the best rank's match by brute force.
@@ -187,6 +198,18 @@ func matchModel(t *testing.T, ix *Index, ref refIndex, replicas []string, steps 
 			if want := got[names[i]]; m != want {
 				t.Fatalf("step %d: LookupReplicas[%s] = %+v; want %+v", step, names[i], m, want)
 			}
+		}
+		// A few of the replicas, sorted (a narrowed list): with many
+		// holders of the first key, the walk follows only theirs.
+		j := step % len(replicas)
+		few := slices.Sorted(slices.Values(replicas[j:min(len(replicas), j+3)]))
+		for i, m := range ix.LookupReplicas(prompt, 1, few, nil) {
+			if want := got[few[i]]; m != want {
+				t.Fatalf("step %d: LookupReplicas(%v)[%s] = %+v; want %+v", step, few, few[i], m, want)
+			}
+		}
+		if got, want := ix.HolderCount(prompt[0]), ref.holding(prompt[0]); got != want {
+			t.Fatalf("step %d: HolderCount = %d; the model has %d ranks holding the key", step, got, want)
 		}
 		var keysHeld int
 		distinct := map[uint64]bool{}

@@ -15,6 +15,13 @@ import (
 // from one request to the next, where a run of words per key made each
 // change of the holder set a walk over cold memory. A fleet of at most 64
 // holders never has a set.
+//
+// A set of more than chunkMin words is also cut into chunks of chunkPages
+// pages, each interned on its own, so two sets that differ in a few
+// pages share the pointers of every other chunk: the paged walk steps
+// from one key's set to the next key's comparing eight pointers and
+// reading only the chunks that differ, so a change of the holder set
+// costs the pages that changed, not every page of the set.
 
 // maxPages is the number of 64-slot pages MaxHolders spans.
 const maxPages = MaxHolders / 64
@@ -33,6 +40,28 @@ type extSet struct {
 	words []word
 	id    uint64
 	refs  int // keys pointing at it; writer only
+	// parts are the interned chunks of words (nil for an empty chunk),
+	// set for sets of more than chunkMin words only: smaller ones are
+	// cheaper to read whole than to compare chunk by chunk.
+	parts *[chunks]*chunk
+}
+
+// Chunks: a set's words of pages [c*chunkPages, (c+1)*chunkPages).
+const (
+	chunkPages = 8
+	chunks     = maxPages / chunkPages
+	chunkMin   = 8
+)
+
+// chunk is one interned chunk of sets' words: sets whose words of the
+// chunk's pages are equal point at one chunk (but for a fingerprint
+// collision, when the later one stays unshared), so equal pointers mean
+// equal words. Its words are a piece of the words of the set that first
+// made it; immutable.
+type chunk struct {
+	fp    uint64
+	words []word
+	refs  int // sets pointing at it; writer only
 }
 
 // extSets are one Index's interned sets, shared by its shards.
@@ -41,9 +70,12 @@ type extSets struct {
 	// is swapped atomically; a number is reused once its set has no key.
 	reg  atomic.Pointer[[]atomic.Pointer[extSet]]
 	byFP map[uint64]*extSet // writer only, as below
-	free []uint64
-	next uint64
-	buf  []word // scratch of the edits
+	// parts interns the chunks of the sets that have them, by
+	// fingerprint. Writer only.
+	parts map[uint64]*chunk
+	free  []uint64
+	next  uint64
+	buf   []word // scratch of the edits
 }
 
 // A set's fingerprint, its key in the intern map, is the XOR of fpWord
@@ -79,8 +111,10 @@ func (x *extSets) get(id uint64) *extSet {
 }
 
 // intern returns the set of words ws (sorted, none empty), counting one
-// more key on it; ws may be reused by the caller. Writer only.
-func (x *extSets) intern(ws []word) *extSet {
+// more key on it; ws may be reused by the caller. from, when not nil, is
+// a set whose words equal ws but in the chunk of page edited, so a new
+// set takes its other chunks as they are. Writer only.
+func (x *extSets) intern(ws []word, from *extSet, edited int) *extSet {
 	var fp uint64
 	for _, w := range ws {
 		fp ^= fpWord(w.page, w.gpu, w.cpu)
@@ -97,8 +131,54 @@ func (x *extSets) intern(ws []word) *extSet {
 	if had == nil { // on a collision the new set stays unshared
 		x.byFP[fp] = e
 	}
+	if len(ws) > chunkMin {
+		if from == nil || from.parts == nil {
+			edited = -1
+		}
+		e.parts = x.cut(e.words, from, edited)
+	}
 	x.store(e)
 	return e
+}
+
+// cut returns the interned chunks of ws (sorted by page), counting one
+// more set on each: from's chunks where they are equal (every chunk but
+// that of page edited, when edited >= 0), the others looked up or made.
+// Writer only.
+func (x *extSets) cut(ws []word, from *extSet, edited int) *[chunks]*chunk {
+	if x.parts == nil {
+		x.parts = map[uint64]*chunk{}
+	}
+	var parts [chunks]*chunk
+	for i := 0; i < len(ws); {
+		c := ws[i].page / chunkPages
+		j, fp := i, uint64(0)
+		if edited >= 0 && c != edited/chunkPages {
+			for j < len(ws) && ws[j].page/chunkPages == c {
+				j++
+			}
+			parts[c] = from.parts[c]
+			parts[c].refs++
+			i = j
+			continue
+		}
+		for ; j < len(ws) && ws[j].page/chunkPages == c; j++ {
+			fp ^= fpWord(ws[j].page, ws[j].gpu, ws[j].cpu)
+		}
+		had := x.parts[fp]
+		switch {
+		case had != nil && slices.Equal(had.words, ws[i:j]):
+			had.refs++
+			parts[c] = had
+		default:
+			parts[c] = &chunk{fp: fp, words: ws[i:j:j], refs: 1}
+			if had == nil {
+				x.parts[fp] = parts[c]
+			}
+		}
+		i = j
+	}
+	return &parts
 }
 
 // release counts one key fewer on e and frees it when none is left.
@@ -109,6 +189,16 @@ func (x *extSets) release(e *extSet) {
 	}
 	if x.byFP[e.fp] == e {
 		delete(x.byFP, e.fp)
+	}
+	if e.parts != nil {
+		for _, c := range e.parts {
+			if c == nil {
+				continue
+			}
+			if c.refs--; c.refs == 0 && x.parts[c.fp] == c {
+				delete(x.parts, c.fp)
+			}
+		}
 	}
 	(*x.reg.Load())[e.id].Store(nil)
 	x.free = append(x.free, e.id)
@@ -161,12 +251,16 @@ func (t *hashTable) ext(s *slot) *extSet {
 }
 
 // setExt points s at the set of ws (none: no set). Writer only.
-func (t *hashTable) setExt(s *slot, ws []word) {
+func (t *hashTable) setExt(s *slot, ws []word) { t.setExtFrom(s, ws, -1) }
+
+// setExtFrom is setExt where ws equals s's set but in the chunk of page
+// edited (any chunk when edited < 0). Writer only.
+func (t *hashTable) setExtFrom(s *slot, ws []word, edited int) {
 	old := t.ext(s)
 	if len(ws) == 0 {
 		s.meta.Store(packMeta(s.page(), 0, 0))
 	} else {
-		e := t.sets.intern(ws)
+		e := t.sets.intern(ws, old, edited)
 		s.meta.Store(packMeta(s.page(), e.id, len(ws)))
 	}
 	if old != nil {
@@ -193,7 +287,7 @@ func (t *hashTable) editExt(s *slot, p int, tier Tier, set, clr uint64) {
 	if ws[i].gpu|ws[i].cpu == 0 {
 		ws = slices.Delete(ws, i, i+1)
 	}
-	t.setExt(s, ws)
+	t.setExtFrom(s, ws, p)
 	t.sets.buf = ws[:0]
 }
 
@@ -240,25 +334,18 @@ type keyID struct {
 	gpu, cpu uint64
 }
 
-// words appends slot s's holder sets of every page to buf (at most
-// maxPages words: a torn read is cut short, and retried by the caller) and
-// returns the key's id; when it equals prev, it appends nothing for a key
-// with several pages (the caller knows them already).
-func (t *hashTable) words(s *slot, buf []word, prev keyID) ([]word, keyID) {
+// id reads slot s's id: its inline page's holder sets and its set, the
+// zero id on a torn read (a set number already freed; the caller's
+// retry reads it again).
+func (t *hashTable) id(s *slot) keyID {
 	m := s.meta.Load()
 	id := keyID{page: int(m & 0xffff), gpu: s.gpu.Load(), cpu: s.cpu.Load()}
-	w := word{page: id.page, gpu: id.gpu, cpu: id.cpu}
-	if m>>16&0xff == 0 {
-		return append(buf, w), id
+	if m>>16&0xff != 0 {
+		if id.set = t.sets.get(m >> 24); id.set == nil {
+			return keyID{}
+		}
 	}
-	if id.set = t.sets.get(m >> 24); id.set == nil {
-		return buf, keyID{}
-	}
-	if id == prev {
-		return buf, id
-	}
-	buf = append(buf, w)
-	return append(buf, id.set.words[:min(len(id.set.words), cap(buf)-len(buf))]...), id
+	return id
 }
 
 // hasBit reports whether slot hs holds key slot s on tier. Writer only.

@@ -1,8 +1,8 @@
 package replicas
 
 import (
+	"math/bits"
 	"math/rand/v2"
-	"slices"
 	"sync"
 
 	"github.com/llmgw/llmgw/router/index"
@@ -21,22 +21,28 @@ const (
 	// the least-loaded 1/32 of the fleet with probability 1-(31/32)^32,
 	// about 64%, and in the least-loaded tenth with probability 97%.
 	DefaultSample = 32
+	// DefaultHolderCap is the most holders a narrowed list takes: a
+	// prefix every replica caches (a fleet-wide system prompt) would
+	// otherwise make the narrowed list the whole fleet.
+	DefaultHolderCap = 256
 )
 
-// HolderIndex names the replicas that hold a prompt's first block: every
-// replica that caches any prefix of it (index.Models.Lookup).
+// HolderIndex names the replicas that hold a prompt's blocks
+// (index.Models): Lookup of one key lists its holders, HolderCount counts
+// them without naming them.
 type HolderIndex interface {
 	Lookup(model string, keys []uint64, dst []index.Match) []index.Match
+	HolderCount(model string, key uint64) int
 }
 
 // AppendCandidatesFor appends the candidates req is scored against: every
 // replica of model (AppendCandidates) while model has fewer than
 // Options.NarrowFrom of them, or req has no canonical keys, or the set
-// has no Options.Holders; otherwise only the replicas that hold the
-// prompt's first block (so any prefix of it) in Options.Holders, and
+// has no Options.Holders; otherwise the prompt's holders from its deepest
+// cached block up, at most Options.HolderCap of them (appendHolders), and
 // Options.Sample others drawn at random, so that the decision costs
-// O(holders + sample), not O(replicas). Candidates keep the model's
-// replica order.
+// O(cap + sample), not O(replicas). Candidates keep the model's replica
+// order.
 func (s *Set) AppendCandidatesFor(dst []scheduler.Candidate, model string, req *scheduler.Request) []scheduler.Candidate {
 	if s.opts.Holders == nil || len(req.Keys) == 0 {
 		return s.AppendCandidates(dst, model)
@@ -51,26 +57,17 @@ func (s *Set) AppendCandidatesFor(dst []scheduler.Candidate, model string, req *
 	s.mu.RUnlock()
 	sc := narrowPool.Get().(*narrowed)
 	defer narrowPool.Put(sc)
-	sc.matches = s.opts.Holders.Lookup(req.Model, req.Keys[:1], sc.matches[:0])
-	pos := tp.positions()
-	sc.picked = sc.picked[:0]
-	for _, m := range sc.matches {
-		if i, ok := pos[m.Replica]; ok {
-			sc.picked = append(sc.picked, i)
-		}
-	}
-	sc.picked, sc.seen = sample(sc.picked, len(tp.cands), s.opts.Sample, sc.seen)
+	s.appendHolders(sc, req.Model, req.Keys, tp, len(tp.cands))
+	sc.picked = sample(sc.picked, len(tp.cands), s.opts.Sample, sc.seen)
+	sc.picked = inOrder(sc.picked[:0], sc.seen)
 	return s.appendPicked(dst, tp, sc.picked)
 }
 
 // sample appends up to d positions below n that are not in picked yet,
-// drawn uniformly; it stops after 4d draws, so a fleet that is mostly
-// picked already costs no more than that. seen is scratch.
-func sample(picked []int, n, d int, seen []uint64) ([]int, []uint64) {
-	seen = resizeWords(seen, (n+63)/64)
-	for _, i := range picked {
-		seen[i>>6] |= 1 << (i & 63)
-	}
+// drawn uniformly, and marks them in seen, which marks picked; it stops
+// after 4d draws, so a fleet that is mostly picked already costs no more
+// than that.
+func sample(picked []int, n, d int, seen []uint64) []int {
 	drawn := 0
 	for try := 0; try < 4*d && drawn < d && len(picked) < n; try++ {
 		i := rand.IntN(n)
@@ -80,7 +77,19 @@ func sample(picked []int, n, d int, seen []uint64) ([]int, []uint64) {
 			drawn++
 		}
 	}
-	return picked, seen
+	return picked
+}
+
+// inOrder appends the positions marked in seen to dst, in order: the
+// picked positions sorted in a pass over one word per 64 replicas, where
+// sorting them compared each several times.
+func inOrder(dst []int, seen []uint64) []int {
+	for w, m := range seen {
+		for ; m != 0; m &= m - 1 {
+			dst = append(dst, w<<6|bits.TrailingZeros64(m))
+		}
+	}
+	return dst
 }
 
 func resizeWords(s []uint64, n int) []uint64 {
@@ -92,11 +101,10 @@ func resizeWords(s []uint64, n int) []uint64 {
 	return s
 }
 
-// appendPicked appends the template's candidates at picked (in the
-// template's order) with their health, modes and loads, as
+// appendPicked appends the template's candidates at picked (sorted, so
+// in the template's order) with their health, modes and loads, as
 // AppendCandidates does for all of them.
 func (s *Set) appendPicked(dst []scheduler.Candidate, tp *template, picked []int) []scheduler.Candidate {
-	slices.Sort(picked)
 	start := len(dst)
 	for _, i := range picked {
 		dst = append(dst, tp.cands[i])

@@ -69,10 +69,12 @@ type Options struct {
 	// Holders, when set, lets AppendCandidatesFor narrow a large model's
 	// candidates to the prompt's holders and Sample others; NarrowFrom is
 	// the replica count from which it does (default DefaultNarrowFrom),
-	// Sample the others drawn (default DefaultSample).
+	// Sample the others drawn (default DefaultSample), HolderCap the most
+	// holders listed (default DefaultHolderCap, see AppendCandidatesFor).
 	Holders    HolderIndex
 	NarrowFrom int
 	Sample     int
+	HolderCap  int
 }
 
 // Set is the current replica set. Safe for concurrent use.
@@ -114,6 +116,9 @@ func New(kv KVState, tracker *load.Tracker, opts Options) *Set {
 	}
 	if opts.Sample <= 0 {
 		opts.Sample = DefaultSample
+	}
+	if opts.HolderCap <= 0 {
+		opts.HolderCap = DefaultHolderCap
 	}
 	return &Set{kv: kv, tracker: tracker, opts: opts, byID: map[string]Replica{}, byModel: map[string][]Replica{}, breakers: map[string]*breaker{}, lora: newLoras()}
 }
