@@ -471,6 +471,10 @@ until_ok "Consul has 1 prefill and 2 decode replicas, each passing its check" 60
 run bash -c "curl -fs 'http://$CONSUL_HTTP_ADDR/v1/health/service/vllm?passing' | jq -c '.[] | {replica: .Service.Meta[\"llmgw-replica\"], role: .Service.Meta[\"llmgw-role\"], port: .Service.Port}'"
 pd_replicas() { replicas | jq -e '[.replicas[] | select(.model == "sim-model" and .mode == "exact" and .healthy) | .role] | sort == ["decode", "decode", "prefill"]'; }
 until_ok "the router lists the 3 replicas with their roles, exact and healthy" 60 pd_replicas
+TAIL=6 LLMGW_ADMIN_TOKEN=$ADMIN_TOKEN run "$LLMGW" status
+grep -Eq '/sim +sim-model +prefill +exact' <<<"$out" && (($(grep -Ec '/sim +sim-model +decode +exact' <<<"$out") == 2)) ||
+  fail "llmgw status does not show 1 prefill and 2 decode replicas"
+ok "llmgw status shows each replica's role"
 for a in $("$NOMAD" job allocs -json demo-sim-pd | jq -r '.[] | select(.ClientStatus == "running") | "\(.ID):\(.TaskGroup)"'); do
   TAIL=20 run "$NOMAD" alloc status "${a%%:*}"
   grep -q 'model ready' <<<"$out" || fail "alloc ${a%%:*}: no \"model ready\" event"
