@@ -88,7 +88,13 @@ func (h *taskHandle) waitExit(ctx context.Context, d *Driver) {
 	requested := h.stopping
 	h.mu.Unlock()
 	h.log.Info("engine exited", "exit_code", ex.Code, "signal", ex.Signal, "error", err, "stop_requested", requested)
-	if !requested {
+	switch {
+	case requested:
+	case err != nil:
+		// The exit status is unknown, not 0: say what happened instead.
+		d.events.emit(h.cfg, "engine exited unrecorded: "+err.Error()+"; engine's process group killed",
+			map[string]string{"error": err.Error()})
+	default:
 		d.events.emit(h.cfg, "engine exited with code "+strconv.Itoa(ex.Code), map[string]string{
 			"exit_code": strconv.Itoa(ex.Code), "signal": strconv.Itoa(ex.Signal)})
 	}

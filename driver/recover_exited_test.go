@@ -16,7 +16,8 @@ import (
 // recovers the task of an allocation it stopped and has not collected
 // yet. Its KV port may belong to a running shard by then (ports are
 // reused from the client's range); recovering the exited task first must
-// not bind it, or the running shard recovered next loses its KV events.
+// not bind it, or the running shard recovered next loses its KV events;
+// nor emit events for it after the end Nomad recorded.
 func TestRecoverExitedTaskLeavesItsPort(t *testing.T) {
 	h1 := launch(t, simBin)
 	kvTask := map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}}
@@ -44,6 +45,7 @@ func TestRecoverExitedTaskLeavesItsPort(t *testing.T) {
 
 	h2 := launch(t, simBin)
 	ev := watchEvents(t, h2)
+	all := watchEvents(t, h2)
 	for _, hd := range []*drivers.TaskHandle{stale, liveHandle} {
 		hd = proto.Clone(hd).(*drivers.TaskHandle)
 		hd.Config.MsgpackDriverConfig = nil
@@ -62,5 +64,12 @@ func TestRecoverExitedTaskLeavesItsPort(t *testing.T) {
 	}
 	if w := <-stopped; w.Err != nil || w.Resp.GetResult() == nil {
 		t.Errorf("wait on the stopped task: %v, %v; want its recorded exit", w.Resp, w.Err)
+	}
+	// Nomad recorded the stopped task's end ("Killed") before the restart:
+	// neither "recovered" nor "engine exited" may follow it.
+	for _, e := range all.until(t, marker(t, h2)) {
+		if e.GetTaskId() == old.Config.GetId() {
+			t.Errorf("event %q for the task that had exited before the restart; want none", e.GetMessage())
+		}
 	}
 }

@@ -335,9 +335,11 @@ func TestRestartReusesListener(t *testing.T) {
 }
 
 // TestSupervisorLost: if the supervisor itself is killed, the task ends
-// with an error instead of success, and the engine does not outlive it.
+// with an error instead of success, the engine does not outlive it, and
+// the Driver event says the exit went unrecorded rather than "code 0".
 func TestSupervisorLost(t *testing.T) {
 	h := launch(t, simBin)
+	ev := watchEvents(t, h)
 	task := newTask(t, h, map[string]any{"model": "sim", "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
 	started := start(t, h, task.Config)
@@ -361,6 +363,10 @@ func TestSupervisorLost(t *testing.T) {
 		t.Errorf("wait %v; want a failure naming the lost supervisor", r)
 	}
 	poll.Until(t, "the orphaned engine's group to be killed", func() bool { return pluginhost.GroupGone(pid) })
+	got := exitEvents(ev.until(t, marker(t, h)), id)
+	if len(got) != 1 || !strings.Contains(got[0].GetMessage(), "without recording") || strings.Contains(got[0].GetMessage(), "code 0") {
+		t.Errorf("exit events of the task whose supervisor was killed: %v; want one naming the lost supervisor", got)
+	}
 }
 
 // TestDataParallelEvents: with data_parallel_size 2 each rank publishes on

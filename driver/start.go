@@ -129,7 +129,7 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 			map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
 	}
 	st.Supervisor, st.StartedAt = proc.State(), time.Now()
-	h := d.newHandle(cfg, st, proc)
+	h := d.newHandle(cfg, st, proc, false)
 	if !d.tasks.add(h) {
 		// A concurrent StartTask with the same id won the race.
 		_ = proc.Signal(syscall.SIGKILL)
@@ -148,8 +148,10 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	}}, nil
 }
 
-func (d *Driver) newHandle(cfg *drivers.TaskConfig, st TaskState, proc *supervisor.Process) *taskHandle {
-	h := &taskHandle{id: cfg.GetId(), cfg: cfg, state: st, proc: proc, done: make(chan struct{}),
+// newHandle starts watching a shard. exited says it ended before this
+// plugin ran: its exit gets no Driver event (see RecoverTask).
+func (d *Driver) newHandle(cfg *drivers.TaskConfig, st TaskState, proc *supervisor.Process, exited bool) *taskHandle {
+	h := &taskHandle{id: cfg.GetId(), cfg: cfg, state: st, proc: proc, done: make(chan struct{}), stopping: exited,
 		log: d.log.With("task_id", cfg.GetId(), "replica", st.Replica)}
 	d.run(h)
 	return h
@@ -188,8 +190,12 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 	d.events.hold(id)
 	// A shard that exited while no plugin ran (Nomad recovers a stopped
 	// allocation's task too, until it collects it) needs no listener, and
-	// its old port may be a running shard's now.
-	if st.KVPort > 0 && !exited(proc) {
+	// its old port may be a running shard's now. Nor does it get Driver
+	// events: Nomad has its exit already, or reads it from WaitTask, and
+	// "recovered" or "engine exited" after the task's "Killed" would only
+	// mislead.
+	gone := exited(proc)
+	if st.KVPort > 0 && !gone {
 		replay := st.ReplayPort
 		if replay == 0 {
 			replay = -1
@@ -205,13 +211,15 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 				map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
 		}
 	}
-	h := d.newHandle(cfg, st, proc)
+	h := d.newHandle(cfg, st, proc, gone)
 	if !d.tasks.add(h) {
 		h.detach()
 		return &drivers.RecoverTaskResponse{}, nil // a concurrent recover won
 	}
-	d.log.Info("task recovered", "task_id", id, "engine_pid", proc.EnginePid())
-	d.events.emit(cfg, "recovered after plugin restart", nil)
+	d.log.Info("task recovered", "task_id", id, "engine_pid", proc.EnginePid(), "exited", gone)
+	if !gone {
+		d.events.emit(cfg, "recovered after plugin restart", nil)
+	}
 	return &drivers.RecoverTaskResponse{}, nil
 }
 

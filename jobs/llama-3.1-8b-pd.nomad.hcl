@@ -20,8 +20,11 @@
 #     /dev/infiniband devices and NICs directly; no device passthrough is
 #     needed. Pin the NIC with UCX_NET_DEVICES (e.g. "mlx5_0:1") and the
 #     transports with UCX_TLS in the task's env if UCX picks wrongly. The
-#     constraint below keeps both groups on nodes an operator marked as
-#     sharing one RDMA fabric (client meta llmgw_rdma_fabric).
+#     constraints below keep both groups on nodes an operator marked as on
+#     an RDMA fabric (client meta llmgw_rdma_fabric set). is_set does not
+#     compare the fabrics of the two groups' nodes: on a cluster with more
+#     than one fabric, give both constraints operator "=" and the one
+#     fabric's name as value.
 #   - Memory: RDMA registers the whole KV cache; raise the memlock limit
 #     of the Nomad client (LimitMEMLOCK=infinity in its systemd unit).
 job "llama-3.1-8b-pd" {

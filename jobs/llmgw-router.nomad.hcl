@@ -46,6 +46,12 @@ variable "consul_address" {
   default     = "127.0.0.1:8500"
 }
 
+variable "expose_route_headers" {
+  description = "send clients the X-Llmgw-* route headers (replica, mode, prefill replica); only where every client is trusted"
+  type        = bool
+  default     = false
+}
+
 job "llmgw-router" {
   datacenters = ["*"]
   type        = "service"
@@ -113,10 +119,11 @@ job "llmgw-router" {
         args    = ["-config", "${NOMAD_TASK_DIR}/router.hcl"]
       }
 
-      # The environment wins over the config file: the Consul address is a
-      # job variable.
+      # The environment wins over the config file: the Consul address and
+      # the route headers are job variables.
       env {
-        LLMGW_CONSUL_ADDRESS = var.consul_address
+        LLMGW_CONSUL_ADDRESS       = var.consul_address
+        LLMGW_EXPOSE_ROUTE_HEADERS = var.expose_route_headers
       }
 
       template {

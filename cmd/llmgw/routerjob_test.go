@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"regexp"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/llmgw/llmgw/router/config"
 )
@@ -93,4 +96,78 @@ func templateData(t *testing.T, src []byte, filename, destination string) string
 		t.Fatalf("%s has no template with destination %q", filename, destination)
 	}
 	return found
+}
+
+// TestRouterJobEnv evaluates the env block of jobs/llmgw-router.nomad.hcl
+// with the input variables' defaults, and with expose_route_headers set,
+// renders each value as Nomad does (a string), and hands the result to
+// the router's env parser: a misspelt name or a value the router cannot
+// parse would otherwise show only on a real agent.
+func TestRouterJobEnv(t *testing.T) {
+	path := jobsDir("llmgw-router.nomad.hcl")
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	defaults := map[string]cty.Value{}
+	var env *hclsyntax.Body
+	var walk func(b *hclsyntax.Body)
+	walk = func(b *hclsyntax.Body) {
+		for _, blk := range b.Blocks {
+			switch blk.Type {
+			case "variable":
+				v, diags := blk.Body.Attributes["default"].Expr.Value(nil)
+				if diags.HasErrors() {
+					t.Fatal(diags.Error())
+				}
+				defaults[blk.Labels[0]] = v
+			case "env":
+				env = blk.Body
+			}
+			walk(blk.Body)
+		}
+	}
+	walk(file.Body.(*hclsyntax.Body))
+	if env == nil {
+		t.Fatal("no env block")
+	}
+	tests := []struct {
+		name    string
+		set     map[string]cty.Value
+		headers bool
+	}{
+		{"defaults", nil, false},
+		{"expose_route_headers", map[string]cty.Value{"expose_route_headers": cty.True}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := maps.Clone(defaults)
+			maps.Copy(vars, tt.set)
+			ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)}}
+			var environ []string
+			for name, attr := range env.Attributes {
+				v, diags := attr.Expr.Value(ctx)
+				if diags.HasErrors() {
+					t.Fatalf("env %s: %s", name, diags.Error())
+				}
+				s, err := convert.Convert(v, cty.String)
+				if err != nil {
+					t.Fatalf("env %s: Nomad cannot render %#v as a string: %v", name, v, err)
+				}
+				environ = append(environ, name+"="+s.AsString())
+			}
+			cfg := config.Default()
+			if err := cfg.ApplyEnv(environ); err != nil {
+				t.Fatalf("router rejects the jobspec's env %v: %v", environ, err)
+			}
+			if cfg.Consul.Address != defaults["consul_address"].AsString() || cfg.HTTP.ExposeRouteHeaders != tt.headers {
+				t.Errorf("env %v: consul address %q, expose_route_headers %t; want %q, %t", environ,
+					cfg.Consul.Address, cfg.HTTP.ExposeRouteHeaders, defaults["consul_address"].AsString(), tt.headers)
+			}
+		})
+	}
 }

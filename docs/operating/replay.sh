@@ -31,9 +31,10 @@ CONSUL_SERF_LAN_PORT=${CONSUL_SERF_LAN_PORT:-18301}
 CONSUL_SERF_WAN_PORT=${CONSUL_SERF_WAN_PORT:-18302}
 ROUTER_PORT=${ROUTER_PORT:-18080}
 # The job variables that fit this one-node cluster (docs/OPERATING.md,
-# "Run the routers").
+# "Run the routers"), and the route headers, which the P/D and migration
+# checks read. router_command stays last: section 11 replaces it.
 ROUTER_VARS=(-var routers=1 -var "http_port=$ROUTER_PORT"
-  -var "consul_address=127.0.0.1:$CONSUL_HTTP_PORT"
+  -var "consul_address=127.0.0.1:$CONSUL_HTTP_PORT" -var expose_route_headers=true
   -var router_command=/opt/llmgw/bin/llmgw-router)
 
 export NOMAD_ADDR=http://127.0.0.1:$NOMAD_HTTP_PORT
@@ -81,11 +82,11 @@ cleanup() {
     # Stop, wait for the client to stop every task (shutdown_delay
     # included), and only then purge: a purged job's allocations leave the
     # API before their tasks have stopped.
-    for j in demo-sim llmgw-router; do "$NOMAD" job stop -detach "$j" >/dev/null 2>&1; done
+    for j in demo-sim demo-sim-pd llmgw-router; do "$NOMAD" job stop -detach "$j" >/dev/null 2>&1; done
     # Wait until the client has stopped every task (engines, supervisors).
     local end=$((SECONDS + 60))
     while ((SECONDS < end)) && curl -fs "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length > 0' >/dev/null 2>&1; do sleep 1; done
-    for j in demo-sim llmgw-router; do "$NOMAD" job stop -purge -detach "$j" >/dev/null 2>&1; done
+    for j in demo-sim demo-sim-pd llmgw-router; do "$NOMAD" job stop -purge -detach "$j" >/dev/null 2>&1; done
   fi
   for p in ${agent_pid:-} "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
   # Anything still running from this replay's own directory is ours: a task
@@ -128,7 +129,7 @@ LLMGW=$OPS/bin/llmgw
 log "== 2. Consul"
 "$CONSUL" agent -dev -bind 127.0.0.1 -client 127.0.0.1 -node opsguide \
   -http-port "$CONSUL_HTTP_PORT" -dns-port "$CONSUL_DNS_PORT" -server-port "$CONSUL_SERVER_PORT" \
-  -serf-lan-port "$CONSUL_SERF_LAN_PORT" -serf-wan-port "$CONSUL_SERF_WAN_PORT" -grpc-port -1 \
+  -serf-lan-port "$CONSUL_SERF_LAN_PORT" -serf-wan-port "$CONSUL_SERF_WAN_PORT" -grpc-port -1 -grpc-tls-port -1 \
   -data-dir "$OPS/consul" >"$OPS/consul.log" 2>&1 &
 pids+=($!)
 until_ok "Consul has a leader" 60 bash -c "curl -fs http://$CONSUL_HTTP_ADDR/v1/status/leader | grep -q ':'"
@@ -299,6 +300,61 @@ run bash -c "curl -fs -H 'Authorization: Bearer $ADMIN_TOKEN' http://$ADMIN/metr
 grep -q 'mode="exact"' <<<"$out" || fail "llmgw_replica_info has no exact replica"
 ok "metrics show exact replicas and KV ingest"
 
+# stream_and_kill: a long streamed completion (ignore_eos, $STREAM_TOKENS
+# tokens), its engine killed by Nomad once the first words have arrived.
+# Leaves the route headers in $OPS/stream.hdr, the events in
+# $OPS/stream.body and the killed replica in $killed.
+STREAM_TOKENS=600
+stream_and_kill() {
+  rm -f "$OPS/stream.hdr" "$OPS/stream.body"
+  curl -sS -N -m 120 -D "$OPS/stream.hdr" "http://$ROUTER/v1/chat/completions" \
+    -H "Authorization: Bearer $CLIENT_KEY" -H 'Content-Type: application/json' \
+    -d '{"model": "sim-model", "stream": true, "max_tokens": '"$STREAM_TOKENS"', "ignore_eos": true,
+      "stream_options": {"include_usage": true},
+      "messages": [{"role": "user", "content": "Tell a long story about a stream that outlives its engine."}]}' \
+    >"$OPS/stream.body" 2>&1 &
+  local curl_pid=$! end=$((SECONDS + 30))
+  until grep -q '"content":"[^"]' "$OPS/stream.body" 2>/dev/null; do
+    ((SECONDS < end)) || fail "the stream sent no content within 30s: $(head -c 300 "$OPS/stream.body")"
+    sleep 0.1
+  done
+  killed=$(header X-Llmgw-Replica)
+  [[ $killed == */* ]] || fail "no X-Llmgw-Replica header: $(cat "$OPS/stream.hdr")"
+  run "$NOMAD" alloc signal -s SIGKILL "${killed%%/*}" "${killed#*/}"
+  wait "$curl_pid" || fail "the client's stream failed: $(tail -3 "$OPS/stream.body")"
+}
+# header NAME: a response header of the last stream.
+header() { awk -v h="$(tr 'A-Z' 'a-z' <<<"$1"):" 'tolower($1) == h {print $2}' "$OPS/stream.hdr" | tr -d '\r'; }
+# stream_whole: the last stream ended with [DONE], no error event, and a
+# usage chunk counting every token asked for.
+stream_whole() {
+  log "stream: $(grep -c '^data:' "$OPS/stream.body") events; last: $(grep '^data:' "$OPS/stream.body" | tail -1)"
+  [[ $(grep '^data:' "$OPS/stream.body" | tail -1) == 'data: [DONE]' ]] || fail "the stream did not end with [DONE]"
+  ! grep -q '"error"' "$OPS/stream.body" || fail "the stream has an error event: $(grep '"error"' "$OPS/stream.body" | head -1)"
+  grep '^data: {' "$OPS/stream.body" | sed 's/^data: //' | jq -se --argjson n "$STREAM_TOKENS" \
+    'map(select(.usage != null)) | length == 1 and .[0].usage.completion_tokens == $n' >/dev/null ||
+    fail "no usage chunk with $STREAM_TOKENS completion tokens"
+}
+router_alloc() { "$NOMAD" job allocs -json llmgw-router | jq -r '[.[] | select(.ClientStatus == "running")][0].ID'; }
+# migrated FROM: the router logged the move of a stream away from FROM.
+migrated() { "$NOMAD" alloc logs -stderr "$(router_alloc)" router 2>&1 | grep "stream migrated: .*from=$1"; }
+# restarted REPLICA: Nomad restarted the killed task and its engine
+# answers /health again (its last event is the driver's "model ready").
+restarted() {
+  "$NOMAD" alloc status -json "${1%%/*}" | jq -e --arg t "${1#*/}" \
+    '.TaskStates[$t] | .Restarts >= 1 and .State == "running" and .Events[-1].DisplayMessage == "model ready"'
+}
+
+log "== 8a. mid-stream migration (aggregated): the stream's engine is killed"
+stream_and_kill
+log "stream on $killed, routed $(header X-Llmgw-Routing-Mode)"
+stream_whole
+ok "the stream completed after its engine was killed: [DONE], no error event, $STREAM_TOKENS tokens"
+until_ok "the router logged \"stream migrated\" from $killed" 30 migrated "$killed"
+log "$(migrated "$killed")"
+until_ok "Nomad restarted the killed task, its engine ready again" 90 restarted "$killed"
+until_ok "the killed replica is back: 4 sim-model replicas exact and healthy" 90 exact_replicas 4
+
 log "== 9. scaling"
 TAIL=4 run "$NOMAD" job scale demo-sim sim 2
 until_ok "the router lists 2 replicas after scaling down" 60 exact_replicas 2
@@ -399,8 +455,81 @@ until_ok "the 4 replicas are placed again and exact" 120 exact_replicas 4
 run complete "$ROUTER"
 ok "traffic after the drain"
 
-log "== 13. clean up"
+log "== 13. disaggregated prefill and decode (jobs/demo-sim-pd.nomad.hcl)"
+# The P/D fleet serves sim-model too: stop the aggregated one first, or its
+# replicas would take part in the decode step.
 TAIL=2 run "$NOMAD" job stop -detach demo-sim
+until_ok "the aggregated replicas left the router" 60 bash -c "curl -fs -H 'Authorization: Bearer $ADMIN_TOKEN' http://$ADMIN/admin/replicas | jq -e '.replicas | length == 0'"
+TAIL=8 run "$NOMAD" job run jobs/demo-sim-pd.nomad.hcl
+grep -q 'Deployment completed successfully' <<<"$out" || fail "demo-sim-pd deployment did not succeed"
+ok "nomad job run: demo-sim-pd deployment successful"
+pd_in_consul() {
+  curl -fs "http://$CONSUL_HTTP_ADDR/v1/health/service/vllm?passing" |
+    jq -e '[.[].Service.Meta["llmgw-role"]] | sort == ["decode", "decode", "prefill"]'
+}
+until_ok "Consul has 1 prefill and 2 decode replicas, each passing its check" 60 pd_in_consul
+run bash -c "curl -fs 'http://$CONSUL_HTTP_ADDR/v1/health/service/vllm?passing' | jq -c '.[] | {replica: .Service.Meta[\"llmgw-replica\"], role: .Service.Meta[\"llmgw-role\"], port: .Service.Port}'"
+pd_replicas() { replicas | jq -e '[.replicas[] | select(.model == "sim-model" and .mode == "exact" and .healthy) | .role] | sort == ["decode", "decode", "prefill"]'; }
+until_ok "the router lists the 3 replicas with their roles, exact and healthy" 60 pd_replicas
+TAIL=6 LLMGW_ADMIN_TOKEN=$ADMIN_TOKEN run "$LLMGW" status
+grep -Eq '/sim +sim-model +prefill +exact' <<<"$out" && (($(grep -Ec '/sim +sim-model +decode +exact' <<<"$out") == 2)) ||
+  fail "llmgw status does not show 1 prefill and 2 decode replicas"
+ok "llmgw status shows each replica's role"
+for a in $("$NOMAD" job allocs -json demo-sim-pd | jq -r '.[] | select(.ClientStatus == "running") | "\(.ID):\(.TaskGroup)"'); do
+  TAIL=20 run "$NOMAD" alloc status "${a%%:*}"
+  grep -q 'model ready' <<<"$out" || fail "alloc ${a%%:*}: no \"model ready\" event"
+  grep -Eq 'Deployment Health += healthy' <<<"$out" || fail "alloc ${a%%:*}: deployment health not healthy"
+  grep -q "disaggregated: role ${a#*:}, NIXL side channel on port" <<<"$out" || fail "alloc ${a%%:*}: no disaggregated event for role ${a#*:}"
+done
+ok "nomad alloc status shows each shard healthy, with its role, side channel and \"model ready\""
+prefill_id=$(replicas | jq -r '.replicas[] | select(.role == "prefill") | .id')
+# engine_port REPLICA: the engine's API port, from Consul.
+engine_port() {
+  curl -fs "http://$CONSUL_HTTP_ADDR/v1/catalog/service/vllm" |
+    jq -r --arg r "$1" '.[] | select(.ServiceMeta["llmgw-replica"] == $r) | .ServicePort'
+}
+# pulls REPLICA: how many NIXL pulls the engine made (vllm:nixl_num_descriptors_count).
+pulls() { curl -fs "http://127.0.0.1:$(engine_port "$1")/metrics" | awk '/^vllm:nixl_num_descriptors_count/ {print $2}'; }
+# Long enough (some 300 tokens) that the blocks the decode replica pulled
+# are over pd_skip_prefill_fraction (0.9) of it, whatever its last block.
+PD_PROMPT=$(for i in 1 2 3 4 5 6 7 8; do printf 'Part %s: a disaggregated fleet prefills this prompt on one replica and decodes its answer on another, which pulls the blocks. ' "$i"; done)
+pd_stream() {
+  curl -fsS -N -m 60 -D "$OPS/stream.hdr" "http://$ROUTER/v1/chat/completions" \
+    -H "Authorization: Bearer $CLIENT_KEY" -H 'Content-Type: application/json' \
+    -d '{"model": "sim-model", "stream": true, "max_tokens": 16, "messages": [{"role": "user", "content": "'"$PD_PROMPT"'"}]}' >"$OPS/stream.body"
+}
+run pd_stream
+TAIL=20 run grep -i '^x-llmgw' "$OPS/stream.hdr"
+[[ $(header X-Llmgw-Routing-Mode) == disaggregated ]] || fail "routing mode $(header X-Llmgw-Routing-Mode), want disaggregated"
+[[ $(header X-Llmgw-Prefill-Replica) == "$prefill_id" ]] || fail "X-Llmgw-Prefill-Replica '$(header X-Llmgw-Prefill-Replica)', want $prefill_id"
+[[ $(grep '^data:' "$OPS/stream.body" | tail -1) == 'data: [DONE]' ]] || fail "the stream did not end with [DONE]"
+decode_id=$(header X-Llmgw-Replica)
+ok "a streamed completion is served disaggregated: prefill on $prefill_id, decode on $decode_id"
+run pulls "$decode_id"
+((${out:-0} >= 1)) || fail "the decode engine made no NIXL pull"
+ok "the decode engine pulled the prompt's blocks (vllm:nixl_num_descriptors_count $out)"
+run pd_stream
+TAIL=20 run grep -i '^x-llmgw' "$OPS/stream.hdr"
+[[ -z $(header X-Llmgw-Prefill-Replica) && $(header X-Llmgw-Replica) == "$decode_id" ]] ||
+  fail "the repeated prompt went to $(header X-Llmgw-Replica), prefill replica '$(header X-Llmgw-Prefill-Replica)'; want $decode_id alone"
+run bash -c "curl -fs -H 'Authorization: Bearer $ADMIN_TOKEN' http://$ADMIN/metrics | grep '^llmgw_pd_requests_total'"
+grep -q 'path="decode_cached"} 1' <<<"$out" || fail "no decode_cached request counted"
+ok "the repeated prompt skips the remote prefill: its decode replica caches it (path decode_cached)"
+
+log "== 13a. mid-stream migration (P/D): the stream's decode engine is killed"
+stream_and_kill
+[[ $(header X-Llmgw-Routing-Mode) == disaggregated && $killed != "$prefill_id" ]] ||
+  fail "the stream was not disaggregated: mode $(header X-Llmgw-Routing-Mode), replica $killed"
+log "stream decoded on $killed, prefilled on $(header X-Llmgw-Prefill-Replica)"
+stream_whole
+ok "the stream completed after its decode engine was killed: [DONE], no error event, $STREAM_TOKENS tokens"
+until_ok "the router logged \"stream migrated\" from the decode replica $killed" 30 migrated "$killed"
+log "$(migrated "$killed")"
+until_ok "Nomad restarted the killed decode task, its engine ready again" 90 restarted "$killed"
+until_ok "the killed decode replica is back: 3 replicas exact and healthy" 90 pd_replicas
+
+log "== 14. clean up"
+TAIL=2 run "$NOMAD" job stop -detach demo-sim-pd
 TAIL=2 run "$NOMAD" job stop -detach llmgw-router
 none_running() { curl -fs "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length == 0'; }
 until_ok "every allocation has stopped" 60 none_running

@@ -43,9 +43,12 @@ type Options struct {
 
 // replica is one row of a router's /admin/replicas answer.
 type replica struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Mode    string `json:"mode"`
+	ID    string `json:"id"`
+	Model string `json:"model"`
+	Mode  string `json:"mode"`
+	// Role is agg, prefill or decode: which step of a disaggregated
+	// model's requests the replica takes.
+	Role    string `json:"role"`
 	Healthy bool   `json:"healthy"`
 	// Health is the Consul check state ("" for static replicas); Draining
 	// is set while it warns or is in maintenance.
@@ -169,9 +172,9 @@ func fetch(ctx context.Context, client *http.Client, addr, token string) ([]repl
 func printRouter(w io.Writer, router string, replicas []replica) error {
 	fmt.Fprintf(w, "router %s: %d replicas\n", router, len(replicas))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  REPLICA\tMODEL\tMODE\tHEALTHY\tCONSUL\tDRAINING\tKV EVENTS\tGPU BLOCKS\tCPU BLOCKS\tIN FLIGHT\tBY PEERS\tRUNNING\tWAITING\tKV USAGE\tADAPTERS")
+	fmt.Fprintln(tw, "  REPLICA\tMODEL\tROLE\tMODE\tHEALTHY\tCONSUL\tDRAINING\tKV EVENTS\tGPU BLOCKS\tCPU BLOCKS\tIN FLIGHT\tBY PEERS\tRUNNING\tWAITING\tKV USAGE\tADAPTERS")
 	for _, r := range replicas {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\t%s\t%t\t%t\t%d\t%d\t%d\t%d\t%g\t%g\t%.0f%%\t%s\n", r.ID, r.Model, r.Mode, r.Healthy,
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%t\t%s\t%t\t%t\t%d\t%d\t%d\t%d\t%g\t%g\t%.0f%%\t%s\n", r.ID, r.Model, orDash(r.Role), r.Mode, r.Healthy,
 			orDash(r.Health), r.Draining, r.KVEvents,
 			r.GPUBlocks, r.CPUBlocks, r.Load.InFlight, r.PeerLoad.InFlight, r.Load.Running, r.Load.Waiting, r.Load.KVUsage*100, orDash(strings.Join(r.Adapters, ",")))
 	}

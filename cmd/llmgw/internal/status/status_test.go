@@ -75,12 +75,13 @@ func startRouter(t *testing.T, consulAddr string) *server.Server {
 const (
 	colReplica  = 0
 	colModel    = 1
-	colConsul   = 4
-	colDraining = 5
-	colInFlight = 9
-	colByPeers  = 10
-	colAdapters = 14
-	columns     = 15
+	colRole     = 2
+	colConsul   = 5
+	colDraining = 6
+	colInFlight = 10
+	colByPeers  = 11
+	colAdapters = 15
+	columns     = 16
 )
 
 // rows splits Run's output into each replica's fields, by replica id.
@@ -105,7 +106,7 @@ func TestStatusFromConsul(t *testing.T) {
 	agent := consultest.Start(t)
 	err := agent.Client.Agent().ServiceRegister(&api.AgentServiceRegistration{
 		ID: "vllm-alloc-2", Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: "127.0.0.1", Port: 9,
-		Meta:  map[string]string{consul.MetaModel: "sim-model", consul.MetaReplica: "alloc-2/sim"},
+		Meta:  map[string]string{consul.MetaModel: "sim-model", consul.MetaReplica: "alloc-2/sim", consul.MetaRole: "decode"},
 		Check: &api.AgentServiceCheck{TTL: "1h", Status: api.HealthWarning},
 	})
 	if err != nil {
@@ -113,8 +114,8 @@ func TestStatusFromConsul(t *testing.T) {
 	}
 	r := startRouter(t, agent.Addr)
 	want := map[string][]string{
-		"alloc-1/sim": {colConsul: "-", colDraining: "false", colInFlight: "0", colByPeers: "0", colAdapters: "sql"},
-		"alloc-2/sim": {colConsul: "warning", colDraining: "true", colInFlight: "0", colByPeers: "0", colAdapters: "-"},
+		"alloc-1/sim": {colRole: "agg", colConsul: "-", colDraining: "false", colInFlight: "0", colByPeers: "0", colAdapters: "sql"},
+		"alloc-2/sim": {colRole: "decode", colConsul: "warning", colDraining: "true", colInFlight: "0", colByPeers: "0", colAdapters: "-"},
 	}
 	var out bytes.Buffer
 	// The router is found once its health check passes, and the adapter
@@ -126,7 +127,7 @@ func TestStatusFromConsul(t *testing.T) {
 	}) {
 		t.Fatalf("status never showed the replicas as wanted (%v; %s):\n%s", err, matches(rows(out.String()), want), out.String())
 	}
-	for _, w := range []string{"router " + r.AdminAddr() + ": 2 replicas", "MODE", "CONSUL", "DRAINING", "ADAPTERS"} {
+	for _, w := range []string{"router " + r.AdminAddr() + ": 2 replicas", "ROLE", "MODE", "CONSUL", "DRAINING", "ADAPTERS"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("output lacks %q:\n%s", w, out.String())
 		}
