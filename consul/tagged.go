@@ -9,8 +9,9 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/hashicorp/consul/api"
 	"maps"
+
+	"github.com/hashicorp/consul/api"
 )
 
 // catalogAPI is the part of the Consul client the tag-wide watcher needs.

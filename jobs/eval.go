@@ -3,10 +3,11 @@ package jobs
 import (
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/zclconf/go-cty/cty"
 	"maps"
 	"slices"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // placeholders builds the evaluation context a jobspec's expressions see

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/nomad/api"
 	"maps"
 	"slices"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // Submit validates a jobspec, then has the Nomad agent parse it (the agent's

@@ -8,8 +8,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llmgw/llmgw/internal/testkit/kvvectors"
 	"time"
+
+	"github.com/llmgw/llmgw/internal/testkit/kvvectors"
 )
 
 // equalState reports whether the events' net effect matches the dump.

@@ -7,12 +7,13 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"maps"
+	"slices"
+
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/replicas"
-	"maps"
-	"slices"
 )
 
 // capacitySlack is the index room beyond the fleet's advertised KV capacity:

@@ -3,8 +3,9 @@ package intake
 import (
 	"testing"
 
-	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/llmgw/llmgw/driver/kvevents"
 )
 
 // churnPayloads builds m batches of steady churn as a busy vLLM engine

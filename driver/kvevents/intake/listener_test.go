@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/driver/kvevents/kvtest"
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/localproc/netport"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
-	"go.uber.org/goleak"
 )
 
 // TestMain removes a vllm-sim built for this run and checks that no test

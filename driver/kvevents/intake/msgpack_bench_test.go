@@ -7,9 +7,10 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/llmgw/llmgw/driver/kvevents"
 	"github.com/llmgw/llmgw/internal/blockkey"
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // libDecoder decodes the batches BenchmarkDecode sends with
