@@ -377,8 +377,8 @@ func (g *Gateway) routed(kind openai.Kind, endpoint string, proxy http.Handler) 
 		}
 		defer g.putPlan(p) // after the proxy, the last user of p, returns
 		rt := &route{body: p.req.Body, attempts: g.attempts(p.decision), promptTokens: p.prompt.Tokens, blockTokens: p.sreq.BlockTokens, served: -1}
+		rt.onSend = func(sent scheduler.Ranked) { g.d.Scheduler.Routed(&p.sreq, &sent.Candidate) }
 		rt.onServed = func(chosen scheduler.Ranked) {
-			g.d.Scheduler.Routed(&p.sreq, &chosen.Candidate)
 			g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
 			g.d.Metrics.CachedTokens.WithLabelValues(string(chosen.Mode)).Observe(float64(chosen.CachedBlocks * p.sreq.BlockTokens))
 			g.decisions.record(p.req.Model, &p.decision, chosen, p.prompt.Tokens, p.sreq.BlockTokens, p.total, rt.prefill)

@@ -158,8 +158,8 @@ func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io
 		return nil, "", fmt.Errorf("no healthy replica of %s but the failed %v", req.Model, failed)
 	}
 	rt := &route{body: body, attempts: attempts, promptTokens: res.Tokens, blockTokens: sreq.BlockTokens, served: -1}
+	rt.onSend = func(sent scheduler.Ranked) { g.d.Scheduler.Routed(sreq, &sent.Candidate) } // the continuation's prefix is being cached there
 	rt.onServed = func(chosen scheduler.Ranked) {
-		g.d.Scheduler.Routed(sreq, &chosen.Candidate) // the continuation's prefix is cached there now
 		g.d.Metrics.Decisions.WithLabelValues(string(chosen.Mode)).Inc()
 		g.decisions.recordFrom(req.Model, &d, chosen, res.Tokens, sreq.BlockTokens, overhead, nil, failed[len(failed)-1])
 	}

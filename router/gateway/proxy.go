@@ -43,9 +43,16 @@ type route struct {
 	attempts     []attempt
 	promptTokens int
 	blockTokens  int
-	// served is called once a replica answers, before any byte reaches the
-	// client, so history-keeping scorers know where this request went before
-	// the client can send its next one.
+	// onSend is called as the request goes to an attempt's replica, before
+	// it answers: what the scheduler's observers learn from it (the prefix
+	// scorer's speculative credit, routing history, sessions) must reach
+	// the decisions of requests that arrive while this one is prefilled,
+	// such as the siblings of a fan-out burst, all decided before the
+	// first of them is answered.
+	onSend func(scheduler.Ranked)
+	// onServed is called once a replica answers, before any byte reaches
+	// the client: the decision is counted and logged for the replica that
+	// took it.
 	onServed func(scheduler.Ranked)
 	// remotePrefill: a prefill replica computed the prompt (prefill, the
 	// step it took, pdstep.go); the decode replica has none to compute.
@@ -120,6 +127,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.mu.Lock()
 		rt.tried = i + 1
 		rt.mu.Unlock()
+		if rt.onSend != nil {
+			rt.onSend(a.ranked)
+		}
 		resp, err := t.base.RoundTrip(out)
 		last := i == len(rt.attempts)-1
 		switch {
