@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"time"
@@ -250,6 +253,23 @@ func TestCPUOffloadEvents(t *testing.T) {
 	}
 	if len(cpu) == 0 || !slices.Equal(cpu, gpu) {
 		t.Errorf("CPU stores %v; want the GPU stores %v offloaded", cpu, gpu)
+	}
+	// As vLLM's V1 engine, the sim advertises no CPU blocks in
+	// cache_config_info: the connector's buffer is not CacheConfig's.
+	resp, err := http.Get(p.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var info string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "vllm:cache_config_info{") {
+			info = l
+		}
+	}
+	if !strings.Contains(info, `num_cpu_blocks="None"`) || !strings.Contains(info, `num_gpu_blocks="`) {
+		t.Errorf("cache_config_info %q; want num_gpu_blocks and num_cpu_blocks \"None\" with the CPU tier on", info)
 	}
 }
 

@@ -54,6 +54,8 @@ type Config struct {
 	EngineAuth
 	// Rates cap the scrapes and peer messages per second.
 	Rates Rates
+	// Index bounds the block index's CPU tier (index.go).
+	Index Index
 
 	// Discovery is DiscoveryConsul or DiscoveryNomad (nomad.go).
 	Discovery string
@@ -130,6 +132,7 @@ func Default() Config {
 		PeerInterval:    50 * time.Millisecond,
 		PeerExpiry:      3 * time.Second,
 		Rates:           defaultRates(),
+		Index:           defaultIndex(),
 		LogLevel:        "info",
 		HTTP:            defaultHTTP(),
 		Migration:       defaultMigration(),
@@ -159,6 +162,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateAdmission()...)
 	errs = append(errs, c.Rates.validate()...)
+	errs = append(errs, c.Index.validate()...)
 	errs = append(errs, c.Migration.validate()...)
 	errs = append(errs, c.validateNomad()...)
 	errs = append(errs, c.validatePD()...)

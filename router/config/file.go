@@ -31,6 +31,7 @@ type fileConfig struct {
 	PeerExpiry       *string   `hcl:"peer_load_expiry,optional"`
 	ScrapeMaxRate    *int      `hcl:"scrape_max_rate,optional"`
 	PeerMaxRate      *int      `hcl:"peer_load_max_rate,optional"`
+	IndexCPURatio    *int      `hcl:"index_cpu_ratio,optional"`
 	LogLevel         *string   `hcl:"log_level,optional"`
 	QueueTimeout     *string   `hcl:"queue_timeout,optional"`
 	MaxQueue         *int      `hcl:"max_queue,optional"`
@@ -164,6 +165,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		*d.dst = v
 	}
 	c.applyFileRates(fc)
+	c.applyFileIndex(fc)
 	c.applyFileNomad(fc)
 	if err := c.applyFileAuth(fc.APIKeys, fc.Auth); err != nil {
 		return err

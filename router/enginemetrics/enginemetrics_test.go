@@ -45,6 +45,16 @@ vllm:prompt_tokens_total{engine="0",model_name="qwen"} 12345
 			want: Sample{Waiting: 5, Running: 15, KVUsage: 0.5, GPUBlocks: 4000, CPUBlocks: 200, BlockSize: 16},
 		},
 		{
+			// vLLM's V1 engine leaves CacheConfig.num_cpu_blocks None
+			// (KV offloading included: its buffer is the connector's),
+			// and every other CacheConfig field is a label too.
+			name: "V1 engine with CPU offloading: num_cpu_blocks None",
+			in: `vllm:num_requests_running{engine="0",model_name="qwen"} 1
+vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",kv_offloading_backend="native",kv_offloading_size="64.0",num_cpu_blocks="None",num_gpu_blocks="27000"} 1.0
+`,
+			want: Sample{Running: 1, GPUBlocks: 27000, BlockSize: 16},
+		},
+		{
 			name: "older vLLM name, no labels, timestamp",
 			in:   "vllm:gpu_cache_usage_perc 0.75 1700000000000\nvllm:num_requests_running 1\n",
 			want: Sample{Running: 1, KVUsage: 0.75},

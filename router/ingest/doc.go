@@ -45,11 +45,13 @@
 // The cap itself holds for GPU blocks, hybrid models included: a hybrid
 // engine's KV-cache groups draw on one pool of num_gpu_blocks, and only
 // the primary group's keys are in the model's (capped) index, the others
-// in their own. It does not hold for blocks offloaded to CPU by a KV
-// connector: vLLM advertises those in the connector's configuration, not
-// in cache_config_info (whose num_cpu_blocks is 0), while the driver
-// indexes their events as the CPU tier, so such a replica's CPU blocks
-// count against its GPU blocks' share of the cap.
+// in their own. Blocks offloaded to CPU by a KV connector are counted
+// on their own: vLLM sizes the connector's buffer in its configuration,
+// not in cache_config_info (whose num_cpu_blocks a V1 engine leaves 0 or
+// None), while the driver indexes their events as the CPU tier, so a
+// replica advertising no CPU blocks gets the router's index_cpu_ratio ×
+// its GPU blocks of CPU room in the cap, and its CPU tier is not checked
+// for oversize (router/server's capacity).
 //
 // It owns that per-replica KV bookkeeping (the ingest listener that wraps
 // the Receiver is router/server's). It must not import driver/..., gin, or

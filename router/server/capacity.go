@@ -46,7 +46,8 @@ func (i ingestSessions) Owner(replica string) (string, bool) { return i.sink.Own
 func (i ingestSessions) Resnapshot(driver string)            { i.receiver.Forget(driver) }
 
 // capacity bounds each model's index by the KV blocks its replicas
-// advertise (vllm:cache_config_info), so a stale or runaway index cannot
+// advertise (vllm:cache_config_info; a CPU tier they do not advertise gets
+// cpuRatio × their GPU blocks, capacity_cap.go), so a stale or runaway index cannot
 // grow without limit, and checks each replica's share of the index against
 // its own advertised capacity (index.Models.Oversized): a replica holding
 // more blocks than its engine has room for means the index missed
@@ -58,6 +59,7 @@ type capacity struct {
 	reps     *replicas.Set
 	log      hclog.Logger
 	sessions driverSessions // nil: alarm only
+	cpuRatio int            // CPU-tier room per GPU block where no CPU blocks are advertised
 	now      func() time.Time
 
 	mu        sync.Mutex
@@ -68,8 +70,8 @@ type capacity struct {
 	repairs   map[string]uint64    // replica -> snapshots asked for it
 }
 
-func newCapacity(models *index.Models, set *replicas.Set, sessions driverSessions, log hclog.Logger) *capacity {
-	return &capacity{models: models, reps: set, log: log, sessions: sessions, now: time.Now,
+func newCapacity(models *index.Models, set *replicas.Set, sessions driverSessions, cpuRatio int, log hclog.Logger) *capacity {
+	return &capacity{models: models, reps: set, log: log, sessions: sessions, cpuRatio: cpuRatio, now: time.Now,
 		adv: map[string][2]int{}, limit: map[string]int{}, oversized: map[string]index.Oversize{},
 		asked: map[string]time.Time{}, repairs: map[string]uint64{}}
 }
@@ -87,12 +89,13 @@ func (c *capacity) observe(replica string, gpu, cpu int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.adv[replica] = [2]int{index.GPU: gpu, index.CPU: cpu}
-	total := 0
+	var advs [][2]int
 	for _, rep := range c.reps.ForModel(r.Model) {
-		a := c.adv[rep.ID]
-		total += a[index.GPU] + a[index.CPU]
+		if a, ok := c.adv[rep.ID]; ok {
+			advs = append(advs, a)
+		}
 	}
-	limit := int(float64(total) * capacitySlack)
+	limit := keyCap(advs, c.cpuRatio)
 	if c.limit[r.Model] != limit {
 		c.limit[r.Model] = limit
 		c.models.For(r.Model).SetMaxKeys(limit)
@@ -125,7 +128,12 @@ func (c *capacity) check() {
 		a, ok := adv[replica]
 		cpu := a[index.CPU]
 		if cpu == 0 {
-			cpu = math.MaxInt32 // no CPU tier advertised: offloaded blocks are not checked
+			// No CPU tier advertised (a KV connector's offload buffer is
+			// not in cache_config_info): with no known capacity there is
+			// no evidence of missed removals, and a guess would alarm and
+			// resnapshot every minute. The key cap (keyCap) still bounds
+			// these blocks.
+			cpu = math.MaxInt32
 		}
 		return a[index.GPU], cpu, ok
 	}, capacitySlack-1)

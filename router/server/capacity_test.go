@@ -149,7 +149,7 @@ func (f *fakeSessions) Resnapshot(driver string)            { f.asked = append(f
 // driver session asks nobody.
 func TestRepairRateLimited(t *testing.T) {
 	fs := &fakeSessions{owners: map[string]string{"a/1": "d1", "b/1": "d1", "c/1": "d2"}}
-	c := newCapacity(nil, nil, fs, hclog.NewNullLogger())
+	c := newCapacity(nil, nil, fs, 0, hclog.NewNullLogger())
 	now := time.Unix(1000, 0)
 	c.now = func() time.Time { return now }
 	steps := []struct {

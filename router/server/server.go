@@ -123,7 +123,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	if s.receiver != nil {
 		sessions = ingestSessions{sink: s.sink, receiver: s.receiver}
 	}
-	s.capacity = newCapacity(s.models, s.set, sessions, log.Named("capacity"))
+	s.capacity = newCapacity(s.models, s.set, sessions, cfg.Index.CPURatio, log.Named("capacity"))
 
 	sources, etok, err := s.promptSources(opts)
 	if err != nil {

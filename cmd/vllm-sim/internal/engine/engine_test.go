@@ -59,7 +59,7 @@ func start(t *testing.T, cfg Config, blocks int) *harness {
 	}
 	reg := prometheus.NewRegistry()
 	pub := &recorder{}
-	m := NewFamily(reg).For("m", 0, 4, blocks, 0)
+	m := NewFamily(reg).For("m", 0, 4, blocks)
 	e, err := New(cfg, pool, pub, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -78,12 +78,18 @@ func NewFamily(reg prometheus.Registerer) *Family {
 	return f
 }
 
-// For returns the metrics of one engine.
-func (f *Family) For(model string, rank, blockSize, gpuBlocks, cpuBlocks int) *Metrics {
+// For returns the metrics of one engine. Its cache_config_info advertises
+// gpuBlocks and num_cpu_blocks "None", whatever the CPU tier: a V1 engine
+// never sets CacheConfig.num_cpu_blocks (vllm-project/vllm 00080ee1,
+// vllm/v1/engine/core.py; older V1 releases set it to 0), and the label is
+// str() of the field. The OffloadingConnector's CPU buffer, which the sim's
+// CPU tier plays, is sized in the connector's configuration and appears in
+// no metric in blocks.
+func (f *Family) For(model string, rank, blockSize, gpuBlocks int) *Metrics {
 	l := prometheus.Labels{"model_name": model, "engine": strconv.Itoa(rank)}
 	f.cacheInfo.With(prometheus.Labels{
 		"block_size": strconv.Itoa(blockSize), "num_gpu_blocks": strconv.Itoa(gpuBlocks),
-		"num_cpu_blocks": strconv.Itoa(cpuBlocks), "enable_prefix_caching": "True", "cache_dtype": "auto",
+		"num_cpu_blocks": "None", "enable_prefix_caching": "True", "cache_dtype": "auto",
 		"engine": strconv.Itoa(rank),
 	}).Set(1)
 	return &Metrics{

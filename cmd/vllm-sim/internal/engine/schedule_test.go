@@ -31,7 +31,7 @@ func newStepper(t *testing.T, budget int, groups []kvcache.GroupSpec) *stepper {
 		t.Fatal(err)
 	}
 	pub := &recorder{}
-	m := NewFamily(prometheus.NewRegistry()).For("m", 0, 16, 2048, 0)
+	m := NewFamily(prometheus.NewRegistry()).For("m", 0, 16, 2048)
 	e, err := New(Config{MaxNumSeqs: 8, MaxBatchedTokens: budget}, pool, pub, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestSiblingEventsPrecedeItsUse(t *testing.T) {
 	a := request(t.Context(), concat(shared, prompt(100, 100000)), 1, 2)
 	b := request(t.Context(), concat(shared, prompt(100, 200000)), 1, 2)
 	pub := &orderPub{watch: b}
-	m := NewFamily(prometheus.NewRegistry()).For("m", 0, 16, 1024, 0)
+	m := NewFamily(prometheus.NewRegistry()).For("m", 0, 16, 1024)
 	e, err := New(Config{MaxNumSeqs: 4, MaxBatchedTokens: 8192}, pool, pub, m, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

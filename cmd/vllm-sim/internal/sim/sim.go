@@ -173,7 +173,7 @@ func startRank(ctx context.Context, cfg config.Config, env Env, id int, family *
 		}
 		publisher = pub
 	}
-	m := family.For(cfg.ServedName(), id, cfg.BlockSize, cfg.NumGPUBlocks, cfg.CPUOffloadBlocks)
+	m := family.For(cfg.ServedName(), id, cfg.BlockSize, cfg.NumGPUBlocks)
 	ecfg := engine.Config{
 		MaxNumSeqs: cfg.MaxNumSeqs, MaxBatchedTokens: cfg.MaxNumBatchedTokens, Latency: cfg.Latency, DPRank: id,
 	}
