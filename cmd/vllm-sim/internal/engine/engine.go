@@ -7,6 +7,16 @@
 // preempts the newest sequence by recomputation when decoding runs out of
 // blocks, and publishes the step's KV events as one batch. One goroutine owns
 // the cache; everything else talks to it through channels.
+//
+// Blocks become hittable when a step schedules them, as in vLLM v1
+// (vllm-project/vllm 003df2961dd8): allocate_slots caches the full blocks
+// of the tokens scheduled (cache_blocks) and _update_after_schedule
+// advances num_computed_tokens before the forward pass, so a request
+// scheduled later in the same step, or in a later step while the first is
+// still prefilling, reuses them; siblings arriving together share one
+// prefill. The step's events are published when vLLM's update_from_output
+// takes them (take_events), after the step's modelled time and before its
+// tokens are delivered.
 package engine
 
 import (

@@ -12,31 +12,64 @@ type work struct {
 	numNew int // tokens whose KV this step computes
 }
 
-// step schedules, "runs" and applies one scheduler step.
+// stepPlan is what one step's schedule decided: the requests it runs and
+// the prompt and CPU-loaded tokens it computes, which its modelled duration
+// charges.
+type stepPlan struct {
+	work         []work
+	prefill, cpu int
+}
+
+// step schedules, "runs" and finishes one scheduler step.
 func (e *Engine) step(ctx context.Context) error {
 	start := time.Now()
-	e.dropAborted()
-	e.expireHeld(start)
-	plan, prefill, cpu := e.schedule(start)
-	e.publishLoad()
-
-	d := e.cfg.Latency.Step(prefill, cpu, len(e.running), e.cfg.MaxNumSeqs)
+	sp := e.begin(start)
+	d := e.cfg.Latency.Step(sp.prefill, sp.cpu, len(e.running), e.cfg.MaxNumSeqs)
 	if err := SleepUntil(ctx, start.Add(d)); err != nil {
 		return err
 	}
-	e.steps++
-	e.apply(plan, time.Now())
-	e.publishLoad()
-	e.flushEvents(ctx)
+	e.finish(ctx, sp, time.Now())
 	return nil
+}
+
+// begin is the scheduling half of a step, vLLM's Scheduler.schedule: it
+// drops aborted requests and expired holds, then plans the step, caching
+// the blocks it schedules as it goes.
+func (e *Engine) begin(now time.Time) stepPlan {
+	e.dropAborted()
+	e.expireHeld(now)
+	sp := e.schedule(now)
+	e.publishLoad()
+	return sp
+}
+
+// finish is the other half, vLLM's Scheduler.update_from_output, once the
+// step's modelled time has passed: it publishes the step's KV events (vLLM
+// takes them from the KV cache manager there, before the outputs go back
+// to the API server, so a router hears of a block no later than a client
+// hears of the token that computed it), then samples and delivers tokens.
+func (e *Engine) finish(ctx context.Context, sp stepPlan, now time.Time) {
+	e.steps++
+	e.flushEvents(ctx)
+	e.apply(sp.work, now)
+	e.publishLoad()
+	e.flushEvents(ctx) // nothing, unless apply ever records events
 }
 
 // schedule plans a step: running sequences first (decode, or the rest of a
 // chunked prefill), then waiting ones, first come first served, while the
 // token budget, max-num-seqs and free blocks allow. A step that had to
-// preempt admits nobody, as in vLLM. It returns the plan and the prompt and
-// CPU-loaded tokens it computes.
-func (e *Engine) schedule(now time.Time) (plan []work, prefill, cpu int) {
+// preempt admits nobody, as in vLLM.
+//
+// Each request's share is computed at once (run), as vLLM's allocate_slots
+// caches the blocks of the tokens it schedules (cache_blocks, up to
+// num_computed_tokens + num_new_tokens) and _update_after_schedule advances
+// num_computed_tokens before the forward pass: a request scheduled later in
+// the same step, or in any later one, hits them (the model writes each
+// layer's KV before that layer's attention reads it). Siblings arriving
+// together therefore share one prefill of their common prefix.
+func (e *Engine) schedule(now time.Time) stepPlan {
+	var sp stepPlan
 	budget := e.cfg.MaxBatchedTokens
 	preempted := false
 	for i := 0; i < len(e.running) && budget > 0; i++ {
@@ -48,9 +81,9 @@ func (e *Engine) schedule(now time.Time) (plan []work, prefill, cpu int) {
 		}
 		n := min(len(r.seq.Tokens)-r.seq.NumComputed, budget)
 		if n > 1 {
-			prefill += n
+			sp.prefill += n
 		}
-		plan = append(plan, work{r, n})
+		e.run(&sp, r, n)
 		budget -= n
 	}
 	for !preempted && len(e.waiting) > 0 && len(e.running) < e.cfg.MaxNumSeqs && budget > 0 {
@@ -74,12 +107,20 @@ func (e *Engine) schedule(now time.Time) (plan []work, prefill, cpu int) {
 		e.waiting = e.waiting[1:]
 		e.running = append(e.running, r)
 		n := min(len(r.seq.Tokens)-r.seq.NumComputed, budget)
-		prefill += n
-		cpu += m.CPUTokens
-		plan = append(plan, work{r, n})
+		sp.prefill += n
+		sp.cpu += m.CPUTokens
+		e.run(&sp, r, n)
 		budget -= n
 	}
-	return plan, prefill, cpu
+	return sp
+}
+
+// run schedules n of r's tokens in the step: their KV counts as computed
+// from now on and the blocks they fill enter the prefix cache, with their
+// BlockStored in this step's batch.
+func (e *Engine) run(sp *stepPlan, r *Request, n int) {
+	e.pool.Compute(&r.seq, r.seq.NumComputed+n)
+	sp.work = append(sp.work, work{r, n})
 }
 
 // reserve makes room for r's next token, preempting the newest running
@@ -100,13 +141,13 @@ func (e *Engine) reserve(r *Request) (runs, preempted bool) {
 	return true, preempted
 }
 
-// apply records what the step computed: full blocks enter the cache, and
-// every sequence whose tokens are all computed samples its next token.
+// apply delivers what the step computed: every sequence whose tokens are
+// all computed samples its next token. The step's blocks were cached when
+// it was scheduled.
 func (e *Engine) apply(plan []work, now time.Time) {
 	finished := 0
 	for _, w := range plan {
 		r := w.r
-		e.pool.Compute(&r.seq, r.seq.NumComputed+w.numNew)
 		if r.seq.NumComputed < len(r.seq.Tokens) {
 			continue // chunked prefill goes on next step
 		}

@@ -5,7 +5,9 @@
 // order only when a new block is needed.
 //
 // It records the KV events vLLM would publish, with vLLM's timing: a
-// BlockStored when a block becomes full (prompt or decode), a BlockRemoved
+// BlockStored when a block becomes full (prompt or decode; the engine
+// computes a step's tokens as it schedules them, so that is the step that
+// schedules the block's last token), a BlockRemoved
 // only when a cached free block is reused for new data, and AllBlocksCleared
 // on a prefix-cache reset. An optional CPU tier plays vLLM's offloading
 // connector: its stores carry medium "CPU" and no token ids.

@@ -258,9 +258,11 @@ func (p *Pool) release(b *block) {
 	}
 }
 
-// Compute records that the KV of the first n tokens now exists (the engine
-// calls it for the tokens a step processes) and enters the blocks that became
-// full into the prefix cache, emitting one BlockStored per group for them.
+// Compute records that the KV of the first n tokens exists, or will by the
+// end of the step that scheduled them (the engine calls it as it schedules
+// a step's tokens, as vLLM's allocate_slots calls cache_blocks), and enters
+// the blocks that became full into the prefix cache, emitting one
+// BlockStored per group for them.
 func (p *Pool) Compute(s *Seq, n int) {
 	p.ensureGroups(s)
 	s.NumComputed = n

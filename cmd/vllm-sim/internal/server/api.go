@@ -15,8 +15,10 @@ type completionRequest struct {
 	// KVTransferParams is the NixlConnector's, for a P/D step.
 	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 
-	Prompt           json.RawMessage `json:"prompt"`
-	MaxTokens        *int            `json:"max_tokens"`
+	Prompt json.RawMessage `json:"prompt"`
+	// MaxTokens tells an absent max_tokens (16) from a null one (no
+	// limit but the context), as vLLM's CompletionRequest does.
+	MaxTokens        optionalInt     `json:"max_tokens"`
 	Stream           bool            `json:"stream"`
 	StreamOptions    *streamOptions  `json:"stream_options"`
 	Seed             *int64          `json:"seed"`

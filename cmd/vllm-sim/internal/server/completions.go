@@ -62,19 +62,20 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, perr)
 		return
 	}
-	maxTokens := 16 // OpenAI's legacy default, which vLLM keeps for completions
-	if req.MaxTokens != nil {
-		maxTokens = *req.MaxTokens
-	}
-	if maxTokens < 1 {
-		writeError(w, badRequest("max_tokens must be at least 1, got %d", maxTokens))
-		return
-	}
-	for _, p := range prompts {
-		if err := s.checkLength(len(p), maxTokens); err != nil {
+	limits := make([]int, len(prompts))
+	for i, p := range prompts {
+		n, err := s.completionMaxTokens(req.MaxTokens, len(p))
+		if err == nil && n < 1 {
+			err = badRequest("max_tokens must be at least 1, got %d", n)
+		}
+		if err == nil {
+			err = s.checkLength(len(p), n)
+		}
+		if err != nil {
 			writeError(w, err)
 			return
 		}
+		limits[i] = n
 	}
 	if (kv.DoRemoteDecode || kv.DoRemotePrefill) && len(prompts) > 1 {
 		writeError(w, badRequest("kv_transfer_params applies to one prompt; got %d", len(prompts)))
@@ -88,7 +89,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	model := s.modelName(req.Model)
 	gens := make([]*generation, len(prompts))
 	for i, p := range prompts {
-		out, reason := s.output(maxTokens, req.Seed, req.IgnoreEOS)
+		out, reason := s.output(limits[i], req.Seed, req.IgnoreEOS)
 		g, err := s.submit(r.Context(), req.Model, salt, p, out, reason, kv, req.Stream)
 		if err != nil {
 			writeError(w, err)
