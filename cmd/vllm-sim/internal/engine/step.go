@@ -53,7 +53,7 @@ func (e *Engine) finish(ctx context.Context, sp stepPlan, now time.Time) {
 	e.flushEvents(ctx)
 	e.apply(sp.work, now)
 	e.publishLoad()
-	e.flushEvents(ctx) // nothing, unless apply ever records events
+	e.flushEvents(ctx) // apply records none today; any it did would go out with this step
 }
 
 // schedule plans a step: running sequences first (decode, or the rest of a
