@@ -7,7 +7,8 @@
 #                              sections of docs/BENCHMARKS.md (between marker
 #                              comments) and sweep.json, sweep.md and
 #                              sweep.png in docs/bench/sweep-<workload>/:
-#                              about 20 minutes on 2 cores at load 20
+#                              about 19 minutes on 2 cores at load 1-9
+#                              (the 70B-class engine drains longer)
 #   make bench-policies-quick  the same sweeps with -quick (lowest and highest
 #                              rate, 48 requests a run) into
 #                              $(BENCH_QUICK_OUT), docs untouched: a CI check
