@@ -12,7 +12,7 @@
 #   make bench-policies-quick  the same sweeps with -quick (lowest and highest
 #                              rate, 48 requests a run) into
 #                              $(BENCH_QUICK_OUT), docs untouched: a CI check
-#                              (under 10 minutes at load 20 on 2 cores)
+#                              (9.3 minutes on 2 cores at load under 10)
 #   make bench-policies-single the earlier single-rate comparisons (chat, the
 #                              sample trace, the tool-agent trace) on four
 #                              shards, each rewriting its own section: about
