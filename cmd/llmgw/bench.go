@@ -115,16 +115,23 @@ func startBenchFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*fle
 func (c *benchConfig) options(args []string, w workload.Workload, setup string) bench.Options {
 	return bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
 		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
-		Setup: fmt.Sprintf("%s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers",
+		Setup: fmt.Sprintf("%s; %d vllm-sim shards (%s, max_model_len %d), %d routers",
 			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
 }
 
-// simNote describes extra simulator flags in the setup line.
+// simNote describes the simulator in the setup line: its latency model
+// (the default unless a latency flag is among args) and any extra flags.
 func simNote(args string) string {
-	if args == "" {
-		return ""
+	model := "default latency model"
+	for _, f := range []string{"--sim-latency", "--no-sim-latency", "--sim-overhead", "--sim-prefill-per-token", "--sim-inter-token-latency", "--sim-load-factor"} {
+		if strings.Contains(args, f) {
+			model = "latency model set by its flags"
+		}
 	}
-	return ", with " + args
+	if args == "" {
+		return model
+	}
+	return model + ", with " + args
 }
 
 // writeReport prints the Markdown and writes the files asked for: in

@@ -70,7 +70,7 @@ func benchFault(ctx context.Context, c benchConfig, args []string, w workload.Wo
 		}
 		runs = append(runs, s)
 	}
-	md := fmt.Sprintf("Command: `%s`\n\nSetup: %s; %d vllm-sim shards (default latency model%s, max_model_len %d), %d routers, policy %s; shard %d's engine killed with SIGKILL %s into the run.\n\n%s",
+	md := fmt.Sprintf("Command: `%s`\n\nSetup: %s; %d vllm-sim shards (%s, max_model_len %d), %d routers, policy %s; shard %d's engine killed with SIGKILL %s into the run.\n\n%s",
 		strings.Join(append([]string{"llmgw", "bench"}, args...), " "), setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers,
 		c.policies[0].Name, c.fault.shard, c.fault.killAfter, bench.SurvivalMarkdown(runs))
 	fmt.Fprint(stdout, md)

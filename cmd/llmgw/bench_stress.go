@@ -13,7 +13,7 @@ import (
 type stressFlags struct {
 	sessions                     int
 	bursts, fanOutMin, fanOutMax int
-	contextTokens                int
+	contextTokens, agents        int
 	requests, tenants            int
 	tenantShare                  float64
 	tenantTokens, uniqueTokens   int
@@ -25,6 +25,7 @@ func (s *stressFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&s.fanOutMin, "fanout-min", 8, "fan-out: fewest siblings in a burst")
 	fs.IntVar(&s.fanOutMax, "fanout-max", 32, "fan-out: most siblings in a burst")
 	fs.IntVar(&s.contextTokens, "context-tokens", 3000, "fan-out: the agent's shared context at the first burst (it grows 200 tokens a burst)")
+	fs.IntVar(&s.agents, "agents", 1, "fan-out: agents, each with its own context, taking turns at the bursts")
 	fs.IntVar(&s.requests, "requests", 240, "mixed-tenants: requests")
 	fs.IntVar(&s.tenants, "tenants", 3, "mixed-tenants: tenants with a shared system prompt (tenant t gets 1/(t+1) of the shared traffic)")
 	fs.Float64Var(&s.tenantShare, "tenant-share", 0.5, "mixed-tenants: share of requests from a tenant; the rest are unique prompts")
@@ -41,10 +42,14 @@ func (s *stressFlags) build(c *benchConfig) (w workload.Workload, setup string, 
 		return w, fmt.Sprintf("%d sessions x %d rounds, %d-token shared system prompt, %d-token document per session, %d-token questions, %d-token answers",
 			s.sessions, c.rounds, c.systemTokens, c.docTokens, c.userTokens, c.outputTokens), true, err
 	case "fan-out":
-		w, err = workload.FanOut(workload.FanOutOptions{Bursts: s.bursts, MinFanOut: s.fanOutMin, MaxFanOut: s.fanOutMax,
+		w, err = workload.FanOut(workload.FanOutOptions{Bursts: s.bursts, MinFanOut: s.fanOutMin, MaxFanOut: s.fanOutMax, Agents: s.agents,
 			ContextTokens: s.contextTokens, StepTokens: 200, TaskTokens: c.userTokens, OutputTokens: c.outputTokens, Rate: c.rate, Seed: c.seed})
-		return w, fmt.Sprintf("%d bursts of %d-%d siblings over a %d-token agent context growing 200 tokens a burst, %d-token tasks, %d-token answers",
-			s.bursts, s.fanOutMin, s.fanOutMax, s.contextTokens, c.userTokens, c.outputTokens), true, err
+		agents := "an agent context"
+		if s.agents > 1 {
+			agents = fmt.Sprintf("%d agents' contexts (taking turns)", s.agents)
+		}
+		return w, fmt.Sprintf("%d bursts of %d-%d siblings over %s of %d tokens growing 200 tokens a burst, %d-token tasks, %d-token answers",
+			s.bursts, s.fanOutMin, s.fanOutMax, agents, s.contextTokens, c.userTokens, c.outputTokens), true, err
 	case "mixed-tenants":
 		w, err = workload.MixedTenants(workload.TenantOptions{Requests: s.requests, Tenants: s.tenants, SharedShare: s.tenantShare,
 			SystemTokens: s.tenantTokens, QuestionTokens: c.userTokens, UniqueTokens: s.uniqueTokens, OutputTokens: c.outputTokens,

@@ -14,10 +14,11 @@ import (
 
 // sweepMargin is how many points of the oracle's reusable tokens llmgw's
 // default must lead round-robin by on mixed tenants at the higher rate.
-// The committed sweep (docs/BENCHMARKS.md, "Rate sweeps", 16 shards)
-// shows a lead of 35 to 62 points at every rate; on this test's four
-// shards, where round-robin has fewer replicas to miss on, two runs on a
-// loaded host led by 14 and 29 points. Round-robin pays one cold miss of
+// The committed sweep (docs/BENCHMARKS.md, "Rate sweeps", 16 shards, a
+// 70B-class latency model) shows a lead of 18 to 39 points at every rate
+// (35 to 62 in the sweep before it, on the 8B model); on this test's
+// four shards, where round-robin has fewer replicas to miss on, runs on
+// a loaded host led by 14, 21 and 29 points. Round-robin pays one cold miss of
 // every tenant prompt on every shard, the default about one per tenant,
 // which no machine load changes, as it would change latencies.
 const sweepMargin = 0.05

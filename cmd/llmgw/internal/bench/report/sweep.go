@@ -46,7 +46,7 @@ func (s *Sweep) JSON() ([]byte, error) {
 func (s *Sweep) Knee() int {
 	for i := range s.Rates {
 		b, ok := s.Rates[i].policy(s.Baseline)
-		if ok && (b.Shed > 0 || float64(b.TTFT.P99) > float64(ms(s.SLO.TTFT))) {
+		if ok && s.saturated(b) {
 			return i
 		}
 	}
@@ -92,8 +92,12 @@ type Verdict struct {
 	Versus // at the knee
 	// Saturated is false when the baseline never saturated (the knee's
 	// figures are then the highest rate's).
-	Saturated                 bool
-	Highest                   Versus
+	Saturated bool
+	Highest   Versus
+	// Peers is the default against the best peer at PeersKnee, when
+	// PeersSaturated.
+	Peers                     Versus
+	PeersSaturated            bool
 	MinUnsaturatedOracleShare float64 // the default's lowest below the knee (every rate when none)
 	UnsaturatedRates          int
 	Wins                      []Win // where a peer beat the default by more than Noise
@@ -120,6 +124,9 @@ func (s *Sweep) Verdict() Verdict {
 		k = len(s.Rates) - 1
 	}
 	v.Versus, v.Highest = s.versus(k), s.versus(len(s.Rates)-1)
+	if pk := s.PeersKnee(); pk >= 0 {
+		v.Peers, v.PeersSaturated = s.versus(pk), true
+	}
 	v.MinUnsaturatedOracleShare = 1
 	for i := range s.Rates {
 		r := &s.Rates[i]
@@ -182,7 +189,7 @@ func (s *Sweep) Markdown(plots []string) string {
 	} else {
 		fmt.Fprintf(&b, "Workload `%s`: %s requests at %s req/s; %s.\n", s.Workload, strings.Join(sizes, ", "), strings.Join(rates, ", "), s.Setup)
 	}
-	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s, per second of the run. The knee is the lowest rate where `%s` sheds or its TTFT p99 exceeds %s. A peer counts as ahead of the default (`%s`) when its goodput is more than %.0f%% higher.\n\n",
+	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s, per second of the run. The knee is the lowest rate where `%s` sheds or its TTFT p99 exceeds %s; the peers' knee the lowest where every peer policy does. A peer counts as ahead of the default (`%s`) when its goodput is more than %.0f%% higher.\n\n",
 		s.SLO.TTFT, s.SLO.ITL, s.Baseline, s.SLO.TTFT, s.Default, 100*s.Noise)
 	v := s.Verdict()
 	knee := fmt.Sprintf("%g req/s", v.Rate)
@@ -211,7 +218,10 @@ func (s *Sweep) Markdown(plots []string) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %.2f req/s | %s | %s |\n", label, best, bestGood, x.Goodput, ratio, pct(x.OracleShare))
 	}
 	row("the knee, "+knee, v.Versus)
-	if v.Highest.Rate != v.Rate {
+	if v.PeersSaturated && v.Peers.Rate != v.Rate {
+		row(fmt.Sprintf("the peers' knee, %g req/s", v.Peers.Rate), v.Peers)
+	}
+	if v.Highest.Rate != v.Rate && (!v.PeersSaturated || v.Highest.Rate != v.Peers.Rate) {
 		row(fmt.Sprintf("the highest rate, %g req/s", v.Highest.Rate), v.Highest)
 	}
 	fmt.Fprintf(&b, "\nThe default's lowest share of the oracle's reusable tokens below the knee: %s. Peers ahead of the default at any rate: %s.\n\n", below, wins)

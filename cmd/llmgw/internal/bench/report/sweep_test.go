@@ -61,6 +61,10 @@ func TestSweepVerdict(t *testing.T) {
 	if v.Rate != 4 || !v.Saturated || v.BestPeer != "sglang" || v.BestPeerGoodput != 2.5 || v.Goodput != 3 || v.Ratio != 3/2.5 {
 		t.Errorf("at the knee: %+v; want rate 4, best peer sglang 2.5 against 3", v)
 	}
+	// dynamo (700 ms) and sglang (600 ms) both pass the 500 ms SLO at 4.
+	if p := v.Peers; !v.PeersSaturated || p.Rate != 4 || p.BestPeer != "sglang" {
+		t.Errorf("at the peers' knee: %+v (saturated %v); want rate 4, best peer sglang", p, v.PeersSaturated)
+	}
 	if h := v.Highest; h.Rate != 8 || h.BestPeer != "dynamo" || h.Ratio != 2 {
 		t.Errorf("at the highest rate: %+v; want dynamo at 8 req/s, the default 2x its goodput", h)
 	}
@@ -82,7 +86,7 @@ func TestSweepVerdict(t *testing.T) {
 		t.Errorf("wins within a 20%% noise: %+v", w)
 	}
 	s.Rates = s.Rates[:2]
-	if v := s.Verdict(); v.Saturated || v.Rate != 2 || v.UnsaturatedRates != 2 {
+	if v := s.Verdict(); v.Saturated || v.Rate != 2 || v.UnsaturatedRates != 2 || v.PeersSaturated {
 		t.Errorf("unsaturated sweep: %+v; want the highest rate's figures, every rate unsaturated", v)
 	}
 	if v := (&Sweep{}).Verdict(); v.Rate != 0 || v.BestPeer != "" {
@@ -108,6 +112,13 @@ func TestSweepMarkdownAndPlot(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
+	}
+	// With dynamo within the SLO at 4 req/s, the peers' knee is 8 req/s,
+	// the highest rate, which gets one row.
+	s.Rates[2].Policies[2].TTFT.P99 = 400
+	md = s.Markdown(nil)
+	if want := "| the peers' knee, 8 req/s | dynamo | 1.00 req/s | 2.00 req/s | 2.00x | 90.0% |\n"; !strings.Contains(md, want) || strings.Contains(md, "the highest rate") {
+		t.Errorf("markdown lacks %q or still has a highest-rate row:\n%s", want, md)
 	}
 	file := filepath.Join(t.TempDir(), SweepPlot)
 	if err := s.Plot(file); err != nil {

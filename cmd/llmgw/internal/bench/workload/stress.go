@@ -52,6 +52,12 @@ type FanOutOptions struct {
 	// Bursts is the number of steps; each sends MinFanOut..MaxFanOut
 	// siblings (uniformly).
 	Bursts, MinFanOut, MaxFanOut int
+	// Agents is how many agents, each with its own context, take turns
+	// at the bursts (burst b is agent b mod Agents's); 0 means 1. A
+	// fleet serves many agents at once, and their contexts together are
+	// what a router that copies every context to every replica cannot
+	// keep cached.
+	Agents int
 	// ContextTokens is the shared context at the first step; StepTokens
 	// what each step appends to it; TaskTokens each sibling's own task.
 	ContextTokens, StepTokens, TaskTokens int
@@ -68,26 +74,40 @@ func DefaultFanOutOptions() FanOutOptions {
 		OutputTokens: 24, Rate: 0.5, Seed: 1}
 }
 
+// maxAgents bounds FanOutOptions.Agents, whose contexts are all held in
+// memory while the workload is built.
+const maxAgents = 4096
+
 // FanOut builds the agentic fan-out workload. Here speculative credit
 // (siblings follow the first before the engine reports its cache) and
 // load balance (32 siblings on one replica queue behind each other) pull
 // apart.
 func FanOut(o FanOutOptions) (Workload, error) {
 	if o.Bursts < 1 || o.MinFanOut < 1 || o.MaxFanOut < o.MinFanOut || o.ContextTokens < 1 || o.StepTokens < 0 ||
-		o.TaskTokens < 1 || o.OutputTokens < 1 {
-		return Workload{}, fmt.Errorf("fan-out workload: need bursts, context, task and output tokens >= 1, step tokens >= 0 and 1 <= min <= max fan-out, got %+v", o)
+		o.TaskTokens < 1 || o.OutputTokens < 1 || o.Agents < 0 || o.Agents > maxAgents {
+		return Workload{}, fmt.Errorf("fan-out workload: need bursts, context, task and output tokens >= 1, step tokens >= 0, 1 <= min <= max fan-out and 0..%d agents, got %+v", maxAgents, o)
 	}
+	agents := max(o.Agents, 1)
 	rng := newRand(o.Seed, 5)
-	context := words(rng, o.ContextTokens)
+	contexts := []string{words(rng, o.ContextTokens)}
 	at := poisson(rng, o.Bursts, o.Rate)
+	for range agents - 1 {
+		// After the arrivals, so that one agent draws what it always did.
+		contexts = append(contexts, words(rng, o.ContextTokens))
+	}
 	var reqs []Request
 	for b, t := range at {
+		a := b % agents
+		group := fmt.Sprintf("burst-%d", b)
+		if agents > 1 {
+			group = fmt.Sprintf("agent-%d-burst-%d", a, b)
+		}
 		n := o.MinFanOut + rng.IntN(o.MaxFanOut-o.MinFanOut+1)
 		for range n {
-			reqs = append(reqs, Request{ID: len(reqs), At: t, After: -1, Group: fmt.Sprintf("burst-%d", b),
-				Prompt: context + words(rng, o.TaskTokens), MaxTokens: o.OutputTokens})
+			reqs = append(reqs, Request{ID: len(reqs), At: t, After: -1, Group: group,
+				Prompt: contexts[a] + words(rng, o.TaskTokens), MaxTokens: o.OutputTokens})
 		}
-		context += words(rng, o.StepTokens)
+		contexts[a] += words(rng, o.StepTokens)
 	}
 	return Workload{Name: "fan-out", Requests: reqs}, nil
 }

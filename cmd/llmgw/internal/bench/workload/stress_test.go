@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -89,6 +90,59 @@ func TestFanOut(t *testing.T) {
 	other.Seed = 2
 	if w2, _ := FanOut(other); reflect.DeepEqual(w, w2) {
 		t.Error("another seed gave the same workload")
+	}
+}
+
+// TestFanOutAgents: with several agents the bursts take turns, each
+// agent's siblings share that agent's context (growing with its own
+// bursts) and no two agents share one; a single agent is the workload
+// TestFanOut checks, drawn as before.
+func TestFanOutAgents(t *testing.T) {
+	o := DefaultFanOutOptions()
+	one, _ := FanOut(o)
+	o.Agents = 1
+	if again, _ := FanOut(o); !reflect.DeepEqual(one, again) {
+		t.Error("one agent gave another workload than the default")
+	}
+	o.Agents = 3
+	w, err := FanOut(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contexts := map[string]string{} // agent -> its context at its last burst
+	grown := map[string]int{}       // agent -> its bursts so far
+	seen := map[string]bool{}
+	b := 0
+	for _, r := range w.Requests {
+		if seen[r.Group] {
+			continue
+		}
+		seen[r.Group] = true
+		agent := fmt.Sprintf("agent-%d", b%3)
+		if want := fmt.Sprintf("%s-burst-%d", agent, b); r.Group != want {
+			t.Fatalf("burst %d is %s; want %s", b, r.Group, want)
+		}
+		ctx := r.Prompt[:len(r.Prompt)-60*tokenBytes]
+		if len(ctx) != (3000+200*grown[agent])*tokenBytes || !strings.HasPrefix(ctx, contexts[agent]) {
+			t.Errorf("%s: a context of %d tokens not extending its agent's last; want %d", r.Group, len(ctx)/tokenBytes, 3000+200*grown[agent])
+		}
+		contexts[agent] = ctx
+		grown[agent]++
+		b++
+	}
+	if len(contexts) != 3 {
+		t.Fatalf("%d agents; want 3", len(contexts))
+	}
+	for a, ca := range contexts {
+		for c, cc := range contexts {
+			if a < c && ca[:100*tokenBytes] == cc[:100*tokenBytes] {
+				t.Errorf("%s and %s share the start of their contexts", a, c)
+			}
+		}
+	}
+	o.Agents = maxAgents + 1
+	if _, err := FanOut(o); err == nil || !strings.Contains(err.Error(), "agents") {
+		t.Errorf("%d agents: error %v; want one naming the agents", o.Agents, err)
 	}
 }
 
