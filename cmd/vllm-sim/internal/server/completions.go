@@ -187,7 +187,14 @@ func newSSE(w http.ResponseWriter) *sse {
 	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
+	// vLLM returns a StreamingResponse as soon as the request is accepted,
+	// and uvicorn writes its status line and headers on
+	// http.response.start: a client (a router) has them before the first
+	// token, while the prompt is still being prefilled.
 	f, _ := w.(http.Flusher)
+	if f != nil {
+		f.Flush()
+	}
 	return &sse{w: w, f: f}
 }
 
