@@ -43,9 +43,11 @@ type Picker interface {
 	Pick(ctx context.Context, req *Request, cands []Candidate, totals []float64) int
 }
 
-// Observer learns from routing: Routed is called once the router has sent
-// the request to chosen (after any retries), so history-keeping plugins can
-// record what went where. It must be safe for concurrent use.
+// Observer learns from routing: Routed is called as the router sends the
+// request to chosen, before chosen answers (once per attempt when a
+// failed attempt is retried on the next candidate), so history-keeping
+// plugins record what went where in time for the requests decided while
+// this one is prefilled. It must be safe for concurrent use.
 type Observer interface {
 	Plugin
 	Routed(req *Request, chosen *Candidate)
