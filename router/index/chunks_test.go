@@ -89,18 +89,8 @@ func TestChunkedIndexMatchesModel(t *testing.T) {
 // consecutive sets differ in one page, so they share all chunks but one,
 // and the chunks are freed with the sets.
 func TestChunksAreShared(t *testing.T) {
-	const pages, blocks = 64, 512
-	ix := New(Options{})
-	prompt := randomKeys(blocks, 7)
-	for i := range MaxHolders {
-		cs := []Change{{Tier: GPU, Add: []uint64{uint64(1e6 + i)}}}
-		if i%64 == 0 {
-			cs = append(cs, Change{Tier: GPU, Add: prompt[:blocks*(i/64+1)/pages]})
-		}
-		if err := ix.Update(fmt.Sprintf("r-%04d", i), cs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	const pages, blocks = staggeredPages, staggeredBlocks
+	ix, prompt := staggered(t)
 	chunked := liveChunks(t, ix)
 	// Sets of pages k+1..63 for k = 0..62: those of more than 8 words
 	// (k < 55) have chunks; chunk c of such a set depends only on

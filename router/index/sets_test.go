@@ -57,19 +57,8 @@ func liveSets(t *testing.T, ix *Index) int {
 // which a holder drops out), not one per key; every set is freed once no
 // key points at it, and the numbers are reused.
 func TestHolderSetsAreShared(t *testing.T) {
-	const pages, blocks = 64, 512
-	ix := New(Options{})
-	prompt := randomKeys(blocks, 7)
-	for i := range MaxHolders {
-		cs := []Change{{Tier: GPU, Add: []uint64{uint64(1e6 + i)}}}
-		if i%64 == 0 {
-			j := i / 64
-			cs = append(cs, Change{Tier: GPU, Add: prompt[:blocks*(j+1)/pages]})
-		}
-		if err := ix.Update(fmt.Sprintf("r-%04d", i), cs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	const pages, blocks = staggeredPages, staggeredBlocks
+	ix, prompt := staggered(t)
 	// Keys of depth d are held by the holders of pages d*64/512 and up:
 	// the last 8 keys by page 63 alone (inline, no set).
 	if got, want := liveSets(t, ix), pages-1; got != want {
@@ -96,4 +85,25 @@ func TestHolderSetsAreShared(t *testing.T) {
 	if n := ix.sets.next; int(n) != len(ix.sets.free) {
 		t.Errorf("%d set numbers handed out, %d free again", n, len(ix.sets.free))
 	}
+}
+
+// The staggered prompt: staggeredBlocks keys cached on staggeredPages
+// holders spread one per page of MaxHolders, the holder of page j the
+// first (j+1)/staggeredPages of it, every holder with one key of its own.
+const staggeredPages, staggeredBlocks = 64, 512
+
+func staggered(t *testing.T) (*Index, []uint64) {
+	t.Helper()
+	ix := New(Options{})
+	prompt := randomKeys(staggeredBlocks, 7)
+	for i := range MaxHolders {
+		cs := []Change{{Tier: GPU, Add: []uint64{uint64(1e6 + i)}}}
+		if i%64 == 0 {
+			cs = append(cs, Change{Tier: GPU, Add: prompt[:staggeredBlocks*(i/64+1)/staggeredPages]})
+		}
+		if err := ix.Update(fmt.Sprintf("r-%04d", i), cs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ix, prompt
 }
