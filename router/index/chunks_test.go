@@ -84,40 +84,6 @@ func TestChunkedIndexMatchesModel(t *testing.T) {
 	liveSets(t, ix)
 }
 
-// TestChunksAreShared: the staggered prompt of TestHolderSetsAreShared
-// (64 holders, one per page, each a longer prefix) has one set per depth;
-// consecutive sets differ in one page, so they share all chunks but one,
-// and the chunks are freed with the sets.
-func TestChunksAreShared(t *testing.T) {
-	const pages, blocks = staggeredPages, staggeredBlocks
-	ix, prompt := staggered(t)
-	chunked := liveChunks(t, ix)
-	// Sets of pages k+1..63 for k = 0..62: those of more than 8 words
-	// (k < 55) have chunks; chunk c of such a set depends only on
-	// whether k has passed into it, so each chunk has at most 9 versions.
-	if chunked != 55 {
-		t.Errorf("%d sets with chunks; want 55", chunked)
-	}
-	if n := len(ix.sets.parts); n > chunks*(chunkPages+1) {
-		t.Errorf("%d interned chunks for %d sets; want at most %d", n, chunked, chunks*(chunkPages+1))
-	}
-	if got := ix.Lookup(prompt, nil); len(got) != pages || got[pages-1].Blocks != blocks {
-		t.Fatalf("lookup: %d matches; want %d, the last with all %d blocks", len(got), pages, blocks)
-	}
-	for i, m := range ix.Lookup(prompt, nil) {
-		if want := blocks * (i + 1) / pages; m.Blocks != want {
-			t.Errorf("%s: %d blocks; want %d", m.Replica, m.Blocks, want)
-		}
-	}
-	for i := range MaxHolders {
-		ix.Remove(fmt.Sprintf("r-%04d", i))
-	}
-	ix.sweepDead()
-	if len(ix.sets.parts) != 0 {
-		t.Errorf("after every holder left: %d interned chunks; want 0", len(ix.sets.parts))
-	}
-}
-
 // TestGallop: gallop finds what slices.BinarySearch finds, from any
 // starting position, for names present and absent.
 func TestGallop(t *testing.T) {

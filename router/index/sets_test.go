@@ -54,8 +54,10 @@ func liveSets(t *testing.T, ix *Index) int {
 // TestHolderSetsAreShared: keys held by the same holders of several pages
 // share one interned set, so a prompt cached on 64 holders spread one per
 // page has as many sets as its distinct holder sets (one per depth at
-// which a holder drops out), not one per key; every set is freed once no
-// key points at it, and the numbers are reused.
+// which a holder drops out), not one per key; consecutive sets differ in
+// one page, so they share all their chunks but one; every set and chunk
+// is freed once no key points at it, and the numbers are reused. (One
+// test for both: building the 4,096-holder index is most of its time.)
 func TestHolderSetsAreShared(t *testing.T) {
 	const pages, blocks = staggeredPages, staggeredBlocks
 	ix, prompt := staggered(t)
@@ -64,8 +66,23 @@ func TestHolderSetsAreShared(t *testing.T) {
 	if got, want := liveSets(t, ix), pages-1; got != want {
 		t.Errorf("%d live sets for a prompt on %d holders of %d pages; want %d", got, pages, pages, want)
 	}
-	if got := ix.Lookup(prompt, nil); len(got) != pages || got[pages-1].Blocks != blocks {
+	// Sets of pages k+1..63 for k = 0..62: those of more than 8 words
+	// (k < 55) have chunks; chunk c of such a set depends only on
+	// whether k has passed into it, so each chunk has at most 9 versions.
+	if chunked := liveChunks(t, ix); chunked != 55 {
+		t.Errorf("%d sets with chunks; want 55", chunked)
+	}
+	if n := len(ix.sets.parts); n > chunks*(chunkPages+1) {
+		t.Errorf("%d interned chunks; want at most %d", n, chunks*(chunkPages+1))
+	}
+	got := ix.Lookup(prompt, nil)
+	if len(got) != pages || got[pages-1].Blocks != blocks {
 		t.Fatalf("lookup: %d matches, last %+v; want %d, the last with all %d blocks", len(got), got[len(got)-1], pages, blocks)
+	}
+	for i, m := range got {
+		if want := blocks * (i + 1) / pages; m.Blocks != want {
+			t.Errorf("%s: %d blocks; want %d", m.Replica, m.Blocks, want)
+		}
 	}
 	// The holders of pages 1-31 leave: the prompt's keys change sets.
 	for j := 1; j < 32; j++ {
@@ -75,12 +92,17 @@ func TestHolderSetsAreShared(t *testing.T) {
 	if got, want := liveSets(t, ix), pages-32; got != want {
 		t.Errorf("after 31 holders left: %d live sets; want %d", got, want)
 	}
-	for i := range MaxHolders {
-		ix.Remove(fmt.Sprintf("r-%04d", i))
+	// Only the prompt's holders are in sets (every other holder's one key
+	// is inline), so their leaving frees every set and chunk.
+	for j := 0; j < pages; j++ {
+		ix.Remove(fmt.Sprintf("r-%04d", j*64))
 	}
 	ix.sweepDead()
 	if got := liveSets(t, ix); got != 0 {
-		t.Errorf("after every holder left: %d live sets; want 0", got)
+		t.Errorf("after the prompt's holders left: %d live sets; want 0", got)
+	}
+	if len(ix.sets.parts) != 0 {
+		t.Errorf("after the prompt's holders left: %d interned chunks; want 0", len(ix.sets.parts))
 	}
 	if n := ix.sets.next; int(n) != len(ix.sets.free) {
 		t.Errorf("%d set numbers handed out, %d free again", n, len(ix.sets.free))
