@@ -153,12 +153,20 @@ func writeReport(rep *report.Report, c benchConfig, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md := rep.Markdown(plots)
+	return writeOutputs(c, stdout, "report", js, plots, rep.Markdown)
+}
+
+// writeOutputs is what every report writer does once its plots are in
+// -out: print the Markdown linking them, write NAME.json and NAME.md in
+// -out, and splice the section into -doc with the plots linked relative
+// to the doc.
+func writeOutputs(c benchConfig, stdout io.Writer, name string, js []byte, plots []string, markdown func(plots []string) string) error {
+	md := markdown(plots)
 	fmt.Fprint(stdout, md)
-	if err := os.WriteFile(filepath.Join(c.outDir, "report.json"), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.outDir, name+".json"), js, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(c.outDir, "report.md"), []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.outDir, name+".md"), []byte(md), 0o644); err != nil {
 		return err
 	}
 	if c.doc == "" {
@@ -172,7 +180,7 @@ func writeReport(rep *report.Report, c benchConfig, stdout io.Writer) error {
 	for i, p := range plots {
 		linked[i] = filepath.ToSlash(filepath.Join(rel, p))
 	}
-	return spliceDoc(c.doc, c.section, rep.Markdown(linked))
+	return spliceDoc(c.doc, c.section, markdown(linked))
 }
 
 // spliceDoc rewrites section of the Markdown file doc (between its

@@ -185,20 +185,5 @@ func writeSweep(s *report.Sweep, c benchConfig, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	md := s.Markdown([]string{report.SweepPlot})
-	fmt.Fprint(stdout, md)
-	if err := os.WriteFile(filepath.Join(c.outDir, "sweep.json"), js, 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(c.outDir, "sweep.md"), []byte(md), 0o644); err != nil {
-		return err
-	}
-	if c.doc == "" {
-		return nil
-	}
-	rel, err := filepath.Rel(filepath.Dir(c.doc), c.outDir)
-	if err != nil {
-		return err
-	}
-	return spliceDoc(c.doc, c.section, s.Markdown([]string{filepath.ToSlash(filepath.Join(rel, report.SweepPlot))}))
+	return writeOutputs(c, stdout, "sweep", js, []string{report.SweepPlot}, s.Markdown)
 }
