@@ -3,9 +3,7 @@ package index
 import (
 	"fmt"
 	"runtime"
-	"sort"
 	"testing"
-	"time"
 )
 
 // BenchmarkLookupHolders measures an 8k-token prompt's walk (512 blocks)
@@ -23,34 +21,13 @@ func BenchmarkLookupHolders(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			prompt := randomKeys(blocks, 99)
-			every := c.holders / c.on
-			depth := func(i int) int {
-				if i%every != 0 {
-					return 0
-				}
-				return max(1, blocks*(i/every+1)/c.on)
-			}
-			ix := fill(b, c.holders, keys, prompt, depth)
+			ix := fill(b, c.holders, keys, prompt, spreadPrefixes(c.holders, c.on, blocks))
 			var buf []Match
-			lat := make([]time.Duration, 0, 1<<16)
 			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := cpuTime(b)
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				buf = ix.LookupStride(prompt, 1, buf[:0])
-				if len(lat) < cap(lat) {
-					lat = append(lat, time.Since(t0))
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+			timeLookups(b, func(int) { buf = ix.LookupStride(prompt, 1, buf[:0]) })
 			if len(buf) != c.on {
 				b.Fatalf("got %d matches; want %d", len(buf), c.on)
 			}
-			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
 		})
 	}
 }
@@ -90,12 +67,7 @@ func BenchmarkUpdateShared(b *testing.B) {
 	const holders, keys, blocks, on = 4096, 1_000_000, 512, 64
 	prompt := randomKeys(blocks, 99)
 	every := holders / on
-	ix := fill(b, holders, keys, prompt, func(i int) int {
-		if i%every != 0 {
-			return 0
-		}
-		return max(1, blocks*(i/every+1)/on)
-	})
+	ix := fill(b, holders, keys, prompt, spreadPrefixes(holders, on, blocks))
 	name := fmt.Sprintf("alloc-%04d/vllm", every/2) // slot 32: page 0, not a holder of the prompt
 	b.ReportAllocs()
 	b.ResetTimer()

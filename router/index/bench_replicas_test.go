@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"testing"
-	"time"
 )
 
 // BenchmarkLookupReplicasNarrowed is BenchmarkLookupHolders' spread case
@@ -19,12 +17,7 @@ func BenchmarkLookupReplicasNarrowed(b *testing.B) {
 	const holders, keys, blocks, on, sample = 4096, 1_000_000, 512, 64, 32
 	prompt := randomKeys(blocks, 99)
 	every := holders / on
-	ix := fill(b, holders, keys, prompt, func(i int) int {
-		if i%every != 0 {
-			return 0
-		}
-		return max(1, blocks*(i/every+1)/on)
-	})
+	ix := fill(b, holders, keys, prompt, spreadPrefixes(holders, on, blocks))
 	r := rand.New(rand.NewPCG(3, 3))
 	lists := make([][]string, 64)
 	for l := range lists {
@@ -41,19 +34,8 @@ func BenchmarkLookupReplicasNarrowed(b *testing.B) {
 		slices.Sort(lists[l])
 	}
 	var out []Match
-	lat := make([]time.Duration, 0, 1<<16)
 	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := cpuTime(b)
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		out = ix.LookupReplicas(prompt, 1, lists[i%len(lists)], out)
-		if len(lat) < cap(lat) {
-			lat = append(lat, time.Since(t0))
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N)/1000, "cpu-µs/op")
+	timeLookups(b, func(i int) { out = ix.LookupReplicas(prompt, 1, lists[i%len(lists)], out) })
 	found := 0
 	for _, m := range out {
 		if m.Blocks > 0 {
@@ -63,7 +45,4 @@ func BenchmarkLookupReplicasNarrowed(b *testing.B) {
 	if found != on {
 		b.Fatalf("%d of %d candidates matched; want %d", found, len(out), on)
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
 }
