@@ -10,10 +10,12 @@
 # out is left out.
 #
 # goimports -local (golang.org/x/tools, the version go.sum already pins)
-# checks the import groups: the standard library, then other modules,
-# then this module's packages. gofmt does not, and tools that add imports
-# (maps, slices) put them in whatever group comes last. Generated files
-# (*.pb.go) are left as protoc writes them.
+# checks that this module's packages sit in a group of their own after the
+# others; gofmt does not look at groups. It leaves a standard-library
+# import in a group of its own where it finds it, which tools that add
+# imports (maps, slices) do, so internal/tests/layering
+# (TestStandardLibraryImportsFirst) checks that the standard library comes
+# first. Generated files (*.pb.go) are left as protoc writes them.
 
 STATICCHECK_VERSION := v0.8.2
 GOIMPORTS_VERSION := v0.49.0

@@ -2,14 +2,13 @@ package ingest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"maps"
-	"slices"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"

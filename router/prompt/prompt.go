@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-
-	"maps"
-	"slices"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/router/chattemplate"

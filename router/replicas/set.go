@@ -1,16 +1,15 @@
 package replicas
 
 import (
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"maps"
-	"slices"
 
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/scheduler"

@@ -1,14 +1,13 @@
 package server
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-
-	"maps"
-	"slices"
 
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
