@@ -93,7 +93,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	fs.DurationVar(&c.slo.ITL, "slo-itl", 50*time.Millisecond, "goodput SLO: mean inter-token gap")
 	fs.StringVar(&c.outDir, "out", "", "write report.json, report.md and PNG plots into this directory")
 	fs.StringVar(&c.doc, "doc", "", "replace a generated section of this Markdown file (e.g. docs/BENCHMARKS.md) with the report; needs -out for the plots")
-	fs.StringVar(&c.requestsOut, "requests-out", "", "write one JSON line per request of every policy to this file (policy, id, group, replica, sent_ms, ttft_ms, status, prompt_tokens, cached_tokens, predicted_cached_tokens), to trace routing turn by turn")
+	fs.StringVar(&c.requestsOut, "requests-out", "", "write one JSON line per request of every policy (and rate, in a sweep) to this file (policy, rate, id, group, replica, sent_ms, ttft_ms, status, prompt_tokens, cached_tokens, predicted_cached_tokens), to trace routing turn by turn")
 	fs.StringVar(&c.section, "section", "policies", "with -doc: the section's name in its marker comments (<!-- llmgw bench: begin NAME -->)")
 	fs.BoolVar(&c.progress, "progress", isTerminal(os.Stderr), "show a progress bar on stderr (default: when stderr is a terminal)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "bound on the whole run")

@@ -16,7 +16,10 @@ import (
 // reported, so routing decisions can be traced turn by turn (a session's
 // replica, a prediction against the engine's cached_tokens).
 type requestRecord struct {
-	Policy       string  `json:"policy"`
+	Policy string `json:"policy"`
+	// Rate is the sweep's arrival rate for this run (-rates); absent in a
+	// single-rate run.
+	Rate         float64 `json:"rate,omitempty"`
 	ID           int     `json:"id"`
 	Group        string  `json:"group"`
 	Replica      string  `json:"replica"`
@@ -35,24 +38,36 @@ type requestRecord struct {
 type requestLog struct {
 	mu     sync.Mutex
 	enc    *json.Encoder
+	rate   float64
 	groups map[int]string
 	err    error
 }
 
 func newRequestLog(w io.Writer, wl workload.Workload) *requestLog {
-	l := &requestLog{enc: json.NewEncoder(w), groups: map[int]string{}}
-	for _, r := range wl.Requests {
-		l.groups[r.ID] = r.Group
-	}
+	l := &requestLog{enc: json.NewEncoder(w)}
+	l.at(0, wl)
 	return l
 }
 
-func (l *requestLog) record(p bench.Policy, r client.Result) {
-	rec := requestRecord{Policy: p.Name, ID: r.ID, Group: l.groups[r.ID], Replica: r.Replica,
-		SentMS: ms(r.Sent.Seconds()), TTFTMS: ms(r.TTFT.Seconds()), Status: r.Status,
-		PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, PredictedCachedTokens: r.PredictedCachedTokens}
+// at makes the records that follow belong to workload wl, run at rate (0
+// outside a sweep): a sweep builds one workload per rate and runs them one
+// after another.
+func (l *requestLog) at(rate float64, wl workload.Workload) {
+	groups := make(map[int]string, len(wl.Requests))
+	for _, r := range wl.Requests {
+		groups[r.ID] = r.Group
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.rate, l.groups = rate, groups
+}
+
+func (l *requestLog) record(p bench.Policy, r client.Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rec := requestRecord{Policy: p.Name, Rate: l.rate, ID: r.ID, Group: l.groups[r.ID], Replica: r.Replica,
+		SentMS: ms(r.Sent.Seconds()), TTFTMS: ms(r.TTFT.Seconds()), Status: r.Status,
+		PromptTokens: r.PromptTokens, CachedTokens: r.CachedTokens, PredictedCachedTokens: r.PredictedCachedTokens}
 	if l.err == nil {
 		if err := l.enc.Encode(rec); err != nil {
 			l.err = fmt.Errorf("write request record: %w", err)

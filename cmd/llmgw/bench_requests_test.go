@@ -40,6 +40,29 @@ func TestRequestLog(t *testing.T) {
 	}
 }
 
+// TestRequestLogSweep: in a sweep, each rate's records carry the rate and
+// the groups of that rate's workload, which reuses the request ids.
+func TestRequestLogSweep(t *testing.T) {
+	var buf bytes.Buffer
+	l := newRequestLog(&buf, workload.Workload{})
+	p := bench.Policy{Name: "round-robin"}
+	l.at(0.2, workload.Workload{Requests: []workload.Request{{ID: 0, Group: "burst-0"}}})
+	l.record(p, client.Result{ID: 0, Status: 200})
+	l.at(0.8, workload.Workload{Requests: []workload.Request{{ID: 0, Group: "burst-0"}, {ID: 1, Group: "burst-1"}}})
+	l.record(p, client.Result{ID: 1, Status: 200})
+	dec := json.NewDecoder(&buf)
+	for _, want := range []requestRecord{{Policy: p.Name, Rate: 0.2, ID: 0, Group: "burst-0", Status: 200},
+		{Policy: p.Name, Rate: 0.8, ID: 1, Group: "burst-1", Status: 200}} {
+		var got requestRecord
+		if err := dec.Decode(&got); err != nil {
+			t.Fatalf("record for id %d: %v", want.ID, err)
+		}
+		if got != want {
+			t.Errorf("record %+v; want %+v", got, want)
+		}
+	}
+}
+
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }

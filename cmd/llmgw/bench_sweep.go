@@ -99,6 +99,15 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 	if c.sweep.quick {
 		setup += fmt.Sprintf(" (-quick: the first %d requests)", quickRequests)
 	}
+	var reqs *requestLog
+	if c.requestsOut != "" {
+		out, err := os.Create(c.requestsOut)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		reqs = newRequestLog(out, workload.Workload{})
+	}
 	o := bench.SweepOptions{Options: c.options(args, workload.Workload{}, setup), Rates: c.sweep.rates, Noise: c.sweep.noise,
 		Build: func(rate float64) (workload.Workload, error) {
 			at := c
@@ -110,16 +119,25 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 			if c.sweep.quick && len(w.Requests) > quickRequests {
 				w.Requests = w.Requests[:quickRequests]
 			}
+			if reqs != nil {
+				reqs.at(rate, w)
+			}
 			return w, err
 		},
 		OnRate: func(rate float64) { fmt.Fprintf(stderr, "rate %g req/s\n", rate) },
 	}
 	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "  policy %s\n", p.Name) }
+	if reqs != nil {
+		o.OnResult = reqs.record
+	}
 	if c.progress {
 		o.ShowProgress(stderr)
 	}
 	s, err := bench.Sweep(ctx, f, o)
 	if err != nil {
+		return err
+	}
+	if err := reqs.Err(); err != nil {
 		return err
 	}
 	return writeSweep(s, c, stdout)
