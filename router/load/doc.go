@@ -3,6 +3,12 @@
 // replica, the engine metrics last scraped, and what the other routers
 // report of their own requests.
 //
+// The prefill queued on a replica is counted as the replica has yet to
+// compute it: the uncached tokens of the routers' unanswered requests,
+// drained with time at the replica's prefill rate, which the tracker
+// measures from the time to first token of requests sent to it while
+// nothing was queued there (DefaultPrefillRate until then).
+//
 // It sits below every package that touches load, so none of them needs
 // another for it: the gateway counts requests (Tracker.BeginPrefill), the
 // engine-metrics scraper feeds SetScraped, router/peers exchanges Own and

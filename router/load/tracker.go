@@ -1,6 +1,9 @@
 package load
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // Tracker keeps each replica's load as the router sees it: requests and
 // prompt tokens in flight (counted by the proxy with BeginPrefill and the
@@ -8,11 +11,19 @@ import "sync"
 // prefill, the engine metrics last scraped, and what the other routers
 // report of their own requests (SetPeerLoads). It is safe for concurrent
 // use.
+//
+// The prefill queued on a replica drains with time at the replica's
+// prefill rate, which the tracker measures from its answers (backlog), so
+// a replica halfway through a long prompt counts half of it.
 type Tracker struct {
 	mu    sync.Mutex
 	load  map[string]*tracked
 	peers map[string]Peer // the last SetPeerLoads, for entries made later
 	gen   uint64          // counts entries made and forgotten, for View
+
+	now       func() time.Time
+	prior     float64 // prefill rate assumed before any is measured
+	fleetRate float64 // running mean of the rates measured on any replica
 }
 
 // tracked is one replica's entry: this router's own load (with the
@@ -20,15 +31,19 @@ type Tracker struct {
 // reports replace their part without touching the counts this router's
 // requests will decrement.
 type tracked struct {
-	own  Load
-	peer Peer
+	own   Load
+	peer  Peer
+	queue backlog // what remains of own.PrefillTokens to compute
 }
 
-// load is the entry's Load as the scorers read it: this router's counts
-// plus the peers'.
-func (e *tracked) load() Load {
+// loadOf is e's Load as the scorers read it at now: this router's counts,
+// with its queued prefill drained, plus the peers'.
+func (t *Tracker) loadOf(e *tracked, now time.Time) Load {
 	l := e.own
-	l.addPeer(&e.peer)
+	l.PrefillTokens = t.prefillLeft(e, now)
+	if p := &e.peer; *p != (Peer{}) {
+		l.addPeer(p)
+	}
 	return l
 }
 
@@ -40,7 +55,13 @@ func (l *Load) addPeer(p *Peer) {
 }
 
 // NewTracker returns an empty tracker.
-func NewTracker() *Tracker { return &Tracker{load: map[string]*tracked{}} }
+func NewTracker(opts ...Option) *Tracker {
+	t := &Tracker{load: map[string]*tracked{}, now: time.Now, prior: DefaultPrefillRate}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
 
 func (t *Tracker) get(replica string) *Load { return &t.entry(replica).own }
 
@@ -70,15 +91,23 @@ func (t *Tracker) Begin(replica string, promptTokens int) (end func()) {
 // the prompt is prefilled. Call end exactly once when the request ends; it
 // also releases the prefill of a request never answered. Extra calls of
 // either do nothing.
+//
+// An answer to a request sent while nothing of this router's was queued
+// on the replica measures the replica's prefill rate (backlog).
 func (t *Tracker) BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func()) {
 	uncachedTokens = max(uncachedTokens, 0)
 	t.mu.Lock()
-	l := t.get(replica)
+	e := t.entry(replica)
+	now := t.now()
+	idle := e.own.PrefillTokens == 0 && e.peer.PrefillTokens == 0
+	e.queue.advance(now, t.rateOf(e))
+	e.queue.tokens += float64(uncachedTokens)
+	l := &e.own
 	l.InFlight++
 	l.InFlightTokens += promptTokens
 	l.PrefillTokens += uncachedTokens
 	t.mu.Unlock()
-	f := &inFlight{t: t, l: l, tokens: promptTokens, prefill: uncachedTokens}
+	f := &inFlight{t: t, e: e, tokens: promptTokens, prefill: uncachedTokens, sent: now, idle: idle}
 	return f.answer, f.end
 }
 
@@ -86,8 +115,10 @@ func (t *Tracker) BeginPrefill(replica string, promptTokens, uncachedTokens int)
 // on, even if the replica has since been forgotten.
 type inFlight struct {
 	t               *Tracker
-	l               *Load
+	e               *tracked
 	tokens, prefill int
+	sent            time.Time
+	idle            bool // nothing of this router's was queued when it was sent
 	answered, ended bool // guarded by t.mu
 }
 
@@ -96,7 +127,11 @@ func (f *inFlight) answer() {
 	defer f.t.mu.Unlock()
 	if !f.answered && !f.ended {
 		f.answered = true
-		f.l.PrefillTokens -= f.prefill
+		now := f.t.now()
+		f.release(now)
+		if f.idle {
+			f.t.measured(f.e, f.prefill, now.Sub(f.sent))
+		}
 	}
 }
 
@@ -107,11 +142,22 @@ func (f *inFlight) end() {
 		return
 	}
 	f.ended = true
-	f.l.InFlight--
-	f.l.InFlightTokens -= f.tokens
+	l := &f.e.own
+	l.InFlight--
+	l.InFlightTokens -= f.tokens
 	if !f.answered {
-		f.l.PrefillTokens -= f.prefill
+		f.release(f.t.now())
 	}
+}
+
+// release takes the request's prefill off the queue: the replica has
+// computed it (or never will), so the backlog is at most what the
+// requests still unanswered queue.
+func (f *inFlight) release(now time.Time) {
+	e := f.e
+	e.queue.advance(now, f.t.rateOf(e))
+	e.own.PrefillTokens -= f.prefill
+	e.queue.tokens = min(e.queue.tokens, float64(max(e.own.PrefillTokens, 0)))
 }
 
 // SetScraped records a replica's engine metrics from its last scrape.
@@ -127,14 +173,14 @@ func (t *Tracker) SetScraped(replica string, waiting, running, kvUsage float64) 
 func (t *Tracker) Load(replica string) Load {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.loadLocked(replica)
+	return t.loadLocked(replica, t.now())
 }
 
 // loadLocked is replica's load: its entry's, or only what peers report
 // when this router has not tracked it yet.
-func (t *Tracker) loadLocked(replica string) Load {
+func (t *Tracker) loadLocked(replica string, now time.Time) Load {
 	if e := t.load[replica]; e != nil {
-		return e.load()
+		return t.loadOf(e, now)
 	}
 	var l Load
 	if p, ok := t.peers[replica]; ok {
@@ -160,11 +206,15 @@ func (t *Tracker) PeerLoad(replica string) Peer {
 func (t *Tracker) Read(f func(Locked)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f(Locked{t})
+	f(Locked{t, t.now()})
 }
 
-// Locked reads loads while Read holds the tracker's lock.
-type Locked struct{ t *Tracker }
+// Locked reads loads while Read holds the tracker's lock, all as of one
+// instant.
+type Locked struct {
+	t   *Tracker
+	now time.Time
+}
 
 // Load is replica's current load (zero when unknown), peers' requests
 // included, as Tracker.Load returns it.
@@ -174,26 +224,24 @@ func (l Locked) Load(replica string) Load {
 	// every request.
 	switch e := t.load[replica]; {
 	case e != nil:
-		ld := e.own
-		if p := &e.peer; *p != (Peer{}) {
-			ld.addPeer(p)
-		}
-		return ld
+		return t.loadOf(e, l.now)
 	case len(t.peers) == 0:
 		return Load{}
 	default:
-		return t.loadLocked(replica)
+		return t.loadLocked(replica, l.now)
 	}
 }
 
 // Own returns this router's own requests in flight per replica, leaving
-// out replicas with none: what it reports to its peers.
+// out replicas with none: what it reports to its peers, its queued prefill
+// drained as it reads it itself.
 func (t *Tracker) Own() map[string]Peer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := t.now()
 	out := map[string]Peer{}
 	for id, e := range t.load {
-		if p := (Peer{InFlight: e.own.InFlight, InFlightTokens: e.own.InFlightTokens, PrefillTokens: e.own.PrefillTokens}); p != (Peer{}) {
+		if p := (Peer{InFlight: e.own.InFlight, InFlightTokens: e.own.InFlightTokens, PrefillTokens: t.prefillLeft(e, now)}); p != (Peer{}) {
 			out[id] = p
 		}
 	}

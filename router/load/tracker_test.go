@@ -1,6 +1,16 @@
 package load
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
+
+// stopped is a clock that moves only when a test moves it.
+type stopped struct{ t time.Time }
+
+func (c *stopped) now() time.Time       { return c.t }
+func (c *stopped) wait(d time.Duration) { c.t = c.t.Add(d) }
+func newStopped() *stopped              { return &stopped{t: time.Unix(1e9, 0)} }
 
 // TestRead: a view reads each replica's load, its own and its peers',
 // and zero for a replica the tracker does not know.
@@ -40,9 +50,10 @@ func TestRead(t *testing.T) {
 }
 
 // TestTrackerPrefill: uncached prompt tokens count until the replica
-// answers or the request ends, whichever comes first, once.
+// answers or the request ends, whichever comes first, once (on a clock
+// that stands still, so nothing drains).
 func TestTrackerPrefill(t *testing.T) {
-	tr := NewTracker()
+	tr := NewTracker(WithClock(newStopped().now))
 	answered, end := tr.BeginPrefill("a", 1000, 600)
 	_, end2 := tr.BeginPrefill("a", 500, 500)
 	if got, want := tr.Load("a"), (Load{InFlight: 2, InFlightTokens: 1500, PrefillTokens: 1100}); got != want {

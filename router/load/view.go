@@ -38,13 +38,9 @@ func (l Locked) LoadOf(v *View, i int) Load {
 		if len(t.peers) == 0 {
 			return Load{}
 		}
-		return t.loadLocked(v.id(i))
+		return t.loadLocked(v.id(i), l.now)
 	}
-	ld := e.own
-	if p := &e.peer; *p != (Peer{}) {
-		ld.addPeer(p)
-	}
-	return ld
+	return t.loadOf(e, l.now)
 }
 
 // absent marks, in a View, a replica the tracker had no entry for (it

@@ -1,0 +1,114 @@
+package load
+
+import (
+	"math"
+	"time"
+)
+
+// DefaultPrefillRate is the prefill speed, in prompt tokens a second, that
+// a tracker assumes of a replica before it has measured one: low enough
+// for any model an operator serves on one data-centre GPU or more (a 70B
+// model on one H100 prefills about 2,000 tokens a second, an 8B model ten
+// times that), so that it under- rather than overstates how much of a
+// replica's queued prefill is done.
+const DefaultPrefillRate = 1000
+
+// Measuring a replica's prefill speed: only a request sent when nothing of
+// this router's was queued there, and with at least minRateSample uncached
+// tokens, says how fast the replica prefills (its time to first token is
+// then its own prefill, plus the API server's and one step's overhead,
+// which makes the figure err low). rateWeight is the weight of each new
+// sample in the running mean.
+const (
+	minRateSample = 256
+	rateWeight    = 0.3
+)
+
+// Option configures a Tracker.
+type Option func(*Tracker)
+
+// WithClock sets the tracker's clock (time.Now by default), for tests.
+func WithClock(now func() time.Time) Option { return func(t *Tracker) { t.now = now } }
+
+// WithPrefillRate sets the prefill speed assumed of a replica until one is
+// measured, in prompt tokens a second (DefaultPrefillRate by default); 0
+// counts queued prefill as undone until the replica answers.
+func WithPrefillRate(tokensPerSecond float64) Option {
+	return func(t *Tracker) { t.prior = max(0, tokensPerSecond) }
+}
+
+// backlog is the prefill a replica still has to do of this router's
+// requests: their uncached tokens as they were sent, less what the
+// replica computed since at its prefill rate. The tokens of requests
+// not yet answered (Load.PrefillTokens of the entry's own counts) bound it
+// from above, so it is never more than the count it refines.
+//
+// Why: a replica that started prefilling a long shared context a second ago
+// is a second closer to done than one that just took it, and a sibling
+// that follows it there waits only for the rest. Counted in full until the
+// first byte, the queue of a replica computing the context priced the
+// sibling's wait there the same as computing the whole context again on an
+// idle replica, and bursts spread over replicas that each computed it.
+type backlog struct {
+	tokens float64   // left to prefill as of at
+	at     time.Time // when tokens was last advanced
+	rate   float64   // measured prompt tokens a second; 0 until measured
+}
+
+// left is what remains of the backlog at now, draining at rate.
+func (b *backlog) left(now time.Time, rate float64) float64 {
+	if b.tokens <= 0 {
+		return 0
+	}
+	return max(0, b.tokens-rate*now.Sub(b.at).Seconds())
+}
+
+// advance moves the backlog to now.
+func (b *backlog) advance(now time.Time, rate float64) {
+	b.tokens, b.at = b.left(now, rate), now
+}
+
+// rateOf is the prefill rate to drain e's backlog at: its own measured
+// rate, else the mean of those the tracker measured, else its prior.
+func (t *Tracker) rateOf(e *tracked) float64 {
+	switch {
+	case e.queue.rate > 0:
+		return e.queue.rate
+	case t.fleetRate > 0:
+		return t.fleetRate
+	}
+	return t.prior
+}
+
+// measured folds one request's prefill speed into e's rate and the
+// tracker's.
+func (t *Tracker) measured(e *tracked, uncached int, took time.Duration) {
+	if uncached < minRateSample || took <= 0 {
+		return
+	}
+	r := float64(uncached) / took.Seconds()
+	if math.IsInf(r, 0) || math.IsNaN(r) {
+		return
+	}
+	e.queue.rate = mean(e.queue.rate, r)
+	t.fleetRate = mean(t.fleetRate, r)
+}
+
+// mean is the running mean of samples with r the newest (r alone when
+// there was none).
+func mean(old, r float64) float64 {
+	if old <= 0 {
+		return r
+	}
+	return old + rateWeight*(r-old)
+}
+
+// prefillLeft is e's own queued prefill at now as the scorers read it:
+// the drained backlog, rounded up.
+func (t *Tracker) prefillLeft(e *tracked, now time.Time) int {
+	if e.own.PrefillTokens <= 0 {
+		return 0
+	}
+	left := min(e.queue.left(now, t.rateOf(e)), float64(e.own.PrefillTokens))
+	return int(math.Ceil(left))
+}
