@@ -17,9 +17,10 @@ type TTFTParams struct {
 	// from making every other candidate look infinitely worse.
 	BaseTokens float64 `json:"base_tokens"`
 	// WaitingTokens is the prefill assumed per request the engine reports
-	// waiting (vllm:num_requests_waiting), whose prompts the routers may not
-	// know: requests of routers that share no load, or of clients that
-	// reach the replica directly.
+	// waiting (vllm:num_requests_waiting) beyond those the routers have in
+	// flight there, whose prompts the routers do not know: requests of
+	// routers that share no load, or of clients that reach the replica
+	// directly.
 	WaitingTokens float64 `json:"waiting_tokens"`
 	// RunningTokens is the cost of each running request: decoding sequences
 	// share every engine step with a new prompt's prefill.
@@ -50,9 +51,9 @@ func (p *TTFTParams) validate() error {
 // The cost is the prompt tokens the candidate does not cache (from the
 // predictions the prefix scorers noted, so it must come after them in the
 // config) plus the work queued ahead of the request: the routers'
-// unanswered uncached prompt tokens there (this router's and what its
-// peers report), or the engine's waiting requests when they weigh more,
-// plus a little per running request.
+// unanswered uncached prompt tokens there not yet computed (this router's
+// and what its peers report), the engine's waiting requests the routers
+// did not send, and a little per running request.
 //
 // This is what weighs a cached prefix against load: a replica holding the
 // prompt wins while its queue costs less than the prefill it saves, and
@@ -85,9 +86,19 @@ func (s *TTFTScorer) Score(_ context.Context, req *Request, cands []Candidate, s
 }
 
 // queued is the work ahead of a new request on a replica, in prefill
-// tokens.
+// tokens: the routers' own queued prefill (as much of it as the replica
+// has not computed yet, router/load), plus WaitingTokens for each request
+// the engine reports waiting beyond those the routers have in flight
+// there, which only a client the routers do not see can have sent.
+//
+// The routers' waiting requests are not priced at WaitingTokens: a burst's
+// siblings wait behind the one prefilling their shared context and need
+// only their own few tokens once it is cached, which PrefillTokens counts
+// and a flat price per request overstated tenfold, sending the next burst
+// to idle replicas that computed the context again.
 func (s *TTFTScorer) queued(l *load.Load) float64 {
-	prefill := max(bounded(float64(l.PrefillTokens)), s.p.WaitingTokens*bounded(l.Waiting))
+	unseen := positive(bounded(l.Waiting) - bounded(float64(l.InFlight)))
+	prefill := bounded(float64(l.PrefillTokens)) + s.p.WaitingTokens*unseen
 	running := max(bounded(float64(l.InFlight)), bounded(l.Running))
 	return prefill + s.p.RunningTokens*running
 }

@@ -87,9 +87,17 @@ func TestTTFTScores(t *testing.T) {
 		{"a full hit", []float64{0, 100}, []load.Load{{}, {}}, []float64{100.0 / 1100, 1}},
 		// 100+500+300 vs 100+1000
 		{"queued prefill", []float64{50, 0}, []load.Load{{PrefillTokens: 300}, {}}, []float64{1, 900.0 / 1100}},
-		// waiting 10 x 50 = 500 outweighs this router's 200; running 3 x 10
-		{"the engine's queue when larger", []float64{0, 0}, []load.Load{{PrefillTokens: 200, Waiting: 10, Running: 3}, {}},
-			[]float64{1100.0 / 1630, 1}},
+		// none of the 10 waiting is the routers': 10 x 50 = 500 on top of
+		// their own 200; running 3 x 10
+		{"waiting requests the routers did not send", []float64{0, 0}, []load.Load{{PrefillTokens: 200, Waiting: 10, Running: 3}, {}},
+			[]float64{1100.0 / 1830, 1}},
+		// 4 waiting, 5 in flight from the routers: their 200 tokens are the
+		// queue; running max(5, 1) x 10
+		{"the routers' own waiting requests count by their tokens", []float64{0, 0}, []load.Load{{PrefillTokens: 200, Waiting: 4, Running: 1, InFlight: 5}, {}},
+			[]float64{1100.0 / 1350, 1}},
+		// 7 waiting, 5 of them the routers': 2 x 50 more
+		{"the waiting beyond the routers' requests", []float64{0, 0}, []load.Load{{PrefillTokens: 200, Waiting: 7, InFlight: 5}, {}},
+			[]float64{1100.0 / 1450, 1}},
 		{"a broken scrape is the last choice, not NaN", []float64{0, 0}, []load.Load{{Waiting: math.Inf(1)}, {Running: math.NaN()}},
 			[]float64{1100 / (1100 + 50e9), 1}},
 		{"credit beyond the prompt saves the whole prompt, no more", []float64{500, 0}, []load.Load{{}, {}}, []float64{1, 100.0 / 1100}},
