@@ -22,7 +22,8 @@
 # Sizes: -duration 10s gives each rate about ten seconds of arrivals (rate x
 # 10 s requests, or bursts for fan-out), so a sweep costs the same time at
 # every rate and the highest rates, where the knees lie, get the most
-# requests; three rates from light load to past round-robin's knee and,
+# requests; three rates from light load to past round-robin's knee (on
+# fan-out a fourth, twice the knee's, where every policy saturates) and,
 # where the host reaches it, the peers' knee. Rates stay where the shared
 # 2-core host keeps the offered rate (the reports' send lag says where it
 # did not).
@@ -39,7 +40,7 @@ BENCH_SWEEP_POLICIES ?= round-robin,precise-prefix,$(BENCH_SWEEP_PEERS)
 BENCH_SWEEP_COMMON ?= -seed 1 -duration 10s -slo-ttft 2s -slo-itl 200ms -noise 0.15 -progress=false
 # One agent context (the issue's shape); the default without speculative
 # credit runs beside it, the check of what the credit is worth.
-BENCH_FANOUT_FLAGS ?= -workload fan-out -shards 8 -rates 0.2,0.4,0.8 -policies round-robin,precise-prefix,precise-prefix-no-spec,$(BENCH_SWEEP_PEERS) -sim-args "$(BENCH_SIM_70B)"
+BENCH_FANOUT_FLAGS ?= -workload fan-out -shards 8 -rates 0.2,0.4,0.8,1.6 -policies round-robin,precise-prefix,precise-prefix-no-spec,$(BENCH_SWEEP_PEERS) -sim-args "$(BENCH_SIM_70B)"
 # Unique prompts of 1,500 tokens (750 ms of prefill each): the work the
 # cache cannot save, which saturates 16 shards by 24 req/s.
 BENCH_TENANTS_FLAGS ?= -workload mixed-tenants -shards 16 -unique-tokens 1500 -rates 8,16,24 -policies $(BENCH_SWEEP_POLICIES) -sim-args "$(BENCH_SIM_70B)"
