@@ -41,6 +41,9 @@ BENCH_SWEEP_COMMON ?= -seed 1 -duration 10s -slo-ttft 2s -slo-itl 200ms -noise 0
 # One agent context (the issue's shape); the default without speculative
 # credit runs beside it, the check of what the credit is worth.
 BENCH_FANOUT_FLAGS ?= -workload fan-out -shards 8 -rates 0.2,0.4,0.8,1.6 -policies round-robin,precise-prefix,precise-prefix-no-spec,$(BENCH_SWEEP_PEERS) -sim-args "$(BENCH_SIM_70B)"
+# Four agents taking turns at the bursts, each with its own context: a
+# burst's context is cold on every replica far more often than with one.
+BENCH_AGENTS_FLAGS ?= -workload fan-out -agents 4 -shards 8 -rates 0.2,0.4,0.8 -policies round-robin,precise-prefix,precise-prefix-no-spec,$(BENCH_SWEEP_PEERS) -sim-args "$(BENCH_SIM_70B)"
 # Unique prompts of 1,500 tokens (750 ms of prefill each): the work the
 # cache cannot save, which saturates 16 shards by 24 req/s.
 BENCH_TENANTS_FLAGS ?= -workload mixed-tenants -shards 16 -unique-tokens 1500 -rates 8,16,24 -policies $(BENCH_SWEEP_POLICIES) -sim-args "$(BENCH_SIM_70B)"
@@ -60,11 +63,13 @@ bench: bench-policies
 
 bench-policies: build bin/consul ## sweep every routing policy over arrival rates; rewrites docs/BENCHMARKS.md's rate sweeps
 	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-fan-out -doc docs/BENCHMARKS.md -section sweep-fan-out
+	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-fan-out-agents -doc docs/BENCHMARKS.md -section sweep-fan-out-agents
 	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-mixed-tenants -doc docs/BENCHMARKS.md -section sweep-mixed-tenants
 	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-many-session -doc docs/BENCHMARKS.md -section sweep-many-session
 
 bench-policies-quick: build bin/consul ## the rate sweeps in a few minutes (-quick), docs untouched
 	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/fan-out
+	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/fan-out-agents
 	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/mixed-tenants
 	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/many-session
 
