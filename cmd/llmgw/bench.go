@@ -76,14 +76,12 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 	defer f.Close()
 	o := c.options(args, w, setup)
 	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "policy %s\n", p.Name) }
-	var reqs *requestLog
-	if c.requestsOut != "" {
-		out, err := os.Create(c.requestsOut)
-		if err != nil {
-			return err
-		}
-		defer out.Close()
-		reqs = newRequestLog(out, w)
+	reqs, finish, err := createRequestLog(c.requestsOut, w)
+	if err != nil {
+		return err
+	}
+	defer finish()
+	if reqs != nil {
 		o.OnResult = reqs.record
 	}
 	if c.progress {
@@ -93,7 +91,7 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 	if err != nil {
 		return err
 	}
-	if err := reqs.Err(); err != nil {
+	if err := finish(); err != nil {
 		return err
 	}
 	return writeReport(rep, c, stdout)

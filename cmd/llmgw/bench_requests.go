@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
@@ -41,6 +42,35 @@ type requestLog struct {
 	rate   float64
 	groups map[int]string
 	err    error
+}
+
+// createRequestLog creates the -requests-out file at path for the records
+// of workload wl; without a path it returns a nil log, which records
+// nothing. finish closes the file and reports the first error of any
+// write or of the close; it may be called more than once (a deferred
+// call after a checked one does nothing).
+func createRequestLog(path string, wl workload.Workload) (l *requestLog, finish func() error, err error) {
+	if path == "" {
+		return nil, func() error { return nil }, nil
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-requests-out: %w", err)
+	}
+	l = newRequestLog(out, wl)
+	var once sync.Once
+	return l, func() error {
+		once.Do(func() {
+			if cerr := out.Close(); cerr != nil {
+				l.mu.Lock()
+				if l.err == nil {
+					l.err = fmt.Errorf("-requests-out: %w", cerr)
+				}
+				l.mu.Unlock()
+			}
+		})
+		return l.Err()
+	}, nil
 }
 
 func newRequestLog(w io.Writer, wl workload.Workload) *requestLog {

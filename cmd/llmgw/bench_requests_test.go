@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +63,35 @@ func TestRequestLogSweep(t *testing.T) {
 		if got != want {
 			t.Errorf("record %+v; want %+v", got, want)
 		}
+	}
+}
+
+// TestCreateRequestLog: without a path nothing is written; with one the
+// records reach the file by the first finish, a second finish is
+// harmless, and a path that cannot be created is an error naming the flag.
+func TestCreateRequestLog(t *testing.T) {
+	l, finish, err := createRequestLog("", workload.Workload{})
+	if l != nil || err != nil || finish() != nil {
+		t.Errorf("no path: log %v, error %v; want nil, nil", l, err)
+	}
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	l, finish, err = createRequestLog(path, workload.Workload{Requests: []workload.Request{{ID: 1, Group: "g"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.record(bench.Policy{Name: "p"}, client.Result{ID: 1, Status: 200})
+	if err := finish(); err != nil {
+		t.Fatalf("finish: %v", err)
+	}
+	if err := finish(); err != nil {
+		t.Errorf("second finish: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), `"group":"g"`) {
+		t.Errorf("file %q (%v); want the record of group g", b, err)
+	}
+	if _, _, err := createRequestLog(filepath.Join(t.TempDir(), "no", "such", "dir", "r.jsonl"), workload.Workload{}); err == nil || !strings.Contains(err.Error(), "-requests-out") {
+		t.Errorf("uncreatable path: error %v; want one naming -requests-out", err)
 	}
 }
 

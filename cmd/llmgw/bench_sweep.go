@@ -99,15 +99,11 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 	if c.sweep.quick {
 		setup += fmt.Sprintf(" (-quick: the first %d requests)", quickRequests)
 	}
-	var reqs *requestLog
-	if c.requestsOut != "" {
-		out, err := os.Create(c.requestsOut)
-		if err != nil {
-			return err
-		}
-		defer out.Close()
-		reqs = newRequestLog(out, workload.Workload{})
+	reqs, finish, err := createRequestLog(c.requestsOut, workload.Workload{})
+	if err != nil {
+		return err
 	}
+	defer finish()
 	o := bench.SweepOptions{Options: c.options(args, workload.Workload{}, setup), Rates: c.sweep.rates, Noise: c.sweep.noise,
 		Build: func(rate float64) (workload.Workload, error) {
 			at := c
@@ -137,7 +133,7 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 	if err != nil {
 		return err
 	}
-	if err := reqs.Err(); err != nil {
+	if err := finish(); err != nil {
 		return err
 	}
 	return writeSweep(s, c, stdout)
