@@ -7,12 +7,12 @@
 #                              sections of docs/BENCHMARKS.md (between marker
 #                              comments) and sweep.json, sweep.md and
 #                              sweep.png in docs/bench/sweep-<workload>/:
-#                              about 19 minutes on 2 cores at load 1-9
+#                              about 27 minutes on 2 cores at load 1-6
 #                              (the 70B-class engine drains longer)
 #   make bench-policies-quick  the same sweeps with -quick (lowest and highest
-#                              rate, 48 requests a run) into
+#                              rate, 48 requests a run, three policies) into
 #                              $(BENCH_QUICK_OUT), docs untouched: a CI check
-#                              (9.3 minutes on 2 cores at load under 10)
+#                              (5.4 minutes on 2 cores at load under 4)
 #   make bench-policies-single the earlier single-rate comparisons (chat, the
 #                              sample trace, the tool-agent trace) on four
 #                              shards, each rewriting its own section: about
@@ -51,6 +51,9 @@ BENCH_TENANTS_FLAGS ?= -workload mixed-tenants -shards 16 -unique-tokens 1500 -r
 # histories overflow them and eviction decides what a replica still holds.
 BENCH_SESSIONS_FLAGS ?= -workload many-session -shards 8 -rounds 4 -rates 4,8,16 -max-model-len 4096 -policies $(BENCH_SWEEP_POLICIES) -sim-args "--num-gpu-blocks-override 768 $(BENCH_SIM_70B)"
 BENCH_QUICK_OUT ?= $(or $(TMPDIR),/tmp)/llmgw-bench-quick
+# -quick checks the sweeps' machinery, not the ranking: the baseline, the
+# default and one peer (every peer took 13 minutes for the four sweeps).
+BENCH_QUICK_POLICIES ?= round-robin,precise-prefix,dynamo
 
 BENCH_POLICIES ?= round-robin,least-loaded,approx-prefix,prefix-load,precise-prefix
 BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1 -policies $(BENCH_POLICIES)
@@ -68,10 +71,10 @@ bench-policies: build bin/consul ## sweep every routing policy over arrival rate
 	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-many-session -doc docs/BENCHMARKS.md -section sweep-many-session
 
 bench-policies-quick: build bin/consul ## the rate sweeps in a few minutes (-quick), docs untouched
-	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/fan-out
-	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/fan-out-agents
-	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/mixed-tenants
-	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -out $(BENCH_QUICK_OUT)/many-session
+	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/fan-out
+	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/fan-out-agents
+	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/mixed-tenants
+	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/many-session
 
 bench-policies-single: build bin/consul ## rerun the single-rate routing-policy comparisons in docs/BENCHMARKS.md
 	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat -doc docs/BENCHMARKS.md -section chat
