@@ -53,7 +53,9 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 	models := index.NewModels(index.Options{})
 	var set *replicas.Set
 	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-	tracker := load.NewTracker()
+	// Queued prefill does not drain with time here: tests read exact
+	// counts, on a clock they do not control (router/load tests the drain).
+	tracker := load.NewTracker(load.WithPrefillRate(0))
 	set = replicas.New(sink, tracker, replicas.Options{})
 	var list []replicas.Replica
 	for i, b := range backends {

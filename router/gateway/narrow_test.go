@@ -24,7 +24,7 @@ func TestScheduleWidensNarrowedList(t *testing.T) {
 	models := index.NewModels(index.Options{})
 	var set *replicas.Set
 	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-	tracker := load.NewTracker()
+	tracker := load.NewTracker(load.WithPrefillRate(0))
 	set = replicas.New(sink, tracker, replicas.Options{Holders: models, Sample: 1})
 	list := make([]replicas.Replica, n)
 	for i := range list {

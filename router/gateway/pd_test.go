@@ -116,7 +116,7 @@ func newPDHarness(t *testing.T, edit func(*Deps, *scheduler.Config), roles ...re
 	models := index.NewModels(index.Options{})
 	var set *replicas.Set
 	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-	tracker := load.NewTracker()
+	tracker := load.NewTracker(load.WithPrefillRate(0))
 	set = replicas.New(sink, tracker, replicas.Options{})
 	engines := map[string]*pdEngine{}
 	var list []replicas.Replica

@@ -42,7 +42,7 @@ func TestPDNarrowsLargeFleet(t *testing.T) {
 			models := index.NewModels(index.Options{})
 			var set *replicas.Set
 			sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-			tracker := load.NewTracker()
+			tracker := load.NewTracker(load.WithPrefillRate(0))
 			set = replicas.New(sink, tracker, replicas.Options{Holders: models, Sample: 4})
 			list := make([]replicas.Replica, n)
 			for i := range list {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/testkit/poll"
@@ -29,6 +30,11 @@ func TestPrefillCountedUntilFirstByte(t *testing.T) {
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	})
 	loadOf := func() load.Load { return h.tracker.Load("r0") }
+	// A failed check must not leave the handler blocked, or closing the
+	// test server waits for it forever; cleanups run last-in first-out,
+	// so these run before the harness closes its server.
+	release, done := sync.OnceFunc(func() { close(firstByte) }), sync.OnceFunc(func() { close(finish) })
+	t.Cleanup(func() { release(); done() })
 
 	resp, err := http.Post(h.srv.URL+"/v1/completions", "application/json",
 		strings.NewReader(`{"model":"m","prompt":"`+strings.Repeat("tell me more ", 40)+`","stream":true}`))
@@ -41,7 +47,7 @@ func TestPrefillCountedUntilFirstByte(t *testing.T) {
 		t.Fatalf("before the first byte: load %+v; want 1 in flight, all its prompt tokens (nothing cached) queued for prefill", sent)
 	}
 
-	close(firstByte)
+	release()
 	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +56,7 @@ func TestPrefillCountedUntilFirstByte(t *testing.T) {
 		t.Errorf("after the first byte: load %+v; want the request still in flight", l)
 	}
 
-	close(finish)
+	done()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	poll.Until(t, "the request to end", func() bool { return loadOf() == load.Load{} })
 }

@@ -31,8 +31,9 @@ type Option func(*Tracker)
 func WithClock(now func() time.Time) Option { return func(t *Tracker) { t.now = now } }
 
 // WithPrefillRate sets the prefill speed assumed of a replica until one is
-// measured, in prompt tokens a second (DefaultPrefillRate by default); 0
-// counts queued prefill as undone until the replica answers.
+// measured, in prompt tokens a second (DefaultPrefillRate by default). 0
+// turns draining off: queued prefill counts in full until the replica
+// answers, and no rate is measured.
 func WithPrefillRate(tokensPerSecond float64) Option {
 	return func(t *Tracker) { t.prior = max(0, tokensPerSecond) }
 }
@@ -72,6 +73,8 @@ func (b *backlog) advance(now time.Time, rate float64) {
 // rate, else the mean of those the tracker measured, else its prior.
 func (t *Tracker) rateOf(e *tracked) float64 {
 	switch {
+	case t.prior == 0:
+		return 0 // draining is off
 	case e.queue.rate > 0:
 		return e.queue.rate
 	case t.fleetRate > 0:
@@ -83,7 +86,7 @@ func (t *Tracker) rateOf(e *tracked) float64 {
 // measured folds one request's prefill speed into e's rate and the
 // tracker's.
 func (t *Tracker) measured(e *tracked, uncached int, took time.Duration) {
-	if uncached < minRateSample || took <= 0 {
+	if t.prior == 0 || uncached < minRateSample || took <= 0 {
 		return
 	}
 	r := float64(uncached) / took.Seconds()

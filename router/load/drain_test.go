@@ -48,9 +48,13 @@ func TestPrefillDrains(t *testing.T) {
 			{send: 3000, want: 3000, wantOwn: 3000},
 			{wait: time.Second, want: 2000, wantOwn: 2000}, // still the prior
 		}},
-		{"no prior", []Option{WithPrefillRate(0)}, []step{
+		{"draining off", []Option{WithPrefillRate(0)}, []step{
 			{send: 3000, want: 3000, wantOwn: 3000},
 			{wait: time.Minute, want: 3000, wantOwn: 3000},
+			// An answer that would measure 2,000/s measures nothing.
+			{send: 2000, want: 5000, wantOwn: 5000},
+			{wait: time.Second, answer: 1, want: 2000, wantOwn: 2000},
+			{wait: time.Second, want: 2000, wantOwn: 2000},
 		}},
 	}
 	for _, tc := range cases {

@@ -13,7 +13,7 @@ import (
 
 func newTestTable(t *testing.T) (*Table, *load.Tracker, *time.Time) {
 	t.Helper()
-	tr := load.NewTracker()
+	tr := load.NewTracker(load.WithPrefillRate(0))
 	tab, err := NewTable("self", "secret", tr, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestTableServeHTTP(t *testing.T) {
 }
 
 func TestNewTableRejectsBadOptions(t *testing.T) {
-	tr := load.NewTracker()
+	tr := load.NewTracker(load.WithPrefillRate(0))
 	for _, c := range []struct {
 		self, token string
 		expiry      time.Duration
