@@ -52,11 +52,20 @@ type PrefixParams struct {
 	// later turns hit on that replica (heldprefix.go). 0 routes on the
 	// engine's hit alone.
 	HeldPrefixCredit float64 `json:"held_prefix_credit"`
+	// QueuedCredit is the share (0..1) of a replica's speculative credit
+	// that this scorer's score counts while the replica still has routed
+	// prefill it has not answered: the context the credit stands for is
+	// then still being computed, and a sibling sent there waits for that
+	// step to end before its own starts. The ttft scorer prices the wait
+	// and the credit in full either way; this only decides whether the
+	// prefix score also pulls towards a cache that does not exist yet.
+	QueuedCredit float64 `json:"queued_credit"`
 }
 
 func defaultPrefixParams() PrefixParams {
 	return PrefixParams{CPUWeight: 0.75, SpeculativeTTL: Duration(2 * time.Second), SpeculativeMaxEntries: 1 << 18, Stride: 1,
-		LongPromptTokens: DefaultLongPromptTokens, LongStride: DefaultLongStride, KVGroupsRule: RuleEngine, HeldPrefixCredit: 1}
+		LongPromptTokens: DefaultLongPromptTokens, LongStride: DefaultLongStride, KVGroupsRule: RuleEngine, HeldPrefixCredit: 1,
+		QueuedCredit: 1}
 }
 
 // Defaults of the automatic stride: prompts of 32k tokens or more (2,048
@@ -99,6 +108,9 @@ func (p *PrefixParams) validate() error {
 	}
 	if !(p.HeldPrefixCredit >= 0 && p.HeldPrefixCredit <= 1) {
 		return fmt.Errorf("held_prefix_credit %g is not in [0, 1]", p.HeldPrefixCredit)
+	}
+	if !(p.QueuedCredit >= 0 && p.QueuedCredit <= 1) {
+		return fmt.Errorf("queued_credit %g is not in [0, 1]", p.QueuedCredit)
 	}
 	if p.LongPromptTokens < 0 {
 		return fmt.Errorf("long_prompt_tokens %d is negative (0 turns the long-prompt stride off)", p.LongPromptTokens)
@@ -209,13 +221,18 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		if d > 0 && endState {
 			d = endStateCredit(s.spec, req.Keys, c.ID, d, maxHit(req))
 		}
+		known := credit
 		if float64(d) > credit {
 			credit, blocks = float64(d), max(blocks, d)
 		}
 		if held != nil && endState {
 			credit = s.heldCredit(credit, held[i], min(sent, maxHit(req)))
 		}
-		scores[i] = credit / float64(n)
+		scored := credit
+		if c.Load.PrefillTokens > 0 && credit > known {
+			scored = known + s.p.QueuedCredit*(credit-known)
+		}
+		scores[i] = scored / float64(n)
 		NotePrediction(req, i, Prediction{Blocks: blocks, Credit: credit, Mode: ModeExact})
 	}
 }
