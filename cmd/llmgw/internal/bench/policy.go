@@ -34,7 +34,11 @@ const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
 // prefilled their context; the rate sweeps found it within noise of the
 // default there and behind it where a chat round follows the previous
 // one before its KV events arrive (router/scheduler/README.md,
-// "Speculative credit and fan-out"). Then
+// "Speculative credit and fan-out"). precise-prefix-queued0 is the
+// default with the prefix scorer's queued_credit at 0: the prefix score
+// ignores speculative credit on a replica still prefilling, so a cold
+// burst spreads, while ttft keeps pricing the credit (README,
+// "Credit for a prefill still queued"). Then
 // the peers' published policies (peers.go), run when asked for.
 func Policies() []Policy {
 	return append([]Policy{
@@ -47,6 +51,7 @@ func Policies() []Policy {
 		{"precise-prefix", ""},
 		{"precise-prefix-all-full", defaultWithRule("all_full")},
 		{"precise-prefix-full-only", defaultWithRule("full_only")},
+		{"precise-prefix-queued0", defaultWithPrefixParams("queued_credit = 0")},
 		{"precise-prefix-no-spec", filters + "scorer \"prefix\" {\n  weight = 1\n  params = { speculative_ttl = \"0s\" }\n}\n" +
 			"scorer \"approx-prefix\" {\n  weight = 1\n}\nscorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\n" +
 			"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"},
@@ -56,7 +61,13 @@ func Policies() []Policy {
 // defaultWithRule is the router's default scheduler with the prefix
 // scorer's kv_groups_rule set to rule.
 func defaultWithRule(rule string) string {
-	return filters + "scorer \"prefix\" {\n  weight = 1\n  params = { kv_groups_rule = \"" + rule + "\" }\n}\n" +
+	return defaultWithPrefixParams("kv_groups_rule = \"" + rule + "\"")
+}
+
+// defaultWithPrefixParams is the router's default scheduler with the
+// prefix scorer's params set to the HCL attributes params.
+func defaultWithPrefixParams(params string) string {
+	return filters + "scorer \"prefix\" {\n  weight = 1\n  params = { " + params + " }\n}\n" +
 		"scorer \"approx-prefix\" {\n  weight = 1\n}\nscorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\n" +
 		"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"
 }
