@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,15 +126,19 @@ func TestTimeouts(t *testing.T) {
 // is dropped after write_timeout, and the replica's request is cancelled.
 func TestWriteTimeoutDropsStalledReader(t *testing.T) {
 	cancelled := make(chan time.Duration, 1)
+	var reached, written atomic.Int64 // the replica's requests, and bytes it wrote
 	chunk := strings.Repeat("x", 64<<10)
 	stream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/chat/completions" {
 			return // the router's scrapes
 		}
+		reached.Add(1)
 		start := time.Now()
 		w.Header().Set("Content-Type", "text/event-stream")
 		for {
-			if _, err := fmt.Fprintf(w, "data: %s\n\n", chunk); err != nil {
+			n, err := fmt.Fprintf(w, "data: %s\n\n", chunk)
+			written.Add(int64(n))
+			if err != nil {
 				break
 			}
 			w.(http.Flusher).Flush()
@@ -163,7 +168,9 @@ func TestWriteTimeoutDropsStalledReader(t *testing.T) {
 		}
 		t.Logf("stalled reader dropped; replica request cancelled after %s (write_timeout %s)", took, d)
 	case <-time.After(poll.Timeout):
-		t.Fatal("replica request still running 30 s after the client stopped reading")
+		// Which half hung: the request's way to the replica, or the drop.
+		t.Fatalf("replica request still running 30 s after the client stopped reading (the replica got %d requests and wrote %d bytes)",
+			reached.Load(), written.Load())
 	}
 }
 
