@@ -355,8 +355,11 @@ func (s *Server) Close() {
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		for _, srv := range []*http.Server{s.api, s.admin, s.ingest} {
-			if srv != nil {
-				_ = srv.Shutdown(shutdown)
+			if srv != nil && srv.Shutdown(shutdown) != nil {
+				// Shutdown waits up to 5 s for a connection that has sent
+				// nothing yet (a client transport's spare dial); past the
+				// grace, close what is left rather than leave it open.
+				_ = srv.Close()
 			}
 		}
 		for _, ln := range []net.Listener{s.apiLn, s.adminLn, s.ingestLn} {
