@@ -52,9 +52,7 @@ func Policies() []Policy {
 		{"precise-prefix-all-full", defaultWithRule("all_full")},
 		{"precise-prefix-full-only", defaultWithRule("full_only")},
 		{"precise-prefix-queued0", defaultWithPrefixParams("queued_credit = 0")},
-		{"precise-prefix-no-spec", filters + "scorer \"prefix\" {\n  weight = 1\n  params = { speculative_ttl = \"0s\" }\n}\n" +
-			"scorer \"approx-prefix\" {\n  weight = 1\n}\nscorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\n" +
-			"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"},
+		{"precise-prefix-no-spec", defaultWithPrefixParams("speculative_ttl = \"0s\"")},
 	}, peerPolicies()...)
 }
 
