@@ -226,6 +226,9 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 			credit, blocks = float64(d), max(blocks, d)
 		}
 		if held != nil && endState {
+			// What the events alone credit, held prefix included, is
+			// what queued_credit leaves whole below.
+			known = s.heldCredit(known, held[i], 0)
 			credit = s.heldCredit(credit, held[i], min(sent, maxHit(req)))
 		}
 		scored := credit

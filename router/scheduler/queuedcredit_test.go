@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/kvgroups"
 )
 
 // TestQueuedCredit pins what queued_credit changes: the prefix score of a
@@ -65,6 +66,55 @@ func TestQueuedCredit(t *testing.T) {
 		p.QueuedCredit = bad
 		if err := p.validate(); err == nil {
 			t.Errorf("queued_credit %g passed validation", bad)
+		}
+	}
+}
+
+// queued_credit discounts speculation only. A full,mamba replica whose
+// events show 10 full-attention blocks of a 12-block prompt and the Mamba
+// state at block 4 is credited 10 by held_prefix_credit (1), all of it
+// from events; with prefill queued there it keeps that score at
+// queued_credit 0, while a replica credited the prompt only because it
+// was routed there scores that share of its 12 blocks.
+func TestQueuedCreditHeldPrefix(t *testing.T) {
+	ms, reg := index.NewModels(index.Options{}), kvgroups.NewRegistry()
+	l, _ := kvgroups.ParseLayout("full,mamba", 16)
+	reg.FromEvents("home", l.Groups, 16)
+	reg.FromEvents("routed", l.Groups, 16)
+	keys := make([]uint64, 12)
+	for i := range keys {
+		keys[i] = uint64(900 + i)
+	}
+	put := func(name, replica string, ks []uint64) {
+		if err := ms.For(name).Replace(replica, []index.Blocks{{Tier: index.GPU, Keys: ks}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("m", "home", keys[:10])
+	put(kvgroups.IndexName("m", 1, 0), "home", keys[3:4])
+	for _, tc := range []struct {
+		share        float64
+		home, routed float64 // scored blocks
+	}{{1, 10, 12}, {0.5, 10, 6}, {0, 10, 0}} {
+		p := defaultPrefixParams()
+		p.QueuedCredit = tc.share
+		if err := p.validate(); err != nil {
+			t.Fatal(err)
+		}
+		s := newPrefixScorer(TypedName{Type: "prefix", Name: "prefix"}, p, kvgroups.NewIndex(ms, reg), time.Now)
+		cands := []Candidate{{ID: "home", Mode: ModeExact}, {ID: "routed", Mode: ModeExact}}
+		for i := range cands {
+			cands[i].Load.PrefillTokens = 12 * 16
+		}
+		s.Routed(&Request{Model: "m", Keys: keys}, &cands[1])
+		req := &Request{Model: "m", Keys: keys, BlockTokens: 16, PromptTokens: 12*16 + 3}
+		req.resetCycle(len(cands))
+		scores := make([]float64, len(cands))
+		s.Score(context.Background(), req, cands, scores)
+		for i, want := range []float64{tc.home, tc.routed} {
+			if got := scores[i] * float64(len(keys)); math.Abs(got-want) > 1e-9 {
+				t.Errorf("queued_credit %g, %s: scored %g blocks; want %g", tc.share, cands[i].ID, got, want)
+			}
 		}
 	}
 }
