@@ -17,6 +17,12 @@
 #                              sample trace, the tool-agent trace) on four
 #                              shards, each rewriting its own section: about
 #                              10 minutes
+#   make bench-policies-steady the two fan-out sweeps over 40 s of bursts
+#                              instead of 10 (32 bursts at 0.8 bursts/s,
+#                              so a context's cold first burst is one of
+#                              32 with one agent and one of its eight with
+#                              four), rewriting their own sections: about
+#                              33 minutes on 2 cores
 #   make bench                 runs bench-policies too, before the Go benchmarks
 #
 # Sizes: -duration 10s gives each rate about ten seconds of arrivals (rate x
@@ -60,7 +66,15 @@ BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1 -policies $(BENCH_POLICIES)
 BENCH_TRACE_FLAGS ?= -workload trace -trace cmd/llmgw/internal/bench/trace/testdata/sample.jsonl -rate 3 -seed 1 -policies $(BENCH_POLICIES)
 BENCH_SYNTH_FLAGS ?= -workload trace -trace cmd/llmgw/internal/bench/trace/testdata/toolagent-synth.jsonl -rate 3 -seed 1 -policies round-robin,prefix-load,precise-prefix
 
-.PHONY: bench-policies bench-policies-quick bench-policies-single
+# The 10 s fan-out sweeps hold one cold burst per context and few warm
+# ones, so the run's first second decides them; over 40 s an agent's cold
+# first burst weighs as it does in an agent that lives for tens of steps
+# or more (still more than in most). docs/BENCHMARKS.md, "Fan-out at
+# steady state".
+BENCH_STEADY_COMMON ?= -seed 1 -duration 40s -slo-ttft 2s -slo-itl 200ms -noise 0.15 -progress=false
+BENCH_STEADY_POLICIES ?= round-robin,precise-prefix,$(BENCH_SWEEP_PEERS)
+
+.PHONY: bench-policies bench-policies-quick bench-policies-single bench-policies-steady
 
 bench: bench-policies
 
@@ -80,3 +94,7 @@ bench-policies-single: build bin/consul ## rerun the single-rate routing-policy 
 	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat -doc docs/BENCHMARKS.md -section chat
 	./bin/llmgw bench $(BENCH_TRACE_FLAGS) -out docs/bench/trace -doc docs/BENCHMARKS.md -section trace
 	./bin/llmgw bench $(BENCH_SYNTH_FLAGS) -out docs/bench/trace-synth -doc docs/BENCHMARKS.md -section trace-synth
+
+bench-policies-steady: build bin/consul ## the fan-out sweeps over 40 s of bursts; rewrites their sections of docs/BENCHMARKS.md
+	./bin/llmgw bench -workload fan-out -agents 1 -shards 8 -rates 0.2,0.4,0.8 -policies $(BENCH_STEADY_POLICIES) -sim-args "$(BENCH_SIM_70B)" $(BENCH_STEADY_COMMON) -out docs/bench/sweep-fan-out-40s -doc docs/BENCHMARKS.md -section sweep-fan-out-40s
+	./bin/llmgw bench -workload fan-out -agents 4 -shards 8 -rates 0.2,0.4,0.8 -policies $(BENCH_STEADY_POLICIES) -sim-args "$(BENCH_SIM_70B)" $(BENCH_STEADY_COMMON) -out docs/bench/sweep-fan-out-agents-40s -doc docs/BENCHMARKS.md -section sweep-fan-out-agents-40s
