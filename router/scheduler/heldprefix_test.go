@@ -17,22 +17,10 @@ import (
 // nothing stays at 0, and a full-attention replica holding the same 10
 // blocks is predicted and credited 10 as before.
 func TestHeldPrefixCredit(t *testing.T) {
-	ms, reg := index.NewModels(index.Options{}), kvgroups.NewRegistry()
-	l, _ := kvgroups.ParseLayout("full,mamba", 16)
-	reg.FromEvents("home", l.Groups, 16)
-	reg.FromEvents("away", l.Groups, 16)
-	keys := make([]uint64, 12)
-	for i := range keys {
-		keys[i] = uint64(900 + i)
+	ms, reg, keys := heldPrefixFixture(t, "away")
+	if err := ms.For("m").Replace("plain", []index.Blocks{{Tier: index.GPU, Keys: keys[:10]}}); err != nil {
+		t.Fatal(err)
 	}
-	put := func(name, replica string, ks []uint64) {
-		if err := ms.For(name).Replace(replica, []index.Blocks{{Tier: index.GPU, Keys: ks}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("m", "home", keys[:10])
-	put(kvgroups.IndexName("m", 1, 0), "home", keys[3:4])
-	put("m", "plain", keys[:10])
 	ix := kvgroups.NewIndex(ms, reg)
 	for _, tc := range []struct {
 		share      float64
@@ -71,4 +59,31 @@ func TestHeldPrefixCredit(t *testing.T) {
 			t.Errorf("held_prefix_credit %g passed validation", bad)
 		}
 	}
+}
+
+// heldPrefixFixture is model "m" with a 12-block prompt: replica "home"
+// (full,mamba) holds its first 10 full-attention blocks and the Mamba
+// state at block 4 only; the other replicas named are full,mamba
+// replicas that hold nothing.
+func heldPrefixFixture(t *testing.T, empty ...string) (*index.Models, *kvgroups.Registry, []uint64) {
+	t.Helper()
+	ms, reg := index.NewModels(index.Options{}), kvgroups.NewRegistry()
+	l, err := kvgroups.ParseLayout("full,mamba", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append([]string{"home"}, empty...) {
+		reg.FromEvents(r, l.Groups, 16)
+	}
+	keys := make([]uint64, 12)
+	for i := range keys {
+		keys[i] = uint64(900 + i)
+	}
+	if err := ms.For("m").Replace("home", []index.Blocks{{Tier: index.GPU, Keys: keys[:10]}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.For(kvgroups.IndexName("m", 1, 0)).Replace("home", []index.Blocks{{Tier: index.GPU, Keys: keys[3:4]}}); err != nil {
+		t.Fatal(err)
+	}
+	return ms, reg, keys
 }

@@ -77,21 +77,7 @@ func TestQueuedCredit(t *testing.T) {
 // queued_credit 0, while a replica credited the prompt only because it
 // was routed there scores that share of its 12 blocks.
 func TestQueuedCreditHeldPrefix(t *testing.T) {
-	ms, reg := index.NewModels(index.Options{}), kvgroups.NewRegistry()
-	l, _ := kvgroups.ParseLayout("full,mamba", 16)
-	reg.FromEvents("home", l.Groups, 16)
-	reg.FromEvents("routed", l.Groups, 16)
-	keys := make([]uint64, 12)
-	for i := range keys {
-		keys[i] = uint64(900 + i)
-	}
-	put := func(name, replica string, ks []uint64) {
-		if err := ms.For(name).Replace(replica, []index.Blocks{{Tier: index.GPU, Keys: ks}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("m", "home", keys[:10])
-	put(kvgroups.IndexName("m", 1, 0), "home", keys[3:4])
+	ms, reg, keys := heldPrefixFixture(t, "routed")
 	for _, tc := range []struct {
 		share        float64
 		home, routed float64 // scored blocks
