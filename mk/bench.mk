@@ -71,8 +71,8 @@ BENCH_SYNTH_FLAGS ?= -workload trace -trace cmd/llmgw/internal/bench/trace/testd
 # first burst weighs as it does in an agent that lives for tens of steps
 # or more (still more than in most). docs/BENCHMARKS.md, "Fan-out at
 # steady state".
-BENCH_STEADY_COMMON ?= -seed 1 -duration 40s -slo-ttft 2s -slo-itl 200ms -noise 0.15 -progress=false
-BENCH_STEADY_POLICIES ?= round-robin,precise-prefix,$(BENCH_SWEEP_PEERS)
+# The flags after the sweeps' own override theirs (the last one wins).
+BENCH_STEADY_FLAGS ?= -duration 40s -rates 0.2,0.4,0.8 -policies $(BENCH_SWEEP_POLICIES)
 
 .PHONY: bench-policies bench-policies-quick bench-policies-single bench-policies-steady
 
@@ -96,5 +96,5 @@ bench-policies-single: build bin/consul ## rerun the single-rate routing-policy 
 	./bin/llmgw bench $(BENCH_SYNTH_FLAGS) -out docs/bench/trace-synth -doc docs/BENCHMARKS.md -section trace-synth
 
 bench-policies-steady: build bin/consul ## the fan-out sweeps over 40 s of bursts; rewrites their sections of docs/BENCHMARKS.md
-	./bin/llmgw bench -workload fan-out -agents 1 -shards 8 -rates 0.2,0.4,0.8 -policies $(BENCH_STEADY_POLICIES) -sim-args "$(BENCH_SIM_70B)" $(BENCH_STEADY_COMMON) -out docs/bench/sweep-fan-out-40s -doc docs/BENCHMARKS.md -section sweep-fan-out-40s
-	./bin/llmgw bench -workload fan-out -agents 4 -shards 8 -rates 0.2,0.4,0.8 -policies $(BENCH_STEADY_POLICIES) -sim-args "$(BENCH_SIM_70B)" $(BENCH_STEADY_COMMON) -out docs/bench/sweep-fan-out-agents-40s -doc docs/BENCHMARKS.md -section sweep-fan-out-agents-40s
+	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_STEADY_FLAGS) -out docs/bench/sweep-fan-out-40s -doc docs/BENCHMARKS.md -section sweep-fan-out-40s
+	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_STEADY_FLAGS) -out docs/bench/sweep-fan-out-agents-40s -doc docs/BENCHMARKS.md -section sweep-fan-out-agents-40s
