@@ -220,19 +220,8 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	f.log.Info("starting shards", "count", o.Shards)
-	for i := range o.Shards {
-		s, err := f.startShard(ctx, i)
-		if err != nil {
-			return nil, err
-		}
-		f.mu.Lock()
-		f.shards = append(f.shards, s)
-		f.mu.Unlock()
-	}
-	for _, s := range f.runningShards() {
-		if err = f.waitShardReady(ctx, s); err != nil {
-			return nil, err
-		}
+	if err = f.startShards(ctx, o.Shards); err != nil {
+		return nil, err
 	}
 	f.log.Info("starting routers", "count", o.Routers)
 	if err = f.startRouters(ctx, o.Scheduler); err != nil {

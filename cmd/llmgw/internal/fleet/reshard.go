@@ -39,19 +39,8 @@ func (f *Fleet) RestartShards(ctx context.Context, roles []string) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("restart shards: %w", err)
 	}
-	for i := range o.Shards {
-		s, err := f.startShard(ctx, i)
-		if err != nil {
-			return fmt.Errorf("restart shards: %w", err)
-		}
-		f.mu.Lock()
-		f.shards = append(f.shards, s)
-		f.mu.Unlock()
-	}
-	for _, s := range f.runningShards() {
-		if err := f.waitShardReady(ctx, s); err != nil {
-			return fmt.Errorf("restart shards: %w", err)
-		}
+	if err := f.startShards(ctx, o.Shards); err != nil {
+		return fmt.Errorf("restart shards: %w", err)
 	}
 	return nil
 }

@@ -2,9 +2,11 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,7 +77,7 @@ func (f *Fleet) startDriver(ctx context.Context) error {
 // startShard allocates task i of the demo-sim job (jobs/demo-sim.nomad.hcl)
 // on a free port and starts it through the driver. It does not wait.
 func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
-	ports, err := netport.FreeTCPs(2)
+	ports, err := shardPorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +127,61 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 	return s, nil
 }
 
+// shardPorts chooses a shard's ports; tests replace it to hand a shard a
+// port that is taken.
+var shardPorts = netport.FreeTCPs
+
+// errPortTaken marks a shard whose engine exited because a port it was to
+// bind was taken.
+var errPortTaken = errors.New("a port of the shard was taken before its engine bound it")
+
+// portRetries bounds how often one shard is started again on new ports.
+const portRetries = 3
+
+// startShards starts shards 0..n-1 through the driver and waits for each
+// to serve. A shard whose engine exits because one of its ports was taken
+// is started again on new ones: the fleet chooses a shard's ports with
+// netport, free when chosen and released for the engine to bind, and the
+// driver chooses the engine's replay port the same way, so the two can
+// draw one number between a release and a bind, and a fleet of many
+// shards now and then did.
+func (f *Fleet) startShards(ctx context.Context, n int) error {
+	for i := range n {
+		s, err := f.startShard(ctx, i)
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.shards = append(f.shards, s)
+		f.mu.Unlock()
+	}
+	for _, s := range f.runningShards() {
+		for attempt := 1; ; attempt++ {
+			err := f.waitShardReady(ctx, s)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errPortTaken) || attempt > portRetries {
+				return err
+			}
+			f.log.Warn("a port of the shard was taken; starting it again on new ports",
+				"replica", s.replica, "port", s.port, "attempt", attempt)
+			if err := f.stopTask(ctx, s); err != nil {
+				return err
+			}
+			next, err := f.startShard(ctx, s.index)
+			if err != nil {
+				return err
+			}
+			f.mu.Lock()
+			f.shards[slices.Index(f.shards, s)] = next
+			f.mu.Unlock()
+			s = next
+		}
+	}
+	return nil
+}
+
 // waitShardReady waits for the driver's health probe to pass, learns the
 // engine's pid, and registers the shard's service in the catalogue as Nomad does
 // from the jobspec's service block.
@@ -135,7 +192,12 @@ func (f *Fleet) waitShardReady(ctx context.Context, s *shard) error {
 			return fmt.Errorf("inspect task: %w", err)
 		}
 		if r.GetTask().GetState() == drivers.TaskState_EXITED {
-			return fmt.Errorf("engine exited (%v):\n%s", r.GetTask().GetResult(), tailOf(s.task.Stderr.String()))
+			stderr := tailOf(s.task.Stderr.String())
+			err := fmt.Errorf("engine exited (%v):\n%s", r.GetTask().GetResult(), stderr)
+			if strings.Contains(stderr, "address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return err
 		}
 		attrs := r.GetDriver().GetAttributes()
 		s.enginePid, _ = strconv.Atoi(attrs["engine_pid"])

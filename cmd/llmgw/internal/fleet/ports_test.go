@@ -1,0 +1,59 @@
+package fleet
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+
+	"github.com/llmgw/llmgw/internal/localproc/netport"
+)
+
+// TestShardOnATakenPortStartsAgain: a shard handed a port that another
+// process holds by the time its engine binds it (the race between the
+// fleet's port choice and the driver's) is started again on new ports,
+// and the fleet comes up serving on them.
+func TestShardOnATakenPortStartsAgain(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	taken := held.Addr().(*net.TCPAddr).Port
+	calls := 0
+	shardPorts = func(n int) ([]int, error) {
+		calls++
+		ports, err := netport.FreeTCPs(n)
+		if err == nil && calls == 1 {
+			ports[0] = taken
+		}
+		return ports, err
+	}
+	defer func() { shardPorts = netport.FreeTCPs }()
+
+	o := options(t)
+	o.Shards, o.Routers = 1, 1
+	f, err := Start(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Start with the first shard's port taken: %v", err)
+	}
+	defer f.Close()
+	if calls != 2 {
+		t.Errorf("ports chosen %d times; want 2 (the taken port, then new ones)", calls)
+	}
+	shards := f.runningShards()
+	if len(shards) != 1 || shards[0].port == taken {
+		t.Fatalf("shards %d, the first on port %d; want one, not on the taken %d", len(shards), shards[0].port, taken)
+	}
+	resp, err := http.Get(shards[0].url + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/models on the restarted shard: %s", resp.Status)
+	}
+	if got := complete(t, f.RouterURLs()[0], "hello there").code; got != http.StatusOK {
+		t.Errorf("completion through the router: status %d", got)
+	}
+}
