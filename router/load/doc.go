@@ -5,7 +5,9 @@
 //
 // The prefill queued on a replica is counted as the replica has yet to
 // compute it: the uncached tokens of the routers' unanswered requests,
-// drained with time at the replica's prefill rate, which the tracker
+// drained with time at the replica's prefill rate (shared with the prefill
+// other routers report queued there, so that the fleet's queue drains
+// once, not once per router), which the tracker
 // measures from the time to first token of requests sent to it while
 // nothing was queued there (DefaultPrefillRate until then).
 //

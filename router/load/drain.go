@@ -40,7 +40,8 @@ func WithPrefillRate(tokensPerSecond float64) Option {
 
 // backlog is the prefill a replica still has to do of this router's
 // requests: their uncached tokens as they were sent, less what the
-// replica computed since at its prefill rate. The tokens of requests
+// replica computed since at this router's share of its prefill rate
+// (drainRate). The tokens of requests
 // not yet answered (Load.PrefillTokens of the entry's own counts) bound it
 // from above, so it is never more than the count it refines.
 //
@@ -69,8 +70,26 @@ func (b *backlog) advance(now time.Time, rate float64) {
 	b.tokens, b.at = b.left(now, rate), now
 }
 
-// rateOf is the prefill rate to drain e's backlog at: its own measured
-// rate, else the mean of those the tracker measured, else its prior.
+// drainRate is the rate e's backlog drains at: the replica's prefill rate
+// (rateOf), shared with the prefill the peers report queued there in
+// proportion to each part, as of the backlog's last advance.
+//
+// Why: each router drains only its own part, and the peers' part reaches
+// it already drained by them. Drained at the full rate by every router,
+// the replica's queue fell at the engine's rate once per router with work
+// there, and two routers that had each sent a burst's siblings to one
+// replica read its queue as emptying twice as fast as it did.
+func (t *Tracker) drainRate(e *tracked) float64 {
+	r := t.rateOf(e)
+	own, peer := e.queue.tokens, float64(e.peer.PrefillTokens)
+	if r == 0 || own <= 0 || peer <= 0 {
+		return r
+	}
+	return r * own / (own + peer)
+}
+
+// rateOf is the replica's prefill rate: its own measured rate, else the
+// mean of those the tracker measured, else its prior.
 func (t *Tracker) rateOf(e *tracked) float64 {
 	switch {
 	case t.prior == 0:
@@ -112,6 +131,6 @@ func (t *Tracker) prefillLeft(e *tracked, now time.Time) int {
 	if e.own.PrefillTokens <= 0 {
 		return 0
 	}
-	left := min(e.queue.left(now, t.rateOf(e)), float64(e.own.PrefillTokens))
+	left := min(e.queue.left(now, t.drainRate(e)), float64(e.own.PrefillTokens))
 	return int(math.Ceil(left))
 }

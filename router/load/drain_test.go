@@ -111,3 +111,45 @@ func TestMeasuredRateIsShared(t *testing.T) {
 		t.Errorf("b drained to %d; want %d (1,000 + 3,000 less 250 ms at 4,000/s)", got, want)
 	}
 }
+
+// TestPeersShareTheDrain: two routers with prefill queued on one replica
+// each drain their part at their share of its rate, so that the queue
+// each reads (its own plus what the other reports) falls at the
+// replica's rate, not at twice it.
+func TestPeersShareTheDrain(t *testing.T) {
+	clock := newStopped()
+	a := NewTracker(WithClock(clock.now)) // the prior, 1,000 tokens a second
+	b := NewTracker(WithClock(clock.now))
+	exchange := func() {
+		ownA, ownB := a.Own(), b.Own()
+		a.SetPeerLoads(ownB)
+		b.SetPeerLoads(ownA)
+	}
+	_, endA := a.BeginPrefill("r", 3000, 3000)
+	defer endA()
+	_, endB := b.BeginPrefill("r", 1000, 1000)
+	defer endB()
+	exchange()
+	steps := []struct {
+		wait        time.Duration
+		ownA, ownB  int // each router's own part after the wait
+		total       int // the queue both read after exchanging
+		description string
+	}{
+		{0, 3000, 1000, 4000, "as sent"},
+		// Shares 3/4 and 1/4 of 1,000 tokens a second.
+		{time.Second, 2250, 750, 3000, "one second at the replica's rate"},
+		{2 * time.Second, 750, 250, 1000, "three seconds"},
+		{2 * time.Second, 0, 0, 0, "drained"},
+	}
+	for _, s := range steps {
+		clock.wait(s.wait)
+		ownA, ownB := a.Own()["r"].PrefillTokens, b.Own()["r"].PrefillTokens
+		exchange()
+		totA, totB := a.Load("r").PrefillTokens, b.Load("r").PrefillTokens
+		if ownA != s.ownA || ownB != s.ownB || totA != s.total || totB != s.total {
+			t.Errorf("%s: own parts %d and %d, queues read %d and %d; want %d, %d and %d both",
+				s.description, ownA, ownB, totA, totB, s.ownA, s.ownB, s.total)
+		}
+	}
+}

@@ -100,7 +100,7 @@ func (t *Tracker) BeginPrefill(replica string, promptTokens, uncachedTokens int)
 	e := t.entry(replica)
 	now := t.now()
 	idle := e.own.PrefillTokens == 0 && e.peer.PrefillTokens == 0
-	e.queue.advance(now, t.rateOf(e))
+	e.queue.advance(now, t.drainRate(e))
 	e.queue.tokens += float64(uncachedTokens)
 	l := &e.own
 	l.InFlight++
@@ -155,7 +155,7 @@ func (f *inFlight) end() {
 // requests still unanswered queue.
 func (f *inFlight) release(now time.Time) {
 	e := f.e
-	e.queue.advance(now, f.t.rateOf(e))
+	e.queue.advance(now, f.t.drainRate(e))
 	e.own.PrefillTokens -= f.prefill
 	e.queue.tokens = min(e.queue.tokens, float64(max(e.own.PrefillTokens, 0)))
 }
@@ -256,7 +256,11 @@ func (t *Tracker) SetPeerLoads(loads map[string]Peer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.peers = loads
+	now := t.now()
 	for id, e := range t.load {
+		// Drain what was queued at the share it had until now, then
+		// change the share.
+		e.queue.advance(now, t.drainRate(e))
 		e.peer = loads[id]
 	}
 }
