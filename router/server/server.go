@@ -285,6 +285,10 @@ func (s *Server) startReplicas(ctx context.Context) error {
 			return true
 		}
 	}
+	// The static replicas are in the set before Start returns, so a
+	// request sent the moment it does is not told the model does not
+	// exist; the watched services join as Follow hears of them.
+	s.set.Replace(static)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
