@@ -26,7 +26,6 @@ import (
 	"github.com/llmgw/llmgw/router/kvgroups"
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/peers"
-	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
@@ -125,52 +124,9 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	}
 	s.capacity = newCapacity(s.models, s.set, sessions, cfg.Index.CPURatio, log.Named("capacity"))
 
-	sources, etok, err := s.promptSources(opts)
-	if err != nil {
+	if err := s.startGateway(ctx, opts); err != nil {
 		return nil, err
 	}
-	prompts, perrs := prompt.New(sources)
-	for _, e := range perrs {
-		log.Warn("tokenizer unavailable", "error", e)
-	}
-	s.groups = kvgroups.NewIndex(s.models, s.layouts)
-	sched, err := buildScheduler(cfg.Scheduler, scheduler.Deps{Index: s.groups}, opts)
-	if err != nil {
-		return nil, err
-	}
-	pdThreshold, prefillSched, err := pdDeps(cfg.PD, scheduler.Deps{Index: s.groups}, opts)
-	if err != nil {
-		return nil, err
-	}
-	s.metrics = gateway.NewMetrics(&collector{s: s}, etok)
-	keys, err := s.startAuth(ctx)
-	if err != nil {
-		return nil, err
-	}
-	gw, err := gateway.New(gateway.Deps{
-		Auth: keys, Limits: s.limiter,
-		Replicas: s.set, Scheduler: sched, Tracker: s.tracker, Prompts: prompts, Metrics: s.metrics,
-		PD: pdThreshold, PrefillScheduler: prefillSched,
-		BlocksOf:        func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
-		KVGroups:        s.groups.ExplainGroups,
-		Ready:           func() bool { return s.synced() },
-		SessionHeader:   sessionHeader(cfg.Scheduler),
-		MaxBodyBytes:    cfg.MaxBodyBytes,
-		Attempts:        cfg.Attempts,
-		UpstreamTimeout: cfg.UpstreamTimeout,
-		QueueTimeout:    cfg.QueueTimeout,
-		MaxQueue:        cfg.MaxQueue,
-		EngineKey:       cfg.EngineKey,
-		Logger:          log.Named("gateway"),
-
-		ExposeRouteHeaders: cfg.HTTP.ExposeRouteHeaders,
-		MaxQueuePerTenant:  cfg.MaxQueuePerTenant,
-		Migration:          gateway.Migration(cfg.Migration),
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.gw = gw
 
 	// Before serving: the readiness check reads what this sets up.
 	if err := s.startReplicas(ctx); err != nil {
