@@ -36,7 +36,7 @@ type busyFleet struct {
 	inside, most atomic.Int32
 }
 
-func newBusyFleet(t *testing.T, edit func(*Deps), tenants ...*tenant.Tenant) *busyFleet {
+func newBusyFleet(t *testing.T, edit func(*testDeps), tenants ...*tenant.Tenant) *busyFleet {
 	t.Helper()
 	f := &busyFleet{entered: make(chan string, 16), release: make(chan struct{})}
 	replica := backend(t, func(w http.ResponseWriter, r *http.Request) {
@@ -58,8 +58,8 @@ func newBusyFleet(t *testing.T, edit func(*Deps), tenants ...*tenant.Tenant) *bu
 		io.WriteString(w, `{}`)
 	})
 	t.Cleanup(func() { close(f.release) }) // before the replica's server closes
-	f.h = newHarnessWith(t, func(d *Deps, c *scheduler.Config) {
-		d.QueueTimeout, d.MaxQueue = time.Minute, 64
+	f.h = newHarnessWith(t, func(d *testDeps, c *scheduler.Config) {
+		d.Route.Options.QueueTimeout, d.Route.Options.MaxQueue = time.Minute, 64
 		edit(d)
 		c.Filters = append(c.Filters, scheduler.Spec{Type: "busy", Params: []byte(`{"max_in_flight":1}`)})
 	}, replica)
@@ -123,21 +123,20 @@ func (f *busyFleet) occupy(t *testing.T) <-chan answer {
 // queue sends a request and waits until it is queued.
 func (f *busyFleet) queue(ctx context.Context, t *testing.T, who, priority, content string) <-chan answer {
 	t.Helper()
-	before := f.h.gw.admit.Waiting()
+	before := f.h.waiting()
 	a := f.send(ctx, t, who, priority, content)
-	poll.Until(t, content+" to queue", func() bool { return f.h.gw.admit.Waiting() == before+1 })
+	poll.Until(t, content+" to queue", func() bool { return f.h.waiting() == before+1 })
 	return a
 }
 
-// TestBackpressureAndUnavailable: over real HTTP, a busy fleet answers 429
-// with Retry-After in OpenAI's shape when the queue is full, when one
-// tenant's share of it is, and when the wait runs out; a fleet with no
-// healthy replica at all answers 503 without Retry-After.
-func TestBackpressureAndUnavailable(t *testing.T) {
+// TestBackpressure: over real HTTP, a busy fleet answers 429 with
+// Retry-After in OpenAI's shape when the queue is full, when one tenant's
+// share of it is, and when the wait runs out.
+func TestBackpressure(t *testing.T) {
 	a, b := &tenant.Tenant{Name: "a"}, &tenant.Tenant{Name: "b"}
 	tests := []struct {
 		name     string
-		edit     func(*Deps)
+		edit     func(*testDeps)
 		queued   []string // tenants whose requests wait first
 		who      string   // the request answered
 		code     int
@@ -145,10 +144,10 @@ func TestBackpressureAndUnavailable(t *testing.T) {
 		contains string
 		reason   string // llmgw_queue_rejected_total's
 	}{
-		{"queue full", func(d *Deps) { d.MaxQueue = 2 }, []string{"a", "b"}, "b", 429, openai.TypeRateLimit, "the queue is full (2 requests waiting)", "queue_full"},
-		{"tenant's share full", func(d *Deps) { d.MaxQueuePerTenant = 1 }, []string{"a", "b"}, "a", 429, openai.TypeRateLimit, "this key's share of the queue is full (1 waiting, its limit)", "tenant_queue_full"},
-		{"wait timed out", func(d *Deps) { d.QueueTimeout = 50 * time.Millisecond }, nil, "a", 429, openai.TypeRateLimit, "within the queue timeout of 50ms", "timeout"},
-		{"no queue", func(d *Deps) { d.QueueTimeout = 0 }, nil, "a", 429, openai.TypeRateLimit, "requests do not queue", "no_queue"},
+		{"queue full", func(d *testDeps) { d.Route.Options.MaxQueue = 2 }, []string{"a", "b"}, "b", 429, openai.TypeRateLimit, "the queue is full (2 requests waiting)", "queue_full"},
+		{"tenant's share full", func(d *testDeps) { d.Route.Options.MaxQueuePerTenant = 1 }, []string{"a", "b"}, "a", 429, openai.TypeRateLimit, "this key's share of the queue is full (1 waiting, its limit)", "tenant_queue_full"},
+		{"wait timed out", func(d *testDeps) { d.Route.Options.QueueTimeout = 50 * time.Millisecond }, nil, "a", 429, openai.TypeRateLimit, "within the queue timeout of 50ms", "timeout"},
+		{"no queue", func(d *testDeps) { d.Route.Options.QueueTimeout = 0 }, nil, "a", 429, openai.TypeRateLimit, "requests do not queue", "no_queue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,66 +169,81 @@ func TestBackpressureAndUnavailable(t *testing.T) {
 			if s, err := strconv.Atoi(got.retryAfter); err != nil || s < 1 {
 				t.Errorf("Retry-After %q; want whole seconds, at least 1", got.retryAfter)
 			}
-			if n := f.h.gw.admit.Waiting(); n != len(tt.queued) {
+			if n := f.h.waiting(); n != len(tt.queued) {
 				t.Errorf("%d waiting after the refusal; want the %d queued before", n, len(tt.queued))
 			}
-			_, metrics := get(t, f.h.admin.URL+"/metrics")
-			for _, series := range []string{
-				fmt.Sprintf(`llmgw_queue_rejected_total{band="0",reason=%q} 1`, tt.reason),
-				fmt.Sprintf(`llmgw_queue_waiting{band="0"} %d`, len(tt.queued)),
-			} {
-				if len(tt.queued) == 0 && strings.HasPrefix(series, "llmgw_queue_waiting") {
-					continue // no band was ever queued in
-				}
-				if !strings.Contains(string(metrics), series) {
-					t.Errorf("/metrics lacks %s", series)
-				}
-			}
-			f.release <- struct{}{}
-			if c := (<-first).code; c != 200 {
-				t.Errorf("occupant: %d", c)
-			}
-			for _, w := range waiting { // each queued request is served in turn
-				<-f.entered
-				f.release <- struct{}{}
-				if c := (<-w).code; c != 200 {
-					t.Errorf("queued request: %d; want 200", c)
-				}
-			}
+			f.checkQueueMetrics(t, tt.reason, len(tt.queued))
+			f.serveInTurn(t, first, waiting)
 			if m := f.most.Load(); m != 1 {
 				t.Errorf("the replica had %d requests at once; its limit is 1", m)
 			}
 		})
 	}
 
-	t.Run("no healthy replica", func(t *testing.T) {
-		f := newBusyFleet(t, func(*Deps) {})
-		for range 3 {
-			f.h.set.Failed("r0") // three failures open the breaker
+}
+
+// TestUnavailableFleet: a fleet with no healthy replica at all answers 503
+// without Retry-After, and the request does not queue.
+func TestUnavailableFleet(t *testing.T) {
+	f := newBusyFleet(t, func(*testDeps) {})
+	for range 3 {
+		f.h.set.Failed("r0") // three failures open the breaker
+	}
+	got := <-f.send(context.Background(), t, "", "", "hello")
+	if got.code != http.StatusServiceUnavailable || got.retryAfter != "" {
+		t.Fatalf("status %d, Retry-After %q (%s); want 503 without Retry-After", got.code, got.retryAfter, got.body)
+	}
+	if e := openAIError(t, got.body); e.Type != openai.TypeUnavailable || !strings.Contains(e.Message, "no healthy replica serves m") {
+		t.Errorf("error %+v", e)
+	}
+	if n := f.h.waiting(); n != 0 {
+		t.Errorf("%d waiting; a request with no replica must not queue", n)
+	}
+}
+
+// checkQueueMetrics checks that /metrics counts one refusal for reason
+// and, when requests were queued in the band, the queued ones waiting.
+func (f *busyFleet) checkQueueMetrics(t *testing.T, reason string, queued int) {
+	t.Helper()
+	_, metrics := get(t, f.h.admin.URL+"/metrics")
+	series := []string{fmt.Sprintf(`llmgw_queue_rejected_total{band="0",reason=%q} 1`, reason)}
+	if queued > 0 { // else no band was ever queued in
+		series = append(series, fmt.Sprintf(`llmgw_queue_waiting{band="0"} %d`, queued))
+	}
+	for _, s := range series {
+		if !strings.Contains(string(metrics), s) {
+			t.Errorf("/metrics lacks %s", s)
 		}
-		got := <-f.send(context.Background(), t, "", "", "hello")
-		if got.code != http.StatusServiceUnavailable || got.retryAfter != "" {
-			t.Fatalf("status %d, Retry-After %q (%s); want 503 without Retry-After", got.code, got.retryAfter, got.body)
+	}
+}
+
+// serveInTurn releases the occupant, then each queued request in turn,
+// and checks that each is answered 200.
+func (f *busyFleet) serveInTurn(t *testing.T, first <-chan answer, waiting []<-chan answer) {
+	t.Helper()
+	f.release <- struct{}{}
+	if c := (<-first).code; c != 200 {
+		t.Errorf("occupant: %d", c)
+	}
+	for _, w := range waiting { // each queued request is served in turn
+		<-f.entered
+		f.release <- struct{}{}
+		if c := (<-w).code; c != 200 {
+			t.Errorf("queued request: %d; want 200", c)
 		}
-		if e := openAIError(t, got.body); e.Type != openai.TypeUnavailable || !strings.Contains(e.Message, "no healthy replica serves m") {
-			t.Errorf("error %+v", e)
-		}
-		if n := f.h.gw.admit.Waiting(); n != 0 {
-			t.Errorf("%d waiting; a request with no replica must not queue", n)
-		}
-	})
+	}
 }
 
 // TestQueuedClientLeaves: a queued request whose client disconnects leaves
 // the queue at once, while the replica is still busy, and never reaches it.
 func TestQueuedClientLeaves(t *testing.T) {
-	f := newBusyFleet(t, func(*Deps) {})
+	f := newBusyFleet(t, func(*testDeps) {})
 	first := f.occupy(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := f.queue(ctx, t, "", "", "impatient")
 	stays := f.queue(context.Background(), t, "", "", "patient")
 	cancel()
-	poll.Until(t, "the disconnected client's request to leave the queue", func() bool { return f.h.gw.admit.Waiting() == 1 })
+	poll.Until(t, "the disconnected client's request to leave the queue", func() bool { return f.h.waiting() == 1 })
 	if a := <-gone; a.code != -1 {
 		t.Errorf("the cancelled client got %d; want its request cut", a.code)
 	}
@@ -254,7 +268,7 @@ func TestQueuedClientLeaves(t *testing.T) {
 // "raised", they are served plain, "raised", lowered: FIFO would serve the
 // lowered one first, and a raise would serve the "raised" one first.
 func TestPriorityHeader(t *testing.T) {
-	f := newBusyFleet(t, func(*Deps) {})
+	f := newBusyFleet(t, func(*testDeps) {})
 	first := f.occupy(t)
 	var waiting []<-chan answer
 	for _, r := range []struct{ priority, content string }{{"-1", "lowered"}, {"", "plain"}, {"5", "raised"}} {

@@ -16,7 +16,7 @@ func TestRouteHeadersOptIn(t *testing.T) {
 	ok := backend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{}`) })
 	all := []string{HeaderReplica, HeaderMode, HeaderCachedTokens, HeaderAttempts}
 	for _, expose := range []bool{false, true} {
-		h := newHarnessWith(t, func(d *Deps, _ *scheduler.Config) { d.ExposeRouteHeaders = expose }, ok)
+		h := newHarnessWith(t, func(d *testDeps, _ *scheduler.Config) { d.Options.ExposeRouteHeaders = expose }, ok)
 		for range 2 { // the second request hits what the first left cached
 			resp, b := post(t, h.srv.URL+"/v1/chat/completions", chatBody)
 			if resp.StatusCode != http.StatusOK {

@@ -22,7 +22,9 @@ import (
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/route"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -32,6 +34,9 @@ func TestMain(m *testing.M) {
 
 type harness struct {
 	gw       *Gateway
+	planner  *route.Planner
+	limits   *ratelimit.Limiter // the planner's, nil unless a test set them
+	prompts  *prompt.Prompts
 	srv      *httptest.Server
 	admin    *httptest.Server // AdminHandler
 	set      *replicas.Set
@@ -43,12 +48,19 @@ type harness struct {
 // given backends, named r0, r1, ... in order.
 func newHarness(t testing.TB, maxBody int64, backends ...string) *harness {
 	t.Helper()
-	return newHarnessWith(t, func(d *Deps, c *scheduler.Config) { d.MaxBodyBytes = maxBody }, backends...)
+	return newHarnessWith(t, func(d *testDeps, c *scheduler.Config) { d.Options.MaxBodyBytes = maxBody }, backends...)
+}
+
+// testDeps are what a test may adjust before its gateway is built: the
+// gateway's own dependencies and its planner's.
+type testDeps struct {
+	Deps
+	Route route.Deps
 }
 
 // newHarnessWith is newHarness with the dependencies and scheduler config
 // adjusted by edit.
-func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends ...string) *harness {
+func newHarnessWith(t testing.TB, edit func(*testDeps, *scheduler.Config), backends ...string) *harness {
 	t.Helper()
 	models := index.NewModels(index.Options{})
 	var set *replicas.Set
@@ -62,6 +74,13 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 		list = append(list, replicas.Replica{ID: fmt.Sprintf("r%d", i), Model: "m", Address: b, BlockSize: 16, Source: "static"})
 	}
 	set.Replace(list)
+	return buildHarness(t, set, tracker, models, edit)
+}
+
+// buildHarness builds a planner and a gateway over set, serving both of
+// the gateway's handlers, with the test's edits.
+func buildHarness(t testing.TB, set *replicas.Set, tracker *load.Tracker, idx scheduler.PrefixIndex, edit func(*testDeps, *scheduler.Config)) *harness {
+	t.Helper()
 	reg := scheduler.NewRegistry()
 	if err := scheduler.RegisterBuiltins(reg); err != nil {
 		t.Fatal(err)
@@ -69,22 +88,32 @@ func newHarnessWith(t testing.TB, edit func(*Deps, *scheduler.Config), backends 
 	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Encoder: simencoder.Encoder{}}})
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// The tests read where each request went; a deployment opts in.
-	d := Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(), Attempts: 3, Transport: tr, ExposeRouteHeaders: true}
+	d := testDeps{
+		Deps:  Deps{Metrics: NewMetrics(), Transport: tr, Options: Options{ExposeRouteHeaders: true}},
+		Route: route.Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Options: route.Options{Attempts: 3}},
+	}
 	cfg := scheduler.DefaultConfig()
-	edit(&d, &cfg)
-	sched, err := reg.Build(cfg, scheduler.Deps{Index: models})
+	if edit != nil {
+		edit(&d, &cfg)
+	}
+	sched, err := reg.Build(cfg, scheduler.Deps{Index: idx})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Scheduler = sched
-	gw, err := New(d)
+	d.Route.Scheduler, d.Route.Registry = sched, d.Metrics.Registry
+	planner, err := route.New(d.Route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Planner = planner
+	gw, err := New(d.Deps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(gw.Handler())
 	admin := httptest.NewServer(gw.AdminHandler())
 	t.Cleanup(func() { srv.Close(); admin.Close(); tr.CloseIdleConnections() })
-	return &harness{gw: gw, srv: srv, admin: admin, set: set, tracker: tracker, backends: backends}
+	return &harness{gw: gw, planner: planner, limits: d.Route.Limits, prompts: prompts, srv: srv, admin: admin, set: set, tracker: tracker}
 }
 
 // newHarnessB is newHarness over one backend serving h.
@@ -376,4 +405,10 @@ func FuzzHandler(f *testing.F) {
 			t.Fatalf("status %d with a body that is not an OpenAI error: %q", rec.Code, rec.Body.String())
 		}
 	})
+}
+
+// waiting is how many requests wait in the planner's admission queue.
+func (h *harness) waiting() int {
+	n, _ := h.planner.QueueDepth()
+	return n
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/route"
 )
 
 // namedBackends start n backends answering with their own name.
@@ -108,7 +109,7 @@ func TestDrainingReplica(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var admin struct {
-		Replicas []adminReplica `json:"replicas"`
+		Replicas []route.ReplicaState `json:"replicas"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&admin); err != nil {
 		t.Fatal(err)

@@ -79,8 +79,8 @@ func (e *migratingEngine) serve(w http.ResponseWriter, r *http.Request) {
 func migrationHarness(t *testing.T, on bool) (*harness, *migratingEngine) {
 	t.Helper()
 	e := &migratingEngine{}
-	h := newHarnessWith(t, func(d *Deps, _ *scheduler.Config) {
-		d.Migration = Migration{Enabled: on, MaxAttempts: 2, MaxTokens: 100}
+	h := newHarnessWith(t, func(d *testDeps, _ *scheduler.Config) {
+		d.Options.Migration = Migration{Enabled: on, MaxAttempts: 2, MaxTokens: 100}
 	}, backend(t, e.serve), backend(t, e.serve))
 	return h, e
 }
@@ -144,7 +144,7 @@ func TestMigrationContinuesStream(t *testing.T) {
 	}
 	// The continuation is a decision of its own in the log, newest first,
 	// naming the replica whose stream it continued.
-	if ds := h.gw.RecentDecisions(); len(ds) < 2 || ds[0].ContinuedFrom != served || ds[0].Replica == served ||
+	if ds := h.planner.RecentDecisions(); len(ds) < 2 || ds[0].ContinuedFrom != served || ds[0].Replica == served ||
 		ds[0].PromptTokens != len(cont) || ds[1].Replica != served || ds[1].ContinuedFrom != "" {
 		t.Errorf("decision log %+v; want the continuation (from %s, %d prompt tokens) after the first decision", ds, served, len(cont))
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/route"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -111,7 +112,7 @@ type pdHarness struct {
 // newPDHarness runs a gateway for model "m" over one engine per role
 // given, named p0, p1, ... for prefill, d0, ... for decode and a0, ... for
 // aggregated replicas.
-func newPDHarness(t *testing.T, edit func(*Deps, *scheduler.Config), roles ...replicas.Role) *pdHarness {
+func newPDHarness(t *testing.T, edit func(*testDeps, *scheduler.Config), roles ...replicas.Role) *pdHarness {
 	t.Helper()
 	models := index.NewModels(index.Options{})
 	var set *replicas.Set
@@ -132,34 +133,11 @@ func newPDHarness(t *testing.T, edit func(*Deps, *scheduler.Config), roles ...re
 		list = append(list, replicas.Replica{ID: name, Model: "m", Address: e.addr, BlockSize: 16, Source: "static", Role: role})
 	}
 	set.Replace(list)
-	reg := scheduler.NewRegistry()
-	if err := scheduler.RegisterBuiltins(reg); err != nil {
-		t.Fatal(err)
-	}
-	prompts, _ := prompt.New(map[string]prompt.Source{"m": {Encoder: simencoder.Encoder{}}})
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	d := Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(), Attempts: 3, Transport: tr, ExposeRouteHeaders: true}
-	cfg := scheduler.DefaultConfig()
-	if edit != nil {
-		edit(&d, &cfg)
-	}
-	sched, err := reg.Build(cfg, scheduler.Deps{Index: models})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Scheduler = sched
-	gw, err := New(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gw.Handler())
-	admin := httptest.NewServer(gw.AdminHandler())
-	t.Cleanup(func() { srv.Close(); admin.Close(); tr.CloseIdleConnections() })
-	return &pdHarness{harness: &harness{gw: gw, srv: srv, admin: admin, set: set, tracker: tracker}, sink: sink, engines: engines}
+	return &pdHarness{harness: buildHarness(t, set, tracker, models, edit), sink: sink, engines: engines}
 }
 
 func (h *pdHarness) pdPath(path string) float64 {
-	return testutil.ToFloat64(h.gw.d.Metrics.PD.WithLabelValues(path))
+	return testutil.ToFloat64(h.planner.Metrics().PD.WithLabelValues(path))
 }
 
 var pdPrompt = strings.Repeat("a long shared document about routing ", 12)
@@ -204,7 +182,7 @@ func TestPDTwoSteps(t *testing.T) {
 	if text.String() != "one two three" || usage.CompletionTokens != 3 || usage.PromptTokens != 40 {
 		t.Errorf("client got %q, usage %+v; want the decode replica's stream and usage", text.String(), usage)
 	}
-	if headers.Get(HeaderMode) != string(ModeDisaggregated) || headers.Get(HeaderReplica) != "d0" || headers.Get(HeaderPrefillReplica) != "p0" {
+	if headers.Get(HeaderMode) != string(route.ModeDisaggregated) || headers.Get(HeaderReplica) != "d0" || headers.Get(HeaderPrefillReplica) != "p0" {
 		t.Errorf("route headers mode %q replica %q prefill %q; want disaggregated, d0, p0", headers.Get(HeaderMode), headers.Get(HeaderReplica), headers.Get(HeaderPrefillReplica))
 	}
 
@@ -231,13 +209,13 @@ func TestPDTwoSteps(t *testing.T) {
 	if preIDs[0] == "" || preIDs[0] != decIDs[0] {
 		t.Errorf("X-Request-Id: prefill %q, decode %q; want one id for both steps", preIDs[0], decIDs[0])
 	}
-	if got := h.pdPath(pdRemote); got != 1 {
+	if got := h.pdPath(route.PDRemote); got != 1 {
 		t.Errorf("remote prefills counted %g; want 1", got)
 	}
-	if got := testutil.ToFloat64(h.gw.d.Metrics.Decisions.WithLabelValues(string(ModeDisaggregated))); got != 1 {
+	if got := testutil.ToFloat64(h.planner.Metrics().Decisions.WithLabelValues(string(route.ModeDisaggregated))); got != 1 {
 		t.Errorf("disaggregated decisions %g; want 1", got)
 	}
-	if ds := h.gw.RecentDecisions(); len(ds) != 1 || ds[0].Replica != "d0" || ds[0].Prefill != "p0" || ds[0].Mode != ModeDisaggregated {
+	if ds := h.planner.RecentDecisions(); len(ds) != 1 || ds[0].Replica != "d0" || ds[0].Prefill != "p0" || ds[0].Mode != route.ModeDisaggregated {
 		t.Errorf("decision log %+v; want d0 with prefill p0", ds)
 	}
 }
@@ -266,7 +244,7 @@ func TestPDPrefillRetriesThenFallsBack(t *testing.T) {
 		if kv, _ := dec[0]["kv_transfer_params"].(map[string]any); kv["remote_engine_id"] != served+"-engine" {
 			t.Errorf("decode request %v; want %s's parameters", dec[0], served)
 		}
-		if got := h.pdPath(pdRemote); got != 1 {
+		if got := h.pdPath(route.PDRemote); got != 1 {
 			t.Errorf("remote prefills counted %g; want 1", got)
 		}
 	})
@@ -278,7 +256,7 @@ func TestPDPrefillRetriesThenFallsBack(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "one two three") {
 			t.Fatalf("%d %s; want the decode replica's answer", resp.StatusCode, b)
 		}
-		if m := resp.Header.Get(HeaderMode); m == string(ModeDisaggregated) || resp.Header.Get(HeaderPrefillReplica) != "" {
+		if m := resp.Header.Get(HeaderMode); m == string(route.ModeDisaggregated) || resp.Header.Get(HeaderPrefillReplica) != "" {
 			t.Errorf("mode %q, prefill %q; want the decode replica serving whole", m, resp.Header.Get(HeaderPrefillReplica))
 		}
 		dec, _ := h.engines["d0"].requests()
@@ -290,7 +268,7 @@ func TestPDPrefillRetriesThenFallsBack(t *testing.T) {
 				t.Errorf("%s got %d prefill requests; want 1", p, len(got))
 			}
 		}
-		if got := h.pdPath(pdPrefillFailed); got != 1 {
+		if got := h.pdPath(route.PDPrefillFailed); got != 1 {
 			t.Errorf("prefill failures counted %g; want 1", got)
 		}
 		if got := testutil.ToFloat64(h.gw.d.Metrics.Attempts.WithLabelValues("bad_prefill_response")); got != 1 {
@@ -325,7 +303,7 @@ func TestPDMixedFleet(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderPrefillReplica) != "" || resp.Header.Get(HeaderReplica) == "d0" {
 		t.Fatalf("%d replica %q prefill %q: %s; want a whole request on p0 or a0", resp.StatusCode, resp.Header.Get(HeaderReplica), resp.Header.Get(HeaderPrefillReplica), b)
 	}
-	if got := h.pdPath(pdNoRole); got != 1 {
+	if got := h.pdPath(route.PDNoRole); got != 1 {
 		t.Errorf("role_unavailable counted %g; want 1", got)
 	}
 	for _, e := range h.engines {
@@ -370,11 +348,11 @@ func TestPDDeciderCountsCPUHits(t *testing.T) {
 		blocks []uint64
 		path   string
 	}{
-		{"whole prompt on CPU", keys, pdCached},
-		{"half the prompt on CPU", keys[:len(keys)/2], pdRemote},
+		{"whole prompt on CPU", keys, route.PDCached},
+		{"half the prompt on CPU", keys[:len(keys)/2], route.PDRemote},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := newPDHarness(t, func(d *Deps, _ *scheduler.Config) { d.PD = disagg.Threshold{Fraction: 0.9} }, replicas.RolePrefill, replicas.RoleDecode)
+			h := newPDHarness(t, func(d *testDeps, _ *scheduler.Config) { d.Route.Options.PD = disagg.Threshold{Fraction: 0.9} }, replicas.RolePrefill, replicas.RoleDecode)
 			h.sink.ApplyUpdate(&kvwire.Update{Version: kvwire.Version, Driver: "drv", Epoch: 1, Seq: 1, Snapshot: true,
 				Replicas: []kvwire.Replica{
 					{ID: "d0", BlockSize: 16, Groups: []kvwire.Group{{Tier: kvwire.TierCPU, Add: c.blocks}}},
@@ -382,24 +360,24 @@ func TestPDDeciderCountsCPUHits(t *testing.T) {
 				}})
 			resp, b := post(t, h.admin.URL+"/admin/explain/completions", `{"model":"m","prompt":"`+pdPrompt+`"}`)
 			var ex struct {
-				Chosen        explained
-				Disaggregated explainedPD
+				Chosen        route.Explained
+				Disaggregated route.ExplainedPD
 			}
 			if err := json.Unmarshal(b, &ex); err != nil || resp.StatusCode != http.StatusOK {
 				t.Fatalf("explain: %d %s", resp.StatusCode, b)
 			}
 			if ex.Disaggregated.Path != c.path || ex.Disaggregated.DecodeCached != len(c.blocks)*16 || ex.Chosen.Replica != "d0" {
-				t.Fatalf("explained %+v (chosen %s); want path %s with %d cached tokens on d0", ex.Disaggregated, ex.Chosen.Replica, c.path, len(c.blocks)*16)
+				t.Fatalf("route.Explained %+v (chosen %s); want path %s with %d cached tokens on d0", ex.Disaggregated, ex.Chosen.Replica, c.path, len(c.blocks)*16)
 			}
-			if c.path == pdRemote && (ex.Disaggregated.Prefill == nil || ex.Disaggregated.Prefill.Replica != "p0") {
-				t.Errorf("explained prefill %+v; want p0", ex.Disaggregated.Prefill)
+			if c.path == route.PDRemote && (ex.Disaggregated.Prefill == nil || ex.Disaggregated.Prefill.Replica != "p0") {
+				t.Errorf("route.Explained prefill %+v; want p0", ex.Disaggregated.Prefill)
 			}
 			resp, b = post(t, h.srv.URL+"/v1/completions", `{"model":"m","prompt":"`+pdPrompt+`","max_tokens":5}`)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("%d %s", resp.StatusCode, b)
 			}
 			pre, _ := h.engines["p0"].requests()
-			if remote := c.path == pdRemote; remote != (len(pre) == 1) {
+			if remote := c.path == route.PDRemote; remote != (len(pre) == 1) {
 				t.Errorf("prefill replica got %d requests; want remote prefill %v", len(pre), remote)
 			}
 			if got := h.pdPath(c.path); got != 1 {
@@ -418,14 +396,14 @@ func TestPDTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newPDHarness(t, func(d *Deps, _ *scheduler.Config) { d.Auth, d.Limits = store, ratelimit.New() }, replicas.RolePrefill, replicas.RoleDecode)
+	h := newPDHarness(t, func(d *testDeps, _ *scheduler.Config) { d.Auth, d.Route.Limits = store, ratelimit.New() }, replicas.RolePrefill, replicas.RoleDecode)
 	url := h.srv.URL + "/v1/completions"
 	body := `{"model":"m","prompt":"` + pdPrompt + `","max_tokens":400}`
 	if resp, b := call(t, url, "Bearer "+tokensKey, body); resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderPrefillReplica) != "p0" {
 		t.Fatalf("%d %s; want 200 through p0", resp.StatusCode, b)
 	}
 	poll.Until(t, "the request's usage to be charged", func() bool {
-		u := h.gw.d.Limits.Own()["tokens"]
+		u := h.limits.Own()["tokens"]
 		return u.Tokens == 43 && u.Requests == 1 && u.InFlight == 0
 	})
 	if resp, b := call(t, url, "Bearer "+isolatedKey, body); resp.StatusCode != http.StatusOK {
@@ -461,7 +439,7 @@ func TestPDAggregatedWins(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get(HeaderReplica) != "a0" || resp.Header.Get(HeaderPrefillReplica) != "" {
 		t.Fatalf("%d replica %q prefill %q: %s; want a0 serving whole", resp.StatusCode, resp.Header.Get(HeaderReplica), resp.Header.Get(HeaderPrefillReplica), b)
 	}
-	if got := h.pdPath(pdAggregated); got != 1 {
+	if got := h.pdPath(route.PDAggregated); got != 1 {
 		t.Errorf("aggregated_replica counted %g; want 1", got)
 	}
 	if pre, _ := h.engines["p0"].requests(); len(pre) != 0 {

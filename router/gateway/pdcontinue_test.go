@@ -12,7 +12,6 @@ import (
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/openai"
-	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -45,24 +44,19 @@ func TestContinuationAvoidsPrefillReplicas(t *testing.T) {
 			}
 			h.sink.ApplyUpdate(up)
 			// The continuation: the prompt and a few generated words.
-			req, err := openai.Parse(openai.Completion, []byte(`{"model":"m","prompt":"`+pdPrompt+strings.Repeat("word ", 8)+`"}`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := h.gw.d.Prompts.ComputeFor(req, prompt.Target{Model: "m", BlockSize: 16})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sreq := &scheduler.Request{}
-			sreq.Reset(scheduler.Request{Model: "m", Keys: res.Keys, BlockTokens: 16, PromptTokens: res.Tokens, Fallbacks: 4})
-			d, err := h.gw.scheduleContinuation(context.Background(), "m", sreq, tc.failed)
-			if err != nil || d.Chosen.Candidate.ID != tc.want {
-				t.Fatalf("continuation after %v failed goes to %q (%v); want %s", tc.failed, d.Chosen.Candidate.ID, err, tc.want)
+			body := []byte(`{"model":"m","prompt":"` + pdPrompt + strings.Repeat("word ", 8) + `"}`)
+			p, err := h.planner.Reschedule(context.Background(), openai.Completion, body, "", tc.failed)
+			if err != nil || p.Attempts[0].Replica != tc.want {
+				got := ""
+				if p != nil {
+					got = p.Attempts[0].Replica
+				}
+				t.Fatalf("continuation after %v failed goes to %q (%v); want %s", tc.failed, got, err, tc.want)
 			}
 			if tc.want != "p0" {
-				for _, f := range d.Fallbacks {
-					if f.Candidate.ID == "p0" {
-						t.Errorf("the prefill replica is a fallback of %s: %+v", tc.want, d.Fallbacks)
+				for _, a := range p.Attempts {
+					if a.Replica == "p0" {
+						t.Errorf("the prefill replica is a fallback of %s: %+v", tc.want, p.Attempts)
 					}
 				}
 			}
@@ -76,8 +70,8 @@ func TestContinuationAvoidsPrefillReplicas(t *testing.T) {
 // X-Request-Id of its own (the prefill replica may still hold blocks under
 // the first), and the client reads every token once.
 func TestPDStreamMigrates(t *testing.T) {
-	h := newPDHarness(t, func(d *Deps, _ *scheduler.Config) {
-		d.Migration = Migration{Enabled: true, MaxAttempts: 2, MaxTokens: 100}
+	h := newPDHarness(t, func(d *testDeps, _ *scheduler.Config) {
+		d.Options.Migration = Migration{Enabled: true, MaxAttempts: 2, MaxTokens: 100}
 	}, replicas.RolePrefill, replicas.RoleDecode, replicas.RoleDecode)
 	e := &migratingEngine{}
 	var mu sync.Mutex

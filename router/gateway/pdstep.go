@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,8 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/llmgw/llmgw/router/disagg"
-	"github.com/llmgw/llmgw/router/replicas"
-	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/route"
 )
 
 // prefillStep runs the first step of a disaggregated request (p.pd.remote)
@@ -32,24 +30,22 @@ import (
 // and 429: a prompt too long, a bad parameter) answers the client: the
 // decode replica would refuse it alike. prefillStep then returns false
 // with the status it sent.
-func (g *Gateway) prefillStep(c *gin.Context, p *plan, rt *route) (int, bool) {
-	m := g.d.Metrics.PD
-	if !p.pd.remote {
-		if p.pd.considered {
-			m.WithLabelValues(p.pd.path).Inc()
-		}
+func (g *Gateway) prefillStep(c *gin.Context, p *route.Plan, rt *routing) (int, bool) {
+	prefill, remote := p.PrefillAttempts()
+	if !remote {
+		p.NoPrefillStep()
 		return 0, true
 	}
-	body, err := disagg.PrefillBody(p.req.Body)
+	body, err := disagg.PrefillBody(p.Request.Body)
 	if err != nil { // openai.Parse took it as an object: only a bug gets here
 		g.d.Logger.Error("cannot build the prefill request", "error", err)
-		m.WithLabelValues(pdPrefillFailed).Inc()
+		p.PrefillFailed()
 		return 0, true
 	}
 	id := requestID()
 	ctx := c.Request.Context()
 	var lastErr error
-	for _, a := range g.attempts(p.pd.decision) {
+	for _, a := range prefill {
 		params, refused, err := g.prefillOnce(c, p, a, id, body)
 		if refused != nil {
 			g.answerWith(c.Writer, refused)
@@ -59,7 +55,6 @@ func (g *Gateway) prefillStep(c *gin.Context, p *plan, rt *route) (int, bool) {
 			err = g.toDecode(c, p, rt, a, id, params)
 		}
 		if err == nil {
-			m.WithLabelValues(pdRemote).Inc()
 			return 0, true
 		}
 		if ctx.Err() != nil {
@@ -67,45 +62,30 @@ func (g *Gateway) prefillStep(c *gin.Context, p *plan, rt *route) (int, bool) {
 		}
 		lastErr = err
 	}
-	g.d.Logger.Warn("every prefill replica failed; the decode replica prefills the prompt itself", "model", p.req.Model, "error", lastErr)
-	m.WithLabelValues(pdPrefillFailed).Inc()
+	g.d.Logger.Warn("every prefill replica failed; the decode replica prefills the prompt itself", "model", p.Request.Model, "error", lastErr)
+	p.PrefillFailed()
 	return 0, true
 }
 
 // toDecode points rt at the decode step once replica a has prefilled the
-// prompt: the decode replicas among the decode step's attempts (an
-// aggregated fallback would not know what to do with the parameters),
-// the client's body with the prefill answer's kv_transfer_params, the
-// request id of the prefill step.
-func (g *Gateway) toDecode(c *gin.Context, p *plan, rt *route, a attempt, id string, params disagg.Params) error {
-	decodeBody, err := disagg.DecodeBody(p.req.Body, params)
+// prompt: the decode replicas among the decode step's attempts
+// (route.Plan.Prefilled), the client's body with the prefill answer's
+// kv_transfer_params, the request id of the prefill step.
+func (g *Gateway) toDecode(c *gin.Context, p *route.Plan, rt *routing, a route.Attempt, id string, params disagg.Params) error {
+	decodeBody, err := disagg.DecodeBody(p.Request.Body, params)
 	if err != nil {
 		return fmt.Errorf("decode request: %w", err)
 	}
-	g.prefillScheduler().Routed(&p.pd.sreq, &a.ranked.Candidate)
-	decode := make([]attempt, 0, len(rt.attempts))
-	for _, d := range rt.attempts {
-		if g.d.Replicas.RoleOf(d.ranked.Candidate.ID) == replicas.RoleDecode {
-			d.ranked.Mode = ModeDisaggregated
-			decode = append(decode, d)
-		}
-	}
-	if len(decode) == 0 {
-		return errors.New("the decode replica left the set")
+	decode, err := p.Prefilled(a)
+	if err != nil {
+		return err
 	}
 	rt.body, rt.attempts, rt.remotePrefill = decodeBody, decode, true
-	rt.prefill = &prefilled{ranked: a.ranked, params: params}
 	c.Request.Header.Set(disagg.HeaderRequestID, id)
-	if g.d.ExposeRouteHeaders {
-		c.Writer.Header().Set(HeaderPrefillReplica, a.ranked.Candidate.ID)
+	if g.d.Options.ExposeRouteHeaders {
+		c.Writer.Header().Set(HeaderPrefillReplica, a.Replica)
 	}
 	return nil
-}
-
-// prefilled is the prefill step's outcome, for the decision log.
-type prefilled struct {
-	ranked scheduler.Ranked
-	params disagg.Params
 }
 
 // refusal is a prefill replica's answer that the client gets as it is.
@@ -118,17 +98,17 @@ type refusal struct {
 // prefillOnce sends the prefill request to one replica: the parameters a
 // decode replica needs, or a refusal for the client, or an error that
 // says why the next prefill replica should be tried.
-func (g *Gateway) prefillOnce(c *gin.Context, p *plan, a attempt, id string, body []byte) (disagg.Params, *refusal, error) {
-	rid, model := a.ranked.Candidate.ID, a.ranked.Candidate.Model
-	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodPost, "http://"+a.address+c.Request.URL.Path, bytes.NewReader(body))
+func (g *Gateway) prefillOnce(c *gin.Context, p *route.Plan, a route.Attempt, id string, body []byte) (disagg.Params, *refusal, error) {
+	rid, model := a.Replica, a.Model
+	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodPost, "http://"+a.Address+c.Request.URL.Path, bytes.NewReader(body))
 	if err != nil {
 		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s: %w", rid, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(disagg.HeaderRequestID, id)
 	setEngineAuth(req.Header, g.tr.keyFor(model))
-	uncached := p.prompt.Tokens - a.ranked.CachedBlocks*p.sreq.BlockTokens
-	answered, end := g.tr.load.BeginPrefill(rid, p.prompt.Tokens, uncached)
+	uncached := p.PromptTokens - a.CachedTokens
+	answered, end := g.tr.load.BeginPrefill(rid, p.PromptTokens, uncached)
 	defer end()
 	resp, err := g.tr.base.RoundTrip(req)
 	attempts := g.d.Metrics.Attempts
@@ -139,7 +119,7 @@ func (g *Gateway) prefillOnce(c *gin.Context, p *plan, a attempt, id string, bod
 		}
 		attempts.WithLabelValues("connect_error").Inc()
 		g.tr.health.Failed(rid)
-		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s (%s): %w", rid, a.address, err)
+		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s (%s): %w", rid, a.Address, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, disagg.MaxPrefillResponse+1))

@@ -15,11 +15,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/router/openai"
-	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/route"
 )
 
 // Response headers that explain a routing decision. They are sent only
-// with Deps.ExposeRouteHeaders: X-Llmgw-Cached-Tokens tells a client how
+// with Options.ExposeRouteHeaders: X-Llmgw-Cached-Tokens tells a client how
 // much of its prompt some earlier request (anyone's) left cached, which is
 // a way to learn what others sent, and the replica and mode headers give
 // the same away less directly, with the fleet's layout.
@@ -28,36 +28,33 @@ const (
 	HeaderMode         = "X-Llmgw-Routing-Mode"
 	HeaderCachedTokens = "X-Llmgw-Cached-Tokens"
 	HeaderAttempts     = "X-Llmgw-Attempts"
+	// HeaderPrefillReplica names the prefill replica of a disaggregated
+	// request.
+	HeaderPrefillReplica = "X-Llmgw-Prefill-Replica"
 )
 
-// attempt is one replica a request may be sent to, in order of preference.
-type attempt struct {
-	ranked  scheduler.Ranked
-	address string
+// observer is what a routing's plan learns from the proxy
+// (route.Plan): Sent as a request goes to an attempt's replica, before it
+// answers, so that what the scheduler's observers learn from it reaches
+// the decisions of requests that arrive while this one is prefilled, such
+// as the siblings of a fan-out burst; Served once a replica answers,
+// before any byte reaches the client, so the decision is counted and
+// logged for the replica that took it.
+type observer interface {
+	Sent(route.Attempt)
+	Served(route.Attempt)
 }
 
-// route is the per-request state the proxy's hooks share, carried in the
-// request context.
-type route struct {
+// routing is the per-request state the proxy's hooks share, carried in
+// the request context.
+type routing struct {
 	body         []byte
-	attempts     []attempt
+	attempts     []route.Attempt
 	promptTokens int
-	blockTokens  int
-	// onSend is called as the request goes to an attempt's replica, before
-	// it answers: what the scheduler's observers learn from it (the prefix
-	// scorer's speculative credit, routing history, sessions) must reach
-	// the decisions of requests that arrive while this one is prefilled,
-	// such as the siblings of a fan-out burst, all decided before the
-	// first of them is answered.
-	onSend func(scheduler.Ranked)
-	// onServed is called once a replica answers, before any byte reaches
-	// the client: the decision is counted and logged for the replica that
-	// took it.
-	onServed func(scheduler.Ranked)
+	plan         observer
 	// remotePrefill: a prefill replica computed the prompt (prefill, the
 	// step it took, pdstep.go); the decode replica has none to compute.
 	remotePrefill bool
-	prefill       *prefilled
 	// wrap, when set, takes over a streamed answer's body from sseGuard
 	// (mid-stream migration, migration.go).
 	wrap func(resp *http.Response, replica string) io.ReadCloser
@@ -68,21 +65,28 @@ type route struct {
 	tried  int
 }
 
+// newRouting is the routing of body over p's attempts.
+func newRouting(body []byte, p *route.Plan) *routing {
+	return &routing{body: body, attempts: p.Attempts, promptTokens: p.PromptTokens, plan: p, served: -1}
+}
+
 type routeKey struct{}
 
-func routeOf(ctx context.Context) *route {
-	r, _ := ctx.Value(routeKey{}).(*route)
+func routeOf(ctx context.Context) *routing {
+	r, _ := ctx.Value(routeKey{}).(*routing)
 	return r
 }
 
-// Health is what the proxy reports attempt outcomes to (replicas.Set).
+// Health is what the proxy reports attempt outcomes to (route.Planner,
+// over the replica set's circuit breakers).
 type Health interface {
 	Failed(replica string)
 	Succeeded(replica string)
 }
 
 // LoadTracker counts requests in flight per replica, and their uncached
-// prompt tokens until the replica answers (load.Tracker).
+// prompt tokens until the replica answers (route.Planner, over
+// load.Tracker, waking the admission queue).
 type LoadTracker interface {
 	BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func())
 }
@@ -112,14 +116,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var lastErr error
 	for i, a := range rt.attempts {
 		out := req.Clone(req.Context())
-		out.URL.Host = a.address
-		out.Host = a.address
+		out.URL.Host = a.Address
+		out.Host = a.Address
 		out.Body = io.NopCloser(bytes.NewReader(rt.body))
 		out.ContentLength = int64(len(rt.body))
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rt.body)), nil }
-		setEngineAuth(out.Header, t.keyFor(a.ranked.Candidate.Model))
-		id := a.ranked.Candidate.ID
-		uncached := rt.promptTokens - a.ranked.CachedBlocks*rt.blockTokens
+		setEngineAuth(out.Header, t.keyFor(a.Model))
+		id := a.Replica
+		uncached := rt.promptTokens - a.CachedTokens
 		if rt.remotePrefill {
 			uncached = 0
 		}
@@ -127,9 +131,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.mu.Lock()
 		rt.tried = i + 1
 		rt.mu.Unlock()
-		if rt.onSend != nil {
-			rt.onSend(a.ranked)
-		}
+		rt.plan.Sent(a)
 		resp, err := t.base.RoundTrip(out)
 		last := i == len(rt.attempts)-1
 		switch {
@@ -141,7 +143,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			t.metrics.Attempts.WithLabelValues("connect_error").Inc()
 			t.health.Failed(id)
-			lastErr = fmt.Errorf("replica %s (%s): %w", id, a.address, err)
+			lastErr = fmt.Errorf("replica %s (%s): %w", id, a.Address, err)
 			continue
 		case resp.StatusCode == http.StatusUnauthorized:
 			// The engine refused the router's key: the client's request
@@ -150,7 +152,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 			end()
-			lastErr = engineRefused(id, a.ranked.Candidate.Model, out.Header)
+			lastErr = engineRefused(id, a.Model, out.Header)
 			continue
 		case retryStatus(resp.StatusCode) && !last:
 			t.metrics.Attempts.WithLabelValues("retry_status").Inc()
@@ -170,9 +172,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.mu.Lock()
 		rt.served = i
 		rt.mu.Unlock()
-		if rt.onServed != nil {
-			rt.onServed(a.ranked)
-		}
+		rt.plan.Served(a)
 		resp.Body = &endOnClose{ReadCloser: resp.Body, end: end, answered: answered}
 		return resp, nil
 	}
@@ -210,7 +210,7 @@ func newProxy(tr *transport, log hclog.Logger, expose bool) *httputil.ReversePro
 			rt := routeOf(pr.In.Context())
 			pr.Out.URL.Scheme = "http"
 			if rt != nil && len(rt.attempts) > 0 {
-				pr.Out.URL.Host = rt.attempts[0].address
+				pr.Out.URL.Host = rt.attempts[0].Address
 			}
 			pr.SetXForwarded()
 			pr.Out.Header.Del("Authorization") // the tenant's API key never reaches an engine
@@ -227,17 +227,17 @@ func newProxy(tr *transport, log hclog.Logger, expose bool) *httputil.ReversePro
 			rt.mu.Unlock()
 			h := resp.Header
 			if expose {
-				h.Set(HeaderReplica, a.ranked.Candidate.ID)
-				h.Set(HeaderMode, string(a.ranked.Mode))
-				h.Set(HeaderCachedTokens, strconv.Itoa(a.ranked.CachedBlocks*rt.blockTokens))
+				h.Set(HeaderReplica, a.Replica)
+				h.Set(HeaderMode, string(a.Mode))
+				h.Set(HeaderCachedTokens, strconv.Itoa(a.CachedTokens))
 				h.Set(HeaderAttempts, strconv.Itoa(tried))
 			}
 			switch {
 			case !strings.HasPrefix(h.Get("Content-Type"), "text/event-stream"):
 			case rt.wrap != nil:
-				resp.Body = rt.wrap(resp, a.ranked.Candidate.ID)
+				resp.Body = rt.wrap(resp, a.Replica)
 			default:
-				resp.Body = &sseGuard{ReadCloser: resp.Body, ctx: resp.Request.Context(), replica: a.ranked.Candidate.ID, log: log}
+				resp.Body = &sseGuard{ReadCloser: resp.Body, ctx: resp.Request.Context(), replica: a.Replica, log: log}
 			}
 			return nil
 		},

@@ -23,9 +23,9 @@ func TestQueueThen429(t *testing.T) {
 		<-release
 		io.WriteString(w, `{}`)
 	})
-	busyOne := func(timeout time.Duration) func(*Deps, *scheduler.Config) {
-		return func(d *Deps, c *scheduler.Config) {
-			d.QueueTimeout = timeout
+	busyOne := func(timeout time.Duration) func(*testDeps, *scheduler.Config) {
+		return func(d *testDeps, c *scheduler.Config) {
+			d.Route.Options.QueueTimeout = timeout
 			c.Filters = append(c.Filters, scheduler.Spec{Type: "busy", Params: []byte(`{"max_in_flight":1}`)})
 		}
 	}
@@ -35,7 +35,7 @@ func TestQueueThen429(t *testing.T) {
 	<-entered
 	second := make(chan int)
 	go func() { r, _ := post(t, h.srv.URL+"/v1/chat/completions", chatBody); second <- r.StatusCode }()
-	poll.Until(t, "the second request to queue", func() bool { return h.gw.admit.Waiting() == 1 })
+	poll.Until(t, "the second request to queue", func() bool { return h.waiting() == 1 })
 	select {
 	case <-entered:
 		t.Fatal("queued request reached the replica while it was at its limit")

@@ -17,9 +17,9 @@ const MaxSessionIDBytes = 128
 // sessionID reads the session header, answering 400 itself when the id is
 // over MaxSessionIDBytes.
 func (g *Gateway) sessionID(c *gin.Context) (string, bool) {
-	id := c.GetHeader(g.d.SessionHeader)
+	id := c.GetHeader(g.d.Options.SessionHeader)
 	if len(id) > MaxSessionIDBytes {
-		openai.WriteError(c.Writer, http.StatusBadRequest, fmt.Sprintf("header %s has %d bytes; a session id may have at most %d", g.d.SessionHeader, len(id), MaxSessionIDBytes))
+		openai.WriteError(c.Writer, http.StatusBadRequest, fmt.Sprintf("header %s has %d bytes; a session id may have at most %d", g.d.Options.SessionHeader, len(id), MaxSessionIDBytes))
 		return "", false
 	}
 	return id, true

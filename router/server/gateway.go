@@ -6,6 +6,7 @@ import (
 	"github.com/llmgw/llmgw/router/gateway"
 	"github.com/llmgw/llmgw/router/kvgroups"
 	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/route"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -35,29 +36,34 @@ func (s *Server) startGateway(ctx context.Context, opts []Option) error {
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(gateway.Deps{
-		Auth: keys, Limits: s.limiter,
-		Replicas: s.set, Scheduler: sched, Tracker: s.tracker, Prompts: prompts, Metrics: s.metrics,
-		PD: pdThreshold, PrefillScheduler: prefillSched,
-		BlocksOf:        func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
-		KVGroups:        s.groups.ExplainGroups,
-		Ready:           func() bool { return s.synced() },
-		SessionHeader:   sessionHeader(s.cfg.Scheduler),
-		MaxBodyBytes:    s.cfg.MaxBodyBytes,
-		Attempts:        s.cfg.Attempts,
-		UpstreamTimeout: s.cfg.UpstreamTimeout,
-		QueueTimeout:    s.cfg.QueueTimeout,
-		MaxQueue:        s.cfg.MaxQueue,
-		EngineKey:       s.cfg.EngineKey,
-		Logger:          s.log.Named("gateway"),
-
-		ExposeRouteHeaders: s.cfg.HTTP.ExposeRouteHeaders,
-		MaxQueuePerTenant:  s.cfg.MaxQueuePerTenant,
-		Migration:          gateway.Migration(s.cfg.Migration),
+	planner, err := route.New(route.Deps{
+		Replicas: s.set, Scheduler: sched, PrefillScheduler: prefillSched, Tracker: s.tracker, Prompts: prompts,
+		Limits: s.limiter, Registry: s.metrics.Registry, Logger: s.log.Named("route"),
+		BlocksOf: func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
+		KVGroups: s.groups.ExplainGroups,
+		Options: route.Options{
+			Attempts: s.cfg.Attempts, PD: pdThreshold,
+			QueueTimeout: s.cfg.QueueTimeout, MaxQueue: s.cfg.MaxQueue, MaxQueuePerTenant: s.cfg.MaxQueuePerTenant,
+		},
 	})
 	if err != nil {
 		return err
 	}
-	s.gw = gw
+	gw, err := gateway.New(gateway.Deps{
+		Planner: planner, Metrics: s.metrics, Auth: keys, EngineKey: s.cfg.EngineKey,
+		Ready:  func() bool { return s.synced() },
+		Logger: s.log.Named("gateway"),
+		Options: gateway.Options{
+			SessionHeader:      sessionHeader(s.cfg.Scheduler),
+			MaxBodyBytes:       s.cfg.MaxBodyBytes,
+			UpstreamTimeout:    s.cfg.UpstreamTimeout,
+			ExposeRouteHeaders: s.cfg.HTTP.ExposeRouteHeaders,
+			Migration:          gateway.Migration(s.cfg.Migration),
+		},
+	})
+	if err != nil {
+		return err
+	}
+	s.planner, s.gw = planner, gw
 	return nil
 }

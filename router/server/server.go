@@ -28,6 +28,7 @@ import (
 	"github.com/llmgw/llmgw/router/peers"
 	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/route"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
@@ -49,6 +50,7 @@ type Server struct {
 	hits     engineHits         // engines' prefix-cache counters, for the status page
 
 	gw              *gateway.Gateway
+	planner         *route.Planner
 	api, ingest     *http.Server
 	apiLn, ingestLn net.Listener
 	admin           *http.Server // AdminHandler, on its own listener

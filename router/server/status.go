@@ -92,7 +92,7 @@ func (f statusFleet) Replicas() []statuspage.ReplicaState {
 		l, peer := s.tracker.Load(r.ID), s.tracker.PeerLoad(r.ID)
 		gpu, cpu := s.models.For(r.Model).ReplicaBlocks(r.ID)
 		q, h, known := s.hits.since(r.ID)
-		pred := s.gw.PredictedFor(r.ID)
+		pred := s.planner.PredictedFor(r.ID)
 		out = append(out, statuspage.ReplicaState{
 			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, Mode: string(s.set.Mode(r.ID)), Role: r.Role.String(),
 			KVEvents: r.KVEvents, Healthy: s.set.Healthy(r.ID), Draining: r.Draining, Health: r.Health, Driver: owners[r.ID],
@@ -123,7 +123,7 @@ type statusRouter struct{ s *Server }
 func (r statusRouter) Router() statuspage.RouterState {
 	s := r.s
 	rs := statuspage.RouterState{IngestOn: s.receiver != nil, PeersOn: s.peerTable != nil}
-	rs.QueueDepth, rs.MaxQueue = s.gw.QueueDepth()
+	rs.QueueDepth, rs.MaxQueue = s.planner.QueueDepth()
 	if s.peerTable != nil {
 		rs.ID = s.peerTable.Self()
 		for _, p := range s.peerTable.List() {
@@ -191,12 +191,12 @@ func stageRank(stage string) int {
 	return -1 // a stage added later: first, in name order
 }
 
-// statusDecisions is the gateway's decision log.
+// statusDecisions is the planner's decision log.
 type statusDecisions struct{ s *Server }
 
 func (d statusDecisions) Recent() []statuspage.Decision {
 	var out []statuspage.Decision
-	for _, g := range d.s.gw.RecentDecisions() {
+	for _, g := range d.s.planner.RecentDecisions() {
 		sd := statuspage.Decision{
 			At: g.At, Model: g.Model, Replica: g.Replica, Mode: string(g.Mode), PromptTokens: g.PromptTokens,
 			CachedTokens: g.CachedTokens, Total: g.Total, RunnerUp: g.RunnerUp, RunnerUpTotal: g.RunnerUpTotal,

@@ -61,10 +61,20 @@ var contracts = map[string][]string{
 		"github.com/prometheus/client_golang/prometheus",
 		"github.com/prometheus/client_golang/prometheus/collectors",
 		"github.com/prometheus/client_golang/prometheus/promhttp",
+		"github.com/llmgw/llmgw/router/admission", // the priority header's name
+		"github.com/llmgw/llmgw/router/disagg",    // the P/D transport's bodies
+		"github.com/llmgw/llmgw/router/migrate",   // migration's streams
+		"github.com/llmgw/llmgw/router/openai",
+		"github.com/llmgw/llmgw/router/route",
+		"github.com/llmgw/llmgw/router/tenant",
+	},
+	// The planner: every routing decision, whichever API asked for it.
+	"router/route": {
+		"github.com/hashicorp/go-hclog",
+		"github.com/prometheus/client_golang/prometheus",
 		"github.com/llmgw/llmgw/router/admission",
 		"github.com/llmgw/llmgw/router/disagg",
 		"github.com/llmgw/llmgw/router/load",
-		"github.com/llmgw/llmgw/router/migrate",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/prompt",
 		"github.com/llmgw/llmgw/router/ratelimit",

@@ -1,4 +1,4 @@
-package gateway
+package route
 
 import (
 	"sync"
@@ -62,38 +62,33 @@ type loggedDecision struct {
 	scores [maxLoggedScores]float64
 }
 
-func (l *decisionLog) record(model string, d *scheduler.Decision, chosen scheduler.Ranked, promptTokens, blockTokens int, overhead time.Duration, pre *prefilled) {
-	l.recordFrom(model, d, chosen, promptTokens, blockTokens, overhead, pre, "")
-}
-
-// recordFrom records a decision; from is the failed replica whose stream
-// it continues, "" for a request of the client's.
-func (l *decisionLog) recordFrom(model string, d *scheduler.Decision, chosen scheduler.Ranked, promptTokens, blockTokens int, overhead time.Duration, pre *prefilled, from string) {
+// record logs p's decision, served by a's replica.
+func (l *decisionLog) record(p *Plan, a Attempt) {
+	d := &p.decision
 	runner, ranked := scheduler.Ranked{}, 1+len(d.Fallbacks)
 	for i := range ranked {
 		r := d.Chosen
 		if i > 0 {
 			r = d.Fallbacks[i-1]
 		}
-		if r.Candidate.ID != chosen.Candidate.ID && (runner.Candidate.ID == "" || r.Total > runner.Total) {
+		if r.Candidate.ID != a.Replica && (runner.Candidate.ID == "" || r.Total > runner.Total) {
 			runner = r
 		}
 	}
-	cached := chosen.CachedBlocks * blockTokens
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := &l.ring[l.next]
 	e.d = Decision{
-		At: time.Now(), Model: model, Replica: chosen.Candidate.ID, Mode: chosen.Mode,
-		PromptTokens: promptTokens, CachedTokens: cached, Total: chosen.Total, Scorers: d.Scorers,
-		RunnerUp: runner.Candidate.ID, RunnerUpTotal: runner.Total, Candidates: ranked, Overhead: overhead,
-		ContinuedFrom: from,
+		At: time.Now(), Model: p.Request.Model, Replica: a.Replica, Mode: a.Mode,
+		PromptTokens: p.PromptTokens, CachedTokens: a.CachedTokens, Total: a.ranked.Total, Scorers: d.Scorers,
+		RunnerUp: runner.Candidate.ID, RunnerUpTotal: runner.Total, Candidates: ranked, Overhead: p.Overhead,
+		ContinuedFrom: p.continuedFrom,
 	}
-	if pre != nil {
-		e.d.Prefill, e.d.PrefillCachedTokens = pre.ranked.Candidate.ID, pre.ranked.CachedBlocks*blockTokens
-		l.tallyLocked(pre.ranked.Candidate.ID, promptTokens, e.d.PrefillCachedTokens)
+	if pre := p.prefilled; pre != nil {
+		e.d.Prefill, e.d.PrefillCachedTokens = pre.Replica, pre.CachedTokens
+		l.tallyLocked(pre.Replica, p.PromptTokens, pre.CachedTokens)
 	}
-	k := copy(e.scores[:], chosen.Scores)
+	k := copy(e.scores[:], a.ranked.Scores)
 	e.d.Scores = e.scores[:k]
 	if len(e.d.Scorers) > k {
 		e.d.Scorers = e.d.Scorers[:k]
@@ -101,7 +96,7 @@ func (l *decisionLog) recordFrom(model string, d *scheduler.Decision, chosen sch
 	l.next = (l.next + 1) % decisionLogSize
 	l.n = min(l.n+1, decisionLogSize)
 
-	l.tallyLocked(chosen.Candidate.ID, promptTokens, cached)
+	l.tallyLocked(a.Replica, p.PromptTokens, a.CachedTokens)
 }
 
 // tallyLocked adds a routed request's prediction to replica's tallies.
@@ -120,8 +115,8 @@ func (l *decisionLog) tallyLocked(replica string, promptTokens, cached int) {
 
 // RecentDecisions returns the decision log, newest first: the last
 // requests routed (served by a replica), with their reasons.
-func (g *Gateway) RecentDecisions() []Decision {
-	l := &g.decisions
+func (pl *Planner) RecentDecisions() []Decision {
+	l := &pl.decisions
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]Decision, 0, l.n)
@@ -136,15 +131,11 @@ func (g *Gateway) RecentDecisions() []Decision {
 
 // PredictedFor returns the router's prediction tallies for a replica
 // since the router started (zero when it routed nothing there).
-func (g *Gateway) PredictedFor(replica string) Predicted {
-	g.decisions.mu.Lock()
-	defer g.decisions.mu.Unlock()
-	if p := g.decisions.predicted[replica]; p != nil {
+func (pl *Planner) PredictedFor(replica string) Predicted {
+	pl.decisions.mu.Lock()
+	defer pl.decisions.mu.Unlock()
+	if p := pl.decisions.predicted[replica]; p != nil {
 		return *p
 	}
 	return Predicted{}
 }
-
-// QueueDepth is how many requests wait in the admission queue now, and
-// the queue's bound.
-func (g *Gateway) QueueDepth() (waiting, max int) { return g.admit.Waiting(), g.d.MaxQueue }

@@ -1,12 +1,13 @@
-package gateway
+package route
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
 	"github.com/llmgw/llmgw/internal/kvwire"
@@ -67,8 +68,8 @@ func TestPDNarrowsLargeFleet(t *testing.T) {
 				t.Fatal(err)
 			}
 			prompts, _ := prompt.New(map[string]prompt.Source{"m": {Encoder: simencoder.Encoder{}}})
-			g, err := New(Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Metrics: NewMetrics(), Attempts: 3,
-				Transport: http.DefaultTransport.(*http.Transport).Clone(), Scheduler: sched})
+			g, err := New(Deps{Replicas: set, Tracker: tracker, Prompts: prompts, Registry: prometheus.NewRegistry(), Scheduler: sched,
+				Options: Options{Attempts: 3}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +84,7 @@ func TestPDNarrowsLargeFleet(t *testing.T) {
 				if considered := len(serving) + len(p.pd.cands); tc.narrowed && considered > 2+4 {
 					t.Fatalf("decided over %d of %d replicas; want the narrowed 2 holders and 4 sampled", considered, n)
 				}
-				g.putPlan(p)
+				g.Release(p)
 			}
 			if !tc.narrowed {
 				return

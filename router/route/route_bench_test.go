@@ -1,4 +1,4 @@
-package gateway
+package route
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 )
 
 // BenchmarkRouteDecision measures the router's per-request decision as the
-// gateway runs it, after tokenization: hash an 8k-token prompt into 512
+// planner runs it, after tokenization: hash an 8k-token prompt into 512
 // block keys, build the candidates from the replica set (mode, health,
 // load), then look up and score with the default scheduler, over 64
 // replicas and 1,000,000 indexed blocks. p99-µs is the 99th percentile of
@@ -66,7 +66,7 @@ func BenchmarkRouteDecision(b *testing.B) {
 // decide runs BenchmarkRouteDecision's loop over rb's prompts in turn.
 func (rb *routeBench) decide(b *testing.B, repeat bool) {
 	ctx := context.Background()
-	// The loop reuses its buffers, as the gateway reuses a pooled plan:
+	// The loop reuses its buffers, as the planner reuses a pooled plan:
 	// keys, the scheduler's Request (and its scratch) and the candidates.
 	blocks := routeTokens / routeBlockSize
 	buf := make([]blockkey.Key, 0, blocks)
@@ -159,7 +159,7 @@ type routeBench struct {
 // The prompt's size and the fleet's block size.
 const routeTokens, routeBlockSize = 8 * 1024, 16
 
-// routeFallbacks is what the gateway asks the scheduler to rank besides
+// routeFallbacks is what the planner asks the scheduler to rank besides
 // its choice with the default three attempts.
 const routeFallbacks = 3 - 1 + fallbackSpare
 

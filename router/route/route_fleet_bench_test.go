@@ -1,4 +1,4 @@
-package gateway
+package route
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 // spread one per index page (every 64th replica), 1,000,000 indexed
 // blocks, every odd replica but the whole prompt's holder with a request
 // in flight. "narrow" decides
-// as the gateway does (replicas.Set.AppendCandidatesFor: the holders and
+// as the planner does (replicas.Set.AppendCandidatesFor: the holders and
 // a sample from 256 replicas); "full" scores every replica, as before
 // the narrowing. "shared-prefix" adds a fleet-wide system prompt: every
 // replica also holds the prompt's first 64 blocks (1,024 tokens), so

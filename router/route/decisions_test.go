@@ -1,14 +1,15 @@
-package gateway
+package route
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
-func ranked(id string, total float64, blocks int) scheduler.Ranked {
+func rankedAs(id string, total float64, blocks int) scheduler.Ranked {
 	return scheduler.Ranked{Candidate: scheduler.Candidate{ID: id}, Total: total, Scores: []float64{total, 0.5}, CachedBlocks: blocks, Mode: scheduler.ModeExact}
 }
 
@@ -16,17 +17,18 @@ func ranked(id string, total float64, blocks int) scheduler.Ranked {
 // newest first, with the runner-up among the other candidates (a retry's
 // chosen replica may be a fallback), and tallies predictions per replica.
 func TestDecisionLog(t *testing.T) {
-	g := &Gateway{}
+	g := &Planner{}
 	if got := g.RecentDecisions(); len(got) != 0 {
 		t.Fatalf("empty log: %v", got)
 	}
 	for i := range decisionLogSize + 5 {
-		d := scheduler.Decision{Chosen: ranked("a", 2, 1), Fallbacks: []scheduler.Ranked{ranked("b", 1, 0), ranked("c", 1.5, 0)}, Scorers: []string{"prefix", "load"}}
-		chosen := d.Chosen
+		p := &Plan{pl: g, Request: &openai.Request{Model: fmt.Sprint("m", i)}, PromptTokens: 64, BlockTokens: 16, Overhead: time.Duration(i) * time.Microsecond}
+		p.decision = scheduler.Decision{Chosen: rankedAs("a", 2, 1), Fallbacks: []scheduler.Ranked{rankedAs("b", 1, 0), rankedAs("c", 1.5, 0)}, Scorers: []string{"prefix", "load"}}
+		chosen := p.decision.Chosen
 		if i%2 == 1 { // served by a fallback
-			chosen = d.Fallbacks[0]
+			chosen = p.decision.Fallbacks[0]
 		}
-		g.decisions.record(fmt.Sprint("m", i), &d, chosen, 64, 16, time.Duration(i)*time.Microsecond, nil)
+		g.decisions.record(p, Attempt{Replica: chosen.Candidate.ID, Mode: chosen.Mode, CachedTokens: chosen.CachedBlocks * p.BlockTokens, ranked: chosen})
 	}
 	got := g.RecentDecisions()
 	if len(got) != decisionLogSize {

@@ -1,36 +1,24 @@
-package gateway
+package route
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
-
-// ModeDisaggregated is the routing mode of a request served in two steps,
-// prefill on one replica and decode on another, in the routing-mode
-// metric, the decision log and the X-Llmgw-Routing-Mode header.
-const ModeDisaggregated scheduler.Mode = "disaggregated"
-
-// HeaderPrefillReplica names the prefill replica of a disaggregated
-// request (sent only with Deps.ExposeRouteHeaders, as the other route
-// headers).
-const HeaderPrefillReplica = "X-Llmgw-Prefill-Replica"
 
 // Why a request to a disaggregated model was or was not prefilled on a
 // prefill replica: the path label of llmgw_pd_requests_total and the
 // explain API's "path".
 const (
-	pdRemote        = "remote_prefill"
-	pdCached        = "decode_cached"      // the decode replica caches enough of the prompt
-	pdAggregated    = "aggregated_replica" // an aggregated replica won the decode step
-	pdNoRole        = "role_unavailable"   // no usable prefill or decode replica: every replica serves whole requests
-	pdNoPrefill     = "no_prefill_replica" // every prefill replica is busy or filtered out
-	pdPrefillFailed = "prefill_failed"     // every prefill attempt failed: the decode replica prefilled itself
+	PDRemote        = "remote_prefill"     // a prefill replica computes the prompt
+	PDCached        = "decode_cached"      // the decode replica caches enough of the prompt
+	PDAggregated    = "aggregated_replica" // an aggregated replica won the decode step
+	PDNoRole        = "role_unavailable"   // no usable prefill or decode replica: every replica serves whole requests
+	PDNoPrefill     = "no_prefill_replica" // every prefill replica is busy or filtered out
+	PDPrefillFailed = "prefill_failed"     // every prefill attempt failed: the decode replica prefilled itself
 )
 
 // pdPlan is the disaggregated part of a plan: the prefill step's own
@@ -49,6 +37,7 @@ type pdPlan struct {
 	cands    []scheduler.Candidate // the prefill replicas
 	decision scheduler.Decision    // the prefill replica, when remote
 	roles    []replicas.Role
+	attempts []Attempt // the prefill replicas to try, when remote
 }
 
 // reset forgets the last request, keeping the scratch memory.
@@ -58,6 +47,8 @@ func (pd *pdPlan) reset() {
 	pd.sreq.Reset(scheduler.Request{})
 	clear(pd.cands)
 	pd.cands = pd.cands[:0]
+	clear(pd.attempts)
+	pd.attempts = pd.attempts[:0]
 }
 
 // usable reports whether a candidate can take a request at all (its
@@ -85,20 +76,20 @@ func usable(c *scheduler.Candidate) bool { return c.Healthy && !c.Draining }
 // every replica when the narrowed list leads to a worse path than the
 // whole fleet might (no usable replica of a role, every one busy, or no
 // prefill replica free), so narrowing never costs a request its prefill.
-func (g *Gateway) scheduleRoles(ctx context.Context, model string, p *plan) (scheduler.Decision, []scheduler.Candidate, error) {
+func (pl *Planner) scheduleRoles(ctx context.Context, model string, p *Plan) (scheduler.Decision, []scheduler.Candidate, error) {
 	pd := &p.pd
 	pd.reset()
-	set := g.d.Replicas
+	set := pl.d.Replicas
 	if !set.Disaggregated(model) {
-		return schedule(ctx, set, g.d.Scheduler, model, &p.sreq, p.cands[:0])
+		return schedule(ctx, set, pl.d.Scheduler, model, &p.sreq, p.cands[:0])
 	}
 	cands := set.AppendCandidatesFor(p.cands[:0], model, &p.sreq)
-	d, serving, err := g.scheduleRolesOver(ctx, p, cands)
-	narrowedWorse := pd.path == pdNoRole || pd.path == pdNoPrefill || errors.Is(err, scheduler.ErrAllBusy) || errors.Is(err, scheduler.ErrNoReplica)
+	d, serving, err := pl.scheduleRolesOver(ctx, p, cands)
+	narrowedWorse := pd.path == PDNoRole || pd.path == PDNoPrefill || errors.Is(err, scheduler.ErrAllBusy) || errors.Is(err, scheduler.ErrNoReplica)
 	if narrowedWorse {
 		if all := set.AppendCandidates(cands[len(cands):], model); len(all) > len(cands) {
 			pd.reset()
-			d, serving, err = g.scheduleRolesOver(ctx, p, append(cands[:0], all...))
+			d, serving, err = pl.scheduleRolesOver(ctx, p, append(cands[:0], all...))
 		}
 	}
 	return d, serving, err
@@ -106,8 +97,8 @@ func (g *Gateway) scheduleRoles(ctx context.Context, model string, p *plan) (sch
 
 // scheduleRolesOver is scheduleRoles over the candidates all (reordered
 // in place: the decode step's candidates first).
-func (g *Gateway) scheduleRolesOver(ctx context.Context, p *plan, all []scheduler.Candidate) (scheduler.Decision, []scheduler.Candidate, error) {
-	pd, set := &p.pd, g.d.Replicas
+func (pl *Planner) scheduleRolesOver(ctx context.Context, p *Plan, all []scheduler.Candidate) (scheduler.Decision, []scheduler.Candidate, error) {
+	pd, set := &p.pd, pl.d.Replicas
 	pd.considered = true
 	pd.roles = set.RolesOf(pd.roles[:0], func(i int) string { return all[i].ID }, len(all))
 	serving, prefill, decodeOK, prefillOK := all[:0], pd.cands[:0], false, false
@@ -125,97 +116,76 @@ func (g *Gateway) scheduleRolesOver(ctx context.Context, p *plan, all []schedule
 	}
 	pd.cands = prefill
 	if !decodeOK || !prefillOK {
-		pd.path = pdNoRole
+		pd.path = PDNoRole
 		all = append(serving, prefill...)
-		d, err := g.d.Scheduler.Schedule(ctx, &p.sreq, all)
+		d, err := pl.d.Scheduler.Schedule(ctx, &p.sreq, all)
 		return d, all, err
 	}
-	d, err := g.d.Scheduler.Schedule(ctx, &p.sreq, serving)
+	d, err := pl.d.Scheduler.Schedule(ctx, &p.sreq, serving)
 	if err != nil {
 		return d, serving, err
 	}
 	if set.RoleOf(d.Chosen.Candidate.ID) != replicas.RoleDecode {
-		pd.path = pdAggregated
+		pd.path = PDAggregated
 		return d, serving, nil
 	}
 	pd.decodeCached = d.Chosen.CachedBlocks * p.sreq.BlockTokens
-	pd.required = g.d.PD.Required(p.sreq.PromptTokens)
-	if g.d.PD.SkipRemotePrefill(p.sreq.PromptTokens, pd.decodeCached) {
-		pd.path = pdCached
+	pd.required = pl.d.Options.PD.Required(p.sreq.PromptTokens)
+	if pl.d.Options.PD.SkipRemotePrefill(p.sreq.PromptTokens, pd.decodeCached) {
+		pd.path = PDCached
 		return d, serving, nil
 	}
 	pd.sreq.Reset(scheduler.Request{Model: p.sreq.Model, Keys: p.sreq.Keys, ApproxKeys: p.sreq.ApproxKeys, BlockTokens: p.sreq.BlockTokens,
 		PromptTokens: p.sreq.PromptTokens, SessionID: p.sreq.SessionID, Fallbacks: p.sreq.Fallbacks})
-	pdd, err := g.prefillScheduler().Schedule(ctx, &pd.sreq, prefill)
+	pdd, err := pl.d.PrefillScheduler.Schedule(ctx, &pd.sreq, prefill)
 	if err != nil {
-		pd.path = pdNoPrefill
+		pd.path = PDNoPrefill
 		return d, serving, nil
 	}
-	pd.decision, pd.remote, pd.path = pdd, true, pdRemote
+	pd.decision, pd.remote, pd.path = pdd, true, PDRemote
 	return d, serving, nil
-}
-
-// prefillScheduler schedules the prefill step: Deps.PrefillScheduler, or
-// the scheduler of every request when none is configured.
-func (g *Gateway) prefillScheduler() *scheduler.Scheduler {
-	if g.d.PrefillScheduler != nil {
-		return g.d.PrefillScheduler
-	}
-	return g.d.Scheduler
 }
 
 // pdReason explains a path in words, for the explain API.
 func (pd *pdPlan) reason(promptTokens int) string {
 	switch pd.path {
-	case pdRemote:
+	case PDRemote:
 		return fmt.Sprintf("the decode replica caches %d of %d prompt tokens, under the threshold of %d: prefill on a prefill replica", pd.decodeCached, promptTokens, pd.required)
-	case pdCached:
+	case PDCached:
 		return fmt.Sprintf("the decode replica caches %d of %d prompt tokens, at least the threshold of %d: it prefills the rest itself", pd.decodeCached, promptTokens, pd.required)
-	case pdAggregated:
+	case PDAggregated:
 		return "an aggregated replica won the decode step: it serves the whole request"
-	case pdNoRole:
+	case PDNoRole:
 		return "the model has no usable prefill replica or no usable decode replica: every replica serves whole requests"
-	case pdNoPrefill:
+	case PDNoPrefill:
 		return "no prefill replica can take the request now: the decode replica prefills it itself"
 	}
 	return ""
 }
 
-// newPDMetric counts the requests to disaggregated models by their path.
-func newPDMetric() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "llmgw_pd_requests_total",
-		Help: "Requests to models with prefill and decode replicas by path: remote_prefill, decode_cached, aggregated_replica, role_unavailable, no_prefill_replica, prefill_failed.",
-	}, []string{"path"})
-}
-
-// explainedPD is the explain API's account of a disaggregated model's
+// ExplainedPD is the explain API's account of a disaggregated model's
 // request: the path it takes and why, the decode replica's cached tokens
 // against the threshold, and the prefill step's candidates ("ranked", the
 // chosen one first) when a prefill replica computes the prompt. The
 // decode step's choice is the explanation's "chosen".
-type explainedPD struct {
+type ExplainedPD struct {
 	Path         string      `json:"path"`
 	Reason       string      `json:"reason"`
 	DecodeCached int         `json:"decode_cached_tokens"`
 	Threshold    int         `json:"threshold_tokens"`
-	Prefill      *explained  `json:"prefill,omitempty"`
-	Ranked       []explained `json:"prefill_ranked,omitempty"`
+	Prefill      *Explained  `json:"prefill,omitempty"`
+	Ranked       []Explained `json:"prefill_ranked,omitempty"`
 }
 
-func (g *Gateway) explainPD(p *plan) explainedPD {
+func explainPD(p *Plan) ExplainedPD {
 	pd := &p.pd
-	out := explainedPD{Path: pd.path, Reason: pd.reason(p.prompt.Tokens), DecodeCached: pd.decodeCached, Threshold: pd.required}
+	out := ExplainedPD{Path: pd.path, Reason: pd.reason(p.PromptTokens), DecodeCached: pd.decodeCached, Threshold: pd.required}
 	if !pd.remote {
 		return out
 	}
-	d := pd.decision
-	for _, r := range append([]scheduler.Ranked{d.Chosen}, d.Fallbacks...) {
-		e := explained{Replica: r.Candidate.ID, Mode: r.Mode, Total: r.Total, Scores: map[string]float64{}, CachedTokens: r.CachedBlocks * p.sreq.BlockTokens}
-		for i, name := range d.Scorers {
-			e.Scores[name] = r.Scores[i]
-		}
-		out.Ranked = append(out.Ranked, e)
+	d := &pd.decision
+	for _, r := range ranked(d) {
+		out.Ranked = append(out.Ranked, explain(d, r, p.BlockTokens))
 	}
 	out.Prefill = &out.Ranked[0]
 	return out

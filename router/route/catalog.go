@@ -1,0 +1,75 @@
+package route
+
+import (
+	"github.com/llmgw/llmgw/router/load"
+	"github.com/llmgw/llmgw/router/tenant"
+)
+
+// Model is one entry of /v1/models: a base model (Parent "") or a LoRA
+// adapter some replica serves, with its base model as Parent.
+type Model struct {
+	ID, Parent string
+}
+
+// Models lists what t may use, base models first, then adapters, as vLLM
+// lists them. A nil t lists everything.
+func (pl *Planner) Models(t *tenant.Tenant) []Model {
+	var out []Model
+	for _, m := range pl.d.Replicas.Models() {
+		if t == nil || t.Allows(m) {
+			out = append(out, Model{ID: m})
+		}
+	}
+	for _, a := range pl.d.Replicas.Adapters() {
+		if t == nil || t.Allows(a.Name) {
+			out = append(out, Model{ID: a.Name, Parent: a.Parent})
+		}
+	}
+	return out
+}
+
+// ModelNames lists the base models the fleet serves, for readiness.
+func (pl *Planner) ModelNames() []string { return pl.d.Replicas.Models() }
+
+// ReplicaState is one replica as the admin API lists it.
+type ReplicaState struct {
+	ID        string `json:"id"`
+	Model     string `json:"model"`
+	Address   string `json:"address"`
+	Source    string `json:"source"`
+	BlockSize int    `json:"block_size"`
+	KVEvents  bool   `json:"kv_events"`
+	Mode      Mode   `json:"mode"`
+	Role      string `json:"role"` // agg, prefill or decode
+	// ModeReason says why a replica whose driver sends KV events is in
+	// approx mode: its model's index had no room for its state.
+	ModeReason string `json:"mode_reason,omitempty"`
+	Healthy    bool   `json:"healthy"`
+	// Draining: the Consul check warns or the replica is in maintenance
+	// (Health says which); it finishes in-flight requests, takes no new ones.
+	Draining  bool      `json:"draining"`
+	Health    string    `json:"health,omitempty"`
+	Adapters  []string  `json:"adapters,omitempty"`
+	GPUBlocks int       `json:"gpu_blocks"`
+	CPUBlocks int       `json:"cpu_blocks"`
+	Load      load.Load `json:"load"`
+	// PeerLoad is the part of Load's router-side counts that other routers
+	// reported (router/peers).
+	PeerLoad load.Peer `json:"peer_load"`
+}
+
+// Replicas lists every replica with what routing knows of it.
+func (pl *Planner) Replicas() []ReplicaState {
+	set := pl.d.Replicas
+	out := []ReplicaState{}
+	for _, r := range set.All() {
+		gpu, cpu := pl.d.BlocksOf(r.Model, r.ID)
+		out = append(out, ReplicaState{
+			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
+			Mode: set.Mode(r.ID), ModeReason: set.ModeReason(r.ID), Healthy: set.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
+			Draining: r.Draining, Health: r.Health, Adapters: set.AdaptersOf(r.ID), Role: r.Role.String(),
+			Load: pl.d.Tracker.Load(r.ID), PeerLoad: pl.d.Tracker.PeerLoad(r.ID),
+		})
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+package route
+
+import (
+	"slices"
+	"time"
+
+	"github.com/llmgw/llmgw/router/openai"
+	"github.com/llmgw/llmgw/router/prompt"
+	"github.com/llmgw/llmgw/router/ratelimit"
+	"github.com/llmgw/llmgw/router/scheduler"
+)
+
+// Mode is how a replica was routed (scheduler.Mode), re-exported so that
+// callers of the planner need not know the scheduler.
+type Mode = scheduler.Mode
+
+// The routing modes: exact prefix knowledge from KV events, the router's
+// own routing history, load alone, and a request served in two steps
+// (prefill on one replica, decode on another).
+const (
+	ModeExact         = scheduler.ModeExact
+	ModeApprox        = scheduler.ModeApprox
+	ModeLoad          = scheduler.ModeLoad
+	ModeDisaggregated = Mode("disaggregated")
+)
+
+// fallbackSpare is how many fallbacks a decision ranks beyond the
+// attempts: attempts skips replicas that left the set since the decision.
+const fallbackSpare = 2
+
+// textBlockTokens is the tokens a text chunk's key stands for when the
+// prompt has no exact keys: about four bytes per token.
+const textBlockTokens = prompt.TextChunk / 4
+
+// Attempt is one replica a request may be sent to, in order of
+// preference.
+type Attempt struct {
+	Replica string // replica id
+	Model   string // the replica's model (a LoRA request's base model)
+	Address string // host:port of its engine
+	Mode    Mode
+	// CachedTokens is the prompt's predicted cached tokens there.
+	CachedTokens int
+
+	ranked scheduler.Ranked
+}
+
+// Input is one request to plan.
+type Input struct {
+	Kind openai.Kind
+	Body []byte
+	// Session is the client's session id ("" for none).
+	Session string
+	// Priority is the request's admission.HeaderPriority value ("" for
+	// the key's band).
+	Priority string
+}
+
+// Error is a request the planner refuses, with the HTTP status and, where
+// OpenAI's API has them, the error type and code the client gets.
+type Error struct {
+	Status  int
+	Message string
+	// Type and Code, when set, are OpenAI's error type and code.
+	Type, Code string
+	// Limit is the tenant's limit state, for a 429's x-ratelimit-* headers.
+	Limit *ratelimit.Status
+	// RetryAfter, when positive, is sent as Retry-After.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Plan is a routing decision ready to send. The fields are the caller's
+// to read; the plan belongs to the planner again after Release.
+type Plan struct {
+	Request      *openai.Request
+	PromptTokens int
+	// ExactTokens: PromptTokens were counted by the model's tokenizer,
+	// not estimated from text.
+	ExactTokens bool
+	BlockTokens int
+	// Attempts are the replicas to try in order, at most the planner's
+	// Attempts; for a disaggregated request the decode step's.
+	Attempts []Attempt
+	// Grant is the tenant's hold on its limits (nil without limits),
+	// finished by the caller when the response ends; Limits its state.
+	Grant  *ratelimit.Grant
+	Limits ratelimit.Status
+	// Overhead is the time the decision took, the admission wait left out.
+	Overhead time.Duration
+
+	pl       *Planner
+	keys     []uint64          // the prompt's exact block keys, nil without a tokenizer
+	sreq     scheduler.Request // its scratch memory is kept across reuses
+	cands    []scheduler.Candidate
+	decision scheduler.Decision
+	pd       pdPlan
+	// prefilled is the prefill replica that computed the prompt;
+	// continuedFrom the failed replica a continuation follows.
+	prefilled     *Attempt
+	continuedFrom string
+}
+
+func (pl *Planner) getPlan() *Plan {
+	if p, ok := pl.plans.Get().(*Plan); ok {
+		return p
+	}
+	return &Plan{pl: pl}
+}
+
+// Release gives p back for reuse once nothing refers to it (the proxy has
+// returned), dropping what it holds of the request.
+func (pl *Planner) Release(p *Plan) {
+	if p == nil || p.continuedFrom != "" {
+		return // a continuation is never pooled: its stream may outlive the caller
+	}
+	p.Request, p.PromptTokens, p.ExactTokens, p.BlockTokens = nil, 0, false, 0
+	p.Attempts, p.Grant, p.Limits, p.Overhead = p.Attempts[:0], nil, ratelimit.Status{}, 0
+	p.keys, p.decision, p.prefilled = nil, scheduler.Decision{}, nil
+	p.sreq.Reset(scheduler.Request{})
+	clear(p.cands)
+	p.pd.reset()
+	pl.plans.Put(p)
+}
+
+// Sent tells the planner the request is going to a's replica, before it
+// answers: what the scheduler's observers learn from it (the prefix
+// scorer's speculative credit, routing history, sessions) must reach the
+// decisions of requests that arrive while this one is prefilled, such as
+// the siblings of a fan-out burst.
+func (p *Plan) Sent(a Attempt) { p.pl.d.Scheduler.Routed(&p.sreq, &a.ranked.Candidate) }
+
+// Served tells the planner a's replica answered, before any byte reaches
+// the client: the decision is counted and logged for the replica that
+// took it.
+func (p *Plan) Served(a Attempt) {
+	m := p.pl.metrics
+	m.Decisions.WithLabelValues(string(a.Mode)).Inc()
+	if p.continuedFrom == "" {
+		m.CachedTokens.WithLabelValues(string(a.Mode)).Observe(float64(a.CachedTokens))
+	}
+	p.pl.decisions.record(p, a)
+}
+
+// attempts lists d's replicas in order, at most the planner's Attempts,
+// skipping those that left the set since the decision and those in skip.
+func (pl *Planner) attempts(dst []Attempt, d *scheduler.Decision, blockTokens int, skip []string) []Attempt {
+	n := pl.d.Options.Attempts
+	for i := -1; i < len(d.Fallbacks) && len(dst) < n; i++ {
+		r := d.Chosen
+		if i >= 0 {
+			r = d.Fallbacks[i]
+		}
+		if slices.Contains(skip, r.Candidate.ID) {
+			continue
+		}
+		rep, ok := pl.d.Replicas.Get(r.Candidate.ID)
+		if !ok {
+			continue // left the set since the decision
+		}
+		dst = append(dst, Attempt{Replica: r.Candidate.ID, Model: r.Candidate.Model, Address: rep.Address, Mode: r.Mode,
+			CachedTokens: r.CachedBlocks * blockTokens, ranked: r})
+	}
+	return dst
+}
