@@ -13,16 +13,18 @@
 #                              rate, 48 requests a run, three policies) into
 #                              $(BENCH_QUICK_OUT), docs untouched: a CI check
 #                              (5.4 minutes on 2 cores at load under 4)
-#   make bench-policies-single the earlier single-rate comparisons (chat, the
+#   make bench-policies-single the single-rate comparisons (chat, the
 #                              sample trace, the tool-agent trace) on four
-#                              shards, each rewriting its own section: about
-#                              10 minutes
+#                              shards, each into report.md, report.json and
+#                              plots in docs/bench/<workload>/, which
+#                              docs/BENCHMARKS.md links: about 10 minutes
 #   make bench-policies-steady the two fan-out sweeps over 40 s of bursts
 #                              instead of 10 (32 bursts at 0.8 bursts/s,
 #                              so a context's cold first burst is one of
 #                              32 with one agent and one of its eight with
-#                              four), rewriting their own sections: about
-#                              33 minutes on 2 cores
+#                              four), into docs/bench/sweep-fan-out*-40s/,
+#                              which docs/BENCHMARKS.md links: about 33
+#                              minutes on 2 cores
 #   make bench                 runs bench-policies too, before the Go benchmarks
 #
 # Sizes: -duration 10s gives each rate about ten seconds of arrivals (rate x
@@ -90,11 +92,11 @@ bench-policies-quick: build bin/consul ## the rate sweeps in a few minutes (-qui
 	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/mixed-tenants
 	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/many-session
 
-bench-policies-single: build bin/consul ## rerun the single-rate routing-policy comparisons in docs/BENCHMARKS.md
-	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat -doc docs/BENCHMARKS.md -section chat
-	./bin/llmgw bench $(BENCH_TRACE_FLAGS) -out docs/bench/trace -doc docs/BENCHMARKS.md -section trace
-	./bin/llmgw bench $(BENCH_SYNTH_FLAGS) -out docs/bench/trace-synth -doc docs/BENCHMARKS.md -section trace-synth
+bench-policies-single: build bin/consul ## rerun the single-rate routing-policy comparisons into docs/bench/<workload>/
+	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat
+	./bin/llmgw bench $(BENCH_TRACE_FLAGS) -out docs/bench/trace
+	./bin/llmgw bench $(BENCH_SYNTH_FLAGS) -out docs/bench/trace-synth
 
-bench-policies-steady: build bin/consul ## the fan-out sweeps over 40 s of bursts; rewrites their sections of docs/BENCHMARKS.md
-	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_STEADY_FLAGS) -out docs/bench/sweep-fan-out-40s -doc docs/BENCHMARKS.md -section sweep-fan-out-40s
-	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_STEADY_FLAGS) -out docs/bench/sweep-fan-out-agents-40s -doc docs/BENCHMARKS.md -section sweep-fan-out-agents-40s
+bench-policies-steady: build bin/consul ## the fan-out sweeps over 40 s of bursts, into docs/bench/sweep-fan-out*-40s/
+	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_STEADY_FLAGS) -out docs/bench/sweep-fan-out-40s
+	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_STEADY_FLAGS) -out docs/bench/sweep-fan-out-agents-40s

@@ -7,9 +7,11 @@
 #                      docs/BENCHMARKS.md between its markers. A few
 #                      minutes on two cores, about 1.5 GB of memory.
 #
-# BENCH_SCALE_LABEL names where it ran in the report.
+# BENCH_SCALE_LABEL names when, from which commit and where it ran in the
+# report ("Made by make bench-scale on LABEL: ..."), as docs/BENCHMARKS.md
+# asks of every table.
 
-BENCH_SCALE_LABEL ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null) at $(shell git rev-parse --short HEAD 2>/dev/null), $(shell hostname)
+BENCH_SCALE_LABEL ?= $(shell date -u +%F) at commit $(shell git rev-parse --short HEAD 2>/dev/null), $(shell hostname)
 
 .PHONY: bench-scale
 

@@ -107,6 +107,7 @@ var contracts = map[string][]string{
 	"internal/kvwire":           {"github.com/vmihailenco/msgpack/v5"},
 	"internal/testkit/testcert": nil,
 	"internal/tests/attack":     nil, // tests only
+	"internal/tests/docs":       nil, // tests only
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",

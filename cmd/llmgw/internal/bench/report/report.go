@@ -11,7 +11,8 @@ import (
 // per policy, in the order they ran.
 type Report struct {
 	// Command is the exact command line that produced the report.
-	Command  string `json:"command"`
+	Command string `json:"command"`
+	Provenance
 	Workload string `json:"workload"`
 	// Setup describes the fleet and the workload's parameters in words.
 	Setup    string  `json:"setup"`
@@ -29,8 +30,10 @@ type Report struct {
 	HostLoad float64 `json:"host_load_1m"`
 }
 
-// JSON is the report as indented JSON.
+// JSON is the report as indented JSON. A report without its provenance
+// gets it here (see Provenance.fill).
 func (r *Report) JSON() ([]byte, error) {
+	r.Provenance.fill(time.Now())
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode report: %w", err)
@@ -38,11 +41,14 @@ func (r *Report) JSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// Markdown renders the report as a section of docs/BENCHMARKS.md. plots
-// are image paths relative to that file, shown below the table.
+// Markdown renders the report as a section of docs/BENCHMARKS.md: its
+// provenance line, the setup and the table. plots are image paths
+// relative to that file, shown below the table.
 func (r *Report) Markdown(plots []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Command: `%s`\n\n", r.Command)
+	r.Provenance.fill(time.Now())
+	b.WriteString(r.line(r.Command, loadConditions(r.Machine, []float64{r.HostLoad}, "the run")))
+	b.WriteString("\n")
 	pace := fmt.Sprintf("at %g req/s", r.Rate)
 	if r.Rate <= 0 {
 		pace = "on the workload's own schedule"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Sweep is one workload swept over arrival rates, from light load to past
@@ -12,7 +13,8 @@ import (
 // order.
 type Sweep struct {
 	// Command is the exact command line that produced the sweep.
-	Command  string `json:"command"`
+	Command string `json:"command"`
+	Provenance
 	Workload string `json:"workload"`
 	// Setup describes the fleet and the workload in words.
 	Setup string `json:"setup"`
@@ -31,8 +33,10 @@ type Sweep struct {
 	Rates []Report `json:"rates"`
 }
 
-// JSON is the sweep as indented JSON.
+// JSON is the sweep as indented JSON. A sweep without its provenance
+// gets it here (see Provenance.fill).
 func (s *Sweep) JSON() ([]byte, error) {
+	s.Provenance.fill(time.Now())
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode sweep: %w", err)
@@ -168,33 +172,79 @@ func (s *Sweep) versus(k int) Versus {
 	return v
 }
 
-// Markdown renders the sweep as a section of docs/BENCHMARKS.md: the
-// verdict table, then per rate and policy the figures, then plots (image
-// paths relative to that file).
+// Markdown renders the sweep as a section of docs/BENCHMARKS.md: its
+// provenance line, the setup, the verdict table, then per rate and policy
+// the figures, then plots (image paths relative to that file). It is
+// compact, one line a paragraph, because the file holds six sweeps;
+// sweep.json keeps every figure.
 func (s *Sweep) Markdown(plots []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Command: `%s`\n\n", s.Command)
-	rates := make([]string, len(s.Rates))
+	s.Provenance.fill(time.Now())
+	loads := make([]float64, len(s.Rates))
 	for i, r := range s.Rates {
-		rates[i] = fmt.Sprintf("%g", r.Rate)
+		loads[i] = r.HostLoad
 	}
+	b.WriteString(s.line(s.Command, loadConditions(s.Machine, loads, "each rate")))
+	b.WriteString("\n")
+	s.writeSetup(&b)
+	v := s.Verdict()
+	s.writeVerdict(&b, v)
+	s.writeRates(&b)
+	if len(plots) > 0 {
+		b.WriteString("\n")
+		for _, p := range plots {
+			fmt.Fprintf(&b, "![%s](%s)\n", strings.TrimSuffix(p[strings.LastIndex(p, "/")+1:], ".png"), p)
+		}
+	}
+	return b.String()
+}
+
+// writeSetup writes the workload at each rate, the oracle's bound there,
+// and what goodput and the knees mean.
+func (s *Sweep) writeSetup(b *strings.Builder) {
+	rates := make([]string, len(s.Rates))
 	sizes := make([]string, len(s.Rates))
+	oracle := make([]string, len(s.Rates))
 	same := true
 	for i, r := range s.Rates {
+		rates[i] = fmt.Sprintf("%g", r.Rate)
 		sizes[i] = fmt.Sprintf("%d", r.Requests)
+		oracle[i] = pct(float64(r.ReusableTokens) / float64(max(r.PromptTokens, 1)))
 		same = same && r.Requests == s.Rates[0].Requests
 	}
 	if same && len(s.Rates) > 0 {
-		fmt.Fprintf(&b, "Workload `%s`: %d requests at each of %s req/s; %s.\n", s.Workload, s.Rates[0].Requests, strings.Join(rates, ", "), s.Setup)
+		fmt.Fprintf(b, "Workload `%s`: %d requests at each of %s req/s; %s.\n", s.Workload, s.Rates[0].Requests, strings.Join(rates, ", "), s.Setup)
 	} else {
-		fmt.Fprintf(&b, "Workload `%s`: %s requests at %s req/s; %s.\n", s.Workload, strings.Join(sizes, ", "), strings.Join(rates, ", "), s.Setup)
+		fmt.Fprintf(b, "Workload `%s`: %s requests at %s req/s; %s.\n", s.Workload, strings.Join(sizes, ", "), strings.Join(rates, ", "), s.Setup)
 	}
-	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s, per second of the run. The knee is the lowest rate where `%s` sheds or its TTFT p99 exceeds %s; the peers' knee the lowest where every peer policy does. A peer counts as ahead of the default (`%s`) when its goodput is more than %.0f%% higher.\n\n",
+	fmt.Fprintf(b, "The oracle (the bound, not a run) could reuse %s of the prompt tokens at these rates. ", strings.Join(oracle, ", "))
+	fmt.Fprintf(b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s, per second of the run. The knee is the lowest rate where `%s` sheds or its TTFT p99 exceeds %s; the peers' knee the lowest where every peer policy does. A peer counts as ahead of the default (`%s`) when its goodput is more than %.0f%% higher.\n\n",
 		s.SLO.TTFT, s.SLO.ITL, s.Baseline, s.SLO.TTFT, s.Default, 100*s.Noise)
-	v := s.Verdict()
+}
+
+// writeVerdict writes the default against the best peer at the knees and
+// the highest rate, then the oracle share below the knee, the peers'
+// wins and the host-limited runs in one paragraph.
+func (s *Sweep) writeVerdict(b *strings.Builder, v Verdict) {
 	knee := fmt.Sprintf("%g req/s", v.Rate)
 	if !v.Saturated {
 		knee = fmt.Sprintf("not reached (figures at %g req/s)", v.Rate)
+	}
+	b.WriteString("| at | best peer | its goodput | default's goodput | default / best peer | default's share of oracle |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|\n")
+	row := func(label string, x Versus) {
+		best, bestGood, ratio := x.BestPeer, fmt.Sprintf("%.2f req/s", x.BestPeerGoodput), fmt.Sprintf("%.2fx", x.Ratio)
+		if x.NoPeersRun {
+			best, bestGood, ratio = "no peer run", "", ""
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %.2f req/s | %s | %s |\n", label, best, bestGood, x.Goodput, ratio, pct(x.OracleShare))
+	}
+	row("the knee, "+knee, v.Versus)
+	if v.PeersSaturated && v.Peers.Rate != v.Rate {
+		row(fmt.Sprintf("the peers' knee, %g req/s", v.Peers.Rate), v.Peers)
+	}
+	if v.Highest.Rate != v.Rate && (!v.PeersSaturated || v.Highest.Rate != v.Peers.Rate) {
+		row(fmt.Sprintf("the highest rate, %g req/s", v.Highest.Rate), v.Highest)
 	}
 	wins := "none"
 	if len(v.Wins) > 0 {
@@ -208,50 +258,25 @@ func (s *Sweep) Markdown(plots []string) string {
 	if v.UnsaturatedRates > 0 {
 		below = pct(v.MinUnsaturatedOracleShare)
 	}
-	b.WriteString("| at | best peer | its goodput | default's goodput | default / best peer | default's share of oracle |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|\n")
-	row := func(label string, x Versus) {
-		best, bestGood, ratio := x.BestPeer, fmt.Sprintf("%.2f req/s", x.BestPeerGoodput), fmt.Sprintf("%.2fx", x.Ratio)
-		if x.NoPeersRun {
-			best, bestGood, ratio = "no peer run", "", ""
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f req/s | %s | %s |\n", label, best, bestGood, x.Goodput, ratio, pct(x.OracleShare))
-	}
-	row("the knee, "+knee, v.Versus)
-	if v.PeersSaturated && v.Peers.Rate != v.Rate {
-		row(fmt.Sprintf("the peers' knee, %g req/s", v.Peers.Rate), v.Peers)
-	}
-	if v.Highest.Rate != v.Rate && (!v.PeersSaturated || v.Highest.Rate != v.Peers.Rate) {
-		row(fmt.Sprintf("the highest rate, %g req/s", v.Highest.Rate), v.Highest)
-	}
-	fmt.Fprintf(&b, "\nThe default's lowest share of the oracle's reusable tokens below the knee: %s. Peers ahead of the default at any rate: %s.\n\n", below, wins)
+	fmt.Fprintf(b, "\nThe default's lowest share of the oracle's reusable tokens below the knee: %s. Peers ahead of the default at any rate: %s. ", below, wins)
 	if len(v.HostLimited) > 0 {
-		fmt.Fprintf(&b, "Host-limited runs (the client sent late, send lag p99 over %s): %s.\n\n", HostLimitLag, strings.Join(v.HostLimited, "; "))
+		fmt.Fprintf(b, "Host-limited runs (the client sent late, send lag p99 over %s): %s.\n\n", HostLimitLag, strings.Join(v.HostLimited, "; "))
 	} else {
-		fmt.Fprintf(&b, "No run was host-limited: the client's send lag p99 stayed within %s of the schedule everywhere.\n\n", HostLimitLag)
+		fmt.Fprintf(b, "No run was host-limited: the client's send lag p99 stayed within %s of the schedule everywhere.\n\n", HostLimitLag)
 	}
-	loads := make([]string, len(s.Rates))
-	for i, r := range s.Rates {
-		loads[i] = fmt.Sprintf("%.1f", r.HostLoad)
-	}
-	fmt.Fprintf(&b, "Host load average (1 min, 2 cores shared with other work) as each rate ended: %s.\n\n", strings.Join(loads, ", "))
+}
+
+// writeRates writes every policy's figures at every rate.
+func (s *Sweep) writeRates(b *strings.Builder) {
 	b.WriteString("| rate | policy | TTFT p50 | TTFT p99 | ITL p99 | goodput | shed | interrupted | cached share | of oracle | busiest replica | send lag p99 |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range s.Rates {
 		for _, p := range r.Policies {
-			fmt.Fprintf(&b, "| %g | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %s | %s | %s | %s |\n",
+			fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %s | %s | %s | %s |\n",
 				r.Rate, p.Policy, fmtMs(p.TTFT.P50), fmtMs(p.TTFT.P99), fmtMs(p.ITL.P99), p.Goodput, pct(p.GoodputShare),
 				p.Shed, p.Interrupted, pct(p.CachedShare), pct(p.OracleHitShare), pct(p.BusiestShare), fmtMs(p.SendLag.P99))
 		}
-		fmt.Fprintf(&b, "| %g | oracle (bound) | | | | | | | %s | 100%% | | |\n", r.Rate, pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
 	}
-	if len(plots) > 0 {
-		b.WriteString("\n")
-		for _, p := range plots {
-			fmt.Fprintf(&b, "![%s](%s)\n", strings.TrimSuffix(p[strings.LastIndex(p, "/")+1:], ".png"), p)
-		}
-	}
-	return b.String()
 }
 
 // policies are the policy names in the order they first ran.
