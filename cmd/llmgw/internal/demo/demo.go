@@ -49,7 +49,7 @@ type Config struct {
 	Policies string
 	Variants bool
 	// SLO is what a request must meet to count as served within it, as
-	// llmgw bench's goodput counts.
+	// llmgw bench's goodput counts (zero: defaultSLO).
 	SLO report.SLO
 	// Progress draws a progress bar per policy on the output.
 	Progress bool
@@ -77,8 +77,8 @@ func ParseFlags(args []string) (Config, error) {
 	fs.Float64Var(&c.Rate, "rate", 8, "requests per second (Poisson arrivals)")
 	fs.StringVar(&c.Policies, "policies", "", "comma-separated routing policies (default: round-robin, llmgw's default and the peers' policies)")
 	fs.BoolVar(&c.Variants, "variants", false, "run every aggregated policy llmgw bench knows: also least-loaded, approx-prefix, prefix-load and the default's internal variants (precise-prefix-*)")
-	fs.DurationVar(&c.SLO.TTFT, "slo-ttft", 500*time.Millisecond, "SLO: time to first token")
-	fs.DurationVar(&c.SLO.ITL, "slo-itl", 50*time.Millisecond, "SLO: mean inter-token gap")
+	fs.DurationVar(&c.SLO.TTFT, "slo-ttft", defaultSLO.TTFT, "SLO: time to first token")
+	fs.DurationVar(&c.SLO.ITL, "slo-itl", defaultSLO.ITL, "SLO: mean inter-token gap")
 	fs.BoolVar(&c.Progress, "progress", isTerminal(os.Stdout), "draw a progress bar per policy (default: when the output is a terminal)")
 	fs.StringVar(&c.WorkDir, "workdir", "", "keep the processes' logs here (default: a temporary directory, removed)")
 	fs.StringVar(&c.Discovery, "discovery", fleet.DiscoveryConsul, "service discovery: consul (a Consul dev agent) or nomad (Nomad's services API, served in-process by a stand-in; no Consul runs)")
@@ -116,6 +116,10 @@ func ParseFlags(args []string) (Config, error) {
 	}
 	return c, nil
 }
+
+// defaultSLO is llmgw bench's default SLO (-slo-ttft, -slo-itl), so the
+// demo's counts within it mean what the bench's goodput means.
+var defaultSLO = report.SLO{TTFT: 500 * time.Millisecond, ITL: 50 * time.Millisecond}
 
 // helpError is ParseFlags' answer to -h: not a failure (it wraps
 // flag.ErrHelp, so a caller can exit 0), and its text lists the flags.
@@ -188,6 +192,9 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	fmt.Fprintf(out, "%d users x %d turns at %g req/s: shared %d-token system prompt, a %d-token document per user, %d-token answers, streamed\n\n",
 		cfg.Users, cfg.Rounds, cfg.Rate, systemTokens, docTokens, cfg.MaxTokens)
 
+	if cfg.SLO == (report.SLO{}) {
+		cfg.SLO = defaultSLO
+	}
 	o := bench.Options{Workload: w, Policies: policies, Model: "sim-model", BlockSize: blockSize, SLO: cfg.SLO}
 	if cfg.Progress {
 		o.ShowProgress(out)
@@ -196,7 +203,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\nwithin the SLO: first token within %s and a mean inter-token gap within %s\n", cfg.SLO.TTFT, cfg.SLO.ITL)
+	fmt.Fprintf(out, "within the SLO: first token within %s and a mean inter-token gap within %s\n", cfg.SLO.TTFT, cfg.SLO.ITL)
 	printTable(out, rep.Policies)
 	c := contenders{Default: bench.DefaultPolicy, Baseline: bench.Baseline, Peers: bench.PeerNames(),
 		Workload: fmt.Sprintf("%s (%d users x %d turns at %g req/s)", w.Name, cfg.Users, cfg.Rounds, cfg.Rate)}

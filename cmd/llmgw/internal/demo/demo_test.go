@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
+	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
 )
 
@@ -32,7 +33,7 @@ func TestParseFlags(t *testing.T) {
 	if c, err := ParseFlags([]string{"-discovery", "nomad"}); err != nil || c.Discovery != "nomad" {
 		t.Errorf("ParseFlags(-discovery nomad) = %+v, %v", c, err)
 	}
-	if c.SLO.TTFT != 500*time.Millisecond || c.SLO.ITL != 50*time.Millisecond {
+	if c.SLO != defaultSLO || c.SLO.TTFT != 500*time.Millisecond || c.SLO.ITL != 50*time.Millisecond {
 		t.Errorf("SLO %+v; want llmgw bench's default, 500ms and 50ms", c.SLO)
 	}
 	if c, err := ParseFlags([]string{"-variants", "-slo-ttft", "1s"}); err != nil || !c.Variants || c.SLO.TTFT != time.Second {
@@ -107,13 +108,14 @@ var row = regexp.MustCompile(`(?m)^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)%\s+(
 // verdictLine is the demo's verdict on a run of round-robin and the
 // default alone.
 var verdictLine = regexp.MustCompile(`(?m)^verdict: llmgw's default \(precise-prefix\) served (\d+) of 6 requests within the SLO ` +
-	`on workload chat \(3 users x 2 turns at 50 req/s\): \S+ round-robin \((\d+)\); no peer's policy ran\.$`)
+	`on workload chat \(3 users x 2 turns at 50 req/s\): .*round-robin \((\d+)\); no peer's policy ran\.$`)
 
 // small is a demo that runs in seconds: two latency-free shards, one
-// router, two policies.
+// router, two policies, and an SLO a loaded machine meets.
 func small(t *testing.T) Config {
 	return Config{BinDir: bins.Dir(t), Shards: 2, Routers: 1, Users: 3, Rounds: 2, MaxTokens: 4, Rate: 50,
-		Policies: "round-robin,precise-prefix", SimArgs: []string{"--sim-latency=false"}, WorkDir: t.TempDir()}
+		Policies: "round-robin,precise-prefix", SimArgs: []string{"--sim-latency=false"}, WorkDir: t.TempDir(),
+		SLO: report.SLO{TTFT: time.Minute, ITL: time.Minute}}
 }
 
 // TestRunDemo runs the demo on a real fleet, on each service discovery,
@@ -145,8 +147,8 @@ func TestRunDemo(t *testing.T) {
 				t.Fatalf("table rows %q in\n%s", rows, out.String())
 			}
 			for _, r := range rows {
-				if r[2] != "6" || r[3] != "0" {
-					t.Errorf("%s: %s requests, %s failed; want 6 and 0\n%s", r[1], r[2], r[3], out.String())
+				if r[2] != "6" || r[3] != "0" || r[4] != "6" {
+					t.Errorf("%s: %s requests, %s failed, %s within the SLO; want 6, 0 and 6\n%s", r[1], r[2], r[3], r[4], out.String())
 				}
 			}
 			// The verdict counts what the table shows.
