@@ -32,6 +32,8 @@ func TestHelpExitsZero(t *testing.T) {
 		{[]string{"demo", "-h"}, "-workdir"},
 		{[]string{"demo", "-h"}, "-discovery"},
 		{[]string{"demo", "--help"}, "-policies"},
+		{[]string{"demo", "-h"}, "-variants"},
+		{[]string{"demo", "-h"}, "-slo-ttft"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -1,6 +1,7 @@
 // Command llmgw is the operator's CLI:
 //
-//	llmgw demo                    run Consul, the driver, vllm-sim shards and routers locally; compare routing policies
+//	llmgw demo                    run Consul, the driver, vllm-sim shards and routers locally; compare llmgw's default
+//	                              with round-robin and the peers' policies and print a verdict
 //	                              (-discovery nomad: on Nomad's services API, a stand-in, instead of Consul)
 //	llmgw jobs validate FILE...   check jobspecs' vllm tasks before `nomad job run`
 //	llmgw jobs run FILE           validate, submit to Nomad and follow the deployment
@@ -22,14 +23,21 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/demo"
 )
 
-const usage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST]
+const usage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST | -variants]
        llmgw jobs validate FILE...
        llmgw jobs run [-address URL] FILE
        llmgw status [-consul ADDR] [-router HOST:PORT]...
        llmgw bench [-workload chat|prefix|siblings|trace] [-rate R] [-out DIR] [flags]
        llmgw COMMAND -h   (every command's flags)`
 
-const demoUsage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST] [-workdir DIR] [-discovery consul|nomad]`
+const demoUsage = `usage: llmgw demo [-shards N] [-routers N] [-users N] [-rounds N] [-policies LIST | -variants] [-slo-ttft D] [-slo-itl D]
+                  [-workdir DIR] [-discovery consul|nomad]
+
+Starts a local fleet and sends one multi-turn chat through it per routing policy:
+llmgw's default, round-robin and the peers' published policies (-variants: also the
+default's internal variants; -policies: the ones named). Prints each policy's requests
+within the SLO, cache hits and TTFT, then a verdict: the default's requests within the
+SLO against the best peer's and round-robin's.`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -66,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg, err := demo.ParseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(stdout, "%s\n%v", demoUsage, err)
+		fmt.Fprintf(stdout, "%s\n\n%v", demoUsage, err)
 		return 0
 	}
 	if err != nil {

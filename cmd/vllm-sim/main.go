@@ -3,6 +3,9 @@
 // simulated paged KV cache and a latency model in which cache hits matter.
 //
 //	vllm-sim serve MODEL [vLLM flags] [--sim-* flags]
+//	vllm-sim serve -h        (also -help, --help, `vllm-sim -h`, `vllm-sim help`)
+//
+// Help goes to stdout and exits 0 without serving; bad usage exits 2.
 package main
 
 import (
@@ -23,6 +26,12 @@ func main() {
 	cfg, err := config.Parse(os.Args[1:])
 	if errors.Is(err, config.ErrVersion) {
 		fmt.Println(config.Version)
+		return
+	}
+	if errors.Is(err, config.ErrHelp) {
+		if err := config.Usage(os.Stdout); err != nil {
+			os.Exit(1)
+		}
 		return
 	}
 	if err != nil {

@@ -1,7 +1,10 @@
 // Package config parses vllm-sim's command line: `serve MODEL` and the vLLM
 // flags the driver passes, with vLLM's spellings and defaults, plus the
 // simulator's own --sim-* flags. Unknown vLLM flags are accepted and
-// reported, never fatal, so a jobspec written for vLLM runs on the simulator.
+// reported, never fatal, so a jobspec written for vLLM runs on the simulator;
+// an unknown --sim-* or single-dash flag, which no vLLM takes, is an error.
+// Usage is the help `vllm-sim serve -h` prints, listing every flag with its
+// default.
 package config
 
 import (

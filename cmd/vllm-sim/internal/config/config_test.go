@@ -76,6 +76,10 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"serve", "m", "--enable-lora", "--lora-modules", "a=/x", "a=/y"}, `adapter "a" given twice`},
 		{[]string{"serve", "m", "--enable-lora", "--lora-modules", "nopath"}, "is not name=path"},
 		{[]string{"serve", "m", "--enable-lora", "--lora-modules"}, "--lora-modules needs a value"},
+		{[]string{"serve", "m", "-x"}, "unknown flag -x"},
+		{[]string{"serve", "-tp", "2", "m"}, "unknown flag -tp"},
+		{[]string{"serve", "m", "--sim-latancy=false"}, "unknown flag --sim-latancy"},
+		{[]string{"serve", "m", "--no-sim-latancy"}, "unknown flag --no-sim-latancy"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.args)

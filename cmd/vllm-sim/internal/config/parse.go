@@ -13,6 +13,11 @@ import (
 // ErrVersion is returned by Parse for --version; the caller prints Version.
 var ErrVersion = errors.New("version requested")
 
+// ErrHelp is returned by Parse for -h, --help, -help or a leading `help`
+// (`vllm-sim help`, as `vllm help`): the caller prints Usage and exits 0
+// without serving.
+var ErrHelp = errors.New("help requested")
+
 // Version is what `vllm-sim --version` prints: the vLLM release whose
 // serving surface the simulator follows, marked as simulated.
 const Version = "0.26.0+sim"
@@ -20,13 +25,16 @@ const Version = "0.26.0+sim"
 type setter func(c *Config, v string) error
 
 type flag struct {
-	set     setter
+	set setter
+	// value reads the flag's field, so help shows Defaults' value; nil
+	// where the default is not one value (help's text says it).
+	value   func(c *Config) any
 	isBool  bool
 	isMulti bool // takes every following argument up to the next flag
 }
 
 func intFlag(f func(*Config) *int) flag {
-	return flag{set: func(c *Config, v string) error {
+	return flag{value: func(c *Config) any { return *f(c) }, set: func(c *Config, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return fmt.Errorf("not an integer: %q", v)
@@ -37,11 +45,11 @@ func intFlag(f func(*Config) *int) flag {
 }
 
 func strFlag(f func(*Config) *string) flag {
-	return flag{set: func(c *Config, v string) error { *f(c) = v; return nil }}
+	return flag{value: func(c *Config) any { return *f(c) }, set: func(c *Config, v string) error { *f(c) = v; return nil }}
 }
 
 func durFlag(f func(*Config) *time.Duration) flag {
-	return flag{set: func(c *Config, v string) error {
+	return flag{value: func(c *Config) any { return *f(c) }, set: func(c *Config, v string) error {
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			return fmt.Errorf("not a duration (e.g. 250us, 12ms): %q", v)
@@ -52,7 +60,7 @@ func durFlag(f func(*Config) *time.Duration) flag {
 }
 
 func boolFlag(f func(*Config) *bool) flag {
-	return flag{isBool: true, set: func(c *Config, v string) error {
+	return flag{isBool: true, value: func(c *Config) any { return *f(c) }, set: func(c *Config, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("not a boolean: %q", v)
@@ -83,7 +91,7 @@ var flags = map[string]flag{
 	"data-parallel-rank":      intFlag(func(c *Config) *int { return &c.DataParallelRank }),
 	"headless":                boolFlag(func(c *Config) *bool { return &c.Headless }),
 	"tokenizer":               strFlag(func(c *Config) *string { return &c.Tokenizer }),
-	"seed": {set: func(c *Config, v string) error {
+	"seed": {value: func(c *Config) any { return c.Seed }, set: func(c *Config, v string) error {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("not an integer: %q", v)
@@ -117,7 +125,7 @@ var flags = map[string]flag{
 		c.KVTransfer = kt
 		return err
 	}},
-	"sim-kv-bytes-per-token": {set: func(c *Config, v string) error {
+	"sim-kv-bytes-per-token": {value: func(c *Config) any { return c.KVBytesPerToken }, set: func(c *Config, v string) error {
 		if v == KVBytesFromConfig {
 			c.kvBytesFromConfig = true
 			return nil
@@ -129,7 +137,7 @@ var flags = map[string]flag{
 		c.KVBytesPerToken, c.kvBytesFromConfig = n, false
 		return nil
 	}},
-	"sim-kv-transfer-bandwidth": {set: func(c *Config, v string) error {
+	"sim-kv-transfer-bandwidth": {value: func(c *Config) any { return c.KVBandwidth }, set: func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return fmt.Errorf("not a number of bytes per second (e.g. 25e9): %q", v)
@@ -148,7 +156,7 @@ var flags = map[string]flag{
 	"sim-replay-format":       strFlag(func(c *Config) *string { return &c.ReplayFormat }),
 	"sim-cpu-offload-blocks":  intFlag(func(c *Config) *int { return &c.CPUOffloadBlocks }),
 	"sim-kv-cache-groups":     strFlag(func(c *Config) *string { return &c.KVCacheGroupsFlag }),
-	"sim-load-factor": {set: func(c *Config, v string) error {
+	"sim-load-factor": {value: func(c *Config) any { return c.Latency.LoadFactor }, set: func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {
 			return fmt.Errorf("not a number: %q", v)
@@ -160,84 +168,25 @@ var flags = map[string]flag{
 
 // Parse reads `[serve] MODEL [flags]` in vLLM's syntax: --flag value or
 // --flag=value, underscores or dashes, --flag / --no-flag for booleans, and
-// the model either positional or as --model. A flag the simulator does not
-// know is kept in Unknown with the value that follows it, if any.
+// the model either positional or as --model. A vLLM flag the simulator does
+// not know is kept in Unknown with the value that follows it, if any, so a
+// jobspec written for vLLM runs here; an unknown --sim-* flag or
+// single-dash flag is an error, since neither can be vLLM's. -h, --help,
+// -help or a leading `help` return ErrHelp.
 func Parse(args []string) (Config, error) {
 	c := Defaults()
+	if len(args) > 0 && args[0] == "help" {
+		return c, ErrHelp
+	}
 	if len(args) > 0 && args[0] == "serve" {
 		args = args[1:]
 	}
 	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if arg == "--version" || arg == "-v" {
-			return c, ErrVersion
+		took, err := c.parseArg(args, i)
+		if err != nil {
+			return c, err
 		}
-		if !strings.HasPrefix(arg, "--") {
-			if c.Model != "" {
-				return c, fmt.Errorf("unexpected argument %q: the model is already %q", arg, c.Model)
-			}
-			c.Model = arg
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
-		name = strings.ReplaceAll(name, "_", "-")
-		if name == "model" {
-			if !hasValue {
-				if i+1 >= len(args) {
-					return c, fmt.Errorf("--model needs a value")
-				}
-				i++
-				value = args[i]
-			}
-			c.Model = value
-			continue
-		}
-		f, known := flags[name]
-		if !known && strings.HasPrefix(name, "no-") {
-			if bf, ok := flags[strings.TrimPrefix(name, "no-")]; ok && bf.isBool && !hasValue {
-				if err := bf.set(&c, "false"); err != nil {
-					return c, err
-				}
-				continue
-			}
-		}
-		if !known {
-			unknown := arg
-			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
-				i++
-				unknown += " " + args[i]
-			}
-			c.Unknown = append(c.Unknown, unknown)
-			continue
-		}
-		if f.isMulti && !hasValue {
-			n := 0
-			for i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
-				i++
-				n++
-				if err := f.set(&c, args[i]); err != nil {
-					return c, fmt.Errorf("--%s: %w", name, err)
-				}
-			}
-			if n == 0 {
-				return c, fmt.Errorf("--%s needs a value", name)
-			}
-			continue
-		}
-		if !hasValue {
-			switch {
-			case f.isBool && (i+1 >= len(args) || !isBoolWord(args[i+1])):
-				value = "true"
-			case i+1 < len(args):
-				i++
-				value = args[i]
-			default:
-				return c, fmt.Errorf("--%s needs a value", name)
-			}
-		}
-		if err := f.set(&c, value); err != nil {
-			return c, fmt.Errorf("--%s: %w", name, err)
-		}
+		i += took
 	}
 	if err := c.resolveKVCacheGroups(); err != nil {
 		return c, err
@@ -246,6 +195,107 @@ func Parse(args []string) (Config, error) {
 		return c, err
 	}
 	return c, c.Validate()
+}
+
+// parseArg reads args[i] and returns how many of the arguments after it
+// it took as values.
+func (c *Config) parseArg(args []string, i int) (int, error) {
+	arg := args[i]
+	switch {
+	case arg == "--version" || arg == "-v":
+		return 0, ErrVersion
+	case isHelp(arg):
+		return 0, ErrHelp
+	case !strings.HasPrefix(arg, "-"):
+		if c.Model != "" {
+			return 0, fmt.Errorf("unexpected argument %q: the model is already %q", arg, c.Model)
+		}
+		c.Model = arg
+		return 0, nil
+	case !strings.HasPrefix(arg, "--"):
+		return 0, fmt.Errorf("unknown flag %s: vllm-sim takes vLLM's long flags (--name); `vllm-sim serve -h` lists them", arg)
+	}
+	name, value, hasValue := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+	name = strings.ReplaceAll(name, "_", "-")
+	if name == "model" {
+		return c.setModel(args, i, value, hasValue)
+	}
+	f, known := flags[name]
+	if !known {
+		return c.parseUnknown(args, i, name, hasValue)
+	}
+	if f.isMulti && !hasValue {
+		return c.parseMulti(args, i, name, f)
+	}
+	took := 0
+	if !hasValue {
+		switch {
+		case f.isBool && (i+1 >= len(args) || !isBoolWord(args[i+1])):
+			value = "true"
+		case i+1 < len(args):
+			took, value = 1, args[i+1]
+		default:
+			return 0, fmt.Errorf("--%s needs a value", name)
+		}
+	}
+	if err := f.set(c, value); err != nil {
+		return 0, fmt.Errorf("--%s: %w", name, err)
+	}
+	return took, nil
+}
+
+// setModel reads --model: its value after = or as the next argument.
+func (c *Config) setModel(args []string, i int, value string, hasValue bool) (int, error) {
+	if hasValue {
+		c.Model = value
+		return 0, nil
+	}
+	if i+1 >= len(args) {
+		return 0, fmt.Errorf("--model needs a value")
+	}
+	c.Model = args[i+1]
+	return 1, nil
+}
+
+// parseUnknown reads args[i], a flag not in flags: --no-X for a boolean X,
+// an error for a --sim-* flag (a typo of the simulator's own), else a vLLM
+// flag kept in Unknown with the value after it, if one follows.
+func (c *Config) parseUnknown(args []string, i int, name string, hasValue bool) (int, error) {
+	if bf, ok := flags[strings.TrimPrefix(name, "no-")]; ok && strings.HasPrefix(name, "no-") && bf.isBool && !hasValue {
+		return 0, bf.set(c, "false")
+	}
+	if strings.HasPrefix(strings.TrimPrefix(name, "no-"), "sim-") {
+		return 0, fmt.Errorf("unknown flag --%s: `vllm-sim serve -h` lists the --sim-* flags", name)
+	}
+	unknown, took := args[i], 0
+	if next := i + 1; !hasValue && next < len(args) && !strings.HasPrefix(args[next], "--") && !isHelp(args[next]) {
+		unknown += " " + args[next]
+		took = 1
+	}
+	c.Unknown = append(c.Unknown, unknown)
+	return took, nil
+}
+
+// parseMulti reads a flag taking every argument after it up to the next
+// flag, as vLLM's nargs="+".
+func (c *Config) parseMulti(args []string, i int, name string, f flag) (int, error) {
+	took := 0
+	for i+took+1 < len(args) && !strings.HasPrefix(args[i+took+1], "--") {
+		took++
+		if err := f.set(c, args[i+took]); err != nil {
+			return 0, fmt.Errorf("--%s: %w", name, err)
+		}
+	}
+	if took == 0 {
+		return 0, fmt.Errorf("--%s needs a value", name)
+	}
+	return took, nil
+}
+
+// isHelp reports whether arg asks for help, in any spelling vLLM's
+// argparse or Go's flag package takes.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help"
 }
 
 func isBoolWord(s string) bool {
