@@ -68,11 +68,11 @@ func (p *AIBrixParams) validate() error {
 type AIBrixPrefixScorer struct {
 	name TypedName
 	p    AIBrixParams
-	hist *history
+	hist *History
 }
 
 func newAIBrixScorer(name TypedName, p AIBrixParams, now func() time.Time) *AIBrixPrefixScorer {
-	return &AIBrixPrefixScorer{name: name, p: p, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now)}
+	return &AIBrixPrefixScorer{name: name, p: p, hist: NewHistory(time.Duration(p.TTL), p.MaxEntries, now)}
 }
 
 func (s *AIBrixPrefixScorer) TypedName() TypedName { return s.name }
@@ -106,8 +106,8 @@ func (s *AIBrixPrefixScorer) Score(_ context.Context, req *Request, cands []Cand
 			pct[i] = -1
 		}
 	}
-	keys := req.historyKeys()
-	s.hist.match(keys, func(replica string, d int) {
+	keys := req.HistoryKeys()
+	s.hist.Match(keys, func(replica string, d int) {
 		for i := range cands {
 			if cands[i].ID == replica {
 				NotePrediction(req, i, Prediction{Blocks: d, Credit: float64(d), Mode: ModeApprox})
@@ -141,7 +141,7 @@ func (s *AIBrixPrefixScorer) Score(_ context.Context, req *Request, cands []Cand
 
 // Routed adds the prompt to chosen's entries in the prefix table.
 func (s *AIBrixPrefixScorer) Routed(req *Request, chosen *Candidate) {
-	s.hist.record(req.historyKeys(), chosen.ID)
+	s.hist.Record(req.HistoryKeys(), chosen.ID)
 }
 
 var (

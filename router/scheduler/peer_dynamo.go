@@ -52,7 +52,7 @@ func (s *DynamoCostScorer) TypedName() TypedName { return s.name }
 func (s *DynamoCostScorer) ReadsState() []AnyStateKey { return predictionWriters }
 
 func (s *DynamoCostScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
-	prompt, perBlock := req.promptSize()
+	prompt, perBlock := req.PromptSize()
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range cands {
 		l := &cands[i].Load

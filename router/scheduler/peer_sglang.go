@@ -74,14 +74,14 @@ func (p *SGLangParams) validate() error {
 type SGLangCacheAwareScorer struct {
 	name TypedName
 	p    SGLangParams
-	hist *history
+	hist *History
 
 	mu   sync.Mutex
 	size map[string]int // replica -> blocks in its tree
 }
 
 func newSGLangScorer(name TypedName, p SGLangParams, now func() time.Time) *SGLangCacheAwareScorer {
-	return &SGLangCacheAwareScorer{name: name, p: p, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now), size: map[string]int{}}
+	return &SGLangCacheAwareScorer{name: name, p: p, hist: NewHistory(time.Duration(p.TTL), p.MaxEntries, now), size: map[string]int{}}
 }
 
 func (s *SGLangCacheAwareScorer) TypedName() TypedName { return s.name }
@@ -102,11 +102,11 @@ func (s *SGLangCacheAwareScorer) Score(_ context.Context, req *Request, cands []
 		}
 		return
 	}
-	keys := req.historyKeys()
+	keys := req.HistoryKeys()
 	depths := scores[:len(cands)] // each candidate's match, until the choice is known
 	clear(depths)
 	best := 0
-	s.hist.match(keys, func(replica string, d int) {
+	s.hist.Match(keys, func(replica string, d int) {
 		for i := range cands {
 			if cands[i].ID == replica {
 				depths[i] = float64(d)
@@ -134,17 +134,17 @@ func (s *SGLangCacheAwareScorer) Score(_ context.Context, req *Request, cands []
 
 // Routed inserts the prompt into chosen's tree.
 func (s *SGLangCacheAwareScorer) Routed(req *Request, chosen *Candidate) {
-	keys := req.historyKeys()
+	keys := req.HistoryKeys()
 	if len(keys) == 0 {
 		return
 	}
 	held := 0
-	s.hist.match(keys, func(replica string, d int) {
+	s.hist.Match(keys, func(replica string, d int) {
 		if replica == chosen.ID {
 			held = d
 		}
 	})
-	s.hist.record(keys, chosen.ID)
+	s.hist.Record(keys, chosen.ID)
 	s.mu.Lock()
 	s.size[chosen.ID] = min(s.size[chosen.ID]+len(keys)-held, s.p.MaxTreeBlocks)
 	if len(s.size) > maxNames {
