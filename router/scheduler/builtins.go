@@ -68,7 +68,6 @@ func RegisterBuiltins(r *Registry) error {
 			return newMaxScorePicker(n, p, d.Rand), nil
 		}},
 	}
-	builtins = append(builtins, peerPlugins()...)
 	for _, b := range builtins {
 		if err := r.Register(b.typ, b.f); err != nil {
 			return err
