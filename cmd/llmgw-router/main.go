@@ -8,6 +8,10 @@
 // then flags (see router/config). SIGINT or SIGTERM shuts it down cleanly;
 // SIGHUP reloads the keys file.
 //
+// The scheduler accepts llmgw's own plugins and, as plugins registered
+// through server.WithPlugins, the peers' policies (router/peerpolicy), so
+// that `llmgw bench` runs every baseline with this binary.
+//
 //	llmgw-router -new-key            # a new API key and its hash
 //	llmgw-router -hash-key < key.txt # the hash of a key, for the keys file
 package main
@@ -23,6 +27,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/router/config"
+	"github.com/llmgw/llmgw/router/peerpolicy"
 	"github.com/llmgw/llmgw/router/server"
 )
 
@@ -47,8 +52,16 @@ func main() {
 	log := hclog.New(&hclog.LoggerOptions{Name: "llmgw-router", Level: hclog.LevelFromString(cfg.LogLevel)})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := server.Run(ctx, cfg, log); err != nil {
+	if err := server.Run(ctx, cfg, log, options()...); err != nil {
 		log.Error("router failed", "error", err)
 		os.Exit(1)
 	}
+}
+
+// options are what the shipped router adds to server.Run's defaults: the
+// peers' routing policies as scheduler plugins, always, so that the
+// binary `llmgw bench` starts accepts every policy it compares
+// (router/peerpolicy's package comment says why not behind a flag).
+func options() []server.Option {
+	return []server.Option{server.WithPlugins(peerpolicy.Register)}
 }

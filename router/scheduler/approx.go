@@ -39,7 +39,7 @@ func (p *ApproxParams) validate() error {
 // (the model's tokenizer is unavailable and blocks are text chunks).
 type ApproxScorer struct {
 	name TypedName
-	hist *history
+	hist *History
 	all  bool // IgnoreEvents
 	// hybrid, when set, says which replicas keep Mamba state: history
 	// credits them only where a sent prompt ended, as the engine would.
@@ -48,7 +48,7 @@ type ApproxScorer struct {
 
 func newApproxScorer(name TypedName, p ApproxParams, now func() time.Time, ix PrefixIndex) *ApproxScorer {
 	hy, _ := ix.(HybridIndex)
-	return &ApproxScorer{name: name, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now), all: p.IgnoreEvents, hybrid: hy}
+	return &ApproxScorer{name: name, hist: NewHistory(time.Duration(p.TTL), p.MaxEntries, now), all: p.IgnoreEvents, hybrid: hy}
 }
 
 func (s *ApproxScorer) TypedName() TypedName { return s.name }
@@ -58,12 +58,12 @@ func (s *ApproxScorer) applies(req *Request, c *Candidate) bool {
 }
 
 func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
-	keys := req.historyKeys()
+	keys := req.HistoryKeys()
 	if len(keys) == 0 {
 		return
 	}
 	var depth map[string]int
-	s.hist.match(keys, func(replica string, d int) {
+	s.hist.Match(keys, func(replica string, d int) {
 		if depth == nil {
 			depth = map[string]int{}
 		}
@@ -90,9 +90,9 @@ func (s *ApproxScorer) Score(_ context.Context, req *Request, cands []Candidate,
 // Routed remembers that the prompt's blocks went to chosen.
 func (s *ApproxScorer) Routed(req *Request, chosen *Candidate) {
 	if s.applies(req, chosen) {
-		s.hist.record(req.historyKeys(), chosen.ID)
+		s.hist.Record(req.HistoryKeys(), chosen.ID)
 		if s.hybrid != nil && s.hybrid.EndStateOnly(chosen.ID) {
-			recordEnd(s.hist, req.historyKeys(), chosen.ID)
+			recordEnd(s.hist, req.HistoryKeys(), chosen.ID)
 		}
 	}
 }

@@ -68,7 +68,6 @@ func RegisterBuiltins(r *Registry) error {
 			return newMaxScorePicker(n, p, d.Rand), nil
 		}},
 	}
-	builtins = append(builtins, peerPlugins()...)
 	for _, b := range builtins {
 		if err := r.Register(b.typ, b.f); err != nil {
 			return err
@@ -81,7 +80,7 @@ func RegisterBuiltins(r *Registry) error {
 type validator interface{ validate() error }
 
 func decodeValid(raw json.RawMessage, p validator) error {
-	if err := decodeParams(raw, p); err != nil {
+	if err := DecodeParams(raw, p); err != nil {
 		return err
 	}
 	return p.validate()
@@ -92,7 +91,7 @@ func decodeValid(raw json.RawMessage, p validator) error {
 func noParams(mk func(TypedName) Plugin) Factory {
 	return func(n TypedName, raw json.RawMessage, _ Deps) (Plugin, error) {
 		var none struct{}
-		if err := decodeParams(raw, &none); err != nil {
+		if err := DecodeParams(raw, &none); err != nil {
 			return nil, err
 		}
 		return mk(n), nil

@@ -13,7 +13,11 @@
 // through typed state keys (state.go): the prefix scorers write their
 // cached-block Predictions, the ttft scorer reads them, and a plugin outside
 // the package may do either. README.md documents every plugin and its
-// parameters.
+// parameters. The package holds llmgw's own policy only: other routers'
+// policies, the baselines `llmgw bench` compares, are plugins in
+// router/peerpolicy, built on the exported API alone (History,
+// DecodeParams, Request.HistoryKeys and PromptSize are exported for such
+// plugins).
 //
 // Scheduling runs on every request, so its path allocates nothing: Schedule
 // works in scratch memory kept in the Request (Request.Reset keeps it for

@@ -5,10 +5,14 @@ import (
 	"time"
 )
 
-// history remembers which replica the router sent which prompt blocks to,
+// History remembers which replica the router sent which prompt blocks to,
 // for ttl. It backs the approximate prefix scorer (replicas without KV
 // events) and the precise scorer's speculative credit (the blocks a replica
-// is about to cache, before its events arrive).
+// is about to cache, before its events arrive). It is exported for plugins
+// outside the package whose rule is "route where this prefix went before"
+// (router/peerpolicy's SGLang and AIBrix policies): they record in Routed
+// and match in Score, as the approx-prefix scorer does, with the same
+// memory bound. It is safe for concurrent use.
 //
 // Memory is capped by keeping two generations: records go into cur; when cur
 // holds half of maxPairs (key, replica) pairs it becomes prev and the old
@@ -19,7 +23,7 @@ import (
 // milliseconds); the first replica of a key is stored inline in a map of
 // uint64s, further ones in a side map, so the common case costs one small
 // map entry.
-type history struct {
+type History struct {
 	ttl      time.Duration
 	maxPairs int
 	now      func() time.Time
@@ -53,19 +57,22 @@ func pack(id, ms uint64) uint64  { return id<<timeBits | ms&timeMask }
 func unpackID(p uint64) uint64   { return p >> timeBits }
 func unpackTime(p uint64) uint64 { return p & timeMask }
 
-func newHistory(ttl time.Duration, maxPairs int, now func() time.Time) *history {
-	h := &history{ttl: ttl, maxPairs: max(maxPairs, 2), now: now, epoch: now()}
+// NewHistory returns an empty history that forgets a record after ttl (0
+// keeps nothing) and holds at most about maxPairs (key, replica) pairs;
+// now is the clock (Deps.Now).
+func NewHistory(ttl time.Duration, maxPairs int, now func() time.Time) *History {
+	h := &History{ttl: ttl, maxPairs: max(maxPairs, 2), now: now, epoch: now()}
 	h.reset()
 	return h
 }
 
-func (h *history) reset() {
+func (h *History) reset() {
 	h.ids, h.names = map[string]uint64{}, nil
 	h.cur, h.prev = newGeneration(0), newGeneration(0)
 }
 
 // ms is t as milliseconds since the epoch (0 before it).
-func (h *history) ms(t time.Time) uint64 {
+func (h *History) ms(t time.Time) uint64 {
 	d := t.Sub(h.epoch)
 	if d < 0 {
 		return 0
@@ -73,8 +80,10 @@ func (h *history) ms(t time.Time) uint64 {
 	return uint64(d / time.Millisecond)
 }
 
-// record notes that keys were sent to replica now.
-func (h *history) record(keys []uint64, replica string) {
+// Record notes that keys were sent to replica now. Keys are recorded a
+// whole prompt at a time (Request.HistoryKeys), which is what Match's
+// stride relies on.
+func (h *History) Record(keys []uint64, replica string) {
 	if h.ttl <= 0 || len(keys) == 0 {
 		return
 	}
@@ -125,16 +134,17 @@ func (h *history) record(keys []uint64, replica string) {
 // whole prompt at a time, and a chained key stands for its whole prefix,
 // so what a replica was sent is prefix-closed, with times that only fall
 // along a chain: a replica that holds a probed key holds the keys before
-// it. match therefore reads one key in matchStride, and every key only in
+// it. Match therefore reads one key in matchStride, and every key only in
 // the stretch where a replica drops out, with the result of reading them
 // all. (A generation dropped in the middle of a chain can leave a hole;
 // then the replica may be credited past it, as index.LookupStride would.)
 const matchStride = 16
 
-// match calls fn with, for every replica that was sent keys[0] within ttl,
+// Match calls fn with, for every replica that was sent keys[0] within ttl,
 // the number of leading keys it was sent (the walk stops once no replica
-// remains).
-func (h *history) match(keys []uint64, fn func(replica string, depth int)) {
+// remains). fn runs after the history's lock is released, so it may call
+// Record.
+func (h *History) Match(keys []uint64, fn func(replica string, depth int)) {
 	if h.ttl <= 0 || len(keys) == 0 {
 		return
 	}
@@ -216,7 +226,7 @@ func (g *generation) has(k, id, cutoff uint64) bool {
 }
 
 // size is the number of (key, replica) pairs held, for tests and metrics.
-func (h *history) size() int {
+func (h *History) size() int {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	return h.cur.pairs + h.prev.pairs

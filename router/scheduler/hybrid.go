@@ -24,7 +24,7 @@ type HybridIndex interface {
 // one token, in whole blocks (vLLM's max_cache_hit_length), and never past
 // the keys.
 func maxHit(req *Request) int {
-	n := len(req.historyKeys())
+	n := len(req.HistoryKeys())
 	if req.PromptTokens > 0 && req.BlockTokens > 0 {
 		n = min(n, (req.PromptTokens-1)/req.BlockTokens)
 	}
@@ -39,11 +39,11 @@ func endMark(k uint64) uint64 { return (k ^ 0x9e3779b97f4a7c15) * 0xbf58476d1ce4
 // endStateCredit is what routing history credits an end-state replica for
 // a prompt matched depth blocks deep: the depth only where a prompt sent
 // there ended (and within the engine's limit), else nothing.
-func endStateCredit(h *history, keys []uint64, replica string, depth, limit int) int {
+func endStateCredit(h *History, keys []uint64, replica string, depth, limit int) int {
 	depth = min(depth, limit)
 	for d := depth; d > 0; d-- {
 		found := false
-		h.match([]uint64{endMark(keys[d-1])}, func(r string, n int) { found = found || r == replica && n > 0 })
+		h.Match([]uint64{endMark(keys[d-1])}, func(r string, n int) { found = found || r == replica && n > 0 })
 		if found {
 			return d
 		}
@@ -58,9 +58,9 @@ func endStateCredit(h *history, keys []uint64, replica string, depth, limit int)
 const maxEndProbe = 64
 
 // recordEnd notes the end of keys as sent to replica.
-func recordEnd(h *history, keys []uint64, replica string) {
+func recordEnd(h *History, keys []uint64, replica string) {
 	if len(keys) > 0 {
-		h.record([]uint64{endMark(keys[len(keys)-1])}, replica)
+		h.Record([]uint64{endMark(keys[len(keys)-1])}, replica)
 	}
 }
 

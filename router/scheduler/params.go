@@ -9,10 +9,13 @@ import (
 	"time"
 )
 
-// decodeParams decodes a plugin's JSON parameters strictly into p, which
+// DecodeParams decodes a plugin's JSON parameters strictly into p, which
 // holds the defaults beforehand: unknown fields, trailing data and wrong
-// types are errors. Empty input or null keeps the defaults.
-func decodeParams(raw []byte, p any) error {
+// types are errors. Empty input or null keeps the defaults. It is exported
+// so that a plugin registered from outside the package (a Factory's
+// params) rejects a misspelt parameter as the built-ins do, rather than
+// silently running on its defaults.
+func DecodeParams(raw []byte, p any) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil

@@ -97,21 +97,21 @@ func TestLoadScorer(t *testing.T) {
 
 func TestHistoryCapAndTTL(t *testing.T) {
 	c := newClock()
-	h := newHistory(time.Minute, 100, c.now)
+	h := NewHistory(time.Minute, 100, c.now)
 	depth := func(ks []uint64) map[string]int {
 		m := map[string]int{}
-		h.match(ks, func(r string, d int) { m[r] = d })
+		h.Match(ks, func(r string, d int) { m[r] = d })
 		return m
 	}
 	a := keys(1, 10)
-	h.record(a, "r1")
-	h.record(a[:4], "r2")
+	h.Record(a, "r1")
+	h.Record(a[:4], "r2")
 	if got := depth(a); got["r1"] != 10 || got["r2"] != 4 || len(got) != 2 {
 		t.Errorf("depths = %v; want r1:10 r2:4", got)
 	}
 	// Fill far past the cap: the size stays bounded, recent keys survive.
 	for i := uint64(0); i < 100; i++ {
-		h.record(keys(1000+i*10, 1000+i*10+9), "r3")
+		h.Record(keys(1000+i*10, 1000+i*10+9), "r3")
 	}
 	if n := h.size(); n > 100 {
 		t.Errorf("history holds %d pairs; cap is 100", n)
@@ -215,10 +215,10 @@ func TestRegistryBuild(t *testing.T) {
 
 func TestDecodeParamsTrailing(t *testing.T) {
 	var p LoadParams
-	if err := decodeParams([]byte(`{"waiting":1} {"running":1}`), &p); err == nil || !strings.Contains(err.Error(), "trailing") {
+	if err := DecodeParams([]byte(`{"waiting":1} {"running":1}`), &p); err == nil || !strings.Contains(err.Error(), "trailing") {
 		t.Errorf("got %v; want a trailing-data error", err)
 	}
-	if err := decodeParams([]byte(" null "), &p); err != nil {
+	if err := DecodeParams([]byte(" null "), &p); err != nil {
 		t.Errorf("null params: %v", err)
 	}
 }
@@ -253,17 +253,17 @@ func FuzzPluginParams(f *testing.F) {
 // starts afresh instead of growing without bound.
 func TestHistoryManyReplicas(t *testing.T) {
 	c := newClock()
-	h := newHistory(time.Minute, 1<<20, c.now)
+	h := NewHistory(time.Minute, 1<<20, c.now)
 	for i := uint64(0); i < maxNames; i++ {
-		h.record(keys(10+2*i, 11+2*i), fmt.Sprint("r", i))
+		h.Record(keys(10+2*i, 11+2*i), fmt.Sprint("r", i))
 	}
 	k := keys(1, 2)
 	if n := h.size(); n != 2*maxNames {
 		t.Fatalf("size %d; want %d", n, 2*maxNames)
 	}
-	h.record(k, "one-more")
+	h.Record(k, "one-more")
 	got := map[string]int{}
-	h.match(k, func(r string, d int) { got[r] = d })
+	h.Match(k, func(r string, d int) { got[r] = d })
 	if len(got) != 1 || got["one-more"] != 2 || len(h.names) != 1 {
 		t.Errorf("after overflow: matches %v, %d names; want only one-more with depth 2", got, len(h.names))
 	}

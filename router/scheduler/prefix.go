@@ -126,7 +126,7 @@ type PrefixScorer struct {
 	name  TypedName
 	p     PrefixParams
 	index PrefixIndex
-	spec  *history
+	spec  *History
 	// hybrid is index when it applies the engine's rule over KV-cache
 	// groups; nil otherwise.
 	hybrid HybridIndex
@@ -158,7 +158,7 @@ func newPrefixScorer(name TypedName, p PrefixParams, ix PrefixIndex, now func() 
 		name:     name,
 		p:        p,
 		index:    ix,
-		spec:     newHistory(time.Duration(p.SpeculativeTTL), p.SpeculativeMaxEntries, now),
+		spec:     NewHistory(time.Duration(p.SpeculativeTTL), p.SpeculativeMaxEntries, now),
 		hybrid:   hy,
 		endState: hy != nil,
 	}
@@ -205,7 +205,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	sc.matches = matches
 	spec := sc.spec
 	clear(spec)
-	s.spec.match(req.Keys, func(replica string, depth int) { spec[replica] = depth })
+	s.spec.Match(req.Keys, func(replica string, depth int) { spec[replica] = depth })
 	held := s.heldPrefix(req, cands, sc)
 	for i := range cands {
 		c := &cands[i]
@@ -244,7 +244,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 // speculative TTL.
 func (s *PrefixScorer) Routed(req *Request, chosen *Candidate) {
 	if chosen.Mode == ModeExact && len(req.Keys) > 0 {
-		s.spec.record(req.Keys, chosen.ID)
+		s.spec.Record(req.Keys, chosen.ID)
 		if s.endState && s.hybrid.EndStateOnly(chosen.ID) {
 			recordEnd(s.spec, req.Keys, chosen.ID)
 		}

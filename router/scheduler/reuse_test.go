@@ -109,11 +109,11 @@ func TestHistoryMatchStrided(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for trial := range 200 {
 		c := newClock()
-		h := newHistory(time.Minute, 1<<20, c.now)
+		h := NewHistory(time.Minute, 1<<20, c.now)
 		chains := [][]uint64{keys(1, 100), append(keys(1, 1+uint64(r.IntN(60))), keys(500, 600)...)}
 		for range 1 + r.IntN(8) {
 			ch := chains[r.IntN(len(chains))]
-			h.record(ch[:1+r.IntN(len(ch))], fmt.Sprint("r", r.IntN(4)))
+			h.Record(ch[:1+r.IntN(len(ch))], fmt.Sprint("r", r.IntN(4)))
 			c.advance(time.Duration(r.IntN(40)) * time.Second)
 		}
 		cutoff := h.ms(c.now().Add(-h.ttl))
@@ -129,7 +129,7 @@ func TestHistoryMatchStrided(t *testing.T) {
 				}
 			}
 			got := map[string]int{}
-			h.match(prompt, func(replica string, depth int) { got[replica] = depth })
+			h.Match(prompt, func(replica string, depth int) { got[replica] = depth })
 			if d := cmp.Diff(want, got); d != "" {
 				t.Fatalf("trial %d: strided match differs from reading every key (-want +got):\n%s", trial, d)
 			}

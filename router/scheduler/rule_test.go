@@ -39,7 +39,7 @@ func TestPrefixKVGroupsRule(t *testing.T) {
 		p := defaultPrefixParams()
 		if tc.rule != "" {
 			raw, _ := json.Marshal(map[string]string{"kv_groups_rule": tc.rule})
-			if err := decodeParams(raw, &p); err != nil {
+			if err := DecodeParams(raw, &p); err != nil {
 				t.Fatal(err)
 			}
 		}

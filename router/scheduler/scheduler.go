@@ -115,11 +115,29 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 	if len(cands) == 0 {
 		return d, ErrNoReplica
 	}
+	live, err := s.filter(ctx, req, cands, &d)
+	if err != nil {
+		return d, err
+	}
+	totals, per := s.score(ctx, req, live)
+	pick := s.picker.Pick(ctx, req, live, totals)
+	if pick < 0 || pick >= len(live) {
+		return d, fmt.Errorf("picker %s chose %d of %d candidates", s.picker.TypedName(), pick, len(live))
+	}
+	d.Scorers = s.names
+	d.Chosen, d.Fallbacks = s.rank(req, live, totals, per, pick)
+	return d, nil
+}
+
+// filter runs the filters over a copy of cands in req's scratch memory,
+// counting in d.Filtered what each removed, and returns the survivors:
+// ErrAllBusy when the filter that removed the last one was a busy filter,
+// ErrNoReplica when another was.
+func (s *Scheduler) filter(ctx context.Context, req *Request, cands []Candidate, d *Decision) ([]Candidate, error) {
 	c := &req.cycle
 	live := append(c.live[:0], cands...)
 	c.live = live
 	clear(c.filtered)
-	busyOnly := false
 	for _, f := range s.filters {
 		before := len(live)
 		live = f.Filter(ctx, req, live)
@@ -131,21 +149,24 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 			d.Filtered = c.filtered
 		}
 		if len(live) == 0 {
-			_, busyOnly = f.(busyFilter)
-			break
+			if _, busy := f.(busyFilter); busy {
+				return nil, ErrAllBusy
+			}
+			return nil, ErrNoReplica
 		}
 	}
-	if len(live) == 0 {
-		if busyOnly {
-			return d, ErrAllBusy
-		}
-		return d, ErrNoReplica
-	}
+	return live, nil
+}
 
+// score runs the scorers over live, returning each candidate's weighted
+// total and the unweighted scores, clamped to [0, 1], in per[j*ns+i] for
+// scorer i and candidate j (ns scorers), both in req's scratch memory.
+func (s *Scheduler) score(ctx context.Context, req *Request, live []Candidate) (totals, per []float64) {
+	c := &req.cycle
 	req.resetCycle(len(live))
 	ns := len(s.scorers)
 	c.totals = resize(c.totals, len(live))
-	c.per = resize(c.per, ns*len(live)) // per[j*ns+i]: scorer i, candidate j
+	c.per = resize(c.per, ns*len(live))
 	c.scores = resize(c.scores, len(live))
 	totals, per, scores := c.totals, c.per, c.scores
 	for i, w := range s.scorers {
@@ -157,14 +178,15 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 			totals[j] += w.Weight * v
 		}
 	}
-	pick := s.picker.Pick(ctx, req, live, totals)
-	if pick < 0 || pick >= len(live) {
-		return d, fmt.Errorf("picker %s chose %d of %d candidates", s.picker.TypedName(), pick, len(live))
-	}
+	return totals, per
+}
 
-	d.Scorers = s.names
-	// The chosen candidate first, then the rest by total, best first, ties
-	// in candidate order.
+// rank returns the picked candidate and the fallbacks: the rest by total,
+// best first, ties in candidate order, at most req.Fallbacks of them when
+// that is set, in req's scratch memory.
+func (s *Scheduler) rank(req *Request, live []Candidate, totals, per []float64, pick int) (Ranked, []Ranked) {
+	c := &req.cycle
+	ns := len(s.scorers)
 	order := c.order[:0]
 	for j := range live {
 		if j != pick {
@@ -188,8 +210,7 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 	for k, j := range order {
 		rank(&ranked[k+1], j)
 	}
-	d.Chosen, d.Fallbacks = ranked[0], ranked[1:]
-	return d, nil
+	return ranked[0], ranked[1:]
 }
 
 // rankOrder sorts order (candidate positions, ascending) by total, best

@@ -72,7 +72,7 @@ func (s *TTFTScorer) Score(_ context.Context, req *Request, cands []Candidate, s
 	if len(cands) == 0 {
 		return
 	}
-	prompt, perBlock := req.promptSize()
+	prompt, perBlock := req.PromptSize()
 	best := math.Inf(1)
 	for i := range cands {
 		uncached := bounded(prompt - bounded(req.creditOf(i))*perBlock)
@@ -108,11 +108,13 @@ func (s *TTFTScorer) queued(l *load.Load) float64 {
 // choice rather than every score NaN).
 func bounded(x float64) float64 { return min(positive(x), 1e9) }
 
-// promptSize is the prompt's length in tokens and the tokens one block of
+// PromptSize is the prompt's length in tokens and the tokens one block of
 // its keys stands for: from the token count when known, else from the
-// keys and block size.
-func (r *Request) promptSize() (tokens, perBlock float64) {
-	keys := len(r.historyKeys())
+// keys and block size. It is exported for scorers outside the package that
+// price a replica's cached credit (Predictions, in blocks) in tokens, as
+// the ttft scorer does.
+func (r *Request) PromptSize() (tokens, perBlock float64) {
+	keys := len(r.HistoryKeys())
 	tokens = float64(r.PromptTokens)
 	if tokens <= 0 {
 		tokens = float64(keys * r.BlockTokens)

@@ -46,8 +46,10 @@ func (r *Request) Reset(next Request) {
 	r.cycle = c
 }
 
-// historyKeys are the keys routing history uses: exact keys when known.
-func (r *Request) historyKeys() []uint64 {
+// HistoryKeys are the keys routing history uses: exact keys when known,
+// else ApproxKeys. Plugins outside the package that keep a History record
+// and match these, so that they work with or without a tokenizer.
+func (r *Request) HistoryKeys() []uint64 {
 	if r.Keys != nil {
 		return r.Keys
 	}

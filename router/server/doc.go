@@ -17,6 +17,7 @@
 //
 // It owns process-level lifetime: Start opens every listener and goroutine,
 // Close stops them in reverse order and waits. cmd/llmgw-router only parses
-// flags and calls Run; a custom build of the router passes Options to Run
-// (WithPlugins adds scheduler plugin types). It must not import driver/....
+// flags and calls Run, adding the peers' policies (router/peerpolicy) as
+// scheduler plugins; a custom build of the router passes its own Options
+// to Run (WithPlugins adds scheduler plugin types). It must not import driver/....
 package server

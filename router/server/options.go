@@ -9,8 +9,9 @@ import (
 )
 
 // Option changes how Start assembles the router. cmd/llmgw-router passes
-// none; a custom build of the router (its own main package calling Run)
-// passes WithPlugins to add scheduler plugins.
+// WithPlugins(peerpolicy.Register), the peers' policies that `llmgw bench`
+// compares; a custom build of the router (its own main package calling
+// Run) passes WithPlugins to add its own scheduler plugins.
 type Option func(*options)
 
 type options struct {

@@ -82,7 +82,8 @@ func Run(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Optio
 
 // Start opens the listeners and starts every part; Close stops them. On an
 // error, whatever was started is stopped again. opts extend the router
-// (WithPlugins); cmd/llmgw-router passes none.
+// (WithPlugins); cmd/llmgw-router passes the peers' policies
+// (router/peerpolicy).
 func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Option) (_ *Server, err error) {
 	if log == nil {
 		log = hclog.NewNullLogger()

@@ -133,7 +133,10 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
 	"router/scheduler": {"github.com/llmgw/llmgw/router/index", "github.com/llmgw/llmgw/router/load"},
-	"router/load":      nil,
+	// The peers' policies are scheduler plugins built on its exported API
+	// alone, as an outside plugin would be (TestSchedulerHoldsNoPeerPolicy).
+	"router/peerpolicy": {"github.com/llmgw/llmgw/router/scheduler"},
+	"router/load":       nil,
 	"router/peers": {
 		"github.com/hashicorp/go-hclog",
 		"github.com/llmgw/llmgw/router/load",

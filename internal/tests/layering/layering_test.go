@@ -57,6 +57,8 @@ func TestLayering(t *testing.T) {
 		{module + "/cmd/llmgw-router/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/cmd/vllm-sim/...", module + "/plugin/pluginhost", "pluginhost is test support"},
 		{module + "/jobs/...", module + "/router", "jobspecs are checked against the driver, not the router"},
+		{module + "/router/scheduler/...", module + "/router/peerpolicy",
+			"the peers' policies are plugins the router registers through server.WithPlugins; the scheduler holds only llmgw's own"},
 		{module + "/cmd/llmgw/internal/fleet/...", module + "/router", "the fleet runs routers as processes"},
 		{module + "/cmd/llmgw/internal/fleet/...", module + "/driver", "the fleet runs the driver over the plugin protocol"},
 		// The driver's two KV-event pipelines meet only at the Store.

@@ -5,15 +5,21 @@ import (
 
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/peerpolicy"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // TestPoliciesBuild: every policy's scheduler block is one the router's
 // strict config loader accepts and its registry builds, so a comparison
-// never dies on a typo after starting the fleet.
+// never dies on a typo after starting the fleet. The registry is
+// llmgw-router's: the built-ins and the peers' policies, which it
+// registers as plugins.
 func TestPoliciesBuild(t *testing.T) {
 	reg := scheduler.NewRegistry()
 	if err := scheduler.RegisterBuiltins(reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := peerpolicy.Register(reg); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range Policies() {

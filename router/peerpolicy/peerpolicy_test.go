@@ -1,35 +1,38 @@
-package scheduler
+package peerpolicy_test
 
 import (
 	"context"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/load"
+	"github.com/llmgw/llmgw/router/peerpolicy"
+	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // The peers' policies, configured as cmd/llmgw/internal/bench/peers.go
 // runs them; each test pins a decision the peer's own rule makes on a
 // case small enough to compute by hand (the arithmetic is in the comments).
 
-func peerConfig(scorers ...Spec) Config {
-	return Config{Filters: []Spec{{Type: "model"}, {Type: "healthy"}}, Scorers: scorers, Picker: Spec{Type: "max-score"}}
+func peerConfig(scorers ...scheduler.Spec) scheduler.Config {
+	return scheduler.Config{Filters: []scheduler.Spec{{Type: "model"}, {Type: "healthy"}}, Scorers: scorers, Picker: scheduler.Spec{Type: "max-score"}}
 }
 
 // feedSpec is the prefix scorer as a source of predictions only.
-var feedSpec = Spec{Type: "prefix", Weight: 0.001, Params: json.RawMessage(`{"speculative_ttl": "0s"}`)}
+var feedSpec = scheduler.Spec{Type: "prefix", Weight: 0.001, Params: json.RawMessage(`{"speculative_ttl": "0s"}`)}
 
-func loaded(id string, l load.Load) Candidate {
-	c := cand(id, ModeExact)
+func loaded(id string, l load.Load) scheduler.Candidate {
+	c := cand(id, scheduler.ModeExact)
 	c.Load = l
 	return c
 }
 
-func scoresOf(d Decision, scorer string) map[string]float64 {
+func scoresOf(d scheduler.Decision, scorer string) map[string]float64 {
 	got := map[string]float64{}
-	for _, r := range append([]Ranked{d.Chosen}, d.Fallbacks...) {
+	for _, r := range append([]scheduler.Ranked{d.Chosen}, d.Fallbacks...) {
 		got[r.Candidate.ID] = d.Score(r, scorer)
 	}
 	return got
@@ -58,16 +61,16 @@ func TestDynamoCost(t *testing.T) {
 	}
 	for _, tc := range tests {
 		params, _ := json.Marshal(map[string]float64{"overlap_score_weight": tc.weight})
-		e := newEnv(t, peerConfig(feedSpec, Spec{Type: "dynamo-cost", Weight: 1, Params: params}))
+		e := newEnv(t, peerConfig(feedSpec, scheduler.Spec{Type: "dynamo-cost", Weight: 1, Params: params}))
 		prompt := keys(1, 64)
 		e.store(t, "a", index.GPU, prompt[:48])
 		e.store(t, "c", index.GPU, prompt)
-		cands := []Candidate{
+		cands := []scheduler.Candidate{
 			loaded("a", load.Load{PrefillTokens: 2048, InFlightTokens: 4096}),
 			loaded("b", load.Load{}),
 			loaded("c", load.Load{PrefillTokens: 512, InFlightTokens: 1024}),
 		}
-		d := e.route(t, &Request{Model: "m", Keys: prompt, BlockTokens: 16, PromptTokens: 1024}, cands)
+		d := e.route(t, &scheduler.Request{Model: "m", Keys: prompt, BlockTokens: 16, PromptTokens: 1024}, cands)
 		if d.Chosen.Candidate.ID != tc.want {
 			t.Errorf("w=%g: chose %s; want %s", tc.weight, d.Chosen.Candidate.ID, tc.want)
 		}
@@ -106,11 +109,11 @@ func TestSGLangCacheAware(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, peerConfig(Spec{Type: "sglang-cache-aware", Weight: 1}))
-			e.route(t, &Request{Model: "m", Keys: keys(1, 10), BlockTokens: 16}, []Candidate{cand("a", ModeExact)})
-			e.route(t, &Request{Model: "m", Keys: append(keys(1, 2), keys(100, 107)...), BlockTokens: 16}, []Candidate{cand("b", ModeExact)})
-			cands := []Candidate{loaded("a", load.Load{InFlight: tc.a}), loaded("b", load.Load{InFlight: tc.b}), loaded("c", load.Load{InFlight: tc.c})}
-			d := e.route(t, &Request{Model: "m", Keys: tc.prompt, BlockTokens: 16}, cands)
+			e := newEnv(t, peerConfig(scheduler.Spec{Type: "sglang-cache-aware", Weight: 1}))
+			e.route(t, &scheduler.Request{Model: "m", Keys: keys(1, 10), BlockTokens: 16}, []scheduler.Candidate{cand("a", scheduler.ModeExact)})
+			e.route(t, &scheduler.Request{Model: "m", Keys: append(keys(1, 2), keys(100, 107)...), BlockTokens: 16}, []scheduler.Candidate{cand("b", scheduler.ModeExact)})
+			cands := []scheduler.Candidate{loaded("a", load.Load{InFlight: tc.a}), loaded("b", load.Load{InFlight: tc.b}), loaded("c", load.Load{InFlight: tc.c})}
+			d := e.route(t, &scheduler.Request{Model: "m", Keys: tc.prompt, BlockTokens: 16}, cands)
 			if d.Chosen.Candidate.ID != tc.want {
 				t.Errorf("chose %s; want %s (scores %v)", d.Chosen.Candidate.ID, tc.want, scoresOf(d, "sglang-cache-aware"))
 			}
@@ -121,10 +124,10 @@ func TestSGLangCacheAware(t *testing.T) {
 // TestSGLangTreeGrowsWithRouting: after c takes a cold prompt its tree is
 // no longer the smallest, so the next cold prompt goes elsewhere.
 func TestSGLangTreeGrowsWithRouting(t *testing.T) {
-	e := newEnv(t, peerConfig(Spec{Type: "sglang-cache-aware", Weight: 1}))
-	cands := []Candidate{cand("a", ModeExact), cand("b", ModeExact)}
-	first := e.route(t, &Request{Model: "m", Keys: keys(1, 10), BlockTokens: 16}, cands).Chosen.Candidate.ID
-	second := e.route(t, &Request{Model: "m", Keys: keys(500, 509), BlockTokens: 16}, cands).Chosen.Candidate.ID
+	e := newEnv(t, peerConfig(scheduler.Spec{Type: "sglang-cache-aware", Weight: 1}))
+	cands := []scheduler.Candidate{cand("a", scheduler.ModeExact), cand("b", scheduler.ModeExact)}
+	first := e.route(t, &scheduler.Request{Model: "m", Keys: keys(1, 10), BlockTokens: 16}, cands).Chosen.Candidate.ID
+	second := e.route(t, &scheduler.Request{Model: "m", Keys: keys(500, 509), BlockTokens: 16}, cands).Chosen.Candidate.ID
 	if first == second {
 		t.Errorf("two cold prompts both went to %s; the second should go to the smaller tree", first)
 	}
@@ -146,16 +149,16 @@ func TestLLMDDefaultProfile(t *testing.T) {
 		want string
 	}{{8, "b"}, {10, "a"}} {
 		e := newEnv(t, peerConfig(
-			Spec{Type: "approx-prefix", Weight: 3, Params: json.RawMessage(`{"ignore_events": true, "ttl": "24h"}`)},
-			Spec{Type: "llmd-queue", Weight: 2}, Spec{Type: "llmd-kv-utilization", Weight: 2}))
+			scheduler.Spec{Type: "approx-prefix", Weight: 3, Params: json.RawMessage(`{"ignore_events": true, "ttl": "24h"}`)},
+			scheduler.Spec{Type: "llmd-queue", Weight: 2}, scheduler.Spec{Type: "llmd-kv-utilization", Weight: 2}))
 		prompt := keys(1, 10)
-		e.route(t, &Request{Model: "m", Keys: prompt[:tc.sent], BlockTokens: 16}, []Candidate{cand("a", ModeExact)})
-		cands := []Candidate{
+		e.route(t, &scheduler.Request{Model: "m", Keys: prompt[:tc.sent], BlockTokens: 16}, []scheduler.Candidate{cand("a", scheduler.ModeExact)})
+		cands := []scheduler.Candidate{
 			loaded("a", load.Load{Waiting: 4, KVUsage: 0.6}),
 			loaded("b", load.Load{KVUsage: 0.2}),
 			loaded("c", load.Load{Waiting: 2}),
 		}
-		d := e.route(t, &Request{Model: "m", Keys: prompt, BlockTokens: 16}, cands)
+		d := e.route(t, &scheduler.Request{Model: "m", Keys: prompt, BlockTokens: 16}, cands)
 		if d.Chosen.Candidate.ID != tc.want {
 			t.Errorf("%d blocks sent to a: chose %s; want %s (total %g)", tc.sent, d.Chosen.Candidate.ID, tc.want, d.Chosen.Total)
 		}
@@ -174,17 +177,17 @@ func TestLLMDDefaultProfile(t *testing.T) {
 //
 // (the feed's 0.001 x share adds at most 0.001.)
 func TestLLMDPreciseProfile(t *testing.T) {
-	e := newEnv(t, peerConfig(feedSpec, Spec{Type: "llmd-precise-prefix", Weight: 2},
-		Spec{Type: "llmd-kv-utilization", Weight: 1}, Spec{Type: "llmd-queue", Weight: 1}))
+	e := newEnv(t, peerConfig(feedSpec, scheduler.Spec{Type: "llmd-precise-prefix", Weight: 2},
+		scheduler.Spec{Type: "llmd-kv-utilization", Weight: 1}, scheduler.Spec{Type: "llmd-queue", Weight: 1}))
 	prompt := keys(1, 10)
 	e.store(t, "a", index.GPU, prompt[:8])
 	e.store(t, "b", index.GPU, prompt[:7])
-	cands := []Candidate{
+	cands := []scheduler.Candidate{
 		loaded("a", load.Load{Waiting: 4, KVUsage: 0.9}),
 		loaded("b", load.Load{KVUsage: 0.1}),
 		loaded("c", load.Load{}),
 	}
-	d := e.route(t, &Request{Model: "m", Keys: prompt, BlockTokens: 16}, cands)
+	d := e.route(t, &scheduler.Request{Model: "m", Keys: prompt, BlockTokens: 16}, cands)
 	if d.Chosen.Candidate.ID != "a" || math.Abs(d.Chosen.Total-2.1-0.0008) > 1e-9 {
 		t.Errorf("chose %s total %g; want a at 2.1008", d.Chosen.Candidate.ID, d.Chosen.Total)
 	}
@@ -197,23 +200,23 @@ func TestLLMDPreciseProfile(t *testing.T) {
 }
 
 func TestLLMDScorers(t *testing.T) {
-	cands := []Candidate{
+	cands := []scheduler.Candidate{
 		loaded("a", load.Load{Waiting: 6, KVUsage: 0.25}),
 		loaded("b", load.Load{Waiting: 2, KVUsage: 1.5}),
 		loaded("c", load.Load{Waiting: 10, KVUsage: math.NaN()}),
 	}
 	tests := []struct {
-		s    Scorer
+		s    scheduler.Scorer
 		want []float64
 	}{
 		// (10 - q) / (10 - 2)
-		{&QueueScorer{}, []float64{0.5, 1, 0}},
+		{&peerpolicy.QueueScorer{}, []float64{0.5, 1, 0}},
 		// 1 - usage, usage clamped to [0, 1]
-		{&KVUtilizationScorer{}, []float64{0.75, 0, 1}},
+		{&peerpolicy.KVUtilizationScorer{}, []float64{0.75, 0, 1}},
 	}
 	for _, tc := range tests {
 		got := make([]float64, len(cands))
-		tc.s.Score(context.Background(), &Request{}, cands, got)
+		tc.s.Score(context.Background(), &scheduler.Request{}, cands, got)
 		for i := range got {
 			if math.Abs(got[i]-tc.want[i]) > 1e-12 {
 				t.Errorf("%T: scores %v; want %v", tc.s, got, tc.want)
@@ -222,7 +225,7 @@ func TestLLMDScorers(t *testing.T) {
 		}
 	}
 	got := []float64{7, 7}
-	(&QueueScorer{}).Score(context.Background(), &Request{}, cands[:1:1], got[:1])
+	(&peerpolicy.QueueScorer{}).Score(context.Background(), &scheduler.Request{}, cands[:1:1], got[:1])
 	if got[0] != 1 {
 		t.Errorf("a single candidate's queue score = %g; want 1", got[0])
 	}
@@ -257,11 +260,11 @@ func TestAIBrixPrefixCache(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, peerConfig(Spec{Type: "aibrix-prefix-cache", Weight: 1}))
-			e.route(t, &Request{Model: "m", Keys: prompt, BlockTokens: 16}, []Candidate{cand("a", ModeExact)})
-			e.route(t, &Request{Model: "m", Keys: prompt[:5], BlockTokens: 16}, []Candidate{cand("b", ModeExact)})
-			cands := []Candidate{loaded("a", load.Load{InFlight: tc.a}), loaded("b", load.Load{InFlight: tc.b}), loaded("c", load.Load{InFlight: tc.c})}
-			d := e.route(t, &Request{Model: "m", Keys: tc.prompt, BlockTokens: 16}, cands)
+			e := newEnv(t, peerConfig(scheduler.Spec{Type: "aibrix-prefix-cache", Weight: 1}))
+			e.route(t, &scheduler.Request{Model: "m", Keys: prompt, BlockTokens: 16}, []scheduler.Candidate{cand("a", scheduler.ModeExact)})
+			e.route(t, &scheduler.Request{Model: "m", Keys: prompt[:5], BlockTokens: 16}, []scheduler.Candidate{cand("b", scheduler.ModeExact)})
+			cands := []scheduler.Candidate{loaded("a", load.Load{InFlight: tc.a}), loaded("b", load.Load{InFlight: tc.b}), loaded("c", load.Load{InFlight: tc.c})}
+			d := e.route(t, &scheduler.Request{Model: "m", Keys: tc.prompt, BlockTokens: 16}, cands)
 			if d.Chosen.Candidate.ID != tc.want {
 				t.Errorf("chose %s; want %s (scores %v)", d.Chosen.Candidate.ID, tc.want, scoresOf(d, "aibrix-prefix-cache"))
 			}
@@ -270,11 +273,8 @@ func TestAIBrixPrefixCache(t *testing.T) {
 }
 
 func TestPeerParamsRejected(t *testing.T) {
-	r := NewRegistry()
-	if err := RegisterBuiltins(r); err != nil {
-		t.Fatal(err)
-	}
-	bad := []Spec{
+	r := registry(t)
+	bad := []scheduler.Spec{
 		{Type: "dynamo-cost", Params: json.RawMessage(`{"overlap_score_weight": -1}`)},
 		{Type: "sglang-cache-aware", Params: json.RawMessage(`{"cache_threshold": 1.5}`)},
 		{Type: "sglang-cache-aware", Params: json.RawMessage(`{"balance_rel_threshold": 0.5}`)},
@@ -282,8 +282,12 @@ func TestPeerParamsRejected(t *testing.T) {
 		{Type: "llmd-queue", Params: json.RawMessage(`{"x": 1}`)},
 	}
 	for _, s := range bad {
-		if _, err := r.New(s, Deps{}); err == nil {
+		_, err := r.New(s, scheduler.Deps{})
+		switch {
+		case err == nil:
 			t.Errorf("%s %s accepted", s.Type, s.Params)
+		case strings.Contains(err.Error(), "unknown plugin type"):
+			t.Errorf("%s %s: %v; want its params rejected, not its type", s.Type, s.Params, err)
 		}
 	}
 }

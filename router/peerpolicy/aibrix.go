@@ -1,10 +1,12 @@
-package scheduler
+package peerpolicy
 
 import (
 	"context"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // AIBrixParams tune the aibrix-prefix-cache scorer. The defaults are
@@ -21,12 +23,12 @@ type AIBrixParams struct {
 	// are at most mean + factor x standard deviation.
 	StdDevFactor float64 `json:"stddev_factor"`
 	// TTL and MaxEntries bound the prefix table (the routing history).
-	TTL        Duration `json:"ttl"`
-	MaxEntries int      `json:"max_entries"`
+	TTL        scheduler.Duration `json:"ttl"`
+	MaxEntries int                `json:"max_entries"`
 }
 
 func defaultAIBrixParams() AIBrixParams {
-	return AIBrixParams{ImbalanceFactor: 2, ImbalanceMinGap: 8, StdDevFactor: 1, TTL: Duration(120 * time.Second), MaxEntries: 1 << 20}
+	return AIBrixParams{ImbalanceFactor: 2, ImbalanceMinGap: 8, StdDevFactor: 1, TTL: scheduler.Duration(120 * time.Second), MaxEntries: 1 << 20}
 }
 
 func (p *AIBrixParams) validate() error {
@@ -66,20 +68,20 @@ func (p *AIBrixParams) validate() error {
 // routing history holds prompt blocks (token blocks with a tokenizer, text
 // chunks without).
 type AIBrixPrefixScorer struct {
-	name TypedName
+	name scheduler.TypedName
 	p    AIBrixParams
-	hist *history
+	hist *scheduler.History
 }
 
-func newAIBrixScorer(name TypedName, p AIBrixParams, now func() time.Time) *AIBrixPrefixScorer {
-	return &AIBrixPrefixScorer{name: name, p: p, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now)}
+func newAIBrixScorer(name scheduler.TypedName, p AIBrixParams, now func() time.Time) *AIBrixPrefixScorer {
+	return &AIBrixPrefixScorer{name: name, p: p, hist: scheduler.NewHistory(time.Duration(p.TTL), p.MaxEntries, now)}
 }
 
-func (s *AIBrixPrefixScorer) TypedName() TypedName { return s.name }
+func (s *AIBrixPrefixScorer) TypedName() scheduler.TypedName { return s.name }
 
-func (s *AIBrixPrefixScorer) WritesState() []AnyStateKey { return predictionWriters }
+func (s *AIBrixPrefixScorer) WritesState() []scheduler.AnyStateKey { return predictionKeys }
 
-func (s *AIBrixPrefixScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
+func (s *AIBrixPrefixScorer) Score(_ context.Context, req *scheduler.Request, cands []scheduler.Candidate, scores []float64) {
 	n := len(cands)
 	if n == 0 {
 		return
@@ -106,11 +108,11 @@ func (s *AIBrixPrefixScorer) Score(_ context.Context, req *Request, cands []Cand
 			pct[i] = -1
 		}
 	}
-	keys := req.historyKeys()
-	s.hist.match(keys, func(replica string, d int) {
+	keys := req.HistoryKeys()
+	s.hist.Match(keys, func(replica string, d int) {
 		for i := range cands {
 			if cands[i].ID == replica {
-				NotePrediction(req, i, Prediction{Blocks: d, Credit: float64(d), Mode: ModeApprox})
+				scheduler.NotePrediction(req, i, scheduler.Prediction{Blocks: d, Credit: float64(d), Mode: scheduler.ModeApprox})
 				if pct[i] >= 0 {
 					pct[i] = float64(d * 100 / len(keys))
 				}
@@ -140,12 +142,12 @@ func (s *AIBrixPrefixScorer) Score(_ context.Context, req *Request, cands []Cand
 }
 
 // Routed adds the prompt to chosen's entries in the prefix table.
-func (s *AIBrixPrefixScorer) Routed(req *Request, chosen *Candidate) {
-	s.hist.record(req.historyKeys(), chosen.ID)
+func (s *AIBrixPrefixScorer) Routed(req *scheduler.Request, chosen *scheduler.Candidate) {
+	s.hist.Record(req.HistoryKeys(), chosen.ID)
 }
 
 var (
-	_ Scorer      = (*AIBrixPrefixScorer)(nil)
-	_ Observer    = (*AIBrixPrefixScorer)(nil)
-	_ StateWriter = (*AIBrixPrefixScorer)(nil)
+	_ scheduler.Scorer      = (*AIBrixPrefixScorer)(nil)
+	_ scheduler.Observer    = (*AIBrixPrefixScorer)(nil)
+	_ scheduler.StateWriter = (*AIBrixPrefixScorer)(nil)
 )

@@ -1,4 +1,4 @@
-package scheduler
+package peerpolicy
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // SGLangParams tune the sglang-cache-aware scorer. The defaults are the
@@ -27,13 +29,13 @@ type SGLangParams struct {
 	MaxTreeBlocks int `json:"max_tree_blocks"`
 	// TTL and MaxEntries bound the routing history that stands in for the
 	// tree (the gateway's tree has no expiry; the TTL only bounds memory).
-	TTL        Duration `json:"ttl"`
-	MaxEntries int      `json:"max_entries"`
+	TTL        scheduler.Duration `json:"ttl"`
+	MaxEntries int                `json:"max_entries"`
 }
 
 func defaultSGLangParams() SGLangParams {
 	return SGLangParams{CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5,
-		MaxTreeBlocks: 1 << 20, TTL: Duration(24 * time.Hour), MaxEntries: 1 << 20}
+		MaxTreeBlocks: 1 << 20, TTL: scheduler.Duration(24 * time.Hour), MaxEntries: 1 << 20}
 }
 
 func (p *SGLangParams) validate() error {
@@ -72,23 +74,23 @@ func (p *SGLangParams) validate() error {
 // text chunks without), and a tree's size is the blocks inserted for the
 // replica that its tree did not hold yet, capped at max_tree_blocks.
 type SGLangCacheAwareScorer struct {
-	name TypedName
+	name scheduler.TypedName
 	p    SGLangParams
-	hist *history
+	hist *scheduler.History
 
 	mu   sync.Mutex
 	size map[string]int // replica -> blocks in its tree
 }
 
-func newSGLangScorer(name TypedName, p SGLangParams, now func() time.Time) *SGLangCacheAwareScorer {
-	return &SGLangCacheAwareScorer{name: name, p: p, hist: newHistory(time.Duration(p.TTL), p.MaxEntries, now), size: map[string]int{}}
+func newSGLangScorer(name scheduler.TypedName, p SGLangParams, now func() time.Time) *SGLangCacheAwareScorer {
+	return &SGLangCacheAwareScorer{name: name, p: p, hist: scheduler.NewHistory(time.Duration(p.TTL), p.MaxEntries, now), size: map[string]int{}}
 }
 
-func (s *SGLangCacheAwareScorer) TypedName() TypedName { return s.name }
+func (s *SGLangCacheAwareScorer) TypedName() scheduler.TypedName { return s.name }
 
-func (s *SGLangCacheAwareScorer) WritesState() []AnyStateKey { return predictionWriters }
+func (s *SGLangCacheAwareScorer) WritesState() []scheduler.AnyStateKey { return predictionKeys }
 
-func (s *SGLangCacheAwareScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
+func (s *SGLangCacheAwareScorer) Score(_ context.Context, req *scheduler.Request, cands []scheduler.Candidate, scores []float64) {
 	if len(cands) == 0 {
 		return
 	}
@@ -102,15 +104,15 @@ func (s *SGLangCacheAwareScorer) Score(_ context.Context, req *Request, cands []
 		}
 		return
 	}
-	keys := req.historyKeys()
+	keys := req.HistoryKeys()
 	depths := scores[:len(cands)] // each candidate's match, until the choice is known
 	clear(depths)
 	best := 0
-	s.hist.match(keys, func(replica string, d int) {
+	s.hist.Match(keys, func(replica string, d int) {
 		for i := range cands {
 			if cands[i].ID == replica {
 				depths[i] = float64(d)
-				NotePrediction(req, i, Prediction{Blocks: d, Credit: float64(d), Mode: ModeApprox})
+				scheduler.NotePrediction(req, i, scheduler.Prediction{Blocks: d, Credit: float64(d), Mode: scheduler.ModeApprox})
 				best = max(best, d)
 			}
 		}
@@ -133,36 +135,28 @@ func (s *SGLangCacheAwareScorer) Score(_ context.Context, req *Request, cands []
 }
 
 // Routed inserts the prompt into chosen's tree.
-func (s *SGLangCacheAwareScorer) Routed(req *Request, chosen *Candidate) {
-	keys := req.historyKeys()
+func (s *SGLangCacheAwareScorer) Routed(req *scheduler.Request, chosen *scheduler.Candidate) {
+	keys := req.HistoryKeys()
 	if len(keys) == 0 {
 		return
 	}
 	held := 0
-	s.hist.match(keys, func(replica string, d int) {
+	s.hist.Match(keys, func(replica string, d int) {
 		if replica == chosen.ID {
 			held = d
 		}
 	})
-	s.hist.record(keys, chosen.ID)
+	s.hist.Record(keys, chosen.ID)
 	s.mu.Lock()
 	s.size[chosen.ID] = min(s.size[chosen.ID]+len(keys)-held, s.p.MaxTreeBlocks)
-	if len(s.size) > maxNames {
+	if len(s.size) > maxReplicas {
 		clear(s.size) // replica ids change only with new allocations
 	}
 	s.mu.Unlock()
 }
 
-// b2f is 1 for true, 0 for false.
-func b2f(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 var (
-	_ Scorer      = (*SGLangCacheAwareScorer)(nil)
-	_ Observer    = (*SGLangCacheAwareScorer)(nil)
-	_ StateWriter = (*SGLangCacheAwareScorer)(nil)
+	_ scheduler.Scorer      = (*SGLangCacheAwareScorer)(nil)
+	_ scheduler.Observer    = (*SGLangCacheAwareScorer)(nil)
+	_ scheduler.StateWriter = (*SGLangCacheAwareScorer)(nil)
 )

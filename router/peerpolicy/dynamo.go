@@ -1,9 +1,11 @@
-package scheduler
+package peerpolicy
 
 import (
 	"context"
 	"fmt"
 	"math"
+
+	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // DynamoParams tune the dynamo-cost scorer.
@@ -43,20 +45,20 @@ func (p *DynamoParams) validate() error {
 // over -logit/(max-min)/T: the picker's temperature is Dynamo's
 // router_temperature.
 type DynamoCostScorer struct {
-	name TypedName
+	name scheduler.TypedName
 	p    DynamoParams
 }
 
-func (s *DynamoCostScorer) TypedName() TypedName { return s.name }
+func (s *DynamoCostScorer) TypedName() scheduler.TypedName { return s.name }
 
-func (s *DynamoCostScorer) ReadsState() []AnyStateKey { return predictionWriters }
+func (s *DynamoCostScorer) ReadsState() []scheduler.AnyStateKey { return predictionKeys }
 
-func (s *DynamoCostScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
-	prompt, perBlock := req.promptSize()
+func (s *DynamoCostScorer) Score(_ context.Context, req *scheduler.Request, cands []scheduler.Candidate, scores []float64) {
+	prompt, perBlock := req.PromptSize()
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range cands {
 		l := &cands[i].Load
-		prefill := bounded(float64(l.PrefillTokens)) + bounded(prompt-bounded(req.creditOf(i))*perBlock)
+		prefill := bounded(float64(l.PrefillTokens)) + bounded(prompt-bounded(creditOf(req, i))*perBlock)
 		decode := bounded(float64(l.InFlightTokens)) + prompt
 		c := s.p.OverlapScoreWeight*prefill + decode
 		scores[i] = c // the logit, until its range is known
@@ -65,19 +67,7 @@ func (s *DynamoCostScorer) Score(_ context.Context, req *Request, cands []Candid
 	minMaxFlip(scores[:len(cands)], lo, hi)
 }
 
-// minMaxFlip turns costs in [lo, hi] into scores: the cheapest 1, the
-// dearest 0, all 1 when they are equal.
-func minMaxFlip(costs []float64, lo, hi float64) {
-	for i, c := range costs {
-		if hi > lo {
-			costs[i] = (hi - c) / (hi - lo)
-		} else {
-			costs[i] = 1
-		}
-	}
-}
-
 var (
-	_ Scorer      = (*DynamoCostScorer)(nil)
-	_ StateReader = (*DynamoCostScorer)(nil)
+	_ scheduler.Scorer      = (*DynamoCostScorer)(nil)
+	_ scheduler.StateReader = (*DynamoCostScorer)(nil)
 )

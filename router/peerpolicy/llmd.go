@@ -1,8 +1,10 @@
-package scheduler
+package peerpolicy
 
 import (
 	"context"
 	"math"
+
+	"github.com/llmgw/llmgw/router/scheduler"
 )
 
 // The scorers of llm-d's inference scheduler (the Gateway API inference
@@ -15,11 +17,11 @@ import (
 // QueueScorer is llm-d's queue-scorer: the engine's waiting requests
 // (vllm:num_requests_waiting) min-max normalised over the candidates, the
 // shortest queue 1, the longest 0, all 1 when they are equal.
-type QueueScorer struct{ name TypedName }
+type QueueScorer struct{ name scheduler.TypedName }
 
-func (s *QueueScorer) TypedName() TypedName { return s.name }
+func (s *QueueScorer) TypedName() scheduler.TypedName { return s.name }
 
-func (s *QueueScorer) Score(_ context.Context, _ *Request, cands []Candidate, scores []float64) {
+func (s *QueueScorer) Score(_ context.Context, _ *scheduler.Request, cands []scheduler.Candidate, scores []float64) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range cands {
 		q := bounded(cands[i].Load.Waiting)
@@ -31,11 +33,11 @@ func (s *QueueScorer) Score(_ context.Context, _ *Request, cands []Candidate, sc
 
 // KVUtilizationScorer is llm-d's kv-cache-utilization-scorer: 1 minus the
 // engine's KV-cache usage (vllm:kv_cache_usage_perc).
-type KVUtilizationScorer struct{ name TypedName }
+type KVUtilizationScorer struct{ name scheduler.TypedName }
 
-func (s *KVUtilizationScorer) TypedName() TypedName { return s.name }
+func (s *KVUtilizationScorer) TypedName() scheduler.TypedName { return s.name }
 
-func (s *KVUtilizationScorer) Score(_ context.Context, _ *Request, cands []Candidate, scores []float64) {
+func (s *KVUtilizationScorer) Score(_ context.Context, _ *scheduler.Request, cands []scheduler.Candidate, scores []float64) {
 	for i := range cands {
 		scores[i] = 1 - clamp01(cands[i].Load.KVUsage)
 	}
@@ -47,16 +49,16 @@ func (s *KVUtilizationScorer) Score(_ context.Context, _ *Request, cands []Candi
 // the prompt score 0; among the others the cached credit is min-max
 // normalised, the most 1 and the least 0, all 1 when they are equal (a
 // single candidate holding any of the prompt scores 1).
-type PrefixMinMaxScorer struct{ name TypedName }
+type PrefixMinMaxScorer struct{ name scheduler.TypedName }
 
-func (s *PrefixMinMaxScorer) TypedName() TypedName { return s.name }
+func (s *PrefixMinMaxScorer) TypedName() scheduler.TypedName { return s.name }
 
-func (s *PrefixMinMaxScorer) ReadsState() []AnyStateKey { return predictionWriters }
+func (s *PrefixMinMaxScorer) ReadsState() []scheduler.AnyStateKey { return predictionKeys }
 
-func (s *PrefixMinMaxScorer) Score(_ context.Context, req *Request, cands []Candidate, scores []float64) {
+func (s *PrefixMinMaxScorer) Score(_ context.Context, req *scheduler.Request, cands []scheduler.Candidate, scores []float64) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := range cands {
-		c := bounded(req.creditOf(i))
+		c := bounded(creditOf(req, i))
 		scores[i] = c
 		if c > 0 {
 			lo, hi = min(lo, c), max(hi, c)
@@ -74,8 +76,8 @@ func (s *PrefixMinMaxScorer) Score(_ context.Context, req *Request, cands []Cand
 }
 
 var (
-	_ Scorer      = (*QueueScorer)(nil)
-	_ Scorer      = (*KVUtilizationScorer)(nil)
-	_ Scorer      = (*PrefixMinMaxScorer)(nil)
-	_ StateReader = (*PrefixMinMaxScorer)(nil)
+	_ scheduler.Scorer      = (*QueueScorer)(nil)
+	_ scheduler.Scorer      = (*KVUtilizationScorer)(nil)
+	_ scheduler.Scorer      = (*PrefixMinMaxScorer)(nil)
+	_ scheduler.StateReader = (*PrefixMinMaxScorer)(nil)
 )
