@@ -73,7 +73,7 @@ func (pl *Planner) plan(ctx context.Context, in Input, fallbacks int) (*Plan, *E
 // fill sets p's prompt and its scheduling request, sreq with the prompt's
 // keys and counts added.
 func (p *Plan) fill(res prompt.Result, sreq scheduler.Request, blockSize int) {
-	p.PromptTokens, p.ExactTokens, p.keys = res.Tokens, res.Keys != nil, res.Keys
+	p.PromptTokens, p.ExactTokens = res.Tokens, res.Keys != nil
 	p.BlockTokens = blockSize
 	if res.Keys == nil {
 		p.BlockTokens = textBlockTokens

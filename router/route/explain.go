@@ -9,15 +9,15 @@ import (
 // Explanation is a decision shown in full, for the admin API: every
 // candidate's scores, the chosen one first.
 type Explanation struct {
-	Model        string       `json:"model"`
-	PromptTokens int          `json:"prompt_tokens"`
-	Blocks       int          `json:"blocks"`
-	ExactKeys    bool         `json:"exact_keys"`
-	Chosen       Explained    `json:"chosen"`
-	Ranked       []Explained  `json:"ranked"`
-	Filtered     any          `json:"filtered"`
-	OverheadUS   int64        `json:"overhead_us"`
-	PD           *ExplainedPD `json:"disaggregated,omitempty"`
+	Model        string         `json:"model"`
+	PromptTokens int            `json:"prompt_tokens"`
+	Blocks       int            `json:"blocks"`
+	ExactKeys    bool           `json:"exact_keys"`
+	Chosen       Explained      `json:"chosen"`
+	Ranked       []Explained    `json:"ranked"`
+	Filtered     map[string]int `json:"filtered"`
+	OverheadUS   int64          `json:"overhead_us"`
+	PD           *ExplainedPD   `json:"disaggregated,omitempty"`
 }
 
 // Explained is one candidate in an explanation.

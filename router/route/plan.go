@@ -91,7 +91,6 @@ type Plan struct {
 	Overhead time.Duration
 
 	pl       *Planner
-	keys     []uint64          // the prompt's exact block keys, nil without a tokenizer
 	sreq     scheduler.Request // its scratch memory is kept across reuses
 	cands    []scheduler.Candidate
 	decision scheduler.Decision
@@ -117,7 +116,7 @@ func (pl *Planner) Release(p *Plan) {
 	}
 	p.Request, p.PromptTokens, p.ExactTokens, p.BlockTokens = nil, 0, false, 0
 	p.Attempts, p.Grant, p.Limits, p.Overhead = p.Attempts[:0], nil, ratelimit.Status{}, 0
-	p.keys, p.decision, p.prefilled = nil, scheduler.Decision{}, nil
+	p.decision, p.prefilled = scheduler.Decision{}, nil
 	p.sreq.Reset(scheduler.Request{})
 	clear(p.cands)
 	p.pd.reset()

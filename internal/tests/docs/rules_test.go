@@ -13,7 +13,7 @@ const maxBenchmarkLines = 600
 // provenance is the line every table in docs/BENCHMARKS.md follows, as
 // llmgw bench's renderer writes it
 // (cmd/llmgw/internal/bench/report/provenance.go).
-var provenance = regexp.MustCompile("^Command: .+ · Date: \\d{4}-\\d{2}-\\d{2} · Commit: [0-9a-f]{7,40}\\b.* · Conditions: \\S")
+var provenance = regexp.MustCompile(`^Command: .+ · Date: \d{4}-\d{2}-\d{2} · Commit: [0-9a-f]{7,40}\b.* · Conditions: \S`)
 
 // roundWord and branchWord find the headings of a lab notebook: a
 // "round" of measurements, or a lower-case word ending in digits such as
