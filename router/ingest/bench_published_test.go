@@ -100,21 +100,21 @@ func BenchmarkPublish(b *testing.B) {
 			for b.Loop() {
 				for range c.touched {
 					id := ids[next]
-					if s.refused[id] != nil {
-						delete(s.refused, id)
+					if s.refusals.byID[id] != nil {
+						delete(s.refusals.byID, id)
 					} else {
-						s.refused[id] = &refusal{id: id, reason: "full"}
+						s.refusals.byID[id] = &refusal{id: id, reason: "full"}
 					}
-					s.touched = append(s.touched, id)
+					s.published.touch(id)
 					next = (next + 1) % len(ids)
 				}
-				s.publishSynced()
+				s.published.publish(s.stateOf)
 			}
 			b.ReportMetric((processCPU(b)-cpu0)*1e9/float64(b.N*c.touched), "cpu-ns/replica")
 			for _, id := range ids {
 				why, refused := s.Refused(id)
-				if refused != (s.refused[id] != nil) || (refused && why != "full") {
-					b.Fatalf("%s published refused %v (%q); want %v", id, refused, why, s.refused[id] != nil)
+				if refused != (s.refusals.byID[id] != nil) || (refused && why != "full") {
+					b.Fatalf("%s published refused %v (%q); want %v", id, refused, why, s.refusals.byID[id] != nil)
 				}
 			}
 		})

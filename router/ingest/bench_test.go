@@ -26,7 +26,7 @@ func BenchmarkKeepAndAdopt(b *testing.B) {
 		s.ApplyUpdate(&kvwire.Update{Driver: "d", Epoch: 1, Snapshot: true,
 			Replicas: []kvwire.Replica{{ID: id, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: keys}}}}})
 		known = true
-		s.Joined(id)
+		s.Joined(Member{ID: id, Model: "m"})
 		if !s.Synced(id) {
 			b.Fatal("not adopted")
 		}

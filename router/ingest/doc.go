@@ -4,6 +4,23 @@
 // the replica's model index, and remembers which replicas have live KV state
 // (exact routing mode) and which driver speaks for each (Owner).
 //
+// # Membership, one way
+//
+// The replica set tells the Sink of each replica that joins (Joined, with
+// an ingest.Member: its model and its declared KV-cache group layout) and
+// of each that leaves (Drop); the Sink keeps its own view of the set from
+// those events and never asks the set anything, so the set, the Sink and
+// the kvwire.Receiver feeding it are built in one order: Sink, Receiver,
+// then the set (router/server's core). What Joined returns, the drivers
+// that must resend a snapshot, the set hands to the Receiver. A Sink made
+// with NewSink answers membership from the caller's ModelOf instead, for
+// callers that keep no replica set to tell it (tests, benchmarks).
+//
+// The Sink's state is split by concern, under one lock: the membership
+// view (members.go), the drivers' sessions (sessions.go), the state kept
+// for replicas not listed yet (pending.go), the refusals for lack of room
+// (refused.go), and the view the request path reads (published.go).
+//
 // # State that arrives before the replica
 //
 // A driver reports a replica as soon as its engine runs, while the router
@@ -11,9 +28,9 @@
 // so state often arrives first. The Sink keeps it, bounded (Options: a
 // replica count, a key count and an age; what is discarded is counted in
 // Stats.Discarded and logged at debug level), follows it with the driver's
-// deltas, and moves it into the index the moment the replica joins (Joined,
-// or the replica's next update if that comes first): the replica is exact at
-// once.
+// deltas, and moves it into the index the moment the replica joins
+// (Joined; with a caller's ModelOf, the replica's next update if that comes
+// first): the replica is exact at once.
 //
 // The alternative, asking the driver for a snapshot when a replica joins,
 // cannot be immediate: drivers post to routers and never the other way, so
@@ -54,6 +71,7 @@
 // for oversize (router/server's capacity).
 //
 // It owns that per-replica KV bookkeeping (the ingest listener that wraps
-// the Receiver is router/server's). It must not import driver/..., gin, or
-// the HTTP API; the replica set tells it which model a replica serves.
+// the Receiver is router/server's). It must not import driver/..., gin,
+// the HTTP API or the replica set (router/replicas imports it, for Member):
+// the replica set tells it which model a replica serves.
 package ingest

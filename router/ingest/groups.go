@@ -32,10 +32,6 @@ func (s *Sink) layoutLocked(version int, r *kvwire.Replica) *kvgroups.Layout {
 	return reg.Of(r.ID)
 }
 
-// indexable reports whether group g of a replica of layout l is indexed
-// (kvgroups.Layout.Indexed).
-func indexable(l *kvgroups.Layout, g int) bool { return l.Indexed(g) }
-
 // noteGroupLocked records name among the indexes other than its model's
 // that replica's groups were put in.
 func (s *Sink) noteGroupLocked(replica, name string) {
@@ -64,6 +60,20 @@ func (s *Sink) replaceLocked(replica, model string, byName map[string][]index.Bl
 			s.noteGroupLocked(replica, name)
 		}
 		if err := replaceAtCap(s.models.For(name), replica, blocks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// updateLocked applies changes, by index name, to replica's state in
+// model's indexes.
+func (s *Sink) updateLocked(replica, model string, changes map[string][]index.Change) error {
+	for name, cs := range changes {
+		if name != model {
+			s.noteGroupLocked(replica, name)
+		}
+		if err := s.models.For(name).Update(replica, cs); err != nil {
 			return err
 		}
 	}

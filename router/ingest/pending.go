@@ -26,6 +26,19 @@ const (
 	DiscardKeys     = "keys"     // more than Options.PendingKeys in all
 )
 
+// kept is the state the Sink keeps for replicas the replica set does not
+// list yet, and the drivers it could not keep state from.
+type kept struct {
+	byID    map[string]*pending        // unknown replica -> state kept for it
+	byAge   pendingByAge               // byID's states, oldest first
+	keys    int                        // the keys in byID, in all
+	waiting map[string]map[string]bool // unknown replica -> drivers to ask for a snapshot when it joins
+}
+
+func newKept() kept {
+	return kept{byID: map[string]*pending{}, waiting: map[string]map[string]bool{}}
+}
+
 // pending is the KV state one driver reported for a replica the replica set
 // does not list yet: complete (it started from a snapshot, a reset, or the
 // driver's first mention of the replica in a session the Sink followed from
@@ -33,7 +46,7 @@ const (
 // adopted into the index as is when the replica joins.
 type pending struct {
 	id      string // the replica
-	at      int    // its place in Sink.byAge
+	at      int    // its place in kept.byAge
 	driver  string
 	blockSz int
 	since   time.Time // when it was first kept: the age bound counts from here
@@ -54,13 +67,13 @@ type rankTier struct {
 // waiting) cannot be followed until it sends a snapshot or a reset: the
 // replica stays waiting.
 func (s *Sink) keepLocked(driver string, version int, r *kvwire.Replica, fresh bool) {
-	p := s.pending[r.ID]
+	p := s.kept.byID[r.ID]
 	if p != nil && p.driver != driver {
 		s.log.Warn("replica not listed yet moved to another driver", "replica", r.ID, "from", p.driver, "to", driver)
-		s.forgetPendingLocked(r.ID)
+		s.kept.forget(r.ID)
 		p = nil
 	}
-	if p == nil && !fresh && s.waiting[r.ID][driver] {
+	if p == nil && !fresh && s.kept.waiting[r.ID][driver] {
 		s.stats.Unknown++
 		s.log.Debug("kv delta for a replica not listed yet cannot be followed (its earlier state was not kept); its driver is asked for a snapshot when it joins",
 			"replica", r.ID, "driver", driver)
@@ -78,50 +91,60 @@ func (s *Sink) keepLocked(driver string, version int, r *kvwire.Replica, fresh b
 		groups[i] = rankTier{g.Rank, t, kvgroups.IndexName("", g.KVGroup, layout.Primary())}
 	}
 	if p == nil || fresh {
-		s.forgetPendingLocked(r.ID)
-		p = &pending{id: r.ID, driver: driver, since: s.opts.Now(), groups: map[rankTier]map[uint64]struct{}{}}
-		s.pending[r.ID] = p
-		heap.Push(&s.byAge, p)
+		p = s.kept.start(r.ID, driver, s.opts.Now())
 	}
-	delete(s.waiting[r.ID], driver)
-	if len(s.waiting[r.ID]) == 0 {
-		delete(s.waiting, r.ID)
-	}
+	s.kept.unwait(r.ID, driver)
 	if r.BlockSize > 0 {
 		p.blockSz = r.BlockSize
 	}
+	s.kept.apply(p, groups, r.Groups)
+	for _, g := range r.Groups {
+		s.stats.Keys += uint64(len(g.Add) + len(g.Del))
+	}
+	s.stats.Kept++
+}
+
+// start keeps an empty state for replica from driver, replacing any.
+func (k *kept) start(replica, driver string, now time.Time) *pending {
+	k.forget(replica)
+	p := &pending{id: replica, driver: driver, since: now, groups: map[rankTier]map[uint64]struct{}{}}
+	k.byID[replica] = p
+	heap.Push(&k.byAge, p)
+	return p
+}
+
+// apply applies gs, whose indexes are at, to p.
+func (k *kept) apply(p *pending, at []rankTier, gs []kvwire.Group) {
 	before := p.keys
-	for i, g := range r.Groups {
-		set := p.groups[groups[i]]
+	for i, g := range gs {
+		set := p.groups[at[i]]
 		if set == nil {
 			set = make(map[uint64]struct{}, len(g.Add))
-			p.groups[groups[i]] = set
+			p.groups[at[i]] = set
 		}
-		for _, k := range g.Del {
-			delete(set, k)
+		for _, key := range g.Del {
+			delete(set, key)
 		}
-		for _, k := range g.Add {
-			set[k] = struct{}{}
+		for _, key := range g.Add {
+			set[key] = struct{}{}
 		}
-		s.stats.Keys += uint64(len(g.Add) + len(g.Del))
 	}
 	p.keys = 0
 	for _, set := range p.groups {
 		p.keys += len(set)
 	}
-	s.pendingKeys += p.keys - before
-	s.stats.Kept++
+	k.keys += p.keys - before
 }
 
 // adoptLocked moves replica's pending state, if any, into model's index
 // and makes its driver the replica's owner, so the replica is exact at
 // once. It reports whether there was state to adopt.
 func (s *Sink) adoptLocked(replica, model string) bool {
-	p := s.pending[replica]
+	p := s.kept.byID[replica]
 	if p == nil {
 		return false
 	}
-	s.forgetPendingLocked(replica)
+	s.kept.forget(replica)
 	byName := map[string][]index.Blocks{}
 	for rt, set := range p.groups {
 		keys := make([]uint64, 0, len(set))
@@ -138,24 +161,22 @@ func (s *Sink) adoptLocked(replica, model string) bool {
 	if err := s.replaceLocked(replica, model, byName); err != nil {
 		s.stats.Errors++
 		s.log.Error("adopt kv state kept before the replica joined", "replica", replica, "driver", p.driver, "error", err)
-		s.waitFor(replica, p.driver)
+		s.kept.waitFor(replica, p.driver)
 		return false
 	}
 	s.claimLocked(replica, p.driver)
-	if p.blockSz > 0 {
-		s.blockSz[replica] = p.blockSz
-	}
+	s.sessions.noteBlockSize(replica, p.blockSz)
 	s.stats.Adopted++
 	s.log.Debug("adopted kv state kept before the replica joined", "replica", replica, "driver", p.driver, "keys", p.keys, "waited", s.opts.Now().Sub(p.since))
 	return true
 }
 
-// forgetPendingLocked removes replica's pending state, if any.
-func (s *Sink) forgetPendingLocked(replica string) {
-	if p := s.pending[replica]; p != nil {
-		s.pendingKeys -= p.keys
-		delete(s.pending, replica)
-		heap.Remove(&s.byAge, p.at)
+// forget removes replica's pending state, if any.
+func (k *kept) forget(replica string) {
+	if p := k.byID[replica]; p != nil {
+		k.keys -= p.keys
+		delete(k.byID, replica)
+		heap.Remove(&k.byAge, p.at)
 	}
 }
 
@@ -163,22 +184,41 @@ func (s *Sink) forgetPendingLocked(replica string) {
 // logged. Its driver's later deltas cannot rebuild it, so the driver waits
 // to be asked for a snapshot when the replica joins.
 func (s *Sink) discardLocked(replica, reason string) {
-	p := s.pending[replica]
-	s.forgetPendingLocked(replica)
+	p := s.kept.byID[replica]
+	s.kept.forget(replica)
 	s.stats.Discarded[reason]++
-	s.waitFor(replica, p.driver)
+	s.kept.waitFor(replica, p.driver)
 	s.log.Debug("discarded kv state of a replica not listed yet", "replica", replica, "driver", p.driver,
 		"reason", reason, "keys", p.keys, "age", s.opts.Now().Sub(p.since))
 }
 
 // waitFor notes that driver spoke of replica while the Sink could not keep
 // its state, so the driver is asked for a snapshot when the replica joins.
-func (s *Sink) waitFor(replica, driver string) {
-	if s.waiting[replica] == nil {
-		s.waiting[replica] = map[string]bool{}
+func (k *kept) waitFor(replica, driver string) {
+	if k.waiting[replica] == nil {
+		k.waiting[replica] = map[string]bool{}
 	}
-	s.waiting[replica][driver] = true
+	k.waiting[replica][driver] = true
 }
+
+// unwait notes that driver's state for replica is kept again.
+func (k *kept) unwait(replica, driver string) {
+	delete(k.waiting[replica], driver)
+	if len(k.waiting[replica]) == 0 {
+		delete(k.waiting, replica)
+	}
+}
+
+// takeWaiting returns the drivers waiting for replica to join, and
+// forgets them.
+func (k *kept) takeWaiting(replica string) map[string]bool {
+	w := k.waiting[replica]
+	delete(k.waiting, replica)
+	return w
+}
+
+// clearWaiting forgets the drivers waiting for replica to join.
+func (k *kept) clearWaiting(replica string) { delete(k.waiting, replica) }
 
 // boundPendingLocked enforces the age, count and key bounds, discarding
 // the oldest state first. It runs after every update, so it looks at the
@@ -186,14 +226,14 @@ func (s *Sink) waitFor(replica, driver string) {
 // none is discarded (younger, and the counts only fall).
 func (s *Sink) boundPendingLocked() {
 	cutoff := s.opts.Now().Add(-s.opts.PendingAge)
-	for len(s.byAge) > 0 {
-		p := s.byAge[0]
+	for len(s.kept.byAge) > 0 {
+		p := s.kept.byAge[0]
 		switch {
 		case p.since.Before(cutoff):
 			s.discardLocked(p.id, DiscardAge)
-		case len(s.pending) > s.opts.PendingReplicas:
+		case len(s.kept.byID) > s.opts.PendingReplicas:
 			s.discardLocked(p.id, DiscardReplicas)
-		case s.pendingKeys > s.opts.PendingKeys:
+		case s.kept.keys > s.opts.PendingKeys:
 			s.discardLocked(p.id, DiscardKeys)
 		default:
 			return
@@ -227,19 +267,19 @@ func (q *pendingByAge) Pop() any {
 	return p
 }
 
-// dropDriverPendingLocked forgets what driver said about replicas not
-// listed yet: a snapshot restates all of a driver's state (what it lists is
-// kept again, fresh) and an expiry ends it.
-func (s *Sink) dropDriverPendingLocked(driver string) {
-	for id, p := range s.pending {
+// dropDriver forgets what driver said about replicas not listed yet: a
+// snapshot restates all of a driver's state (what it lists is kept again,
+// fresh) and an expiry ends it.
+func (k *kept) dropDriver(driver string) {
+	for id, p := range k.byID {
 		if p.driver == driver {
-			s.forgetPendingLocked(id)
+			k.forget(id)
 		}
 	}
-	for id, ds := range s.waiting {
+	for id, ds := range k.waiting {
 		delete(ds, driver)
 		if len(ds) == 0 {
-			delete(s.waiting, id)
+			delete(k.waiting, id)
 		}
 	}
 }

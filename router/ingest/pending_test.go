@@ -41,7 +41,7 @@ func rep(id string, add []uint64, del ...uint64) kvwire.Replica {
 // join lists id in the replica set and tells the Sink, as replicas.Set does.
 func (f *pendingFixture) join(id string) []string {
 	f.known[id] = "m"
-	return f.s.Joined(id)
+	return f.s.Joined(Member{ID: id, Model: "m"})
 }
 
 // TestPendingAdoptedOnJoin: state that arrives before the replica set lists

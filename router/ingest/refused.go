@@ -22,6 +22,27 @@ import (
 // many as there are free holder slots at a time, so a thousand refused
 // replicas do not all resend for one freed slot.
 
+// refusals is what the Sink knows of the replicas refused for lack of
+// room, and the snapshots it asks for once room frees.
+type refusals struct {
+	byID map[string]*refusal // replica -> why its state is not in the index
+	// wait and due order the refusals not asked for yet
+	// (retryRefusedLocked).
+	wait    refusalQueue
+	due     map[string]*refusalQueue
+	resyncs map[string]bool // drivers to ask for a snapshot (TakeResyncs)
+	// now collects the current update's refusals (ApplyRefusing).
+	now []kvwire.Refusal
+}
+
+func newRefusals() refusals {
+	return refusals{byID: map[string]*refusal{}, due: map[string]*refusalQueue{}, resyncs: map[string]bool{}}
+}
+
+// current reports whether rf is replica rf.id's refusal now: queue
+// entries of refusals replaced or removed since are skipped.
+func (rs *refusals) current(rf *refusal) bool { return rs.byID[rf.id] == rf }
+
 // refusal is why a replica's state is not in the index.
 type refusal struct {
 	id, model, driver, reason string
@@ -41,19 +62,19 @@ const (
 // refuseLocked records that replica's state did not fit and removes what
 // of it reached the index.
 func (s *Sink) refuseLocked(replica, model, driver string, err error) {
-	prev, ok := s.refused[replica]
+	prev, ok := s.refusals.byID[replica]
 	if !ok {
 		s.log.Warn("index has no room for a replica; it routes in approx mode until room frees", "replica", replica, "model", model, "error", err)
 		prev = &refusal{}
 	}
 	wait := min(minRefusedBackoff<<min(prev.times, 20), maxRefusedBackoff)
 	rf := &refusal{id: replica, model: model, driver: driver, reason: err.Error(), times: prev.times + 1, after: s.opts.Now().Add(wait)}
-	s.refused[replica] = rf
-	s.pushRefusal(&s.refusedWait, rf)
-	s.touched = append(s.touched, replica)
+	s.refusals.byID[replica] = rf
+	s.refusals.push(&s.refusals.wait, rf)
+	s.published.touch(replica)
 	s.stats.Refused++
 	s.models.For(model).Remove(replica)
-	s.refusedNow = append(s.refusedNow, kvwire.Refusal{Replica: replica, Reason: err.Error()})
+	s.refusals.now = append(s.refusals.now, kvwire.Refusal{Replica: replica, Reason: err.Error()})
 }
 
 // isRoomErr reports whether err is the index's lack of room (not bad input).
@@ -64,32 +85,20 @@ func isRoomErr(err error) bool {
 // retryRefusedLocked asks for the snapshots of refused replicas whose
 // index has room now, as many per model as it has free slots, in replica
 // id order. It runs after every update, so it touches only refusals whose
-// backoff ends now and models with refusals due: refusedWait holds the
-// refusals not due yet, by when they are; refusedDue each model's due ones,
-// by id. Entries of refusals replaced or removed since (s.refused no
-// longer holds them) are skipped where they surface.
+// backoff ends now and models with refusals due: wait holds the refusals
+// not due yet, by when they are; due each model's due ones, by id. Entries
+// of refusals replaced or removed since are skipped where they surface.
 func (s *Sink) retryRefusedLocked() {
-	if len(s.refused) == 0 {
+	rs := &s.refusals
+	if len(rs.byID) == 0 {
 		return
 	}
-	now := s.opts.Now()
-	for s.refusedWait.Len() > 0 && !now.Before(s.refusedWait.items[0].after) {
-		rf := heap.Pop(&s.refusedWait).(*refusal)
-		if s.refused[rf.id] != rf {
-			continue
-		}
-		q := s.refusedDue[rf.model]
-		if q == nil {
-			q = &refusalQueue{byID: true}
-			s.refusedDue[rf.model] = q
-		}
-		s.pushRefusal(q, rf)
-	}
-	for model, q := range s.refusedDue {
+	rs.promoteDue(s.opts.Now())
+	for model, q := range rs.due {
 		free := -1 // not asked yet
 		for q.Len() > 0 {
 			rf := q.items[0]
-			if s.refused[rf.id] != rf {
+			if !rs.current(rf) {
 				heap.Pop(q)
 				continue
 			}
@@ -105,20 +114,37 @@ func (s *Sink) retryRefusedLocked() {
 			heap.Pop(q)
 			free--
 			rf.asked = true
-			s.resyncs[rf.driver] = true
+			rs.resyncs[rf.driver] = true
 		}
 		if q.Len() == 0 {
-			delete(s.refusedDue, model)
+			delete(rs.due, model)
 		}
 	}
 }
 
-// pushRefusal adds rf to q, first dropping q's entries of refusals no
+// promoteDue moves the refusals whose backoff ends by now from wait to
+// their model's due queue.
+func (rs *refusals) promoteDue(now time.Time) {
+	for rs.wait.Len() > 0 && !now.Before(rs.wait.items[0].after) {
+		rf := heap.Pop(&rs.wait).(*refusal)
+		if !rs.current(rf) {
+			continue
+		}
+		q := rs.due[rf.model]
+		if q == nil {
+			q = &refusalQueue{byID: true}
+			rs.due[rf.model] = q
+		}
+		rs.push(q, rf)
+	}
+}
+
+// push adds rf to q, first dropping q's entries of refusals no
 // longer current when they outnumber the current ones: a replica refused
 // again and again while its index stays full must not grow q.
-func (s *Sink) pushRefusal(q *refusalQueue, rf *refusal) {
-	if q.Len() >= 2*len(s.refused)+16 {
-		q.items = slices.DeleteFunc(q.items, func(r *refusal) bool { return s.refused[r.id] != r })
+func (rs *refusals) push(q *refusalQueue, rf *refusal) {
+	if q.Len() >= 2*len(rs.byID)+16 {
+		q.items = slices.DeleteFunc(q.items, func(r *refusal) bool { return !rs.current(r) })
 		heap.Init(q)
 	}
 	heap.Push(q, rf)
@@ -154,21 +180,10 @@ func (q *refusalQueue) Pop() any {
 func (s *Sink) TakeResyncs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := slices.Sorted(maps.Keys(s.resyncs))
-	clear(s.resyncs)
+	out := slices.Sorted(maps.Keys(s.refusals.resyncs))
+	clear(s.refusals.resyncs)
 	s.stats.Resyncs += uint64(len(out))
 	return out
-}
-
-// Refused reports why replica's KV state is not in the index, when it was
-// refused for lack of room: it then routes in approx mode.
-func (s *Sink) Refused(replica string) (string, bool) {
-	v := s.synced.Load()
-	if v == nil {
-		return "", false
-	}
-	st, ok := v.states.Get(replica)
-	return st.reason, ok && st.refused
 }
 
 // ApplyRefusing implements kvwire.RefusingSink: ApplyUpdate, returning
@@ -177,8 +192,8 @@ func (s *Sink) ApplyRefusing(u *kvwire.Update) []kvwire.Refusal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applyLocked(u)
-	out := s.refusedNow
-	s.refusedNow = nil
+	out := s.refusals.now
+	s.refusals.now = nil
 	return out
 }
 

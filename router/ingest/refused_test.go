@@ -82,12 +82,12 @@ func TestRefusedQueuesBounded(t *testing.T) {
 			t.Fatalf("round %d: asked %v with no room", i, got)
 		}
 	}
-	n := f.s.refusedWait.Len()
-	for _, q := range f.s.refusedDue {
+	n := f.s.refusals.wait.Len()
+	for _, q := range f.s.refusals.due {
 		n += q.Len()
 	}
-	if limit := 2 * (2*len(f.s.refused) + 16); n > limit {
-		t.Errorf("%d queued refusals for %d refused replicas; want at most %d", n, len(f.s.refused), limit)
+	if limit := 2 * (2*len(f.s.refusals.byID) + 16); n > limit {
+		t.Errorf("%d queued refusals for %d refused replicas; want at most %d", n, len(f.s.refusals.byID), limit)
 	}
 	for _, id := range []string{"b/1", "c/1"} {
 		if why, ok := f.s.Refused(id); !ok || why == "" {

@@ -115,10 +115,10 @@ func TestSinkDropAndRejoin(t *testing.T) {
 	}
 	// Back again (a flapping check): its driver must resend a snapshot.
 	known["a/1"] = "m"
-	if got := s.Joined("a/1"); !cmp.Equal(got, []string{"d1"}) {
+	if got := s.Joined(Member{ID: "a/1", Model: "m"}); !cmp.Equal(got, []string{"d1"}) {
 		t.Errorf("Joined after Drop = %v; want [d1]", got)
 	}
-	if got := s.Joined("a/1"); len(got) != 0 {
+	if got := s.Joined(Member{ID: "a/1", Model: "m"}); len(got) != 0 {
 		t.Errorf("second Joined = %v; want none", got)
 	}
 }
@@ -197,7 +197,7 @@ func FuzzApply(f *testing.F) {
 			named[r.ID] = true
 		}
 		keys := 0
-		for _, p := range s.pending {
+		for _, p := range s.kept.byID {
 			keys += p.keys
 		}
 		if st := s.Stats(); st.PendingKeys != keys || st.PendingKeys > 64 || st.Pending > 4 {
@@ -205,12 +205,12 @@ func FuzzApply(f *testing.F) {
 		}
 		for id := range named {
 			joined[id] = true
-			s.Joined(id)
+			s.Joined(Member{ID: id, Model: "m"})
 		}
 		if st := s.Stats(); st.Pending != 0 || st.PendingKeys != 0 {
 			t.Fatalf("kept state left after every replica joined: %+v", st)
 		}
-		for id := range s.owner {
+		for id := range s.sessions.owner {
 			if !named[id] {
 				t.Fatalf("replica %q synced but not in the update", id)
 			}
@@ -224,31 +224,31 @@ func FuzzApply(f *testing.F) {
 // pending.
 func checkBookkeeping(t *testing.T, s *Sink) {
 	t.Helper()
-	v := s.synced.Load()
+	v := s.published.cur.Load()
 	var states stateMap
 	if v != nil {
 		states = v.states
 	}
-	if states.Len() != len(s.owner) {
-		t.Fatalf("%d replicas published; %d owned", states.Len(), len(s.owner))
+	if states.Len() != len(s.sessions.owner) {
+		t.Fatalf("%d replicas published; %d owned", states.Len(), len(s.sessions.owner))
 	}
-	for id := range s.owner {
+	for id := range s.sessions.owner {
 		want := published{}
-		if rf := s.refused[id]; rf != nil {
+		if rf := s.refusals.byID[id]; rf != nil {
 			want = published{refused: true, reason: rf.reason}
 		}
 		if got, ok := states.Get(id); !ok || got != want {
 			t.Fatalf("%s published as %+v, %v; want %+v", id, got, ok, want)
 		}
 	}
-	if len(s.byAge) != len(s.pending) {
-		t.Fatalf("%d states by age; %d pending", len(s.byAge), len(s.pending))
+	if len(s.kept.byAge) != len(s.kept.byID) {
+		t.Fatalf("%d states by age; %d pending", len(s.kept.byAge), len(s.kept.byID))
 	}
-	for i, p := range s.byAge {
-		if p.at != i || s.pending[p.id] != p {
-			t.Fatalf("state by age %d (%s) is at %d, pending %v", i, p.id, p.at, s.pending[p.id] == p)
+	for i, p := range s.kept.byAge {
+		if p.at != i || s.kept.byID[p.id] != p {
+			t.Fatalf("state by age %d (%s) is at %d, pending %v", i, p.id, p.at, s.kept.byID[p.id] == p)
 		}
-		if i > 0 && s.byAge.Less(i, (i-1)/2) {
+		if i > 0 && s.kept.byAge.Less(i, (i-1)/2) {
 			t.Fatalf("state by age %d is older than its parent", i)
 		}
 	}

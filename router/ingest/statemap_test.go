@@ -89,85 +89,97 @@ func depth(m stateMap, h uint64) int {
 // collision shares a slot), ones equal but for their top bits (the deepest
 // level), and deletions that must fold the paths they leave behind.
 func TestStateMapHashes(t *testing.T) {
-	const top = uint64(1) << 63 // differs in the last, 4-bit chunk only
-	type op struct {
-		del  bool
-		key  string
-		hash uint64
+	for _, st := range hashSteps() {
+		t.Run(st.name, func(t *testing.T) { st.check(t) })
 	}
-	steps := []struct {
-		name  string
-		ops   []op
-		want  map[string]uint64 // key -> hash, present after
-		depth map[uint64]int    // hash -> nodes on its path after
-	}{
+}
+
+// hashOp sets or deletes key under a hash the test chooses.
+type hashOp struct {
+	del  bool
+	key  string
+	hash uint64
+}
+
+// hashStep is a sequence of hashOps from an empty map and what it leaves.
+type hashStep struct {
+	name  string
+	ops   []hashOp
+	want  map[string]uint64 // key -> hash, present after
+	depth map[uint64]int    // hash -> nodes on its path after
+}
+
+func hashSteps() []hashStep {
+	const top = uint64(1) << 63 // differs in the last, 4-bit chunk only
+	return []hashStep{
 		{
 			name: "collision shares a slot",
-			ops:  []op{{key: "a", hash: 7}, {key: "b", hash: 7}},
+			ops:  []hashOp{{key: "a", hash: 7}, {key: "b", hash: 7}},
 			want: map[string]uint64{"a": 7, "b": 7}, depth: map[uint64]int{7: 1},
 		},
 		{
 			name: "one of a collision deleted",
-			ops:  []op{{key: "a", hash: 7}, {key: "b", hash: 7}, {del: true, key: "a", hash: 7}},
+			ops:  []hashOp{{key: "a", hash: 7}, {key: "b", hash: 7}, {del: true, key: "a", hash: 7}},
 			want: map[string]uint64{"b": 7}, depth: map[uint64]int{7: 1},
 		},
 		{
 			name: "absent key of a colliding hash",
-			ops:  []op{{key: "a", hash: 7}, {del: true, key: "z", hash: 7}},
+			ops:  []hashOp{{key: "a", hash: 7}, {del: true, key: "z", hash: 7}},
 			want: map[string]uint64{"a": 7},
 		},
 		{
 			name: "hashes equal but for the top bits go 13 levels down",
-			ops:  []op{{key: "a", hash: 5}, {key: "b", hash: 5 | top}},
+			ops:  []hashOp{{key: "a", hash: 5}, {key: "b", hash: 5 | top}},
 			want: map[string]uint64{"a": 5, "b": 5 | top}, depth: map[uint64]int{5: 13, 5 | top: 13},
 		},
 		{
 			name: "deleting one folds the path",
-			ops:  []op{{key: "a", hash: 5}, {key: "b", hash: 5 | top}, {del: true, key: "b", hash: 5 | top}},
+			ops:  []hashOp{{key: "a", hash: 5}, {key: "b", hash: 5 | top}, {del: true, key: "b", hash: 5 | top}},
 			want: map[string]uint64{"a": 5}, depth: map[uint64]int{5: 1},
 		},
 		{
 			name: "a third hash keeps the branch it shares",
-			ops: []op{{key: "a", hash: 5}, {key: "b", hash: 5 | top}, {key: "c", hash: 5 | 1<<10},
+			ops: []hashOp{{key: "a", hash: 5}, {key: "b", hash: 5 | top}, {key: "c", hash: 5 | 1<<10},
 				{del: true, key: "b", hash: 5 | top}},
 			want: map[string]uint64{"a": 5, "c": 5 | 1<<10}, depth: map[uint64]int{5: 3, 5 | 1<<10: 3},
 		},
 		{
 			name: "set again replaces, not adds",
-			ops:  []op{{key: "a", hash: 5}, {key: "a", hash: 5}},
+			ops:  []hashOp{{key: "a", hash: 5}, {key: "a", hash: 5}},
 			want: map[string]uint64{"a": 5},
 		},
 	}
-	for _, st := range steps {
-		t.Run(st.name, func(t *testing.T) {
-			var m stateMap
-			last := map[string]published{} // each key's value as last set
-			for i, o := range st.ops {
-				if o.del {
-					m = m.del(o.hash, o.key)
-				} else {
-					last[o.key] = published{reason: fmt.Sprint(i)}
-					m = m.set(o.hash, trieEntry{o.key, last[o.key]})
-				}
-			}
-			if m.Len() != len(st.want) {
-				t.Errorf("Len = %d; want %d", m.Len(), len(st.want))
-			}
-			for k, h := range st.want {
-				if got, ok := m.get(h, k); !ok || got != last[k] {
-					t.Errorf("get(%q, %#x) = %v, %v; want %v, true", k, h, got, ok, last[k])
-				}
-			}
-			for _, o := range st.ops {
-				if _, ok := m.get(o.hash, o.key); ok && st.want[o.key] == 0 {
-					t.Errorf("%q still present", o.key)
-				}
-			}
-			for h, d := range st.depth {
-				if got := depth(m, h); got != d {
-					t.Errorf("path to %#x crosses %d nodes; want %d", h, got, d)
-				}
-			}
-		})
+}
+
+// check applies st's ops and checks the keys present, their values (each
+// as last set) and the depth of the paths to st's hashes.
+func (st hashStep) check(t *testing.T) {
+	var m stateMap
+	last := map[string]published{} // each key's value as last set
+	for i, o := range st.ops {
+		if o.del {
+			m = m.del(o.hash, o.key)
+		} else {
+			last[o.key] = published{reason: fmt.Sprint(i)}
+			m = m.set(o.hash, trieEntry{o.key, last[o.key]})
+		}
+	}
+	if m.Len() != len(st.want) {
+		t.Errorf("Len = %d; want %d", m.Len(), len(st.want))
+	}
+	for k, h := range st.want {
+		if got, ok := m.get(h, k); !ok || got != last[k] {
+			t.Errorf("get(%q, %#x) = %v, %v; want %v, true", k, h, got, ok, last[k])
+		}
+	}
+	for _, o := range st.ops {
+		if _, ok := m.get(o.hash, o.key); ok && st.want[o.key] == 0 {
+			t.Errorf("%q still present", o.key)
+		}
+	}
+	for h, d := range st.depth {
+		if got := depth(m, h); got != d {
+			t.Errorf("path to %#x crosses %d nodes; want %d", h, got, d)
+		}
 	}
 }

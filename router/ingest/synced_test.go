@@ -107,7 +107,7 @@ func TestSyncedPublishesChangesOnly(t *testing.T) {
 	}
 	gen := s.SyncedGeneration()
 	for _, st := range steps {
-		held := s.synced.Load()
+		held := s.published.cur.Load()
 		var before map[string]state
 		if held != nil {
 			before = map[string]state{}

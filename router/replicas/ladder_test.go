@@ -20,10 +20,9 @@ func ladderFleet(t *testing.T, depths []int, opts Options) (*Set, []string, *sch
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(len(depths)), 1))
 	models := index.NewModels(index.Options{})
-	var set *Set
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
 	opts.Holders = models
-	set = New(sink, load.NewTracker(), opts)
+	sink := ingest.New(models, ingest.Options{})
+	set := New(sink, load.NewTracker(), opts)
 	prompt := make([]uint64, 64)
 	for i := range prompt {
 		prompt[i] = rng.Uint64() | 1

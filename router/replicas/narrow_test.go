@@ -32,7 +32,7 @@ type narrowFleet struct {
 func newNarrowFleet(t *testing.T, rng *rand.Rand, n int) *narrowFleet {
 	t.Helper()
 	f := &narrowFleet{models: index.NewModels(index.Options{}), tracker: load.NewTracker(), holders: map[string]int{}}
-	sink := ingest.NewSink(f.models, func(id string) (string, bool) { return f.set.ModelOf(id) }, nil)
+	sink := ingest.New(f.models, ingest.Options{})
 	f.set = New(sink, f.tracker, Options{Holders: f.models})
 	list := make([]Replica, n)
 	for i := range list {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/llmgw/llmgw/consul"
+	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -41,25 +43,38 @@ type Replica struct {
 	Role Role
 }
 
-// KVState is the part of the KV ingest the set needs (router/ingest.Sink).
-// Joined adopts state that arrived before the replica did and returns the
-// drivers that must be asked for a snapshot instead.
+// KVState is the part of the KV ingest the set needs (router/ingest.Sink):
+// it hears of every membership change, and says which replicas are exact.
+// Membership flows one way: the set tells the ingest which replicas it
+// lists and what they serve, and the ingest never asks.
 type KVState interface {
 	Synced(replica string) bool
 	// SyncedGeneration changes whenever Synced's answers may have.
 	SyncedGeneration() uint64
+	// Joined is told of a replica that entered the set, or serves another
+	// model now (after its Drop). It adopts state that arrived before the
+	// replica did and returns the drivers that must be asked for a
+	// snapshot instead.
+	Joined(m ingest.Member) []string
+	// Drop is told of a replica that left the set (or changed model).
 	Drop(replica string)
-	Joined(replica string) []string
+}
+
+// Drivers reaches the drivers that send KV state (internal/kvwire's
+// Receiver): Forget ends a driver's session, so that its next update is
+// answered "snapshot required" and it sends its full state.
+type Drivers interface {
+	Forget(driver string)
 }
 
 // Options tune a Set; zero values take the defaults.
 type Options struct {
 	// Logger receives membership changes.
 	Logger hclog.Logger
-	// Resnapshot is called with the drivers whose KV state for a joining
-	// replica the ingest could not keep, so they are asked for a snapshot
-	// (kvwire.Receiver.Forget).
-	Resnapshot func(drivers []string)
+	// Drivers, when set, is told of the drivers whose KV state for a
+	// joining replica the ingest could not keep, so they are asked for a
+	// snapshot.
+	Drivers Drivers
 	// BreakerFailures consecutive failures open a replica's breaker
 	// (default 3); BreakerCooldown later it is tried again (default 10 s).
 	BreakerFailures int
@@ -185,10 +200,23 @@ func (s *Set) Replace(list []Replica) {
 	}
 	for _, id := range joined {
 		s.opts.Logger.Info("replica joined", "replica", id, "model", next[id].Model, "address", next[id].Address)
-		if drivers := s.kv.Joined(id); len(drivers) > 0 && s.opts.Resnapshot != nil {
-			s.opts.Resnapshot(drivers)
+		for _, d := range s.kv.Joined(member(next[id])) {
+			if s.opts.Drivers != nil {
+				s.opts.Drivers.Forget(d)
+			}
 		}
 	}
+}
+
+// member is r as the KV ingest hears of it, with the block size its
+// declared layout is read with (consul.DefaultBlockSize where r lists
+// none).
+func member(r Replica) ingest.Member {
+	bs := r.BlockSize
+	if bs <= 0 {
+		bs = consul.DefaultBlockSize
+	}
+	return ingest.Member{ID: r.ID, Model: r.Model, BlockSize: bs, KVCacheGroups: r.KVCacheGroups}
 }
 
 // Get returns the replica with id.
@@ -199,7 +227,7 @@ func (s *Set) Get(id string) (Replica, bool) {
 	return r, ok
 }
 
-// ModelOf returns the model replica serves (for the KV ingest).
+// ModelOf returns the model replica serves.
 func (s *Set) ModelOf(replica string) (string, bool) {
 	r, ok := s.Get(replica)
 	return r.Model, ok

@@ -18,18 +18,21 @@ type fixture struct {
 	sink   *ingest.Sink
 	models *index.Models
 	now    time.Time
-	resnap []string
+	resnap forgotten
 }
+
+// forgotten records the drivers the set asks for a snapshot (Drivers).
+type forgotten []string
+
+func (f *forgotten) Forget(driver string) { *f = append(*f, driver) }
 
 func newFixture() *fixture {
 	f := &fixture{models: index.NewModels(index.Options{}), now: time.Unix(1000, 0)}
-	var set *Set
-	f.sink = ingest.NewSink(f.models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-	set = New(f.sink, load.NewTracker(), Options{
-		Now:        func() time.Time { return f.now },
-		Resnapshot: func(d []string) { f.resnap = append(f.resnap, d...) },
+	f.sink = ingest.New(f.models, ingest.Options{})
+	f.set = New(f.sink, load.NewTracker(), Options{
+		Now:     func() time.Time { return f.now },
+		Drivers: &f.resnap,
 	})
-	f.set = set
 	return f
 }
 
@@ -92,7 +95,7 @@ func TestEarlyKVState(t *testing.T) {
 	}
 	f.set.Replace(nil)
 	f.set.Replace([]Replica{{ID: "x/1", Model: "m", Address: "h:1"}})
-	if d := cmp.Diff([]string{"d7"}, f.resnap); d != "" {
+	if d := cmp.Diff(forgotten{"d7"}, f.resnap); d != "" {
 		t.Errorf("resnapshot after rejoining (-want +got):\n%s", d)
 	}
 }

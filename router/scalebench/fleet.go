@@ -64,7 +64,7 @@ func newFleet(nReplicas, blocks, tokens, prompts int, seed uint64) (*fleet, erro
 	runtime.ReadMemStats(&before)
 
 	f.models = index.NewModels(index.Options{})
-	f.sink = ingest.NewSink(f.models, func(id string) (string, bool) { return f.set.ModelOf(id) }, nil)
+	f.sink = ingest.New(f.models, ingest.Options{})
 	f.set = replicas.New(f.sink, load.NewTracker(), replicas.Options{Holders: f.models})
 	list := make([]replicas.Replica, nReplicas)
 	f.ids = make([]string, nReplicas)

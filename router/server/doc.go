@@ -15,6 +15,16 @@
 // SIGHUP) with the tenants' limits (router/ratelimit), shared with the
 // other routers through router/peers.
 //
+// Start first builds the router's shared state (core.go): the block index,
+// the KV-cache group layouts, the ingest Sink, the KV Receiver, the load
+// tracker, the replica set and the capacity check, each from the parts it
+// lists as needs, which are built before it; membership flows from the
+// replica set into the ingest, never back. A test builds them in every
+// order those needs allow. Then it builds the request path (gateway.go),
+// starts the replica sources, opens and serves the listeners, starts the
+// scrape and the expiry loops (startWatching) and registers the router
+// (announce).
+//
 // It owns process-level lifetime: Start opens every listener and goroutine,
 // Close stops them in reverse order and waits. cmd/llmgw-router only parses
 // flags and calls Run, adding the peers' policies (router/peerpolicy) as

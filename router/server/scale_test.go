@@ -58,76 +58,19 @@ func TestScaleThousandReplicas(t *testing.T) {
 	}
 	start := time.Now()
 	agent := consultest.Start(t)
-	c := testConfig()
-	c.Replicas = nil
-	c.Consul.Address, c.Consul.Services = agent.Addr, []string{"vllm"}
-	// The replicas' addresses do not answer, so neither scraping nor
-	// tokenizing on them can work: the router tokenizes in process.
-	c.Models = map[string]config.Model{"m": {}}
-	c.ScrapeInterval = time.Hour
-	s, err := Start(context.Background(), c, nil, WithEncoder("m", simencoder.Encoder{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-
-	id := func(i int) string { return fmt.Sprintf("alloc-%04d/vllm", i) }
-	// Twenty GPU nodes of 50 replicas each, registered in the catalog in
-	// transactions of up to 64 operations.
-	node := func(i int) string { return fmt.Sprintf("gpu-%02d", i/50) }
-	var ops api.TxnOps
-	for n := range scaleReplicas / 50 {
-		ops = append(ops, &api.TxnOp{Node: &api.NodeTxnOp{Verb: api.NodeSet, Node: api.Node{Node: node(n * 50), Address: "127.0.0.1"}}})
-	}
-	for i := range scaleReplicas {
-		ops = append(ops, &api.TxnOp{Service: &api.ServiceTxnOp{Verb: api.ServiceSet, Node: node(i), Service: api.AgentService{
-			ID: fmt.Sprintf("vllm-%04d", i), Service: "vllm", Tags: []string{consul.ReplicaTag}, Address: "127.0.0.1", Port: 1 + i%4,
-			Meta: map[string]string{consul.MetaModel: "m", consul.MetaReplica: id(i), consul.MetaKVEvents: "true", consul.MetaBlockSize: "16"},
-		}}})
-	}
-	txn(t, agent.Client, ops)
+	s := startScaleRouter(t, agent.Addr)
+	registerScaleReplicas(t, agent.Client)
 	poll.Until(t, "1,000 replicas in the set", func() bool { return len(s.set.ForModel("m")) == scaleReplicas })
 	t.Logf("%v: 1,000 replicas registered and listed", time.Since(start))
 
-	// The prompt's canonical keys, as the router computes them.
-	ps, errs := prompt.New(map[string]prompt.Source{"m": {Encoder: simencoder.Encoder{}}})
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 	text := strings.Repeat("the cached system prompt of replica nine hundred ", 40)
-	req, err := openai.Parse(openai.Completion, explainBody(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := ps.Compute(req, 16)
-	if err != nil || len(res.Keys) < 16 || len(res.Keys) > scaleBlocks/4 {
-		t.Fatalf("prompt keys: %d, %v", len(res.Keys), err)
-	}
-
-	perReplica := scaleBlocks
+	keys := scalePromptKeys(t, text)
 	runtime.GC()
 	rss0 := rssBytes(t)
-	// Ten drivers, each a snapshot of its 100 replicas.
-	parallel(t, scaleDrivers, func(d int) error {
-		u := &kvwire.Update{Version: kvwire.Version, Driver: fmt.Sprintf("node-%d", d), Epoch: 1, Snapshot: true}
-		for i := d; i < scaleReplicas; i += scaleDrivers {
-			keys := make([]uint64, 0, perReplica)
-			for b := range perReplica {
-				keys = append(keys, uint64(i)<<32|uint64(b)+1)
-			}
-			switch {
-			case i == 900:
-				keys = append(keys[:perReplica-len(res.Keys)], res.Keys...)
-			case i%20 == 3:
-				keys = append(keys[:perReplica-len(res.Keys)/4], res.Keys[:len(res.Keys)/4]...)
-			}
-			u.Replicas = append(u.Replicas, kvwire.Replica{ID: id(i), BlockSize: 16, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: keys}}})
-		}
-		return kvwire.Send(context.Background(), http.DefaultClient, "http://"+s.IngestAddr(), "tok", u)
-	})
+	postScaleState(t, s, keys)
 	t.Logf("%v: KV state posted", time.Since(start))
 	ix := s.models.For("m")
-	if st := ix.Stats(); st.Holders != scaleReplicas || st.Keys < scaleReplicas*(perReplica-len(res.Keys)) {
+	if st := ix.Stats(); st.Holders != scaleReplicas || st.Keys < scaleReplicas*(scaleBlocks-len(keys)) {
 		t.Fatalf("index after ingest: %+v; want %d holders", st, scaleReplicas)
 	}
 	runtime.GC()
@@ -138,31 +81,122 @@ func TestScaleThousandReplicas(t *testing.T) {
 		t.Errorf("RSS grew %d bytes for %d blocks: over the documented %d bytes per block", grown, blocks, scaleBytesPerBlock)
 	}
 	for i := range scaleReplicas {
-		if m := s.set.Mode(id(i)); m != "exact" {
-			t.Fatalf("replica %s in %s mode after its snapshot (%s)", id(i), m, s.set.ModeReason(id(i)))
+		if m := s.set.Mode(scaleID(i)); m != "exact" {
+			t.Fatalf("replica %s in %s mode after its snapshot (%s)", scaleID(i), m, s.set.ModeReason(scaleID(i)))
 		}
 	}
-	explainChosen(t, s, text, id(900))
+	explainChosen(t, s, text, scaleID(900))
+	leaveScale(t, agent.Client, s, 500)
+	explainChosen(t, s, text, scaleID(900))
+}
 
-	// 500 replicas leave Consul.
-	ops = ops[:0]
-	for i := range 500 {
-		ops = append(ops, &api.TxnOp{Service: &api.ServiceTxnOp{Verb: api.ServiceDelete, Node: node(i), Service: api.AgentService{ID: fmt.Sprintf("vllm-%04d", i), Service: "vllm"}}})
+// scaleID is replica i's id; scaleNode the node it runs on, one of twenty
+// GPU nodes of 50 replicas each.
+func scaleID(i int) string   { return fmt.Sprintf("alloc-%04d/vllm", i) }
+func scaleNode(i int) string { return fmt.Sprintf("gpu-%02d", i/50) }
+
+// startScaleRouter starts a router watching the "vllm" service of the
+// Consul agent at addr. The replicas' addresses do not answer, so neither
+// scraping nor tokenizing on them can work: the router tokenizes in
+// process.
+func startScaleRouter(t *testing.T, addr string) *Server {
+	t.Helper()
+	c := testConfig()
+	c.Replicas = nil
+	c.Consul.Address, c.Consul.Services = addr, []string{"vllm"}
+	c.Models = map[string]config.Model{"m": {}}
+	c.ScrapeInterval = time.Hour
+	s, err := Start(context.Background(), c, nil, WithEncoder("m", simencoder.Encoder{}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	txn(t, agent.Client, ops)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// registerScaleReplicas registers the replicas in the catalog, each with
+// its own llmgw-replica meta, in transactions of up to 64 operations.
+func registerScaleReplicas(t *testing.T, client *api.Client) {
+	t.Helper()
+	var ops api.TxnOps
+	for n := range scaleReplicas / 50 {
+		ops = append(ops, &api.TxnOp{Node: &api.NodeTxnOp{Verb: api.NodeSet, Node: api.Node{Node: scaleNode(n * 50), Address: "127.0.0.1"}}})
+	}
+	for i := range scaleReplicas {
+		ops = append(ops, &api.TxnOp{Service: &api.ServiceTxnOp{Verb: api.ServiceSet, Node: scaleNode(i), Service: api.AgentService{
+			ID: fmt.Sprintf("vllm-%04d", i), Service: "vllm", Tags: []string{consul.ReplicaTag}, Address: "127.0.0.1", Port: 1 + i%4,
+			Meta: map[string]string{consul.MetaModel: "m", consul.MetaReplica: scaleID(i), consul.MetaKVEvents: "true", consul.MetaBlockSize: "16"},
+		}}})
+	}
+	txn(t, client, ops)
+}
+
+// scalePromptKeys returns text's canonical keys, as the router computes
+// them.
+func scalePromptKeys(t *testing.T, text string) []uint64 {
+	t.Helper()
+	ps, errs := prompt.New(map[string]prompt.Source{"m": {Encoder: simencoder.Encoder{}}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	req, err := openai.Parse(openai.Completion, explainBody(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ps.Compute(req, 16)
+	if err != nil || len(res.Keys) < 16 || len(res.Keys) > scaleBlocks/4 {
+		t.Fatalf("prompt keys: %d, %v", len(res.Keys), err)
+	}
+	return res.Keys
+}
+
+// postScaleState posts, from ten drivers, a snapshot of their 100
+// replicas each, scaleBlocks synthetic blocks a replica: the prompt's
+// keys cached whole on replica #900 and a quarter of them on 50 others.
+func postScaleState(t *testing.T, s *Server, prompt []uint64) {
+	t.Helper()
+	parallel(t, scaleDrivers, func(d int) error {
+		u := &kvwire.Update{Version: kvwire.Version, Driver: fmt.Sprintf("node-%d", d), Epoch: 1, Snapshot: true}
+		for i := d; i < scaleReplicas; i += scaleDrivers {
+			keys := make([]uint64, 0, scaleBlocks)
+			for b := range scaleBlocks {
+				keys = append(keys, uint64(i)<<32|uint64(b)+1)
+			}
+			switch {
+			case i == 900:
+				keys = append(keys[:scaleBlocks-len(prompt)], prompt...)
+			case i%20 == 3:
+				keys = append(keys[:scaleBlocks-len(prompt)/4], prompt[:len(prompt)/4]...)
+			}
+			u.Replicas = append(u.Replicas, kvwire.Replica{ID: scaleID(i), BlockSize: 16, Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: keys}}})
+		}
+		return kvwire.Send(context.Background(), http.DefaultClient, "http://"+s.IngestAddr(), "tok", u)
+	})
+}
+
+// leaveScale deregisters the first n replicas from Consul and checks that
+// the index holds none of their blocks by the time the replica set has
+// dropped them (the time from Consul's last answer is logged).
+func leaveScale(t *testing.T, client *api.Client, s *Server, n int) {
+	t.Helper()
+	var ops api.TxnOps
+	for i := range n {
+		ops = append(ops, &api.TxnOp{Service: &api.ServiceTxnOp{Verb: api.ServiceDelete, Node: scaleNode(i), Service: api.AgentService{ID: fmt.Sprintf("vllm-%04d", i), Service: "vllm"}}})
+	}
+	txn(t, client, ops)
 	answered := time.Now()
-	poll.Until(t, "500 replicas to leave the set", func() bool { return len(s.set.ForModel("m")) == scaleReplicas-500 })
-	poll.Until(t, "their blocks to leave the index", func() bool { return ix.Stats().Holders == scaleReplicas-500 })
-	t.Logf("500 replicas left the index %v after Consul's last answer", time.Since(answered))
-	for i := range 500 {
-		if gpu, cpu := ix.ReplicaBlocks(id(i)); gpu+cpu != 0 {
-			t.Fatalf("replica %s gone from Consul, still %d blocks in the index", id(i), gpu+cpu)
+	ix := s.models.For("m")
+	poll.Until(t, "the replicas to leave the set", func() bool { return len(s.set.ForModel("m")) == scaleReplicas-n })
+	poll.Until(t, "their blocks to leave the index", func() bool { return ix.Stats().Holders == scaleReplicas-n })
+	t.Logf("%d replicas left the index %v after Consul's last answer", n, time.Since(answered))
+	for i := range n {
+		if gpu, cpu := ix.ReplicaBlocks(scaleID(i)); gpu+cpu != 0 {
+			t.Fatalf("replica %s gone from Consul, still %d blocks in the index", scaleID(i), gpu+cpu)
 		}
 	}
-	if st := ix.Stats(); st.Keys-st.Unswept > (scaleReplicas-500)*perReplica {
-		t.Errorf("index after 500 left: %+v; want at most %d live keys", st, (scaleReplicas-500)*perReplica)
+	if st := ix.Stats(); st.Keys-st.Unswept > (scaleReplicas-n)*scaleBlocks {
+		t.Errorf("index after %d left: %+v; want at most %d live keys", n, st, (scaleReplicas-n)*scaleBlocks)
 	}
-	explainChosen(t, s, text, id(900))
 }
 
 // explainChosen asks the admin API to decide for text and checks that

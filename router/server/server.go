@@ -21,10 +21,7 @@ import (
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/enginemetrics"
 	"github.com/llmgw/llmgw/router/gateway"
-	"github.com/llmgw/llmgw/router/index"
-	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/kvgroups"
-	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/peers"
 	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
@@ -37,17 +34,11 @@ type Server struct {
 	cfg config.Config
 	log hclog.Logger
 
-	models   *index.Models
-	sink     *ingest.Sink
-	layouts  *kvgroups.Registry // KV-cache group layouts of hybrid replicas
-	groups   *kvgroups.Index    // the prefix index with the engine's hit rule
-	receiver *kvwire.Receiver
-	set      *replicas.Set
-	tracker  *load.Tracker
-	metrics  *gateway.Metrics
-	capacity *capacity
-	limiter  *ratelimit.Limiter // tenants' limits; nil without API keys
-	hits     engineHits         // engines' prefix-cache counters, for the status page
+	core                    // the index, the KV ingest and the replica set
+	groups  *kvgroups.Index // the prefix index with the engine's hit rule
+	metrics *gateway.Metrics
+	limiter *ratelimit.Limiter // tenants' limits; nil without API keys
+	hits    engineHits         // engines' prefix-cache counters, for the status page
 
 	gw              *gateway.Gateway
 	planner         *route.Planner
@@ -96,41 +87,12 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 		}
 	}()
 
-	s.models = index.NewModels(index.Options{OnOverflow: func(keys, max int) {
-		log.Error("block index over the fleet's advertised KV capacity; new blocks are dropped", "keys", keys, "max", max)
-	}})
-	s.layouts = kvgroups.NewRegistry()
-	s.sink = ingest.NewSinkWith(s.models, func(id string) (string, bool) { return s.set.ModelOf(id) }, ingest.Options{Logger: log.Named("ingest"), Layouts: s.layouts})
-	s.tracker = load.NewTracker()
-	kv := declaringKV{Sink: s.sink, layouts: s.layouts, replica: func(id string) (replicas.Replica, bool) { return s.set.Get(id) }, log: log.Named("kvgroups")}
-	s.set = replicas.New(kv, s.tracker, replicas.Options{
-		Logger:  log.Named("replicas"),
-		Holders: s.models,
-		Resnapshot: func(drivers []string) {
-			for _, d := range drivers {
-				if s.receiver != nil {
-					s.receiver.Forget(d)
-				}
-			}
-		},
-	})
-	if cfg.KVToken != "" {
-		if s.receiver, err = kvwire.NewReceiver(cfg.KVToken, s.sink); err != nil {
-			return nil, err
-		}
-	} else {
-		log.Warn("no kv_token configured: KV ingest is off and every replica routes in approx mode")
+	if s.core, err = buildCore(coreParts(cfg, log)); err != nil {
+		return nil, err
 	}
-	var sessions driverSessions
-	if s.receiver != nil {
-		sessions = ingestSessions{sink: s.sink, receiver: s.receiver}
-	}
-	s.capacity = newCapacity(s.models, s.set, sessions, cfg.Index.CPURatio, log.Named("capacity"))
-
 	if err := s.startGateway(ctx, opts); err != nil {
 		return nil, err
 	}
-
 	// Before serving: the readiness check reads what this sets up.
 	if err := s.startReplicas(ctx); err != nil {
 		return nil, err
@@ -144,34 +106,52 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	s.serve(s.api, s.apiLn, "api")
 	s.serve(s.admin, s.adminLn, "admin")
 	s.serve(s.ingest, s.ingestLn, "ingest")
-
-	s.scraper, err = enginemetrics.Start(ctx, s.targets, enginemetrics.SinkFunc(s.scraped), enginemetrics.Options{
-		Interval: cfg.ScrapeInterval, MaxRate: config.CapOf(cfg.Rates.ScrapeMaxRate), Logger: log.Named("scrape"),
-	})
-	if err != nil {
+	if err := s.startWatching(ctx); err != nil {
 		return nil, err
 	}
-	s.goLoop(ctx, cfg.ScrapeInterval, s.capacity.check)
-	if s.receiver != nil {
-		s.goLoop(ctx, cfg.DriverExpiry/3, func() {
-			for _, d := range s.receiver.Expire(time.Now().Add(-cfg.DriverExpiry)) {
-				log.Warn("driver went silent; dropping its KV state", "driver", d)
-			}
-		})
-	}
-	var svcID string
-	if cfg.Consul.Register {
-		if svcID, err = s.register(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Consul.Address != "" || cfg.UsesNomad() {
-		if err := s.startPublisher(ctx, svcID); err != nil {
-			return nil, err
-		}
+	if err := s.announce(ctx); err != nil {
+		return nil, err
 	}
 	log.Info("llmgw-router started", "api", s.Addr(), "admin", s.AdminAddr(), "ingest", s.IngestAddr())
 	return s, nil
+}
+
+// startWatching starts what watches the fleet once the router serves: the
+// engines' metrics scrape, the capacity check on what it brings, and the
+// expiry of drivers gone silent.
+func (s *Server) startWatching(ctx context.Context) (err error) {
+	s.scraper, err = enginemetrics.Start(ctx, s.targets, enginemetrics.SinkFunc(s.scraped), enginemetrics.Options{
+		Interval: s.cfg.ScrapeInterval, MaxRate: config.CapOf(s.cfg.Rates.ScrapeMaxRate), Logger: s.log.Named("scrape"),
+	})
+	if err != nil {
+		return err
+	}
+	s.goLoop(ctx, s.cfg.ScrapeInterval, s.capacity.check)
+	if s.receiver != nil {
+		expiry := s.cfg.DriverExpiry
+		s.goLoop(ctx, expiry/3, func() {
+			for _, d := range s.receiver.Expire(time.Now().Add(-expiry)) {
+				s.log.Warn("driver went silent; dropping its KV state", "driver", d)
+			}
+		})
+	}
+	return nil
+}
+
+// announce registers the router in Consul, when configured to, and
+// starts sharing its tenants' use with the other routers (peers.go).
+func (s *Server) announce(ctx context.Context) error {
+	var svcID string
+	if s.cfg.Consul.Register {
+		var err error
+		if svcID, err = s.register(ctx); err != nil {
+			return err
+		}
+	}
+	if s.cfg.Consul.Address != "" || s.cfg.UsesNomad() {
+		return s.startPublisher(ctx, svcID)
+	}
+	return nil
 }
 
 func (s *Server) serve(srv *http.Server, ln net.Listener, name string) {

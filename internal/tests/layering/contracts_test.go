@@ -129,6 +129,7 @@ var contracts = map[string][]string{
 		"github.com/hashicorp/go-hclog",
 		"github.com/llmgw/llmgw/consul",
 		"github.com/llmgw/llmgw/router/index",
+		"github.com/llmgw/llmgw/router/ingest",
 		"github.com/llmgw/llmgw/router/load",
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
