@@ -50,9 +50,8 @@ func startSim(t *testing.T, extra ...string) string {
 // each address.
 func replicaSet(addrs ...string) *replicas.Set {
 	models := index.NewModels(index.Options{})
-	var set *replicas.Set
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
-	set = replicas.New(sink, load.NewTracker(), replicas.Options{})
+	sink := ingest.New(models, ingest.Options{})
+	set := replicas.New(sink, load.NewTracker(), replicas.Options{})
 	var list []replicas.Replica
 	for i, a := range addrs {
 		list = append(list, replicas.Replica{ID: "r" + string(rune('0'+i)), Model: model, Address: a, BlockSize: 16, Source: "static"})

@@ -63,12 +63,11 @@ type testDeps struct {
 func newHarnessWith(t testing.TB, edit func(*testDeps, *scheduler.Config), backends ...string) *harness {
 	t.Helper()
 	models := index.NewModels(index.Options{})
-	var set *replicas.Set
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
+	sink := ingest.New(models, ingest.Options{})
 	// Queued prefill does not drain with time here: tests read exact
 	// counts, on a clock they do not control (router/load tests the drain).
 	tracker := load.NewTracker(load.WithPrefillRate(0))
-	set = replicas.New(sink, tracker, replicas.Options{})
+	set := replicas.New(sink, tracker, replicas.Options{})
 	var list []replicas.Replica
 	for i, b := range backends {
 		list = append(list, replicas.Replica{ID: fmt.Sprintf("r%d", i), Model: "m", Address: b, BlockSize: 16, Source: "static"})

@@ -115,10 +115,9 @@ type pdHarness struct {
 func newPDHarness(t *testing.T, edit func(*testDeps, *scheduler.Config), roles ...replicas.Role) *pdHarness {
 	t.Helper()
 	models := index.NewModels(index.Options{})
-	var set *replicas.Set
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
+	sink := ingest.New(models, ingest.Options{})
 	tracker := load.NewTracker(load.WithPrefillRate(0))
-	set = replicas.New(sink, tracker, replicas.Options{})
+	set := replicas.New(sink, tracker, replicas.Options{})
 	engines := map[string]*pdEngine{}
 	var list []replicas.Replica
 	counts := map[replicas.Role]int{}

@@ -22,10 +22,9 @@ import (
 func TestScheduleWidensNarrowedList(t *testing.T) {
 	const n = 300
 	models := index.NewModels(index.Options{})
-	var set *replicas.Set
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
+	sink := ingest.New(models, ingest.Options{})
 	tracker := load.NewTracker(load.WithPrefillRate(0))
-	set = replicas.New(sink, tracker, replicas.Options{Holders: models, Sample: 1})
+	set := replicas.New(sink, tracker, replicas.Options{Holders: models, Sample: 1})
 	list := make([]replicas.Replica, n)
 	for i := range list {
 		list[i] = replicas.Replica{ID: fmt.Sprintf("r-%03d/vllm", i), Model: "m", BlockSize: 16}

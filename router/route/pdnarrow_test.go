@@ -41,10 +41,9 @@ func TestPDNarrowsLargeFleet(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			models := index.NewModels(index.Options{})
-			var set *replicas.Set
-			sink := ingest.NewSink(models, func(id string) (string, bool) { return set.ModelOf(id) }, nil)
+			sink := ingest.New(models, ingest.Options{})
 			tracker := load.NewTracker(load.WithPrefillRate(0))
-			set = replicas.New(sink, tracker, replicas.Options{Holders: models, Sample: 4})
+			set := replicas.New(sink, tracker, replicas.Options{Holders: models, Sample: 4})
 			list := make([]replicas.Replica, n)
 			for i := range list {
 				list[i] = replicas.Replica{ID: fmt.Sprintf("d-%03d", i), Model: "m", BlockSize: 16, Role: replicas.RoleDecode}

@@ -177,7 +177,7 @@ func newRouteBench(b *testing.B, prompts int) *routeBench {
 		promptKeys = append(promptKeys, blockkey.PromptKeys(nil, "", "", ids, routeBlockSize))
 	}
 	models := index.NewModels(index.Options{})
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return rb.set.ModelOf(id) }, nil)
+	sink := ingest.New(models, ingest.Options{})
 	tracker := load.NewTracker()
 	rb.set = replicas.New(sink, tracker, replicas.Options{})
 	var list []replicas.Replica

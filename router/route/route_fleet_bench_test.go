@@ -67,7 +67,7 @@ func newFleetBench(b *testing.B, nReplicas, shared int) *fleetBench {
 	}
 	pk := blockkey.PromptKeys(nil, "", "", fb.prompt, routeBlockSize)
 	models := index.NewModels(index.Options{})
-	sink := ingest.NewSink(models, func(id string) (string, bool) { return fb.set.ModelOf(id) }, nil)
+	sink := ingest.New(models, ingest.Options{})
 	tracker := load.NewTracker()
 	fb.set = replicas.New(sink, tracker, replicas.Options{Holders: models})
 	list := make([]replicas.Replica, nReplicas)

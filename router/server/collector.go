@@ -1,10 +1,13 @@
 package server
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/peers"
 )
 
 var (
@@ -50,8 +53,15 @@ var (
 		"Block keys kept for replicas Consul does not list yet.", nil, nil)
 )
 
-// collector reads the router's state at scrape time.
-type collector struct{ s *Server }
+// collector reads the router's state at scrape time: the core's parts,
+// the peer table (nil without peers) and the routers Consul lists (set
+// once the publisher starts). It is built from parts that exist already,
+// so a scrape never finds one missing.
+type collector struct {
+	*core
+	peerTable     *peers.Table
+	routersListed *atomic.Pointer[listedRouters]
+}
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descDraining,
@@ -69,7 +79,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.s
+	s := c
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -125,14 +135,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 // collectCapacity exports a replica's index share, advertised capacity and
 // oversize alarm per tier.
 func (c *collector) collectCapacity(gauge func(*prometheus.Desc, float64, ...string), replica, model string) {
-	gpu, cpu := c.s.models.For(model).ReplicaBlocks(replica)
-	adv, known := c.s.capacity.Advertised(replica)
+	gpu, cpu := c.models.For(model).ReplicaBlocks(replica)
+	adv, known := c.capacity.Advertised(replica)
 	for t, held := range [2]int{index.GPU: gpu, index.CPU: cpu} {
 		tier := index.Tier(t)
 		gauge(descReplicaBlocks, float64(held), replica, model, tier.String())
 		if known {
 			gauge(descReplicaCapacity, float64(adv[tier]), replica, model, tier.String())
-			gauge(descOversized, b2f(c.s.capacity.Oversized(replica, tier)), replica, model, tier.String())
+			gauge(descOversized, b2f(c.capacity.Oversized(replica, tier)), replica, model, tier.String())
 		}
 	}
 }

@@ -23,7 +23,7 @@ var indexDescs = []*prometheus.Desc{descIndexHolders, descIndexMaxHolders, descI
 
 // collectIndex sends the index bounds' metrics.
 func (c *collector) collectIndex(ch chan<- prometheus.Metric) {
-	s := c.s
+	s := c
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}

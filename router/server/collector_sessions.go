@@ -23,7 +23,7 @@ var sessionDescs = []*prometheus.Desc{descDriverSessions, descDriverSilence, des
 
 // collectSessions sends the driver-session and router-listing metrics.
 func (c *collector) collectSessions(ch chan<- prometheus.Metric) {
-	s := c.s
+	s := c
 	if s.receiver != nil {
 		now := time.Now()
 		sessions := s.receiver.Sessions()

@@ -20,10 +20,14 @@
 // tracker, the replica set and the capacity check, each from the parts it
 // lists as needs, which are built before it; membership flows from the
 // replica set into the ingest, never back. A test builds them in every
-// order those needs allow. Then it builds the request path (gateway.go),
-// starts the replica sources, opens and serves the listeners, starts the
-// scrape and the expiry loops (startWatching) and registers the router
-// (announce).
+// order those needs allow. Then, each step reading only what the steps
+// before it built: it starts the replica sources (so readiness is known),
+// the API keys and the tenants' limiter, the peer table (which shares
+// the limiter's usage), and the request path (gateway.go: the metrics,
+// whose collector is handed the parts it reads, the planner and the
+// gateway); it opens and serves the listeners, starts the scrape and the
+// expiry loops (startWatching) and registers the router (announce). No
+// part is handed a closure that reads a field assigned after it.
 //
 // It owns process-level lifetime: Start opens every listener and goroutine,
 // Close stops them in reverse order and waits. cmd/llmgw-router only parses

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-
 	"github.com/llmgw/llmgw/router/gateway"
 	"github.com/llmgw/llmgw/router/kvgroups"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -11,9 +9,10 @@ import (
 )
 
 // startGateway builds the request path: the prompt sources, the
-// schedulers, the metrics, the API keys and the gateway that routes with
-// them.
-func (s *Server) startGateway(ctx context.Context, opts []Option) error {
+// schedulers, the metrics, the planner and the gateway that serves with
+// them. It runs after the replicas, the keys (keys, s.limiter) and the
+// peer table are started, and reads only parts built before it.
+func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 	sources, etok, err := s.promptSources(opts)
 	if err != nil {
 		return err
@@ -31,11 +30,7 @@ func (s *Server) startGateway(ctx context.Context, opts []Option) error {
 	if err != nil {
 		return err
 	}
-	s.metrics = gateway.NewMetrics(&collector{s: s}, etok)
-	keys, err := s.startAuth(ctx)
-	if err != nil {
-		return err
-	}
+	s.metrics = gateway.NewMetrics(&collector{core: &s.core, peerTable: s.peerTable, routersListed: &s.routersListed}, etok)
 	planner, err := route.New(route.Deps{
 		Replicas: s.set, Scheduler: sched, PrefillScheduler: prefillSched, Tracker: s.tracker, Prompts: prompts,
 		Limits: s.limiter, Registry: s.metrics.Registry, Logger: s.log.Named("route"),
@@ -51,7 +46,7 @@ func (s *Server) startGateway(ctx context.Context, opts []Option) error {
 	}
 	gw, err := gateway.New(gateway.Deps{
 		Planner: planner, Metrics: s.metrics, Auth: keys, EngineKey: s.cfg.EngineKey,
-		Ready:  func() bool { return s.synced() },
+		Ready:  s.synced,
 		Logger: s.log.Named("gateway"),
 		Options: gateway.Options{
 			SessionHeader:      sessionHeader(s.cfg.Scheduler),

@@ -90,14 +90,18 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	if s.core, err = buildCore(coreParts(cfg, log)); err != nil {
 		return nil, err
 	}
-	if err := s.startGateway(ctx, opts); err != nil {
+	// Each step reads only what the steps before it built.
+	if err := s.startReplicas(ctx); err != nil { // the readiness check reads what this sets up
 		return nil, err
 	}
-	// Before serving: the readiness check reads what this sets up.
-	if err := s.startReplicas(ctx); err != nil {
+	keys, err := s.startAuth(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.startPeerTable(ctx); err != nil {
+	if err := s.startPeerTable(ctx); err != nil { // shares the limiter's usage
+		return nil, err
+	}
+	if err := s.startGateway(keys, opts); err != nil {
 		return nil, err
 	}
 	if err := s.openListeners(); err != nil {
