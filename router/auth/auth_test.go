@@ -125,17 +125,7 @@ func TestList(t *testing.T) {
 func TestReload(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "keys.json")
-	write := func(src string) {
-		t.Helper()
-		// As a Nomad template does: write aside, then rename over.
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(src string) { t.Helper(); writeKeysFile(t, path, src) }
 	write(fileWith(tenantJSON("team-a", keyA, "")))
 	if _, err := Open(Options{File: filepath.Join(dir, "missing.json")}); err == nil {
 		t.Error("a missing keys file opened")
@@ -149,14 +139,11 @@ func TestReload(t *testing.T) {
 		t.Error("the list key is not in the table beside the file")
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx, nil) }()
+	stop := startRun(s, nil)
 	stopped := false
 	defer func() {
 		if !stopped {
-			cancel()
-			<-done
+			stop()
 		}
 	}()
 
@@ -186,15 +173,10 @@ func TestReload(t *testing.T) {
 	}
 	// Signalled reload (SIGHUP) of a fixed file.
 	reload := make(chan struct{})
-	cancel()
-	<-done
+	stop()
 	stopped = true
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	defer cancel2()
-	done2 := make(chan struct{})
 	s.opts.Poll = time.Hour
-	go func() { defer close(done2); s.Run(ctx2, reload) }()
-	defer func() { cancel2(); <-done2 }()
+	defer startRun(s, reload)()
 	write(fileWith(tenantJSON("team-d", keyB, "")))
 	reload <- struct{}{}
 	poll.Until(t, "the signalled reload", func() bool {
@@ -204,6 +186,28 @@ func TestReload(t *testing.T) {
 	if _, ok := s.Authenticate(keyA); ok {
 		t.Error("key A, dropped from the file, still resolves")
 	}
+}
+
+// writeKeysFile replaces path with src as a Nomad template does: write
+// aside, then rename over.
+func writeKeysFile(t *testing.T, path, src string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startRun runs s.Run until the stop it returns is called; stop waits for
+// Run to return.
+func startRun(s *Store, reload <-chan struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx, reload) }()
+	return func() { cancel(); <-done }
 }
 
 func TestNewKey(t *testing.T) {
