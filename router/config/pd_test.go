@@ -9,7 +9,7 @@ import (
 
 // TestPDSettings: the disaggregation threshold comes from the file, the
 // environment and flags, the prefill scheduler and static replicas' roles
-// from the file, and bad values are refused with their names.
+// from the file.
 func TestPDSettings(t *testing.T) {
 	c := Default()
 	if c.PD.SkipPrefillFraction != 0.9 || c.PD.SkipPrefillTokens != 0 || c.PD.PrefillScheduler != nil {
@@ -54,7 +54,11 @@ replica "p0" {
 	if c.PD.SkipPrefillTokens != 1024 || c.PD.SkipPrefillFraction != 0.75 {
 		t.Errorf("%+v; want 1024 tokens from the environment, 0.75 from the flag", c.PD)
 	}
+}
 
+// TestPDSettingsRefused: bad disaggregation settings are refused with
+// their names.
+func TestPDSettingsRefused(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		env  []string
