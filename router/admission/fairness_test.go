@@ -26,6 +26,7 @@ import (
 // the same in every run of a case: alone, beside the heavy tenant with
 // fair queueing, and beside it with FIFO order.
 func TestFairness(t *testing.T) {
+	t.Parallel()
 	const steps = 1500
 	cases := []simCase{
 		// Light: 0.15 requests a step in bursts of 1 to 3; heavy 1.5.
@@ -36,6 +37,7 @@ func TestFairness(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			alone := runSim(t, c, steps, false, false)
 			fair := runSim(t, c, steps, true, false)
 			fifo := runSim(t, c, steps, true, true)

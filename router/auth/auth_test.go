@@ -28,6 +28,7 @@ func tenantJSON(name, key, extra string) string {
 }
 
 func TestParseFile(t *testing.T) {
+	t.Parallel()
 	src := fileWith(tenantJSON("team-a", keyA, `, "models": ["m1"], "priority": 2, "weight": 3, "isolated": true,
 		"limits": {"requests_per_second": 5, "tokens_per_minute": 6000, "max_concurrent": 7, "max_streams": 2}`) + `,` +
 		tenantJSON("team-b", keyB, ``))
@@ -62,6 +63,7 @@ func TestParseFile(t *testing.T) {
 }
 
 func TestParseFileErrors(t *testing.T) {
+	t.Parallel()
 	hA := HashKey(keyA).String()
 	for _, tc := range []struct{ name, src, want string }{
 		{"not json", `tenants = []`, "keys file: invalid character"},
@@ -81,6 +83,7 @@ func TestParseFileErrors(t *testing.T) {
 		{"isolated without secret", `{"tenants": [` + tenantJSON("t", keyA, `, "isolated": true`) + `]}`, "isolated needs the file's salt_secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := ParseFile([]byte(tc.src))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v; want one containing %q", err, tc.want)
@@ -93,6 +96,7 @@ func TestParseFileErrors(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	s, err := Open(Options{Keys: []string{keyA, keyB}})
 	if err != nil {
 		t.Fatal(err)
@@ -123,6 +127,7 @@ func TestList(t *testing.T) {
 }
 
 func TestReload(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "keys.json")
 	write := func(src string) { t.Helper(); writeKeysFile(t, path, src) }
@@ -211,6 +216,7 @@ func startRun(s *Store, reload <-chan struct{}) (stop func()) {
 }
 
 func TestNewKey(t *testing.T) {
+	t.Parallel()
 	a, err := NewKey()
 	if err != nil {
 		t.Fatal(err)

@@ -22,8 +22,10 @@ const dumpOpenAI = dump + `{% for m in messages %}{% for p in m.content %}{% end
 // chat_utils.parse_chat_messages, ChatCompletionRequest.build_chat_params
 // and ChatParams.with_defaults hand the template (docs/VLLM_PARITY.md).
 func TestRenderFollowsVLLM(t *testing.T) {
+	t.Parallel()
 	for _, tc := range slices.Concat(vllmContentCases(), vllmMessageCases(), vllmParamCases()) {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tmpl, err := New(tc.tmpl, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -145,6 +147,7 @@ func vllmParamCases() []vllmCase {
 // refuse them too, naming the field, rather than route them with keys of a
 // prompt the replica never builds.
 func TestRefusedLikeVLLM(t *testing.T) {
+	t.Parallel()
 	const q = `{"role":"user","content":"q"}`
 	for _, tc := range []struct {
 		name, body, wantErr string
@@ -174,6 +177,7 @@ func TestRefusedLikeVLLM(t *testing.T) {
 		{"tool call arguments not a string", `{"messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":{}}}]}],"add_generation_prompt":false}`, "messages[0].tool_calls[0].function.arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tmpl, err := New(dump, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -195,6 +199,7 @@ func TestRefusedLikeVLLM(t *testing.T) {
 // TestMultimodalIsMarked: media parts need the model's processor; Render
 // says so with ErrMultimodal (the router then routes approximately).
 func TestMultimodalIsMarked(t *testing.T) {
+	t.Parallel()
 	tmpl, err := New(dump, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // environment and flags, the prefill scheduler and static replicas' roles
 // from the file.
 func TestPDSettings(t *testing.T) {
+	t.Parallel()
 	c := Default()
 	if c.PD.SkipPrefillFraction != 0.9 || c.PD.SkipPrefillTokens != 0 || c.PD.PrefillScheduler != nil {
 		t.Fatalf("default %+v", c.PD)
@@ -59,6 +60,7 @@ replica "p0" {
 // TestPDSettingsRefused: bad disaggregation settings are refused with
 // their names.
 func TestPDSettingsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		env  []string
@@ -79,6 +81,7 @@ func TestPDSettingsRefused(t *testing.T) {
 }`, "prefill_scheduler: config scheduler: a picker block is required"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			f := BindFlags(fs)
 			env := tt.env

@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 // TestParse reads the load series out of vLLM's /metrics, in the forms
 // vLLM versions write them.
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -83,6 +84,7 @@ vllm:prefix_cache_hits_total{engine="1",model_name="qwen"} 150
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := Parse(strings.NewReader(tc.in))
 			if err != nil {
 				t.Fatal(err)
@@ -96,6 +98,7 @@ vllm:prefix_cache_hits_total{engine="1",model_name="qwen"} 150
 
 // TestParseRejects lists inputs Parse refuses, and a part of each error.
 func TestParseRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -115,6 +118,7 @@ func TestParseRejects(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := Parse(strings.NewReader(tc.in))
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Fatalf("got %v, %v; want an error containing %q", got, err, tc.err)
@@ -159,6 +163,7 @@ func (s *sink) get(replica string) (Sample, bool) {
 // TestScraper scrapes a real Prometheus registry exporting vLLM's series over
 // HTTP, follows changes, and keeps the last sample when a replica fails.
 func TestScraper(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	labels := []string{"model_name", "engine"}
 	waiting := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting"}, labels)
@@ -210,6 +215,7 @@ func TestScraper(t *testing.T) {
 }
 
 func TestStartRejectsNil(t *testing.T) {
+	t.Parallel()
 	if _, err := Start(context.Background(), nil, &sink{}, Options{}); err == nil {
 		t.Error("nil targets: got nil error")
 	}
