@@ -80,11 +80,13 @@ unit: deps bin/consul $(TEST_PREREQS) ## every test, with -race
 	$(GO) test -race -count=1 ./...
 	$(GO) test -count=1 -run '^TestScale' ./router/server/ # left out of -race builds
 
-# The fast loop: no -race, -short (tests that start whole fleets or run
-# long soaks skip), no Consul build and no test-data fetch (tests that need
-# them skip outside CI). Under 2 minutes with a warm build cache.
+# The fast loop: no -race, -short (tests that start whole fleets, Consul
+# agents or browsers, or run long soaks, skip), no Consul build and no
+# test-data fetch (tests that need the data skip outside CI). go test's own
+# vet pass is off: it runs a subset of the analyzers the vet prerequisite
+# has just run on the same packages.
 quick: fmt-check vet ## the fast loop: gofmt, go vet, go test -short without -race
-	$(GO) test -short -count=1 ./...
+	$(GO) test -short -count=1 -vet=off ./...
 
 fuzz: deps ## run every fuzz target briefly (FUZZTIME=10m for longer)
 	@for pkg in $(FUZZ_TARGETS); do \

@@ -113,6 +113,7 @@ func withMeta(in Instance, k, v string) Instance {
 }
 
 func TestConvertRouters(t *testing.T) {
+	t.Parallel()
 	inst := func(id, port string) Instance {
 		m := map[string]string{}
 		if port != "-" {
@@ -156,6 +157,7 @@ func TestConvertRouters(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, skipped := ConvertRouters(tc.in)
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("routers (-want +got):\n%s", d)
@@ -168,6 +170,7 @@ func TestConvertRouters(t *testing.T) {
 // TestConvertRegisteredRouters keeps routers whatever their health, each
 // with it; ConvertRouters keeps only the passing one.
 func TestConvertRegisteredRouters(t *testing.T) {
+	t.Parallel()
 	in := []Instance{
 		{ServiceID: "r1", Node: "n1", Address: "10.0.0.2", Port: 8080, Meta: map[string]string{MetaIngestPort: "9000"}, Health: HealthCritical},
 		{ServiceID: "r2", Node: "n1", Address: "10.0.0.2", Port: 8080, Meta: map[string]string{MetaIngestPort: "9001"}},

@@ -8,6 +8,7 @@ import (
 )
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	check := func(id, status string) *api.HealthCheck { return &api.HealthCheck{CheckID: id, Status: status} }
 	serfOK := check("serfHealth", api.HealthPassing)
 	tests := []struct {
@@ -37,6 +38,7 @@ func TestHealth(t *testing.T) {
 // warning and maintenance ones are kept as draining; routers are used only
 // while every check passes.
 func TestConvertByHealth(t *testing.T) {
+	t.Parallel()
 	withHealth := func(i Instance, h string) Instance { i.Health = h; return i }
 	in := []Instance{
 		withHealth(replicaInstance("a", nil), HealthPassing),

@@ -49,6 +49,7 @@ func (lockstep) String() string { return "lockstep" }
 // Nomad alike through each rule: the index it asks at next, the wake-ups a
 // set change gives, and the backoff after errors.
 func TestWatchLoopIndexRules(t *testing.T) {
+	t.Parallel()
 	a := []Instance{{ServiceID: "a", Health: HealthPassing}}
 	aWarn := []Instance{{ServiceID: "a", Health: HealthWarning}}
 	fail := errors.New("agent unreachable")
@@ -74,6 +75,7 @@ func TestWatchLoopIndexRules(t *testing.T) {
 			[]uint64{0, 0, 0, 0, 0}, 0, []time.Duration{ms, 2 * ms, 3 * ms, 3 * ms}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			src := lockstep{calls: make(chan call)}
 			var pauses []time.Duration
 			pause := func(_ context.Context, d time.Duration) bool { pauses = append(pauses, d); return true }

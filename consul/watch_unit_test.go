@@ -8,6 +8,7 @@ import (
 )
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	const ms = time.Millisecond
 	tests := []struct {
 		failures int
@@ -23,6 +24,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestNextIndex(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name            string
 		prev, got, want uint64
@@ -41,6 +43,7 @@ func TestNextIndex(t *testing.T) {
 }
 
 func TestWatchRejectsBadArguments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	if _, err := Watch(ctx, nil, Query{Service: "x"}, ConvertRouters, WatchOptions{}); err == nil {
 		t.Error("Watch with nil client: got nil error")
@@ -54,6 +57,7 @@ func TestWatchRejectsBadArguments(t *testing.T) {
 }
 
 func TestServiceValidate(t *testing.T) {
+	t.Parallel()
 	good := RouterRegistration("r1", "127.0.0.1", 8080, 9000)
 	if err := good.validate(); err != nil {
 		t.Fatalf("router registration invalid: %v", err)

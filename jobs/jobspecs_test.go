@@ -28,8 +28,10 @@ func shipped(t *testing.T) []string {
 // TestJobspecsFormatted keeps the shipped jobspecs as `hcl fmt` (and
 // `nomad fmt`) would write them.
 func TestJobspecsFormatted(t *testing.T) {
+	t.Parallel()
 	for _, f := range shipped(t) {
 		t.Run(f, func(t *testing.T) {
+			t.Parallel()
 			src, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)

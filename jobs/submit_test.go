@@ -176,6 +176,7 @@ func TestSubmit(t *testing.T) {
 // TestSubmitVars checks that -var values reach the agent's parser, which
 // alone resolves a jobspec's input variables.
 func TestSubmitVars(t *testing.T) {
+	t.Parallel()
 	fake := &fakeNomad{evals: []api.Evaluation{{ID: "eval-1", Status: "complete"}}}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)

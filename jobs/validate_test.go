@@ -10,8 +10,10 @@ import (
 // TestShippedJobspecsValidate runs the validator over every jobspec in this
 // folder: what operators are told to `nomad job run` must pass it.
 func TestShippedJobspecsValidate(t *testing.T) {
+	t.Parallel()
 	for _, f := range shipped(t) {
 		t.Run(f, func(t *testing.T) {
+			t.Parallel()
 			problems, err := ValidateFile(f)
 			if err != nil {
 				t.Fatal(err)
@@ -26,6 +28,7 @@ func TestShippedJobspecsValidate(t *testing.T) {
 // TestBrokenJobspecs feeds jobspecs with one mistake each and expects that
 // mistake, at its file:line:col, and nothing else.
 func TestBrokenJobspecs(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file string
 		want []string // each problem: its "file:line:col: " prefix plus a part of the message
@@ -60,6 +63,7 @@ func TestBrokenJobspecs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join("testdata", tt.file+".nomad.hcl")
 			problems, err := ValidateFile(path)
 			if err != nil {
@@ -79,6 +83,7 @@ func TestBrokenJobspecs(t *testing.T) {
 
 // TestBrokenJobspecsCovered keeps every broken jobspec in the table above.
 func TestBrokenJobspecsCovered(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/*.nomad.hcl")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +96,7 @@ func TestBrokenJobspecsCovered(t *testing.T) {
 }
 
 func TestValidateFileMissing(t *testing.T) {
+	t.Parallel()
 	if _, err := ValidateFile(filepath.Join(t.TempDir(), "absent.nomad.hcl")); !os.IsNotExist(unwrapAll(err)) {
 		t.Errorf("got %v; want a not-exist error", err)
 	}

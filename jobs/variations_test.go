@@ -44,6 +44,7 @@ const metaBlock = `        meta {
 // not flag: client-side interpolation, input variables, meta as a map,
 // numbers in meta, and tasks of other drivers.
 func TestValidVariations(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, config, service string
 	}{
@@ -88,6 +89,7 @@ func TestValidVariations(t *testing.T) {
 
 // TestMetaMismatches checks that meta must agree with the task config.
 func TestMetaMismatches(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, config, meta, want string
 	}{
@@ -98,6 +100,7 @@ func TestMetaMismatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			src := strings.NewReplacer("%CONFIG%", "        "+tt.config, "%SERVICE%", tt.meta).Replace(replicaJob)
 			problems := Validate("m.nomad.hcl", []byte(src))
 			if len(problems) != 1 || !strings.Contains(problems[0].Message, tt.want) {

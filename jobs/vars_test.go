@@ -30,6 +30,7 @@ func roundTrip(t testing.TB, file string) map[string]string {
 }
 
 func TestVarFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		pairs   []string
@@ -50,6 +51,7 @@ func TestVarFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			file, err := VarFile(tt.pairs)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

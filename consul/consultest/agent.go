@@ -89,8 +89,14 @@ func Bin() (string, error) {
 // Start runs a fresh agent and returns once it has elected itself leader. The
 // agent is stopped and reaped when the test ends. Without a binary the test
 // is skipped, or fails when CI=true, because CI must run every Consul test.
+// With -short the test is skipped too: `make quick` neither builds Consul
+// nor starts agents, so its time and result do not hang on whether
+// bin/consul happens to exist; `make test` runs every Consul test.
 func Start(t testing.TB) *Agent {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Consul agent; skipped with -short")
+	}
 	bin, err := Bin()
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -6,6 +6,7 @@ import "testing"
 // (a reset to every session, listed in snapshots); one it holds blocks for
 // is left alone, where Announce would tell sessions it holds nothing.
 func TestAnnounceIfUnknown(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		blocks     int // blocks stored for the replica first
@@ -16,6 +17,7 @@ func TestAnnounceIfUnknown(t *testing.T) {
 		{"holding blocks", 2, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			s := NewStore()
 			if tc.blocks > 0 {
 				apply(s, "r", 0, stored([]uint64{1, 2}, nil, toks(0, 32), 16))

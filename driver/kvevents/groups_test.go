@@ -26,6 +26,7 @@ func group(g int, bs []Block) []Block {
 // residency, and a session sends each group's changes under its own
 // KVGroup with the layout.
 func TestGroupsHoldSeparately(t *testing.T) {
+	t.Parallel()
 	const bs = 4
 	all := toks(100, 2*bs)
 	keys := blockkey.Keys(nil, blockkey.Root(""), all, bs)
@@ -67,6 +68,7 @@ func TestGroupsHoldSeparately(t *testing.T) {
 // A Mamba group stores a state block whose parent only the full-attention
 // group stored: the key still resolves, through the sibling group.
 func TestGroupParentInSiblingGroup(t *testing.T) {
+	t.Parallel()
 	const bs = 4
 	all := toks(100, 3*bs)
 	keys := blockkey.Keys(nil, blockkey.Root(""), all, bs)
@@ -91,6 +93,7 @@ func TestGroupParentInSiblingGroup(t *testing.T) {
 // chaining through the null blocks' tokens; a store of null blocks only
 // holds nothing.
 func TestGroupStoreSkipsNullBlocks(t *testing.T) {
+	t.Parallel()
 	const bs = 4
 	all := toks(100, 4*bs)
 	keys := blockkey.Keys(nil, blockkey.Root(""), all, bs)
@@ -121,6 +124,7 @@ func TestGroupStoreSkipsNullBlocks(t *testing.T) {
 		}, group(0, gpu(0, keys...))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			s := NewStore()
 			apply(s, "r", 0, tc.evs...)
 			if got, want := s.Blocks("r"), sortBlocks(tc.want); !slices.Equal(got, want) {

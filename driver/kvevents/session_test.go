@@ -37,6 +37,7 @@ func count(d Drained) (adds, dels, resets int) {
 }
 
 func TestSessionSnapshotThenDeltas(t *testing.T) {
+	t.Parallel()
 	s := NewStore()
 	tk := toks(0, 16)
 	apply(s, "a", 0, stored([]uint64{1, 2}, nil, tk[:8], 4))
@@ -64,6 +65,7 @@ func TestSessionSnapshotThenDeltas(t *testing.T) {
 }
 
 func TestSessionNetEffect(t *testing.T) {
+	t.Parallel()
 	tk := toks(0, 8)
 	tests := []struct {
 		name              string
@@ -83,6 +85,7 @@ func TestSessionNetEffect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			s := NewStore()
 			apply(s, "a", 0, tt.before...)
 			ss := s.Open()
@@ -98,6 +101,7 @@ func TestSessionNetEffect(t *testing.T) {
 }
 
 func TestRemoveReachesEverySession(t *testing.T) {
+	t.Parallel()
 	s := NewStore()
 	apply(s, "a", 0, stored([]uint64{1}, nil, toks(0, 4), 4))
 	apply(s, "b", 0, stored([]uint64{1}, nil, toks(0, 4), 4))
@@ -122,6 +126,7 @@ func TestRemoveReachesEverySession(t *testing.T) {
 }
 
 func TestRemoveThenRestartInOneWindow(t *testing.T) {
+	t.Parallel()
 	s := NewStore()
 	tk := toks(0, 8)
 	apply(s, "a", 0, stored([]uint64{1}, nil, tk[:4], 4))
@@ -145,6 +150,7 @@ func TestRemoveThenRestartInOneWindow(t *testing.T) {
 // intake never waits, the log stays bounded, and the stalled session's next
 // drain is a snapshot that matches the state.
 func TestStalledSession(t *testing.T) {
+	t.Parallel()
 	const maxLag = 3 * chunkSize
 	s := NewStore(WithMaxLag(maxLag))
 	live, stalled := s.Open(), s.Open()
@@ -181,6 +187,7 @@ func TestStalledSession(t *testing.T) {
 // draining at random points, and checks that a receiver applying the drains
 // ends up with exactly the store's state.
 func TestSessionMirrorsRandomHistory(t *testing.T) {
+	t.Parallel()
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		s := NewStore(WithMaxLag(chunkSize))

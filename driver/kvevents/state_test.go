@@ -172,6 +172,7 @@ func TestBlockState(t *testing.T) {
 }
 
 func TestRanksAreSeparate(t *testing.T) {
+	t.Parallel()
 	s := NewStore()
 	tk := toks(1, 4)
 	key := blockkey.Keys(nil, blockkey.Root(""), tk, 4)[0]

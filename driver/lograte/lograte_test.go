@@ -9,6 +9,7 @@ import (
 // TestLimiter: within an interval only the first call runs; the next one
 // after it reports how many were suppressed meanwhile.
 func TestLimiter(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name  string
@@ -42,6 +43,7 @@ func TestLimiter(t *testing.T) {
 
 // TestLimiterRealClock: without a test clock the limiter reads time.Now.
 func TestLimiterRealClock(t *testing.T) {
+	t.Parallel()
 	l := Limiter{Every: time.Hour}
 	runs := 0
 	for range 3 {

@@ -45,6 +45,7 @@ var chainCases = []struct {
 }
 
 func TestChainMatchesDocumentedLayout(t *testing.T) {
+	t.Parallel()
 	parent := Root("")
 	for _, tt := range chainCases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +87,7 @@ func TestChainDoesNotAllocate(t *testing.T) {
 }
 
 func TestRootLayout(t *testing.T) {
+	t.Parallel()
 	for _, lora := range []string{"", "sql-adapter"} {
 		want := Key(xxh3.HashString("llmgw/blockkey/v2\x00" + lora))
 		if got := Root(lora); got != want {
@@ -98,6 +100,7 @@ func TestRootLayout(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	toks := seqTokens(40, 9)
 	tests := []struct {
 		name      string
@@ -112,6 +115,7 @@ func TestKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got := Keys(nil, Root(""), toks, tt.blockSize)
 			if len(got) != tt.want {
 				t.Fatalf("%d keys; want %d", len(got), tt.want)
@@ -129,6 +133,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestKeysDiffer(t *testing.T) {
+	t.Parallel()
 	a := seqTokens(16, 1)
 	b := seqTokens(16, 2)
 	r := Root("")
@@ -174,6 +179,7 @@ func BenchmarkKeys4096Tokens(b *testing.B) {
 }
 
 func TestPromptKeys(t *testing.T) {
+	t.Parallel()
 	toks := seqTokens(40, 3)
 	salt := Extra(nil).AppendString("s1")
 	first := Chain(Root("sql"), toks[:16], salt)

@@ -25,6 +25,7 @@ func goldenCompute() []Key {
 // would silently split driver and router keys across versions) fails here.
 // After a deliberate change (see the package doc) run it with -update.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	got := goldenCompute()
 	if *update {
 		writeGolden(t, got)

@@ -16,6 +16,7 @@ func hash64(b []byte, seed uint64) uint64 {
 // TestHash64MatchesXXH3: the fixed-size hash is XXH3-64 for every seed,
 // including the extremes where the seeded secret words wrap.
 func TestHash64MatchesXXH3(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	b := make([]byte, 80)
 	seeds := []uint64{0, 1, ^uint64(0), 1 << 63, secret64[0], -secret64[1]}

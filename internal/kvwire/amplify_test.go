@@ -107,6 +107,7 @@ func (s stalledBody) Read([]byte) (int, error) {
 // without reading a byte of the body, and a declared body over MaxBody is
 // refused with 413 unread.
 func TestTokenCheckedBeforeBody(t *testing.T) {
+	t.Parallel()
 	r, err := NewReceiver("secret", &Mirror{})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ func rep(id string, add ...uint64) Replica {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
+	t.Parallel()
 	u := update(3, false,
 		Replica{ID: "a/main", BlockSize: 16, Reset: true, Groups: []Group{
 			{Rank: 0, Tier: TierGPU, Add: []uint64{1, 1 << 63}, Del: []uint64{2}},
@@ -40,6 +41,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 }
 
 func TestDecodeRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		u    *Update
@@ -83,6 +85,7 @@ func mustEncode(t testing.TB, u *Update) []byte {
 }
 
 func TestReceiverSequencing(t *testing.T) {
+	t.Parallel()
 	m := NewMirror()
 	r, err := NewReceiver("secret", m)
 	if err != nil {
@@ -123,12 +126,14 @@ func TestReceiverSequencing(t *testing.T) {
 }
 
 func TestNewReceiverNeedsToken(t *testing.T) {
+	t.Parallel()
 	if _, err := NewReceiver("", NewMirror()); err == nil {
 		t.Error("empty token accepted")
 	}
 }
 
 func TestHTTP(t *testing.T) {
+	t.Parallel()
 	m := NewMirror()
 	r, err := NewReceiver("secret", m)
 	if err != nil {
@@ -193,6 +198,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func TestReceiverExpire(t *testing.T) {
+	t.Parallel()
 	m := NewMirror()
 	r, err := NewReceiver("secret", m)
 	if err != nil {

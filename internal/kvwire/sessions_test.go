@@ -8,6 +8,7 @@ import (
 // TestSessions: a session appears with a driver's snapshot, follows its
 // sequence, and is gone once forgotten.
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	r, err := NewReceiver("secret", NewMirror())
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +36,7 @@ func TestSessions(t *testing.T) {
 // heard from, a repeated update refreshes that time, and Expired counts
 // the sessions Expire dropped.
 func TestSessionsAndExpired(t *testing.T) {
+	t.Parallel()
 	r, err := NewReceiver("secret", NewMirror())
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ func hybridUpdate() *Update {
 }
 
 func TestVersion2RoundTrip(t *testing.T) {
+	t.Parallel()
 	u := hybridUpdate()
 	got, err := Decode(mustEncode(t, u))
 	if err != nil {
@@ -34,6 +35,7 @@ func TestVersion2RoundTrip(t *testing.T) {
 // A version 1 encoding of a hybrid update keeps the primary group only,
 // and a version 2 receiver reads a version 1 body as group 0.
 func TestVersion1Shape(t *testing.T) {
+	t.Parallel()
 	u := hybridUpdate()
 	u.Version = 1
 	got, err := Decode(mustEncode(t, u))
@@ -53,6 +55,7 @@ func TestVersion1Shape(t *testing.T) {
 }
 
 func TestPrimary(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		layout []KVGroupSpec
@@ -70,6 +73,7 @@ func TestPrimary(t *testing.T) {
 }
 
 func TestLayoutRejects(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		layout []KVGroupSpec
@@ -91,6 +95,7 @@ func TestLayoutRejects(t *testing.T) {
 }
 
 func TestRefusedVersion(t *testing.T) {
+	t.Parallel()
 	if !RefusedVersion(errors.Join(ErrMalformed, errors.New("version 2; this receiver speaks 1"))) {
 		t.Error("an old router's version answer not recognised")
 	}
@@ -141,6 +146,7 @@ func mustMarshal(t testing.TB, v *updateV1) []byte {
 // A driver of version 1 (its exact bytes) is accepted by this receiver,
 // its blocks as group 0.
 func TestReceiverTakesVersion1Driver(t *testing.T) {
+	t.Parallel()
 	m := NewMirror()
 	r, err := NewReceiver("secret", m)
 	if err != nil {

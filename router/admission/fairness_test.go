@@ -26,6 +26,7 @@ import (
 // the same in every run of a case: alone, beside the heavy tenant with
 // fair queueing, and beside it with FIFO order.
 func TestFairness(t *testing.T) {
+	t.Parallel()
 	const steps = 1500
 	cases := []simCase{
 		// Light: 0.15 requests a step in bursts of 1 to 3; heavy 1.5.
@@ -36,6 +37,7 @@ func TestFairness(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			alone := runSim(t, c, steps, false, false)
 			fair := runSim(t, c, steps, true, false)
 			fifo := runSim(t, c, steps, true, true)
@@ -103,95 +105,120 @@ type simTry struct {
 func runSim(t *testing.T, c simCase, steps int, withHeavy, fifo bool) simResult {
 	t.Helper()
 	const capacity = 2
-	q := New(Options{Timeout: time.Hour, MaxWaiters: 1 << 20, Poll: time.Hour, fifo: fifo})
-	var (
-		cap      slots
-		step     atomic.Int64
-		tries    = make(chan simTry, 1)
-		reqs     []*simReq
-		inflight int
-		queued   int
-		wg       sync.WaitGroup
-	)
-	cap.release(capacity)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	light, heavy := &tenant.Tenant{Name: "light"}, &tenant.Tenant{Name: "heavy"}
-	lightRand, heavyRand := rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(3, 4))
-	arrive := func(who *tenant.Tenant) {
-		r := &simReq{light: who == light, arrived: step.Load(), started: -1}
-		reqs = append(reqs, r)
-		try := func() bool {
-			ok := cap.take()
-			if ok {
-				r.started = step.Load()
-			}
-			if r.queued {
-				select {
-				case tries <- simTry{r, ok}:
-				case <-ctx.Done():
-				}
-			}
-			return ok
-		}
-		tctx := tenant.NewContext(ctx, who)
-		p, w, err := q.arrive(tctx, "m", NoPriority, try)
-		switch {
-		case err != nil:
-			t.Fatalf("arrive: %v", err)
-		case w == nil:
-			inflight++
-			return
-		}
-		r.queued, r.done = true, make(chan struct{})
-		queued++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(r.done)
-			_ = q.await(tctx, p, w, try)
-		}()
+	sm := &sim{
+		t:     t,
+		ctx:   ctx,
+		q:     New(Options{Timeout: time.Hour, MaxWaiters: 1 << 20, Poll: time.Hour, fifo: fifo}),
+		tries: make(chan simTry, 1),
+		light: &tenant.Tenant{Name: "light"},
 	}
+	sm.cap.release(capacity)
+	heavy := &tenant.Tenant{Name: "heavy"}
+	lightRand, heavyRand := rand.New(rand.NewPCG(1, 2)), rand.New(rand.NewPCG(3, 4))
 	for s := range steps {
-		step.Store(int64(s))
-		if inflight > 0 { // one request ends
-			inflight--
-			cap.release(1)
-			// The end wakes the queue; so does each admitted request's
-			// start, as in the gateway, until a try finds no room. Each
-			// Wake is one try, awaited with its bookkeeping, so that
-			// arrivals see the same queue in every run.
-			for n := 0; queued > 0; n++ {
-				q.Wake("m")
-				tr := <-tries
-				if !tr.ok {
-					if n == 0 {
-						t.Fatalf("step %d: the head's try after a slot freed failed", s)
-					}
-					break
-				}
-				<-tr.r.done
-				inflight++
-				queued--
-			}
+		sm.step.Store(int64(s))
+		if sm.inflight > 0 {
+			sm.endOne(s)
 		}
 		if withHeavy {
 			for range c.heavyTrials {
 				if heavyRand.Float64() < c.heavyP {
-					arrive(heavy)
+					sm.arrive(heavy)
 				}
 			}
 		}
 		if lightRand.Float64() < c.burstP {
 			for range c.burstMin + lightRand.IntN(c.burstMax-c.burstMin+1) {
-				arrive(light)
+				sm.arrive(sm.light)
 			}
 		}
 	}
 	cancel()
-	wg.Wait()
+	sm.wg.Wait()
+	return sm.result(steps)
+}
+
+// sim is one runSim run: the queue, the capacity, and every request.
+type sim struct {
+	t        *testing.T
+	ctx      context.Context
+	q        *Queue
+	cap      slots
+	step     atomic.Int64
+	tries    chan simTry
+	reqs     []*simReq
+	inflight int
+	queued   int
+	wg       sync.WaitGroup
+	light    *tenant.Tenant
+}
+
+// arrive brings in one request of who's: admitted at once, or queued with
+// a goroutine awaiting its turn.
+func (sm *sim) arrive(who *tenant.Tenant) {
+	r := &simReq{light: who == sm.light, arrived: sm.step.Load(), started: -1}
+	sm.reqs = append(sm.reqs, r)
+	try := func() bool {
+		ok := sm.cap.take()
+		if ok {
+			r.started = sm.step.Load()
+		}
+		if r.queued {
+			select {
+			case sm.tries <- simTry{r, ok}:
+			case <-sm.ctx.Done():
+			}
+		}
+		return ok
+	}
+	tctx := tenant.NewContext(sm.ctx, who)
+	p, w, err := sm.q.arrive(tctx, "m", NoPriority, try)
+	switch {
+	case err != nil:
+		sm.t.Fatalf("arrive: %v", err)
+	case w == nil:
+		sm.inflight++
+		return
+	}
+	r.queued, r.done = true, make(chan struct{})
+	sm.queued++
+	sm.wg.Add(1)
+	go func() {
+		defer sm.wg.Done()
+		defer close(r.done)
+		_ = sm.q.await(tctx, p, w, try)
+	}()
+}
+
+// endOne ends one admitted request at step s. The end wakes the queue; so
+// does each admitted request's start, as in the gateway, until a try finds
+// no room. Each Wake is one try, awaited with its bookkeeping, so that
+// arrivals see the same queue in every run.
+func (sm *sim) endOne(s int) {
+	sm.inflight--
+	sm.cap.release(1)
+	for n := 0; sm.queued > 0; n++ {
+		sm.q.Wake("m")
+		tr := <-sm.tries
+		if !tr.ok {
+			if n == 0 {
+				sm.t.Fatalf("step %d: the head's try after a slot freed failed", s)
+			}
+			break
+		}
+		<-tr.r.done
+		sm.inflight++
+		sm.queued--
+	}
+}
+
+// result counts the heavy requests and collects the light ones' waits; a
+// light request still queued counts its wait up to the last step.
+func (sm *sim) result(steps int) simResult {
 	var res simResult
-	for _, r := range reqs {
+	for _, r := range sm.reqs {
 		switch {
 		case !r.light:
 			res.heavy++
@@ -205,7 +232,7 @@ func runSim(t *testing.T, c simCase, steps int, withHeavy, fifo bool) simResult 
 		}
 	}
 	if len(res.light) == 0 {
-		t.Fatal("no light requests")
+		sm.t.Fatal("no light requests")
 	}
 	return res
 }

@@ -8,6 +8,7 @@ import (
 )
 
 func TestBand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		priority int
@@ -27,6 +28,7 @@ func TestBand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			p, err := ParsePriority(tt.header)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) || len(err.Error()) > 300 {

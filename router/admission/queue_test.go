@@ -79,6 +79,7 @@ func TestFastPathAllocatesNothing(t *testing.T) {
 // first, a header can lower a request's band but not raise it, and within
 // a band tenants share by weight (weight 2 gets two turns to weight 1's).
 func TestOrder(t *testing.T) {
+	t.Parallel()
 	q := New(Options{Timeout: time.Minute, MaxWaiters: 64, Poll: time.Hour})
 	var cap slots
 	var mu sync.Mutex
@@ -130,6 +131,7 @@ func TestOrder(t *testing.T) {
 // queue without any capacity freeing or any Wake, and the others keep
 // their order.
 func TestCancelLeavesAtOnce(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	q := New(Options{Timeout: time.Minute, MaxWaiters: 8, Poll: time.Hour, Metrics: m})
 	var cap slots
@@ -167,6 +169,7 @@ func TestCancelLeavesAtOnce(t *testing.T) {
 // once with a Retry-After of at least a second; the refusals are counted
 // by band and reason.
 func TestCaps(t *testing.T) {
+	t.Parallel()
 	m := NewMetrics()
 	q := New(Options{Timeout: time.Minute, MaxWaiters: 2, MaxPerTenant: 1, Poll: time.Hour, Metrics: m})
 	var cap slots
@@ -214,6 +217,7 @@ func TestCaps(t *testing.T) {
 // TestTimeoutAndNoQueue: a wait that runs out is refused with a
 // Retry-After and leaves nothing behind; with no timeout there is no queue.
 func TestTimeoutAndNoQueue(t *testing.T) {
+	t.Parallel()
 	var cap slots
 	q := New(Options{Timeout: 20 * time.Millisecond, MaxWaiters: 8, Poll: time.Hour})
 	err := q.Admit(context.Background(), "m", NoPriority, cap.take)
@@ -236,6 +240,7 @@ func TestTimeoutAndNoQueue(t *testing.T) {
 // metrics showing room) is found by the periodic retry, and it goes to
 // the head, not to whoever polls first.
 func TestPollTriesInOrder(t *testing.T) {
+	t.Parallel()
 	q := New(Options{Timeout: time.Minute, MaxWaiters: 8, Poll: 5 * time.Millisecond})
 	var cap slots
 	var mu sync.Mutex
@@ -271,6 +276,7 @@ func TestPollTriesInOrder(t *testing.T) {
 // (the Wake found nobody queued) gets another try when it joins, without
 // waiting for the periodic retry.
 func TestNoLostWake(t *testing.T) {
+	t.Parallel()
 	q := New(Options{Timeout: time.Minute, MaxWaiters: 8, Poll: time.Hour})
 	var cap slots
 	tries := 0
@@ -291,6 +297,7 @@ func TestNoLostWake(t *testing.T) {
 // TestRetryAfter: the estimate counts higher bands in full and the
 // tenant's own queue at its share of its band, at the recent interval.
 func TestRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	p := &pool{interval: time.Second, lastAdmit: now}
 	for i, who := range []struct {
@@ -346,6 +353,7 @@ func BenchmarkAdmitUncontended(b *testing.B) {
 // freed; the next tries on the next Wake (in the router, the admitted
 // request's start), when the load counts the one admitted.
 func TestOneTurnPerWake(t *testing.T) {
+	t.Parallel()
 	q := New(Options{Timeout: time.Minute, MaxWaiters: 8, Poll: time.Hour})
 	var cap slots
 	var tries atomic.Int32

@@ -28,6 +28,7 @@ func tenantJSON(name, key, extra string) string {
 }
 
 func TestParseFile(t *testing.T) {
+	t.Parallel()
 	src := fileWith(tenantJSON("team-a", keyA, `, "models": ["m1"], "priority": 2, "weight": 3, "isolated": true,
 		"limits": {"requests_per_second": 5, "tokens_per_minute": 6000, "max_concurrent": 7, "max_streams": 2}`) + `,` +
 		tenantJSON("team-b", keyB, ``))
@@ -62,6 +63,7 @@ func TestParseFile(t *testing.T) {
 }
 
 func TestParseFileErrors(t *testing.T) {
+	t.Parallel()
 	hA := HashKey(keyA).String()
 	for _, tc := range []struct{ name, src, want string }{
 		{"not json", `tenants = []`, "keys file: invalid character"},
@@ -81,6 +83,7 @@ func TestParseFileErrors(t *testing.T) {
 		{"isolated without secret", `{"tenants": [` + tenantJSON("t", keyA, `, "isolated": true`) + `]}`, "isolated needs the file's salt_secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := ParseFile([]byte(tc.src))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v; want one containing %q", err, tc.want)
@@ -93,6 +96,7 @@ func TestParseFileErrors(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	s, err := Open(Options{Keys: []string{keyA, keyB}})
 	if err != nil {
 		t.Fatal(err)
@@ -123,19 +127,10 @@ func TestList(t *testing.T) {
 }
 
 func TestReload(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "keys.json")
-	write := func(src string) {
-		t.Helper()
-		// As a Nomad template does: write aside, then rename over.
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(src string) { t.Helper(); writeKeysFile(t, path, src) }
 	write(fileWith(tenantJSON("team-a", keyA, "")))
 	if _, err := Open(Options{File: filepath.Join(dir, "missing.json")}); err == nil {
 		t.Error("a missing keys file opened")
@@ -149,14 +144,11 @@ func TestReload(t *testing.T) {
 		t.Error("the list key is not in the table beside the file")
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); s.Run(ctx, nil) }()
+	stop := startRun(s, nil)
 	stopped := false
 	defer func() {
 		if !stopped {
-			cancel()
-			<-done
+			stop()
 		}
 	}()
 
@@ -186,15 +178,10 @@ func TestReload(t *testing.T) {
 	}
 	// Signalled reload (SIGHUP) of a fixed file.
 	reload := make(chan struct{})
-	cancel()
-	<-done
+	stop()
 	stopped = true
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	defer cancel2()
-	done2 := make(chan struct{})
 	s.opts.Poll = time.Hour
-	go func() { defer close(done2); s.Run(ctx2, reload) }()
-	defer func() { cancel2(); <-done2 }()
+	defer startRun(s, reload)()
 	write(fileWith(tenantJSON("team-d", keyB, "")))
 	reload <- struct{}{}
 	poll.Until(t, "the signalled reload", func() bool {
@@ -206,7 +193,30 @@ func TestReload(t *testing.T) {
 	}
 }
 
+// writeKeysFile replaces path with src as a Nomad template does: write
+// aside, then rename over.
+func writeKeysFile(t *testing.T, path, src string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startRun runs s.Run until the stop it returns is called; stop waits for
+// Run to return.
+func startRun(s *Store, reload <-chan struct{}) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(ctx, reload) }()
+	return func() { cancel(); <-done }
+}
+
 func TestNewKey(t *testing.T) {
+	t.Parallel()
 	a, err := NewKey()
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestPyFloat(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   float64
 		want string
@@ -24,6 +25,7 @@ func TestPyFloat(t *testing.T) {
 }
 
 func TestTojson(t *testing.T) {
+	t.Parallel()
 	v, err := decodeValue([]byte(`{"b": [1, 2.0, "x<&>\u2028é"], "a": {}, "c": [], "d": null, "e": true}`))
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +54,7 @@ func TestTojson(t *testing.T) {
 }
 
 func TestRewriteTojson(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"{{ tool | tojson }}", "{{ __llmgw_tojson(tool) }}"},
 		{"{{- t | tojson(indent=4) }}", "{{- __llmgw_tojson(t, indent=4) }}"},
@@ -68,6 +71,7 @@ func TestRewriteTojson(t *testing.T) {
 }
 
 func TestWhitespaceMatchesJinja2(t *testing.T) {
+	t.Parallel()
 	// Expected outputs are Jinja2's with trim_blocks and lstrip_blocks.
 	for _, tc := range []struct{ src, want string }{
 		{"{% if true %} {{ 'x' }}{% endif %}", " x"},
@@ -94,6 +98,7 @@ func TestWhitespaceMatchesJinja2(t *testing.T) {
 }
 
 func TestParseRequestErrors(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{``, `{`, `{"model":"x"}`, `[1]`} {
 		if _, err := ParseRequest([]byte(body)); err == nil {
 			t.Errorf("ParseRequest(%q) succeeded; want an error", body)
@@ -102,6 +107,7 @@ func TestParseRequestErrors(t *testing.T) {
 }
 
 func TestContinueFinalMessage(t *testing.T) {
+	t.Parallel()
 	tmpl, err := New(`{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}`, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +125,7 @@ func TestContinueFinalMessage(t *testing.T) {
 }
 
 func TestStrftimeNow(t *testing.T) {
+	t.Parallel()
 	tmpl, err := New(`{{ strftime_now("%d %b %Y|%-d %B|%Y-%m-%d %H:%M:%S %p %A %j %%") }}`, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +138,7 @@ func TestStrftimeNow(t *testing.T) {
 }
 
 func TestRaiseException(t *testing.T) {
+	t.Parallel()
 	tmpl, err := New(`{{ raise_exception("roles must alternate") }}`, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +149,7 @@ func TestRaiseException(t *testing.T) {
 }
 
 func TestLoadErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "no chat template") {
 		t.Errorf("Load(empty dir) = %v; want a no chat template error", err)
@@ -151,6 +160,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestRange(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ src, want, wantErr string }{
 		{"{% for i in range(3) %}{{ i }}{% endfor %}", "012", ""},
 		{"{% for i in range(5, 1, -2) %}{{ i }}{% endfor %}", "53", ""},
@@ -179,6 +189,7 @@ func TestRange(t *testing.T) {
 // hits. Each case states Jinja2's output; if the engine is upgraded and a
 // case starts to match, move it out of this list.
 func TestKnownEngineDeviations(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		src, jinja2, got, why string
 	}{

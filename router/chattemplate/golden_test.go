@@ -135,6 +135,7 @@ func readConversations(t *testing.T) map[string]Request {
 }
 
 func TestGoldenRenders(t *testing.T) {
+	t.Parallel()
 	g := readRenderGolden(t)
 	templates := goldenTemplates(t, g)
 	convs := readConversations(t)
@@ -178,6 +179,7 @@ func TestGoldenRenders(t *testing.T) {
 // text, against the content format render.py finds on the Jinja2 syntax
 // tree the way vLLM does, for every golden template.
 func TestContentFormatMatchesVLLM(t *testing.T) {
+	t.Parallel()
 	g := readRenderGolden(t)
 	templates := goldenTemplates(t, g)
 	if len(g.Formats) < 100 {

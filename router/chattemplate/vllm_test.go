@@ -2,6 +2,7 @@ package chattemplate
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -21,13 +22,42 @@ const dumpOpenAI = dump + `{% for m in messages %}{% for p in m.content %}{% end
 // chat_utils.parse_chat_messages, ChatCompletionRequest.build_chat_params
 // and ChatParams.with_defaults hand the template (docs/VLLM_PARITY.md).
 func TestRenderFollowsVLLM(t *testing.T) {
-	const q = `{"role":"user","content":"q"}`
-	for _, tc := range []struct {
-		name, tmpl, body, want string
-	}{
-		{"string content stays a string", dump, `{"messages":[` + q + `]}`,
+	t.Parallel()
+	for _, tc := range slices.Concat(vllmContentCases(), vllmMessageCases(), vllmParamCases()) {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tmpl, err := New(tc.tmpl, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := ParseRequest([]byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tmpl.Render(req)
+			if err != nil || got != tc.want {
+				t.Fatalf("Render = %v\n got %s\nwant %s", err, got, tc.want)
+			}
+		})
+	}
+}
+
+// vllmCase is a request body and what template tmpl renders for it.
+type vllmCase struct {
+	name, tmpl, body, want string
+}
+
+// userQ is a one-message conversation for cases about the rest of the
+// request.
+const userQ = `{"role":"user","content":"q"}`
+
+// vllmContentCases pin how message content reaches the template: a string,
+// or parts joined or kept as parts.
+func vllmContentCases() []vllmCase {
+	return []vllmCase{
+		{"string content stays a string", dump, `{"messages":[` + userQ + `]}`,
 			`{"role": "user", "content": "q"}` + "\ntools=null documents=null gen=True"},
-		{"string content becomes one text part for openai templates", dumpOpenAI, `{"messages":[` + q + `]}`,
+		{"string content becomes one text part for openai templates", dumpOpenAI, `{"messages":[` + userQ + `]}`,
 			`{"role": "user", "content": [{"type": "text", "text": "q"}]}` + "\ntools=null documents=null gen=True"},
 		{"text-like parts joined by newline", dump,
 			`{"messages":[{"role":"user","content":["bare",{"type":"text","text":"a"},{"type":"input_text","text":"b"},{"type":"output_text","text":"c"},{"type":"refusal","refusal":"r"},{"type":"thinking","thinking":"t"},{"type":"text","text":null}]}]}`,
@@ -53,6 +83,13 @@ func TestRenderFollowsVLLM(t *testing.T) {
 			`{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "tool_reference", "name": "f"}]}` + "\ntools=null documents=null gen=True"},
 		{"null content", dumpOpenAI, `{"messages":[{"role":"assistant","content":null}],"add_generation_prompt":false}`,
 			`{"role": "assistant", "content": []}` + "\ntools=null documents=null gen=False"},
+	}
+}
+
+// vllmMessageCases pin which message fields reach the template, and in
+// what form.
+func vllmMessageCases() []vllmCase {
+	return []vllmCase{
 		{"unknown message fields dropped, name kept only as a string", dump,
 			`{"messages":[{"role":"user","content":"q","name":"ann","extra":1,"tool_call_id":"x","tool_calls":[{"function":{"name":"f","arguments":"{}"}}]},{"role":"user","content":"r","name":5}]}`,
 			`{"role": "user", "content": "q", "name": "ann"}` + "\n" + `{"role": "user", "content": "r"}` + "\ntools=null documents=null gen=True"},
@@ -77,40 +114,32 @@ func TestRenderFollowsVLLM(t *testing.T) {
 		{"developer tools in OpenAI's declaration order", dump,
 			`{"messages":[{"role":"developer","content":"d","tools":[{"type":"function","function":{"strict":true,"parameters":{},"name":"f","x":1}}]}]}`,
 			`{"role": "developer", "content": "d", "tools": [{"function": {"name": "f", "parameters": {}, "strict": true, "x": 1}, "type": "function"}]}` + "\ntools=null documents=null gen=True"},
+	}
+}
+
+// vllmParamCases pin the request's tools, documents, flags and
+// chat_template_kwargs as the template sees them.
+func vllmParamCases() []vllmCase {
+	return []vllmCase{
 		{"tools as model_dump prints them", dump,
-			`{"messages":[` + q + `],"tools":[{"function":{"strict":true,"parameters":{"type":"object"},"name":"f"},"extra":1},{"type":"function","defer_loading":true,"function":{"name":"g","description":"d"}}]}`,
+			`{"messages":[` + userQ + `],"tools":[{"function":{"strict":true,"parameters":{"type":"object"},"name":"f"},"extra":1},{"type":"function","defer_loading":true,"function":{"name":"g","description":"d"}}]}`,
 			`{"role": "user", "content": "q"}` + "\ntools=" +
 				`[{"type": "function", "function": {"name": "f", "description": null, "parameters": {"type": "object"}, "strict": true}}, ` +
 				`{"type": "function", "function": {"name": "g", "description": "d", "parameters": null, "defer_loading": true}, "defer_loading": true}]` +
 				" documents=null gen=True"},
-		{"documents reach the template", dump, `{"messages":[` + q + `],"documents":[{"title":"t","text":"x"}]}`,
+		{"documents reach the template", dump, `{"messages":[` + userQ + `],"documents":[{"title":"t","text":"x"}]}`,
 			`{"role": "user", "content": "q"}` + "\ntools=null documents=[{\"title\": \"t\", \"text\": \"x\"}] gen=True"},
 		{"request fields win over kwargs; null and auto kwargs dropped; named parameters do not reach the template", dump,
-			`{"messages":[` + q + `],"add_generation_prompt":true,"chat_template_kwargs":{"add_generation_prompt":false,"flag":"auto","padding":true,"enable_thinking":null}}`,
+			`{"messages":[` + userQ + `],"add_generation_prompt":true,"chat_template_kwargs":{"add_generation_prompt":false,"flag":"auto","padding":true,"enable_thinking":null}}`,
 			`{"role": "user", "content": "q"}` + "\ntools=null documents=null gen=True"},
 		{"kwargs reach the template; kwargs tools replace the request's", dump,
-			`{"messages":[` + q + `],"tools":[{"type":"function","function":{"name":"f"}}],"chat_template_kwargs":{"flag":"!","tools":[{"name":"raw"}],"documents":[{"a":"b"}]}}`,
+			`{"messages":[` + userQ + `],"tools":[{"type":"function","function":{"name":"f"}}],"chat_template_kwargs":{"flag":"!","tools":[{"name":"raw"}],"documents":[{"a":"b"}]}}`,
 			`{"role": "user", "content": "q"}` + "\ntools=[{\"name\": \"raw\"}] documents=[{\"a\": \"b\"}] gen=True flag=!"},
-		{"reasoning_effort sets enable_thinking", dump, `{"messages":[` + q + `],"reasoning_effort":"none"}`,
+		{"reasoning_effort sets enable_thinking", dump, `{"messages":[` + userQ + `],"reasoning_effort":"none"}`,
 			`{"role": "user", "content": "q"}` + "\ntools=null documents=null gen=True thinking=False effort=none"},
 		{"kwargs enable_thinking wins over reasoning_effort", dump,
-			`{"messages":[` + q + `],"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":false}}`,
+			`{"messages":[` + userQ + `],"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":false}}`,
 			`{"role": "user", "content": "q"}` + "\ntools=null documents=null gen=True thinking=False effort=high"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tmpl, err := New(tc.tmpl, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req, err := ParseRequest([]byte(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := tmpl.Render(req)
-			if err != nil || got != tc.want {
-				t.Fatalf("Render = %v\n got %s\nwant %s", err, got, tc.want)
-			}
-		})
 	}
 }
 
@@ -118,6 +147,7 @@ func TestRenderFollowsVLLM(t *testing.T) {
 // refuse them too, naming the field, rather than route them with keys of a
 // prompt the replica never builds.
 func TestRefusedLikeVLLM(t *testing.T) {
+	t.Parallel()
 	const q = `{"role":"user","content":"q"}`
 	for _, tc := range []struct {
 		name, body, wantErr string
@@ -147,6 +177,7 @@ func TestRefusedLikeVLLM(t *testing.T) {
 		{"tool call arguments not a string", `{"messages":[{"role":"assistant","tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":{}}}]}],"add_generation_prompt":false}`, "messages[0].tool_calls[0].function.arguments"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tmpl, err := New(dump, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -168,6 +199,7 @@ func TestRefusedLikeVLLM(t *testing.T) {
 // TestMultimodalIsMarked: media parts need the model's processor; Render
 // says so with ErrMultimodal (the router then routes approximately).
 func TestMultimodalIsMarked(t *testing.T) {
+	t.Parallel()
 	tmpl, err := New(dump, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // environment and flags, each later one winning, and bad values are
 // refused with their names.
 func TestAdmissionSettings(t *testing.T) {
+	t.Parallel()
 	c := Default()
 	if err := c.ParseHCL([]byte("queue_timeout = \"5s\"\nmax_queue = 200\nmax_queue_per_tenant = 20\n"), "r.hcl"); err != nil {
 		t.Fatal(err)
@@ -43,6 +44,7 @@ func TestAdmissionSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			f := BindFlags(flag.NewFlagSet("t", flag.ContinueOnError))
 			if _, err := f.Resolve(tt.env); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAuthSources(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		hcl     string
@@ -33,6 +34,7 @@ auth {
 		{name: "unknown", hcl: "auth {\n keys = \"x\"\n}", err: "Unsupported argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			f := BindFlags(fs)
 			if err := fs.Parse(tc.args); err != nil {

@@ -64,6 +64,7 @@ scheduler {
 `
 
 func TestParseHCL(t *testing.T) {
+	t.Parallel()
 	c := Default()
 	if err := c.ParseHCL([]byte(sample), "router.hcl"); err != nil {
 		t.Fatal(err)
@@ -96,6 +97,7 @@ func TestParseHCL(t *testing.T) {
 }
 
 func TestParseHCLErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, src, want string
 	}{
@@ -112,6 +114,7 @@ func TestParseHCLErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c := Default()
 			err := c.ParseHCL([]byte(tt.src), "r.hcl")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -122,6 +125,7 @@ func TestParseHCLErrors(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		edit func(*Config)
@@ -147,6 +151,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			c := Default()
 			tt.edit(&c)
 			err := c.Validate()
@@ -165,6 +170,7 @@ func TestValidate(t *testing.T) {
 
 // TestPrecedence checks file < environment < flags.
 func TestPrecedence(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "router.hcl")
 	src := "listen = \"127.0.0.1:1000\"\ningest_listen = \"127.0.0.1:1001\"\nlog_level = \"debug\"\n"
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
@@ -189,6 +195,7 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestResolveErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -203,6 +210,7 @@ func TestResolveErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			f := BindFlags(fs)
 			if err := fs.Parse(tt.args); err != nil {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestEngineKeys(t *testing.T) {
+	t.Parallel()
 	const file = `
 engine_api_key = "fleet-key"
 model "qwen" {
@@ -57,6 +58,7 @@ model "plain" {}
 }
 
 func TestEngineKeyValidation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		hcl, want string
 	}{

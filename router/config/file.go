@@ -143,6 +143,34 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		c.Attempts = *fc.Attempts
 	}
 	c.Migration.applyFile(fc.Migration)
+	if err := c.applyFileDurations(fc); err != nil {
+		return err
+	}
+	c.applyFileRates(fc)
+	c.applyFileIndex(fc)
+	c.applyFileNomad(fc)
+	if err := c.applyFileAuth(fc.APIKeys, fc.Auth); err != nil {
+		return err
+	}
+	if err := c.applyFileConsul(fc.Consul); err != nil {
+		return err
+	}
+	if err := c.applyFileFleet(fc); err != nil {
+		return err
+	}
+	if fc.Scheduler != nil {
+		sc, err := fc.Scheduler.toConfig()
+		if err != nil {
+			return err
+		}
+		c.Scheduler = sc
+	}
+	return c.applyFilePD(fc)
+}
+
+// applyFileDurations parses the top-level duration attributes, naming the
+// attribute in the error.
+func (c *Config) applyFileDurations(fc *fileConfig) error {
 	for _, d := range []struct {
 		name string
 		src  *string
@@ -164,29 +192,35 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		}
 		*d.dst = v
 	}
-	c.applyFileRates(fc)
-	c.applyFileIndex(fc)
-	c.applyFileNomad(fc)
-	if err := c.applyFileAuth(fc.APIKeys, fc.Auth); err != nil {
-		return err
+	return nil
+}
+
+// applyFileConsul applies the consul block, if there is one.
+func (c *Config) applyFileConsul(fcs *fileConsul) error {
+	if fcs == nil {
+		return nil
 	}
-	if fc.Consul != nil {
-		setStr(&c.Consul.Address, fc.Consul.Address)
-		setStr(&c.Consul.ServiceID, fc.Consul.ServiceID)
-		if fc.Consul.Services != nil {
-			c.Consul.Services = fc.Consul.Services
-		}
-		if fc.Consul.CheckInterval != nil {
-			d, err := time.ParseDuration(*fc.Consul.CheckInterval)
-			if err != nil {
-				return fmt.Errorf("config consul check_interval: %w", err)
-			}
-			c.Consul.CheckInterval = d
-		}
-		if fc.Consul.Register != nil {
-			c.Consul.Register = *fc.Consul.Register
-		}
+	setStr(&c.Consul.Address, fcs.Address)
+	setStr(&c.Consul.ServiceID, fcs.ServiceID)
+	if fcs.Services != nil {
+		c.Consul.Services = fcs.Services
 	}
+	if fcs.CheckInterval != nil {
+		d, err := time.ParseDuration(*fcs.CheckInterval)
+		if err != nil {
+			return fmt.Errorf("config consul check_interval: %w", err)
+		}
+		c.Consul.CheckInterval = d
+	}
+	if fcs.Register != nil {
+		c.Consul.Register = *fcs.Register
+	}
+	return nil
+}
+
+// applyFileFleet adds the model and static replica blocks; a model may be
+// declared once.
+func (c *Config) applyFileFleet(fc *fileConfig) error {
 	for _, m := range fc.Models {
 		if _, dup := c.Models[m.Name]; dup {
 			return fmt.Errorf("config: model %q declared twice", m.Name)
@@ -201,14 +235,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		}
 		c.Replicas = append(c.Replicas, sr)
 	}
-	if fc.Scheduler != nil {
-		sc, err := fc.Scheduler.toConfig()
-		if err != nil {
-			return err
-		}
-		c.Scheduler = sc
-	}
-	return c.applyFilePD(fc)
+	return nil
 }
 
 func (fs *fileScheduler) toConfig() (scheduler.Config, error) {

@@ -10,6 +10,7 @@ import (
 // the environment and a flag, each later one winning, and a negative one
 // is refused by name; 0 is allowed.
 func TestIndexSettings(t *testing.T) {
+	t.Parallel()
 	if d := Default().Index; d != (Index{CPURatio: 8}) {
 		t.Fatalf("defaults %+v", d)
 	}
@@ -50,6 +51,7 @@ func TestIndexSettings(t *testing.T) {
 		{"negative", []string{"LLMGW_INDEX_CPU_RATIO=-2"}, "index_cpu_ratio -2: must not be negative"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			f := BindFlags(flag.NewFlagSet("t", flag.ContinueOnError))
 			if _, err := f.Resolve(tt.env); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)

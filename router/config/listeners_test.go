@@ -10,6 +10,7 @@ import (
 )
 
 func TestHTTPFromEverySource(t *testing.T) {
+	t.Parallel()
 	src := `
 admin_listen         = "127.0.0.1:9000"
 admin_token          = "from-file"
@@ -66,6 +67,7 @@ peer_ca_file         = "/ca.pem"
 }
 
 func TestHTTPDefaults(t *testing.T) {
+	t.Parallel()
 	h := Default().HTTP
 	if h.AdminListen != "127.0.0.1:8082" || h.ExposeRouteHeaders || h.AdminToken != "" || h.IdleTimeout < time.Minute || h.IdleTimeout > 2*time.Minute {
 		t.Errorf("defaults %+v: want loopback admin, no route headers, idle timeout within 1 to 2 minutes", h)
@@ -73,6 +75,7 @@ func TestHTTPDefaults(t *testing.T) {
 }
 
 func TestHTTPValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		edit func(*HTTP)
@@ -103,6 +106,7 @@ func TestHTTPValidate(t *testing.T) {
 }
 
 func TestHTTPFileErrors(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		`body_timeout = "soon"`:    "body_timeout",
 		`max_headers = "many"`:     "a number is required",

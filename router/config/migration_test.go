@@ -10,6 +10,7 @@ import (
 // migration block, the environment and flags, each later one winning, and
 // bad values are refused with their names.
 func TestMigrationSettings(t *testing.T) {
+	t.Parallel()
 	c := Default()
 	if !c.Migration.Enabled || c.Migration.MaxAttempts < 1 || c.Migration.MaxTokens < 1 {
 		t.Fatalf("default %+v; want on, with room to move", c.Migration)
@@ -46,6 +47,7 @@ func TestMigrationSettings(t *testing.T) {
 		{"negative tokens", []string{"LLMGW_MIGRATION_MAX_TOKENS=-1"}, "migration max_tokens -1: must not be negative"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			f := BindFlags(flag.NewFlagSet("t", flag.ContinueOnError))
 			if _, err := f.Resolve(tt.env); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)

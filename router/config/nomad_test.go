@@ -8,6 +8,7 @@ import (
 )
 
 func TestNomadDiscoveryFromEverySource(t *testing.T) {
+	t.Parallel()
 	c := Default()
 	if c.UsesNomad() || c.Discovery != DiscoveryConsul {
 		t.Fatalf("default discovery %q", c.Discovery)
@@ -53,6 +54,7 @@ nomad {
 }
 
 func TestNomadDiscoveryValidation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)

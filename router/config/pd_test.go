@@ -9,8 +9,9 @@ import (
 
 // TestPDSettings: the disaggregation threshold comes from the file, the
 // environment and flags, the prefill scheduler and static replicas' roles
-// from the file, and bad values are refused with their names.
+// from the file.
 func TestPDSettings(t *testing.T) {
+	t.Parallel()
 	c := Default()
 	if c.PD.SkipPrefillFraction != 0.9 || c.PD.SkipPrefillTokens != 0 || c.PD.PrefillScheduler != nil {
 		t.Fatalf("default %+v", c.PD)
@@ -54,7 +55,12 @@ replica "p0" {
 	if c.PD.SkipPrefillTokens != 1024 || c.PD.SkipPrefillFraction != 0.75 {
 		t.Errorf("%+v; want 1024 tokens from the environment, 0.75 from the flag", c.PD)
 	}
+}
 
+// TestPDSettingsRefused: bad disaggregation settings are refused with
+// their names.
+func TestPDSettingsRefused(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		env  []string
@@ -75,6 +81,7 @@ replica "p0" {
 }`, "prefill_scheduler: config scheduler: a picker block is required"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
 			f := BindFlags(fs)
 			env := tt.env

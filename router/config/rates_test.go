@@ -10,6 +10,7 @@ import (
 // from the file, the environment and flags, each later one winning, and a
 // negative one is refused by name; 0 lifts a cap.
 func TestRateSettings(t *testing.T) {
+	t.Parallel()
 	if d := Default().Rates; d != (Rates{ScrapeMaxRate: 250, PeerMaxRate: 100}) {
 		t.Fatalf("defaults %+v", d)
 	}
@@ -46,6 +47,7 @@ func TestRateSettings(t *testing.T) {
 		{"negative peer rate", []string{"LLMGW_PEER_LOAD_MAX_RATE=-5"}, "peer_load_max_rate -5: must not be negative"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			f := BindFlags(flag.NewFlagSet("t", flag.ContinueOnError))
 			if _, err := f.Resolve(tt.env); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestThresholdRequired(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name          string
 		th            Threshold
@@ -22,6 +23,7 @@ func TestThresholdRequired(t *testing.T) {
 		{"whole prompt", Threshold{Fraction: 1}, 333, 333, 333, 332},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			if got := c.th.Required(c.prompt); got != c.want {
 				t.Errorf("Required(%d) = %d; want %d", c.prompt, got, c.want)
 			}
@@ -36,6 +38,7 @@ func TestThresholdRequired(t *testing.T) {
 }
 
 func TestThresholdValidate(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		th   Threshold
 		want string
@@ -60,6 +63,7 @@ func TestThresholdValidate(t *testing.T) {
 // of the prompt, at least one token), and always skips when it caches at
 // least that many: the decision is monotonic in cached tokens.
 func TestSkipProperty(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 20))
 	for range 200000 {
 		th := Threshold{Tokens: r.IntN(4096), Fraction: r.Float64()}

@@ -18,6 +18,7 @@ func decodeMap(t *testing.T, b []byte) map[string]any {
 }
 
 func TestPrefillBody(t *testing.T) {
+	t.Parallel()
 	in := `{"model":"m","prompt":"hi","stream":true,"stream_options":{"include_usage":true},"max_tokens":200,"max_completion_tokens":200,"min_tokens":5,"min_completion_tokens":5,"temperature":0.5,"cache_salt":"s","stop":["\n"],"stop_token_ids":[2],"ignore_eos":false}`
 	out, err := PrefillBody([]byte(in))
 	if err != nil {
@@ -49,6 +50,7 @@ func TestPrefillBody(t *testing.T) {
 const goodParams = `{"do_remote_prefill":true,"do_remote_decode":false,"remote_engine_id":"e-1","remote_block_ids":[4,5,6],"remote_host":"10.0.0.7","remote_port":5600,"tp_size":1,"remote_request_id":"x"}`
 
 func TestDecodeBodyKeepsTheRequest(t *testing.T) {
+	t.Parallel()
 	p, err := ParsePrefillResponse([]byte(`{"id":"cmpl-1","choices":[{"text":"a"}],"kv_transfer_params":` + goodParams + `}`))
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,7 @@ func TestDecodeBodyKeepsTheRequest(t *testing.T) {
 }
 
 func TestParsePrefillResponseErrors(t *testing.T) {
+	t.Parallel()
 	with := func(kv string) string { return `{"choices":[],"kv_transfer_params":` + kv + `}` }
 	for _, c := range []struct{ name, body, want string }{
 		{"not JSON", `<html>`, "not a JSON object"},
@@ -96,6 +99,7 @@ func TestParsePrefillResponseErrors(t *testing.T) {
 		{"too large", `{"x":"` + strings.Repeat("a", MaxPrefillResponse) + `"}`, "more than"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := ParsePrefillResponse([]byte(c.body))
 			if !errors.Is(err, ErrBadPrefillResponse) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%v; want an ErrBadPrefillResponse naming %q", err, c.want)

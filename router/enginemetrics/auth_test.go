@@ -38,6 +38,7 @@ func (l *lockedLog) String() string {
 // samples, learns no adapters and is warned about once, without the key in
 // the log.
 func TestScraperEngineKey(t *testing.T) {
+	t.Parallel()
 	const key = "engine-secret"
 	var mu sync.Mutex
 	seen := map[string]string{} // path+target -> Authorization

@@ -21,12 +21,14 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// TestParse reads the load series out of vLLM's /metrics, in the forms
+// vLLM versions write them.
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
 		want Sample
-		err  string
 	}{
 		{
 			name: "two engines",
@@ -79,6 +81,29 @@ vllm:prefix_cache_hits_total{engine="1",model_name="qwen"} 150
 `,
 			want: Sample{Running: 1, PrefixQueries: 1500, PrefixHits: 750, PrefixKnown: true},
 		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Parse(strings.NewReader(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestParseRejects lists inputs Parse refuses, and a part of each error.
+func TestParseRejects(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		err  string
+	}{
 		{name: "prefix counters alone are no load series", in: "vllm:prefix_cache_hits_total 3\n", err: "no vLLM load series"},
 		{name: "no load series", in: "process_cpu_seconds_total 3\n", err: "no vLLM load series"},
 		{name: "empty", in: "", err: "no vLLM load series"},
@@ -93,18 +118,10 @@ vllm:prefix_cache_hits_total{engine="1",model_name="qwen"} 150
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := Parse(strings.NewReader(tc.in))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("got %v, %v; want an error containing %q", got, err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("(-want +got):\n%s", d)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("got %v, %v; want an error containing %q", got, err, tc.err)
 			}
 		})
 	}
@@ -146,6 +163,7 @@ func (s *sink) get(replica string) (Sample, bool) {
 // TestScraper scrapes a real Prometheus registry exporting vLLM's series over
 // HTTP, follows changes, and keeps the last sample when a replica fails.
 func TestScraper(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	labels := []string{"model_name", "engine"}
 	waiting := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting"}, labels)
@@ -197,6 +215,7 @@ func TestScraper(t *testing.T) {
 }
 
 func TestStartRejectsNil(t *testing.T) {
+	t.Parallel()
 	if _, err := Start(context.Background(), nil, &sink{}, Options{}); err == nil {
 		t.Error("nil targets: got nil error")
 	}

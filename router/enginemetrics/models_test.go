@@ -15,6 +15,7 @@ import (
 )
 
 func TestParseAdapters(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -68,6 +69,7 @@ func FuzzParseAdapters(f *testing.F) {
 // adapters arrive with the sample, follow the listing, and a broken listing
 // leaves the load sample flowing with the adapters unknown.
 func TestScraperAdapters(t *testing.T) {
+	t.Parallel()
 	var listing atomic.Value
 	listing.Store(`{"data":[{"id":"qwen","parent":null},{"id":"sql","parent":"qwen"}]}`)
 	mux := http.NewServeMux()

@@ -109,6 +109,7 @@ func (c *countSink) Scraped(string, Sample) { c.n.Add(1) }
 // machine only scrapes less. (The timeout is long, so every scrape of a
 // round reaches its replica however slow the machine.)
 func TestScraperKeepsToItsRate(t *testing.T) {
+	t.Parallel()
 	const n, rate, conc = 200, 200, 4
 	f := newFleet(t, n)
 	tgs := f.targets()
@@ -140,6 +141,7 @@ func TestScraperKeepsToItsRate(t *testing.T) {
 }
 
 func TestRoundLength(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		interval time.Duration
 		rate, n  int

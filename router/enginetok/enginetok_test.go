@@ -165,6 +165,7 @@ func TestRecovers(t *testing.T) {
 // TestRequestShape: the call carries the model's engine key as proxied
 // requests do, and spells out every flag vLLM would otherwise default.
 func TestRequestShape(t *testing.T) {
+	t.Parallel()
 	type seen struct {
 		auth string
 		body map[string]any
@@ -212,6 +213,7 @@ func TestRequestShape(t *testing.T) {
 // TestMediaStaysLocal: a chat with media parts is keyed approximately
 // without asking the engine, which would fetch the media.
 func TestMediaStaysLocal(t *testing.T) {
+	t.Parallel()
 	var logs logBuffer
 	c := newClient(t, replicaSet(deadAddr(t)), &logs, nil)
 	p, _ := prompt.New(map[string]prompt.Source{model: {Remote: c}})

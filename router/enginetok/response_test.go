@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseResponse(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, body string
 		max        int
@@ -27,6 +28,7 @@ func TestParseResponse(t *testing.T) {
 		{"not JSON", `nope`, 0, nil, "tokenize response: invalid character"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := ParseResponse([]byte(tc.body), tc.max)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {

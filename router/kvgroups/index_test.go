@@ -49,6 +49,7 @@ func span(from, to int) []int {
 // Each case follows vLLM's coordinator on the blocks held; windows are
 // in tokens with 16-token blocks (a 33-token window needs 2 blocks).
 func TestHitRule(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		layout string
@@ -70,6 +71,7 @@ func TestHitRule(t *testing.T) {
 		{"iterates", "full,sliding_window:33,mamba", held{0: span(0, 10), 1: {0, 1, 2, 3, 6, 8, 9}, 2: {3, 6}}, 10, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ms, reg := index.NewModels(index.Options{}), NewRegistry()
 			x := NewIndex(ms, reg)
 			keys := keysOf(10)
@@ -90,6 +92,7 @@ func TestHitRule(t *testing.T) {
 }
 
 func TestIterationTrace(t *testing.T) {
+	t.Parallel()
 	ms, reg := index.NewModels(index.Options{}), NewRegistry()
 	x := NewIndex(ms, reg)
 	keys := keysOf(10)
@@ -102,6 +105,7 @@ func TestIterationTrace(t *testing.T) {
 }
 
 func TestParseLayout(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, want string
 		bad      bool
@@ -135,6 +139,7 @@ func TestParseLayout(t *testing.T) {
 }
 
 func TestRegistryEventsWin(t *testing.T) {
+	t.Parallel()
 	reg := NewRegistry()
 	if reg.Any() {
 		t.Fatal("empty registry has hybrid replicas")
@@ -174,6 +179,7 @@ func naiveWindow(held map[int]bool, maxBlocks, need int) int {
 // The windowed lookup gives vLLM's block-by-block answer on random
 // holdings.
 func TestWindowHitMatchesBlockByBlock(t *testing.T) {
+	t.Parallel()
 	rng := uint64(7)
 	next := func(n int) int { rng = rng*6364136223846793005 + 1442695040888963407; return int(rng>>33) % n }
 	for trial := range 300 {

@@ -10,6 +10,7 @@ import (
 // window needs 2 blocks). Under eviction the full-attention group keeps
 // blocks 0..5 and the other group some blocks, sometimes past block 5.
 func TestRules(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name                      string
 		layout                    string
@@ -36,6 +37,7 @@ func TestRules(t *testing.T) {
 		{"full", "full", held{0: span(0, 6)}, 10, 6, 6, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			for _, r := range []struct {
 				rule string
 				want int
@@ -61,6 +63,7 @@ func TestRules(t *testing.T) {
 }
 
 func TestCheckRule(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"", RuleEngine, RuleAllFull, RuleFullOnly} {
 		if err := CheckRule(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)

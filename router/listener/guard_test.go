@@ -9,6 +9,7 @@ import (
 )
 
 func TestRequireBearer(t *testing.T) {
+	t.Parallel()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	tests := []struct {
 		name, token, auth string
@@ -24,6 +25,7 @@ func TestRequireBearer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			req := httptest.NewRequest(http.MethodGet, "/admin/replicas", nil)
 			if tt.auth != "" {
 				req.Header.Set("Authorization", tt.auth)
@@ -41,6 +43,7 @@ func TestRequireBearer(t *testing.T) {
 }
 
 func TestGuardHeaderCount(t *testing.T) {
+	t.Parallel()
 	h := Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), Limits{MaxHeaders: 5})
 	for _, n := range []int{5, 6, 500} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)

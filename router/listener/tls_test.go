@@ -16,6 +16,7 @@ import (
 // renewed one from the next handshake on, and keeps the last good one when
 // the renewed files do not load.
 func TestTLSReload(t *testing.T) {
+	t.Parallel()
 	ca, err := testcert.NewCA(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +74,7 @@ func TestTLSReload(t *testing.T) {
 }
 
 func TestTLSConfigErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := TLSConfig("/nonexistent/cert.pem", "/nonexistent/key.pem", nil); err == nil {
 		t.Error("missing files accepted")
 	}

@@ -10,6 +10,7 @@ import (
 // unanswered requests' tokens, never goes below zero, and peers hear the
 // drained figure.
 func TestPrefillDrains(t *testing.T) {
+	t.Parallel()
 	type step struct {
 		wait    time.Duration
 		send    int // uncached tokens of a new request to "a" (0: none)
@@ -59,6 +60,7 @@ func TestPrefillDrains(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			clock := newStopped()
 			tr := NewTracker(append([]Option{WithClock(clock.now)}, tc.opts...)...)
 			var answers []func()
@@ -87,6 +89,7 @@ func TestPrefillDrains(t *testing.T) {
 // drains at the rate measured on the others, and one sent work while
 // another router's prefill was queued there measures nothing.
 func TestMeasuredRateIsShared(t *testing.T) {
+	t.Parallel()
 	clock := newStopped()
 	tr := NewTracker(WithClock(clock.now))
 	answered, end := tr.BeginPrefill("a", 4000, 4000)
@@ -117,6 +120,7 @@ func TestMeasuredRateIsShared(t *testing.T) {
 // each reads (its own plus what the other reports) falls at the
 // replica's rate, not at twice it.
 func TestPeersShareTheDrain(t *testing.T) {
+	t.Parallel()
 	clock := newStopped()
 	a := NewTracker(WithClock(clock.now)) // the prior, 1,000 tokens a second
 	b := NewTracker(WithClock(clock.now))

@@ -53,6 +53,7 @@ func TestRead(t *testing.T) {
 // answers or the request ends, whichever comes first, once (on a clock
 // that stands still, so nothing drains).
 func TestTrackerPrefill(t *testing.T) {
+	t.Parallel()
 	tr := NewTracker(WithClock(newStopped().now))
 	answered, end := tr.BeginPrefill("a", 1000, 600)
 	_, end2 := tr.BeginPrefill("a", 500, 500)

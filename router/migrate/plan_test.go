@@ -38,6 +38,7 @@ func mustPlan(t testing.TB, kind openai.Kind, body any) *Plan {
 // far, and its max_tokens what is left (never below 1: at the limit there
 // is no continuation).
 func TestContinuationReconstructs(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 200 {
 		prompt := make([]uint32, 1+rng.IntN(64))
@@ -85,6 +86,7 @@ func TestContinuationReconstructs(t *testing.T) {
 // TestChatContinuation: the partial answer becomes the final assistant
 // message, or extends the client's own message to continue.
 func TestChatContinuation(t *testing.T) {
+	t.Parallel()
 	user := map[string]string{"role": "user", "content": "hi"}
 	cases := []struct {
 		name     string
@@ -102,6 +104,7 @@ func TestChatContinuation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.body["model"], tc.body["stream"] = "m", true
 			p := mustPlan(t, openai.Chat, tc.body)
 			b, r := p.Continue(Progress{IDs: []uint32{1, 2, 3}, Text: tc.text})
@@ -140,6 +143,7 @@ func TestChatContinuation(t *testing.T) {
 
 // TestCheck: what is refused, what is planned, what is left alone.
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		kind   openai.Kind
@@ -207,6 +211,7 @@ func TestCheck(t *testing.T) {
 // TestForwardAsksForTokenIDs: the first replica is asked for token ids,
 // and whether the client asked itself is remembered.
 func TestForwardAsksForTokenIDs(t *testing.T) {
+	t.Parallel()
 	for _, asked := range []bool{false, true} {
 		p := mustPlan(t, openai.Completion, map[string]any{"prompt": "p", "stream": true, "return_token_ids": asked, "extra_field": "kept"})
 		var got struct {
@@ -224,6 +229,7 @@ func TestForwardAsksForTokenIDs(t *testing.T) {
 // that set the field itself to something else is encoded again, with the
 // field true once.
 func TestForwardKeepsClientBytes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ body, want string }{
 		{`{"stream":true,"prompt":"p"}`, `{"return_token_ids":true,"stream":true,"prompt":"p"}`},
 		{"  {\n \"stream\" : true, \"prompt\":\"p\\u00e9\"}\n", "  {\"return_token_ids\":true,\n \"stream\" : true, \"prompt\":\"p\\u00e9\"}\n"},
@@ -246,6 +252,7 @@ func TestForwardKeepsClientBytes(t *testing.T) {
 // the continuation, for completions and chat, carries none, and keeps
 // the rest of the request.
 func TestContinuationDropsKVTransferParams(t *testing.T) {
+	t.Parallel()
 	params := map[string]any{"do_remote_prefill": true, "remote_engine_id": "e1", "remote_block_ids": [][]int{{0, 1}}}
 	for _, tc := range []struct {
 		kind openai.Kind
@@ -276,6 +283,7 @@ func TestContinuationDropsKVTransferParams(t *testing.T) {
 // 16 when the field is absent, but an explicit null means no limit (what
 // is left of the context), as for chat; the continuation keeps each.
 func TestCompletionsMaxTokens(t *testing.T) {
+	t.Parallel()
 	ids := make([]uint32, 20)
 	cases := []struct {
 		name string
@@ -319,6 +327,7 @@ func TestCompletionsMaxTokens(t *testing.T) {
 // (it would cut the prompt's head again, by the tokens generated); a chat
 // continuation renders the partial answer too, so its window grows by it.
 func TestContinuationTruncation(t *testing.T) {
+	t.Parallel()
 	pr := Progress{PromptIDs: []uint32{1, 2, 3, 4}, IDs: []uint32{9, 9, 9}, Text: "abc"}
 	for _, tc := range []struct {
 		kind openai.Kind

@@ -78,6 +78,7 @@ func completionEvents(id string, created int, prompt, ids []uint32, final bool) 
 // first stream's id and created, usage for the whole answer, one [DONE],
 // and no token ids it did not ask for.
 func TestStreamSplices(t *testing.T) {
+	t.Parallel()
 	prompt := []uint32{100, 101, 102}
 	all := []uint32{1, 2, 3, 4, 5, 6, 7, 8}
 	for _, breakWith := range []string{"reset", "eof", "error event"} {
@@ -150,6 +151,7 @@ func texts(t *testing.T, stream string) string {
 // TestStreamRefuses: a stream that cannot move ends with an error event
 // that names why, then [DONE], and the hook hears the reason.
 func TestStreamRefuses(t *testing.T) {
+	t.Parallel()
 	prompt := []uint32{9}
 	cases := []struct {
 		name   string
@@ -169,6 +171,7 @@ func TestStreamRefuses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			p := mustPlan(t, openai.Completion, map[string]any{"prompt": "p", "stream": true, "max_tokens": 4})
 			var heard string
 			h := Hooks{Refused: func(_, reason string, _ error) { heard = reason }}
@@ -190,6 +193,7 @@ func TestStreamRefuses(t *testing.T) {
 // before its usage and [DONE]) needs no continuation: the client gets the
 // usage it asked for and [DONE].
 func TestStreamWholeAnswer(t *testing.T) {
+	t.Parallel()
 	all := []uint32{1, 2, 3}
 	first := completionEvents("x", 1, []uint32{7, 8}, all, true)
 	cut := strings.Index(first, `"usage"`)
@@ -247,6 +251,7 @@ func (l leaving) Reissue(ctx context.Context, _ []byte, _ []string) (io.ReadClos
 // nothing more (the token it had, no error event, no [DONE]), and no
 // refusal is counted for it.
 func TestStreamClientLeft(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	p := mustPlan(t, openai.Completion, map[string]any{"prompt": "p", "stream": true, "max_tokens": 4})

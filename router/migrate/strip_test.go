@@ -42,6 +42,7 @@ func checkDrop(t *testing.T, in string) {
 }
 
 func TestDropKeys(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{
 		`{"choices":[{"index":0,"text":"a","token_ids":[1],"prompt_token_ids":[2,3]}],"id":"x"}`,
 		`{"token_ids":[1]}`,

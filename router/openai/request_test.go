@@ -12,6 +12,7 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		kind Kind
@@ -65,6 +66,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			got, err := Parse(tt.kind, []byte(tt.body))
 			if tt.err != "" {
 				if err == nil || !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), tt.err) {
@@ -83,6 +85,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestWriteError(t *testing.T) {
+	t.Parallel()
 	rec := httptest.NewRecorder()
 	WriteError(rec, 404, "model x does not exist")
 	var got struct{ Error Error }

@@ -15,6 +15,7 @@ func replicasJSON(n int, item string) string {
 }
 
 func TestCheckReplicaCount(t *testing.T) {
+	t.Parallel()
 	one := `{"replica":"r%d","in_flight":1,"in_flight_tokens":2,"prefill_tokens":3}`
 	var full []string
 	for i := range MaxReplicas {
@@ -39,6 +40,7 @@ func TestCheckReplicaCount(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			err := checkReplicaCount([]byte(tt.body))
 			if (err == nil) != tt.ok {
 				t.Fatalf("got %v; want ok=%t", err, tt.ok)

@@ -9,6 +9,7 @@ import (
 // TestList: the reporting peers by id, each with its newest report's
 // replicas and in-flight sum and when it arrived.
 func TestList(t *testing.T) {
+	t.Parallel()
 	tab, _, now := newTestTable(t)
 	if l := tab.List(); len(l) != 0 {
 		t.Fatalf("no peers: %v", l)

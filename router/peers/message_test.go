@@ -8,6 +8,7 @@ import (
 )
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	ok := `{"version":1,"router":"r1","seq":7,"replicas":[{"replica":"a/vllm","in_flight":2,"in_flight_tokens":900,"prefill_tokens":400}]}`
 	many := `{"version":1,"router":"r1","seq":1,"replicas":[` + strings.Repeat(`{"replica":"x"},`, MaxReplicas) + `{"replica":"y"}]}`
 	cases := []struct {
@@ -38,6 +39,7 @@ func TestDecode(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			m, err := Decode(strings.NewReader(c.body))
 			if c.err == "" {
 				if err != nil {
@@ -59,6 +61,7 @@ func TestDecode(t *testing.T) {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
+	t.Parallel()
 	m := Message{Version: Version, Router: "r", Seq: 3, Replicas: []Replica{{ID: "a", InFlight: 1, InFlightTokens: 2, PrefillTokens: 3}, {ID: "b"}},
 		Tenants: []Tenant{{Name: "t", Requests: 4, Tokens: 5, InFlight: 6, Streams: 7}}}
 	body, err := m.encode()

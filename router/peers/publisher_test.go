@@ -51,6 +51,7 @@ func (ts *targets) get() []Target   { ts.mu.Lock(); defer ts.mu.Unlock(); return
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
+	t.Parallel()
 	own := load.NewTracker(load.WithPrefillRate(0))
 	b, c := newPeer(t, "b", "secret"), newPeer(t, "c", "secret")
 	bad := newPeer(t, "d", "other-token") // rejects our token
@@ -96,6 +97,7 @@ func TestPublisherSendsChangesToEveryPeer(t *testing.T) {
 }
 
 func TestStartPublisherNeedsItsOptions(t *testing.T) {
+	t.Parallel()
 	own := load.NewTracker(load.WithPrefillRate(0))
 	for _, o := range []PublisherOptions{
 		{Token: "t", Own: own.Own, Targets: func() []Target { return nil }},
@@ -116,6 +118,7 @@ func TestStartPublisherNeedsItsOptions(t *testing.T) {
 // load. The bound counts messages against the time that passed, so a slow
 // machine only makes fewer.
 func TestPublisherKeepsToItsRate(t *testing.T) {
+	t.Parallel()
 	var ts targets
 	var ps []*peer
 	var l []Target

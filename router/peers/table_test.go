@@ -28,6 +28,7 @@ func msg(router string, seq uint64, reps ...Replica) Message {
 }
 
 func TestTableSumsPeersIntoTheTracker(t *testing.T) {
+	t.Parallel()
 	tab, tr, now := newTestTable(t)
 	_, end := tr.BeginPrefill("a", 1000, 600) // this router's own request
 	defer end()
@@ -80,6 +81,7 @@ func TestTableSumsPeersIntoTheTracker(t *testing.T) {
 }
 
 func TestTableCarriesPeerLoadToReplicasTrackedLater(t *testing.T) {
+	t.Parallel()
 	tab, tr, _ := newTestTable(t)
 	tab.Put(msg("r1", 1, Replica{ID: "new", InFlight: 2}))
 	_, end := tr.BeginPrefill("new", 10, 0) // the entry is made after the report
@@ -92,6 +94,7 @@ func TestTableCarriesPeerLoadToReplicasTrackedLater(t *testing.T) {
 }
 
 func TestTableServeHTTP(t *testing.T) {
+	t.Parallel()
 	tab, tr, _ := newTestTable(t)
 	srv := httptest.NewServer(tab)
 	defer srv.Close()
@@ -144,6 +147,7 @@ func TestTableServeHTTP(t *testing.T) {
 }
 
 func TestNewTableRejectsBadOptions(t *testing.T) {
+	t.Parallel()
 	tr := load.NewTracker(load.WithPrefillRate(0))
 	for _, c := range []struct {
 		self, token string

@@ -16,6 +16,7 @@ import (
 // real HTTP, drain router b's bucket for the same tenant; a's requests in
 // flight count against b's concurrency limit until they end.
 func TestTenantsReachThePeersLimiter(t *testing.T) {
+	t.Parallel()
 	// A minute's budget refills at 1000 tokens a second; one request at
 	// a time, fleet-wide.
 	ten := &tenant.Tenant{Name: "team", Limits: tenant.Limits{TokensPerMinute: 60000, MaxConcurrent: 1}}

@@ -14,6 +14,7 @@ import (
 // model's encoder and keyed from the adapter's root, exactly as
 // blockkey.PromptKeys(lora) keys it; approximate keys differ per adapter.
 func TestComputeForLoRA(t *testing.T) {
+	t.Parallel()
 	p, _ := New(map[string]Source{"sim": {Encoder: simencoder.Encoder{}}})
 	prompt := strings.Repeat("tell me about block keys ", 30)
 	req := parse(t, openai.Completion, `{"model":"sql-lora","prompt":"`+prompt+`"}`)

@@ -21,6 +21,7 @@ func parse(t *testing.T, kind openai.Kind, body string) *openai.Request {
 }
 
 func TestComputeSim(t *testing.T) {
+	t.Parallel()
 	p, errs := New(map[string]Source{"sim": {Encoder: simencoder.Encoder{}}, "broken": {Dir: t.TempDir()}})
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "model broken") {
 		t.Errorf("load errors %v; want one naming model broken", errs)
@@ -59,6 +60,7 @@ func TestComputeSim(t *testing.T) {
 }
 
 func TestComputeApprox(t *testing.T) {
+	t.Parallel()
 	p, _ := New(nil)
 	text := strings.Repeat("abcdefgh", 40) // 320 bytes: 5 chunks
 	r := parse(t, openai.Completion, `{"model":"m","prompt":"`+text+`"}`)
@@ -79,6 +81,7 @@ func TestComputeApprox(t *testing.T) {
 // TestRetryLoad: a model without an encoder is looked up again once
 // RetryEvery has passed, and leaves approx mode when its tokenizer appears.
 func TestRetryLoad(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(0, 0)
 	p, _ := New(map[string]Source{"late": {}})
 	p.now = func() time.Time { return now }
@@ -119,6 +122,7 @@ func TestRetryLoad(t *testing.T) {
 }
 
 func TestHasMedia(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		body string
 		want bool

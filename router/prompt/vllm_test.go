@@ -18,6 +18,7 @@ import (
 // truncation_side "right"; -1, the model's limit, is unknown here and
 // keeps the whole prompt).
 func TestTruncatePromptTokens(t *testing.T) {
+	t.Parallel()
 	p, _ := New(map[string]Source{"sim": {Encoder: simencoder.Encoder{}}})
 	prompt := strings.Repeat("keep only the tail of this prompt ", 20)
 	ids := simtokenizer.Tokenizer{}.Encode(prompt, true)
@@ -80,6 +81,7 @@ func qwen3(t *testing.T) *Prompts {
 // parts route approximately, requests vLLM refuses are bad requests, and
 // reasoning_effort "none" renders Qwen3's empty think block as vLLM does.
 func TestChatLikeVLLM(t *testing.T) {
+	t.Parallel()
 	p := qwen3(t)
 	long := strings.Repeat("describe the picture in detail ", 12)
 	media := parse(t, openai.Chat, `{"model":"qwen3","messages":[{"role":"user","content":[{"type":"text","text":"`+long+`"},{"type":"image_url","image_url":{"url":"http://x/y.png"}}]}]}`)

@@ -31,6 +31,7 @@ func newTest() (*Limiter, *clock) {
 }
 
 func TestUnlimited(t *testing.T) {
+	t.Parallel()
 	l, _ := newTest()
 	for range 1000 {
 		g, s := l.Admit(tenant.Anonymous, 1e6, true)
@@ -44,6 +45,7 @@ func TestUnlimited(t *testing.T) {
 }
 
 func TestRequestsPerSecond(t *testing.T) {
+	t.Parallel()
 	l, c := newTest()
 	ten := &tenant.Tenant{Name: "a", Limits: tenant.Limits{RequestsPerSecond: 4}}
 	for i := range 4 {
@@ -67,6 +69,7 @@ func TestRequestsPerSecond(t *testing.T) {
 }
 
 func TestTokensPerMinute(t *testing.T) {
+	t.Parallel()
 	l, c := newTest()
 	ten := &tenant.Tenant{Name: "a", Limits: tenant.Limits{TokensPerMinute: 600}} // 10 per second
 	g, s := l.Admit(ten, 500, false)
@@ -101,6 +104,7 @@ func TestTokensPerMinute(t *testing.T) {
 }
 
 func TestConcurrency(t *testing.T) {
+	t.Parallel()
 	l, _ := newTest()
 	ten := &tenant.Tenant{Name: "a", Limits: tenant.Limits{MaxConcurrent: 2, MaxStreams: 1}}
 	g1, s := l.Admit(ten, 0, true)
@@ -131,6 +135,7 @@ func TestConcurrency(t *testing.T) {
 }
 
 func TestPeers(t *testing.T) {
+	t.Parallel()
 	l, c := newTest()
 	ten := &tenant.Tenant{Name: "a", Limits: tenant.Limits{RequestsPerSecond: 10, MaxConcurrent: 5}}
 	g, _ := l.Admit(ten, 0, false) // creates the state: 9 left
@@ -171,6 +176,7 @@ func TestPeers(t *testing.T) {
 }
 
 func TestHeaders(t *testing.T) {
+	t.Parallel()
 	s := Status{Allowed: false, Limit: LimitTokens, RetryAfter: 1500 * time.Millisecond,
 		Requests: Window{Limit: 10, Remaining: 3, Reset: 700 * time.Millisecond},
 		Tokens:   Window{Limit: 60000, Remaining: 0, Reset: 6 * time.Minute}}
@@ -194,6 +200,7 @@ func TestHeaders(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		d    time.Duration
 		want string

@@ -49,57 +49,13 @@ func newFleet(nReplicas, blocks, tokens, prompts int, seed uint64) (*fleet, erro
 	f := &fleet{replicas: nReplicas, blocks: blocks, tokens: tokens}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var promptKeys [][]blockkey.Key
-	for range max(1, prompts) {
-		ids := make([]uint32, tokens)
-		for i := range ids {
-			ids[i] = rng.Uint32N(150_000)
-		}
-		f.prompts = append(f.prompts, ids)
-		promptKeys = append(promptKeys, blockkey.PromptKeys(nil, "", "", ids, blockSize))
-	}
-	pb := len(promptKeys[0])
+	f.prompts, promptKeys = randomPrompts(rng, tokens, max(1, prompts))
 
 	var before, after runtime.MemStats
 	settle()
 	runtime.ReadMemStats(&before)
-
-	f.models = index.NewModels(index.Options{})
-	f.sink = ingest.New(f.models, ingest.Options{})
-	f.set = replicas.New(f.sink, load.NewTracker(), replicas.Options{Holders: f.models})
-	list := make([]replicas.Replica, nReplicas)
-	f.ids = make([]string, nReplicas)
-	for r := range list {
-		f.ids[r] = replicaID(r)
-		list[r] = replicas.Replica{ID: f.ids[r], Model: model, Address: "127.0.0.1:1", BlockSize: blockSize}
-	}
-	f.set.Replace(list)
-
-	// One driver snapshot of every replica, through the ingest, so every
-	// replica the index accepts is in exact mode.
-	rest := max(0, blocks-pb*len(promptKeys))
-	background, extra := rest/nReplicas, rest%nReplicas
-	snap := &kvwire.Update{Version: kvwire.Version, Driver: "node", Epoch: 1, Seq: 1, Snapshot: true}
-	depths := make([]int, nReplicas)
-	for r := range nReplicas {
-		n := background
-		if r < extra {
-			n++
-		}
-		depths[r] = pb * (nReplicas - r) / nReplicas
-		add := make([]uint64, 0, n+depths[r]*len(promptKeys))
-		for range n {
-			add = append(add, rng.Uint64())
-		}
-		for _, pk := range promptKeys {
-			for _, k := range pk[:depths[r]] {
-				add = append(add, uint64(k))
-			}
-		}
-		snap.Replicas = append(snap.Replicas, kvwire.Replica{ID: f.ids[r], BlockSize: blockSize,
-			Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: add}}})
-	}
-	f.sink.ApplyUpdate(snap)
-	snap = nil
+	f.buildState()
+	depths := f.ingestSnapshot(rng, promptKeys)
 	for r, id := range f.ids {
 		if gpu, _ := f.models.For(model).ReplicaBlocks(id); gpu > 0 {
 			f.indexed++
@@ -126,6 +82,71 @@ func newFleet(nReplicas, blocks, tokens, prompts int, seed uint64) (*fleet, erro
 		return nil, fmt.Errorf("build the default scheduler: %w", err)
 	}
 	return f, nil
+}
+
+// randomPrompts draws n prompts of tokens random token IDs and their block
+// keys.
+func randomPrompts(rng *rand.Rand, tokens, n int) ([][]uint32, [][]blockkey.Key) {
+	var prompts [][]uint32
+	var keys [][]blockkey.Key
+	for range n {
+		ids := make([]uint32, tokens)
+		for i := range ids {
+			ids[i] = rng.Uint32N(150_000)
+		}
+		prompts = append(prompts, ids)
+		keys = append(keys, blockkey.PromptKeys(nil, "", "", ids, blockSize))
+	}
+	return prompts, keys
+}
+
+// buildState makes the router's index, ingest sink and replica set, with
+// f.replicas replicas of the model.
+func (f *fleet) buildState() {
+	f.models = index.NewModels(index.Options{})
+	f.sink = ingest.New(f.models, ingest.Options{})
+	f.set = replicas.New(f.sink, load.NewTracker(), replicas.Options{Holders: f.models})
+	list := make([]replicas.Replica, f.replicas)
+	f.ids = make([]string, f.replicas)
+	for r := range list {
+		f.ids[r] = replicaID(r)
+		list[r] = replicas.Replica{ID: f.ids[r], Model: model, Address: "127.0.0.1:1", BlockSize: blockSize}
+	}
+	f.set.Replace(list)
+}
+
+// ingestSnapshot sends one driver snapshot of every replica through the
+// ingest, so every replica the index accepts is in exact mode: replica r
+// holds the first depths[r] blocks of each prompt and its share of random
+// blocks up to f.blocks in all. The snapshot is garbage when it returns,
+// so the heap reading after it counts only the state.
+func (f *fleet) ingestSnapshot(rng *rand.Rand, promptKeys [][]blockkey.Key) (depths []int) {
+	nReplicas := f.replicas
+	pb := len(promptKeys[0])
+	rest := max(0, f.blocks-pb*len(promptKeys))
+	background, extra := rest/nReplicas, rest%nReplicas
+	snap := &kvwire.Update{Version: kvwire.Version, Driver: "node", Epoch: 1, Seq: 1, Snapshot: true}
+	depths = make([]int, nReplicas)
+	for r := range nReplicas {
+		n := background
+		if r < extra {
+			n++
+		}
+		depths[r] = pb * (nReplicas - r) / nReplicas
+		add := make([]uint64, 0, n+depths[r]*len(promptKeys))
+		for range n {
+			add = append(add, rng.Uint64())
+		}
+		for _, pk := range promptKeys {
+			for _, k := range pk[:depths[r]] {
+				add = append(add, uint64(k))
+			}
+		}
+		snap.Replicas = append(snap.Replicas, kvwire.Replica{ID: f.ids[r], BlockSize: blockSize,
+			Groups: []kvwire.Group{{Tier: kvwire.TierGPU, Add: add}}})
+	}
+	f.sink.ApplyUpdate(snap)
+	return depths
 }
 
 // fallbacks is how many ranked fallbacks the decision asks for: the

@@ -32,6 +32,7 @@ type decisions []Decision
 func (d decisions) Recent() []Decision { return d }
 
 func TestBuild(t *testing.T) {
+	t.Parallel()
 	f := fleet{
 		models: []ModelState{{Name: "b"}, {Name: "a", IndexKeys: 10, IndexMax: 100}},
 		replicas: []ReplicaState{
@@ -87,6 +88,7 @@ func TestBuild(t *testing.T) {
 // TestRenderEscapes: ids from Consul and drivers are data, never markup,
 // in text and in attributes alike.
 func TestRenderEscapes(t *testing.T) {
+	t.Parallel()
 	evil := `x"><script>alert(1)</script>`
 	f := fleet{replicas: []ReplicaState{{ID: evil, Model: evil, Address: evil, Mode: evil, Healthy: true, Driver: evil}}}
 	r := router{IngestOn: true, PeersOn: true, ID: evil, Peers: []PeerState{{ID: evil, LastSeen: now}},
@@ -107,6 +109,7 @@ func TestRenderEscapes(t *testing.T) {
 // TestRenderEmptyFleet: a router that knows no replica yet still renders
 // a whole page that says so, with no auto-refresh unless asked.
 func TestRenderEmptyFleet(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	if err := Render(&buf, Build(now, 0, fleet{}, router{}, decisions{})); err != nil {
 		t.Fatal(err)
@@ -126,6 +129,7 @@ func TestRenderEmptyFleet(t *testing.T) {
 }
 
 func TestHandler(t *testing.T) {
+	t.Parallel()
 	h := Handler(fleet{}, router{}, decisions{})
 	for _, tc := range []struct {
 		method, query string
@@ -161,6 +165,7 @@ func TestHandler(t *testing.T) {
 }
 
 func TestQuantile(t *testing.T) {
+	t.Parallel()
 	inf := []Bucket{{0.001, 50}, {0.002, 90}, {0.004, 100}, {posInf, 100}}
 	for _, tc := range []struct {
 		name    string
@@ -184,6 +189,7 @@ func TestQuantile(t *testing.T) {
 // TestRenderDriverStates: a live session shows its position; one the
 // receiver dropped while the sink still holds its state awaits a snapshot.
 func TestRenderDriverStates(t *testing.T) {
+	t.Parallel()
 	r := router{IngestOn: true, Drivers: []DriverSession{
 		{Driver: "live-1", Live: true, Epoch: 7, Seq: 42, LastSeen: now.Add(-1500 * time.Millisecond), Replicas: []string{"a/1", "a/2"}},
 		{Driver: "gone-1", Replicas: []string{"b/1"}},
@@ -208,6 +214,7 @@ func TestRenderDriverStates(t *testing.T) {
 // decision log the prefill replica of a disaggregated decision ("none"
 // for the others).
 func TestRenderRoles(t *testing.T) {
+	t.Parallel()
 	f := fleet{replicas: []ReplicaState{
 		{ID: "m/p", Model: "m", Mode: "exact", Role: "prefill", Healthy: true},
 		{ID: "m/d", Model: "m", Mode: "exact", Role: "decode", Healthy: true},

@@ -7,6 +7,7 @@ import (
 )
 
 func TestAllows(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		models []string
 		model  string
@@ -23,6 +24,7 @@ func TestAllows(t *testing.T) {
 }
 
 func TestContext(t *testing.T) {
+	t.Parallel()
 	if got := FromContext(context.Background()); got != Anonymous {
 		t.Errorf("empty context: got %+v, want Anonymous", got)
 	}
@@ -36,6 +38,7 @@ func TestContext(t *testing.T) {
 }
 
 func TestSaltFor(t *testing.T) {
+	t.Parallel()
 	ten := &Tenant{CacheSalt: "tenant-salt"}
 	if got := ten.SaltFor(""); got != "tenant-salt" {
 		t.Errorf("no client salt: %q, want the tenant's", got)

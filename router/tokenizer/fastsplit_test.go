@@ -29,6 +29,7 @@ func checkFastSplit(t *testing.T, text string) {
 }
 
 func TestFastSplitMatchesRegexp2(t *testing.T) {
+	t.Parallel()
 	extra := []string{"ǅungla Ǆ", "ʰʰa", "ÀB́c", "x'S'ReLL", "a\u0301\u0301b", "\u0301x", "1\u0301", "ABCdef'LL", "ǅǅ", "ˆˆ", "a//\n/", " \u3000\n x"}
 	for _, s := range extra {
 		checkFastSplit(t, s)

@@ -40,8 +40,10 @@ func goldenTexts(t testing.TB, model string) []string {
 }
 
 func TestPrefixCacheMatchesEncode(t *testing.T) {
+	t.Parallel()
 	for model, f := range chatFormats {
 		t.Run(model, func(t *testing.T) {
+			t.Parallel()
 			tok := loadModel(t, model)
 			texts := goldenTexts(t, model)
 			rng := rand.New(rand.NewPCG(1, 2))
@@ -68,6 +70,7 @@ func TestPrefixCacheMatchesEncode(t *testing.T) {
 // Random texts around added tokens, re-encoded with random edits at the end,
 // must still match a fresh encode.
 func TestPrefixCacheRandomEdits(t *testing.T) {
+	t.Parallel()
 	for _, model := range []string{"qwen3", "llama2", "deepseek_v3"} {
 		tok := loadModel(t, model)
 		texts := goldenTexts(t, model)
@@ -92,6 +95,7 @@ func TestPrefixCacheRandomEdits(t *testing.T) {
 }
 
 func TestPrefixCacheEvicts(t *testing.T) {
+	t.Parallel()
 	tok := loadModel(t, "qwen3")
 	c := NewPrefixCache(tok, 2)
 	for i := 0; i < 10; i++ {
@@ -113,6 +117,7 @@ func TestPrefixCacheEvicts(t *testing.T) {
 }
 
 func TestCommonPrefix(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("abcdefgh", 20)
 	for _, tc := range []struct {
 		a, b string

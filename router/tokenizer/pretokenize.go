@@ -258,86 +258,15 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, bool, error) {
 	}
 	switch c.Type {
 	case "Sequence":
-		var seq sequencePre
-		byteLevel := false
-		for i, r := range c.Pretokenizers {
-			if byteLevel {
-				return nil, false, fmt.Errorf("pre_tokenizer Sequence[%d]: only the last member may be ByteLevel", i)
-			}
-			pt, bl, err := parsePreTokenizer(r)
-			if err != nil {
-				return nil, false, fmt.Errorf("pre_tokenizer Sequence[%d]: %w", i, err)
-			}
-			byteLevel = bl
-			if pt != nil {
-				seq = append(seq, pt)
-			}
-		}
-		switch len(seq) {
-		case 0:
-			return nil, byteLevel, nil
-		case 1:
-			return seq[0], byteLevel, nil
-		}
-		return seq, byteLevel, nil
+		return parseSequencePre(c)
 	case "Split":
-		if c.Pattern == nil {
-			return nil, false, fmt.Errorf("pre_tokenizer Split: missing pattern")
-		}
-		b, err := parseBehavior(c.Behavior)
-		if err != nil {
-			return nil, false, fmt.Errorf("pre_tokenizer Split: %w", err)
-		}
-		var m matcher
-		switch {
-		case c.Pattern.String != nil:
-			m = stringMatcher(*c.Pattern.String)
-		case c.Pattern.Regex != nil:
-			re, err := compileRegex(*c.Pattern.Regex)
-			if err != nil {
-				return nil, false, fmt.Errorf("pre_tokenizer Split: %w", err)
-			}
-			m = regexMatcher{re}
-			if fast, ok := fastPatterns[*c.Pattern.Regex]; ok {
-				m = fastMatcher{fast}
-			}
-		default:
-			return nil, false, fmt.Errorf("pre_tokenizer Split: pattern has neither String nor Regex")
-		}
-		return splitter{m: m, behavior: b, invert: c.Invert}, false, nil
+		sp, err := parseSplitPre(c)
+		return sp, false, err
 	case "ByteLevel":
-		var seq sequencePre
-		if c.AddPrefixSpace != nil && *c.AddPrefixSpace {
-			seq = append(seq, prefixSpace{})
-		}
-		if c.UseRegex == nil || *c.UseRegex {
-			seq = append(seq, splitter{m: fastMatcher{matchGPT2}, behavior: isolated})
-		}
-		if len(seq) == 0 {
-			return nil, true, nil
-		}
-		return seq, true, nil
+		return parseByteLevelPre(c), true, nil
 	case "Metaspace":
-		m := metaspace{repl: "▁", prepend: "always", divide: true}
-		if c.Replacement != nil {
-			if utf8.RuneCountInString(*c.Replacement) != 1 {
-				return nil, false, fmt.Errorf("pre_tokenizer Metaspace: replacement %q is not one character", *c.Replacement)
-			}
-			m.repl = *c.Replacement
-		}
-		if c.Split != nil {
-			m.divide = *c.Split
-		}
-		switch {
-		case c.PrependScheme != nil:
-			m.prepend = *c.PrependScheme
-			if m.prepend != "always" && m.prepend != "first" && m.prepend != "never" {
-				return nil, false, fmt.Errorf("pre_tokenizer Metaspace: prepend_scheme %q not supported", m.prepend)
-			}
-		case c.AddPrefixSpace != nil && !*c.AddPrefixSpace:
-			m.prepend = "never"
-		}
-		return m, false, nil
+		m, err := parseMetaspacePre(c)
+		return m, false, err
 	case "Digits":
 		re, err := compileRegex(`\p{N}+`)
 		if c.IndividualDigits {
@@ -350,4 +279,103 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, bool, error) {
 	default:
 		return nil, false, fmt.Errorf("pre_tokenizer type %q not supported", c.Type)
 	}
+}
+
+// parseSequencePre parses a Sequence's members in order; a ByteLevel member
+// must come last, since it turns the input into bytes for the model.
+func parseSequencePre(c componentJSON) (preTokenizer, bool, error) {
+	var seq sequencePre
+	byteLevel := false
+	for i, r := range c.Pretokenizers {
+		if byteLevel {
+			return nil, false, fmt.Errorf("pre_tokenizer Sequence[%d]: only the last member may be ByteLevel", i)
+		}
+		pt, bl, err := parsePreTokenizer(r)
+		if err != nil {
+			return nil, false, fmt.Errorf("pre_tokenizer Sequence[%d]: %w", i, err)
+		}
+		byteLevel = bl
+		if pt != nil {
+			seq = append(seq, pt)
+		}
+	}
+	switch len(seq) {
+	case 0:
+		return nil, byteLevel, nil
+	case 1:
+		return seq[0], byteLevel, nil
+	}
+	return seq, byteLevel, nil
+}
+
+// parseSplitPre parses a Split on a literal string or a regex; a regex with a
+// hand-written equivalent in fastPatterns uses that instead.
+func parseSplitPre(c componentJSON) (preTokenizer, error) {
+	if c.Pattern == nil {
+		return nil, fmt.Errorf("pre_tokenizer Split: missing pattern")
+	}
+	b, err := parseBehavior(c.Behavior)
+	if err != nil {
+		return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
+	}
+	var m matcher
+	switch {
+	case c.Pattern.String != nil:
+		m = stringMatcher(*c.Pattern.String)
+	case c.Pattern.Regex != nil:
+		re, err := compileRegex(*c.Pattern.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("pre_tokenizer Split: %w", err)
+		}
+		m = regexMatcher{re}
+		if fast, ok := fastPatterns[*c.Pattern.Regex]; ok {
+			m = fastMatcher{fast}
+		}
+	default:
+		return nil, fmt.Errorf("pre_tokenizer Split: pattern has neither String nor Regex")
+	}
+	return splitter{m: m, behavior: b, invert: c.Invert}, nil
+}
+
+// parseByteLevelPre parses a ByteLevel pre-tokenizer: an optional leading
+// space, then (unless use_regex is false) the GPT-2 split. It returns nil when
+// neither applies; the input is still byte-level.
+func parseByteLevelPre(c componentJSON) preTokenizer {
+	var seq sequencePre
+	if c.AddPrefixSpace != nil && *c.AddPrefixSpace {
+		seq = append(seq, prefixSpace{})
+	}
+	if c.UseRegex == nil || *c.UseRegex {
+		seq = append(seq, splitter{m: fastMatcher{matchGPT2}, behavior: isolated})
+	}
+	if len(seq) == 0 {
+		return nil
+	}
+	return seq
+}
+
+// parseMetaspacePre parses a Metaspace pre-tokenizer. The legacy
+// add_prefix_space=false means prepend_scheme "never"; an explicit
+// prepend_scheme wins.
+func parseMetaspacePre(c componentJSON) (preTokenizer, error) {
+	m := metaspace{repl: "▁", prepend: "always", divide: true}
+	if c.Replacement != nil {
+		if utf8.RuneCountInString(*c.Replacement) != 1 {
+			return nil, fmt.Errorf("pre_tokenizer Metaspace: replacement %q is not one character", *c.Replacement)
+		}
+		m.repl = *c.Replacement
+	}
+	if c.Split != nil {
+		m.divide = *c.Split
+	}
+	switch {
+	case c.PrependScheme != nil:
+		m.prepend = *c.PrependScheme
+		if m.prepend != "always" && m.prepend != "first" && m.prepend != "never" {
+			return nil, fmt.Errorf("pre_tokenizer Metaspace: prepend_scheme %q not supported", m.prepend)
+		}
+	case c.AddPrefixSpace != nil && !*c.AddPrefixSpace:
+		m.prepend = "never"
+	}
+	return m, nil
 }

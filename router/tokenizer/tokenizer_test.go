@@ -10,6 +10,7 @@ import (
 
 // Known ids published with the reference measurements (tokenizers.md).
 func TestKnownIDs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		model   string
 		text    string
@@ -32,6 +33,7 @@ func TestKnownIDs(t *testing.T) {
 }
 
 func TestInvalidUTF8ReadsAsReplacement(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"llama3", "llama2"} {
 		tok := loadModel(t, name)
 		got := tok.Encode("a\xffb\xe2\x82", false)
@@ -43,6 +45,7 @@ func TestInvalidUTF8ReadsAsReplacement(t *testing.T) {
 }
 
 func TestNewRejectsBadFiles(t *testing.T) {
+	t.Parallel()
 	const good = `{"added_tokens":[],"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]}}`
 	for _, tc := range []struct {
 		name, tokenizer, config, wantErr string
@@ -69,6 +72,7 @@ func TestNewRejectsBadFiles(t *testing.T) {
 		{"bos unknown", good, `{"tokenizer_class":"LlamaTokenizerFast","bos_token":"<s>"}`, `bos_token "<s>" is not a token`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			_, err := New([]byte(tc.tokenizer), []byte(tc.config))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("New: error %v; want one mentioning %q", err, tc.wantErr)
@@ -78,6 +82,7 @@ func TestNewRejectsBadFiles(t *testing.T) {
 }
 
 func TestLoadMissingDir(t *testing.T) {
+	t.Parallel()
 	_, err := Load(filepath.Join(t.TempDir(), "nope"))
 	if err == nil || !os.IsNotExist(unwrapAll(err)) {
 		t.Fatalf("Load(missing) = %v; want a not-exist error", err)
@@ -97,6 +102,7 @@ func unwrapAll(err error) error {
 // A tiny SentencePiece-style model exercises byte fallback, <unk> fusing and
 // the decoder chain without test data.
 func TestSmallSPM(t *testing.T) {
+	t.Parallel()
 	tj := `{
 	 "added_tokens":[{"id":0,"content":"<unk>","special":true},{"id":1,"content":"<s>","special":true}],
 	 "normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"}]},
@@ -133,6 +139,7 @@ func TestSmallSPM(t *testing.T) {
 }
 
 func TestLossyUTF8(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"abc", "abc"},
 		{"a\xffb", "a\uFFFDb"},
@@ -148,6 +155,7 @@ func TestLossyUTF8(t *testing.T) {
 }
 
 func TestApplyBehavior(t *testing.T) {
+	t.Parallel()
 	// "a-b--c" split on "-": spans a | - | b | - | - | c
 	in := func() []span {
 		return stringMatcher("-").spans(nil, "a-b--c")

@@ -111,6 +111,9 @@ func tokenRange(from, n int) []int64 {
 // only the blocks it lacks; and a prompt the decode replica caches skips
 // the remote prefill.
 func TestDisaggregatedServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul, two vllm-sim processes and a router")
+	}
 	f := startFleetWith(t) // Consul, the driver's store and forwarder; no replicas yet
 	const pre, dec = "alloc-p/main", "alloc-d/main"
 	f.startPDSim(t, pre, "kv_producer", "prefill")

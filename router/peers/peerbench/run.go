@@ -120,16 +120,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	defer func() {
 		cancel()
 		wg.Wait()
-		for _, r := range rs {
-			if r != nil && r.pub != nil {
-				r.pub.Close()
-			}
-		}
-		for _, r := range rs {
-			if r != nil && r.srv != nil {
-				_ = r.srv.Close()
-			}
-		}
+		stopRouters(rs)
 	}()
 	for i := range rs {
 		r, err := newRouter(fmt.Sprintf("router-%02d", i), token, &wire)
@@ -138,6 +129,34 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		rs[i] = r
 	}
+	if err := startPublishers(ctx, rs, token, o, &wg); err != nil {
+		return Result{}, err
+	}
+	if !sleep(ctx, o.Warmup) {
+		return Result{}, ctx.Err()
+	}
+	return measure(ctx, rs, &wire, o)
+}
+
+// stopRouters closes every publisher, then every server; it skips what a
+// failed start left unset.
+func stopRouters(rs []*router) {
+	for _, r := range rs {
+		if r != nil && r.pub != nil {
+			r.pub.Close()
+		}
+	}
+	for _, r := range rs {
+		if r != nil && r.srv != nil {
+			_ = r.srv.Close()
+		}
+	}
+}
+
+// startPublishers starts each router's publisher, sending to every other
+// router (to none when o.Alone), and its load generator on wg; both stop
+// when ctx ends.
+func startPublishers(ctx context.Context, rs []*router, token string, o Options, wg *sync.WaitGroup) error {
 	targets := make([]peers.Target, len(rs))
 	for i, r := range rs {
 		targets[i] = peers.Target{ID: r.id, URL: r.url}
@@ -157,7 +176,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		var err error
 		if r.pub, err = peers.StartPublisher(ctx, opts); err != nil {
-			return Result{}, err
+			return err
 		}
 		wg.Add(1)
 		go func() {
@@ -165,9 +184,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			churn(ctx, r, o)
 		}()
 	}
-	if !sleep(ctx, o.Warmup) {
-		return Result{}, ctx.Err()
-	}
+	return nil
+}
+
+// measure counts the messages, bytes and CPU time over o.Duration and
+// averages them over the routers.
+func measure(ctx context.Context, rs []*router, wire *counters, o Options) (Result, error) {
 	m0, b0, c0 := wire.messages.Load(), wire.bytes.Load(), cpuTime()
 	t0 := time.Now()
 	if !sleep(ctx, o.Duration) {

@@ -24,6 +24,9 @@ import (
 // prompt's blocks over the side channel, only those it lacks; a prompt the
 // decode shard caches whole skips the prefill shard.
 func TestDisaggregatedFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul, the driver, a prefill and a decode vllm-sim shard and a router")
+	}
 	o := options(t)
 	o.Shards, o.Routers, o.Roles = 2, 1, []string{"prefill", "decode"}
 	f, err := Start(context.Background(), o)

@@ -14,6 +14,9 @@ import (
 // fleet's port choice and the driver's) is started again on new ports,
 // and the fleet comes up serving on them.
 func TestShardOnATakenPortStartsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul, the driver, a vllm-sim shard and a router")
+	}
 	held, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,9 @@ import (
 // old shards is left running, though the fleet no longer lists them for
 // Close to stop.
 func TestRestartShardsStopsEveryOldShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul, the driver, vllm-sim shards and a router")
+	}
 	o := options(t)
 	o.Shards, o.Routers = 2, 1
 	f, err := Start(context.Background(), o)
