@@ -42,7 +42,9 @@ func (ix *Index) LookupStride(keys []uint64, stride int, dst []Match) []Match {
 	if !w.run(ix, tab, keys, stride, nil) {
 		return dst
 	}
-	slices.Sort(w.groups)
+	if !slices.IsSorted(w.groups) { // the first key's inline page came first
+		slices.Sort(w.groups)
+	}
 	for _, g := range w.groups {
 		dst = append(dst, w.match(tab, g))
 	}

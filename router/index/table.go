@@ -27,20 +27,20 @@ type shard struct {
 // bounded, so a view torn by a concurrent write cannot loop forever (the
 // counter then makes it retry).
 func (sh *shard) getID(k uint64) keyID {
-	for spins := 0; ; spins++ {
+	for {
 		s1 := sh.seq.Load()
+		if s1&1 != 0 {
+			sh.waitWriter(s1)
+			continue
+		}
 		var id keyID
 		if k != 0 {
 			a := sh.t.arr.Load()
 			for i, n := a.home(k), 0; n < len(a.s); i, n = (i+1)&a.mask, n+1 {
 				s := &a.s[i]
 				key := s.key.Load()
-				if key == k { // sh.t.id(s), its common case inline
-					m := s.meta.Load()
-					id = keyID{page: int(m & 0xffff), gpu: s.gpu.Load(), cpu: s.cpu.Load()}
-					if m>>16&0xff != 0 {
-						id = sh.t.id(s)
-					}
+				if key == k {
+					id = sh.t.id(s)
 					break
 				}
 				if key == 0 {
@@ -50,11 +50,18 @@ func (sh *shard) getID(k uint64) keyID {
 		} else if sh.t.hasZero.Load() {
 			id = sh.t.id(&sh.t.zero)
 		}
-		if s1&1 == 0 && sh.seq.Load() == s1 {
+		if sh.seq.Load() == s1 {
 			return id
 		}
+	}
+}
+
+// waitWriter waits while the writer that made the counter s1 (odd) is
+// inside the shard, spinning a while, then yielding so it can finish.
+func (sh *shard) waitWriter(s1 uint64) {
+	for spins := 0; sh.seq.Load() == s1; spins++ {
 		if spins > 16 {
-			runtime.Gosched() // a writer is inside the shard: let it finish
+			runtime.Gosched()
 		}
 	}
 }

@@ -75,7 +75,9 @@ func (w *walk) run(ix *Index, tab *table, keys []uint64, stride int, keep keepFu
 	if len(keys) == 0 || tab.count == 0 {
 		return false
 	}
-	w.sink += ix.touchKeys(keys[:min(readGroup, len(keys))])
+	if stride <= 1 { // the scan from key 1 reads them; a strided walk probes first
+		w.sink += ix.touchKeys(keys[:min(readGroup, len(keys))])
+	}
 	id := ix.shard(keys[0]).getID(keys[0])
 	var only *slotSet
 	if keep != nil {
@@ -148,17 +150,27 @@ func (w *walk) scan(ix *Index, keys []uint64, from int, prev keyID, cpuOnly bool
 // none that was on the GPU has it only on the CPU, and reads the run
 // key by key otherwise.
 func (w *walk) strided(ix *Index, keys []uint64, stride int, prev keyID, cpuOnly bool) {
-	for pos := 1; pos < len(keys) && w.pages > 0; {
-		end := min((pos/stride+1)*stride, len(keys)) // probe keys[end-1]
+	// Runs end where a walk probing from the first key would end them:
+	// the first is keys[1:stride].
+	for pos, end := 1, min(stride, len(keys)); pos < len(keys) && w.pages > 0; pos, end = end, min(end+stride, len(keys)) {
 		probe := ix.shard(keys[end-1]).getID(keys[end-1])
-		if onCPU, ok := w.holdAll(probe); ok {
-			w.creditCPU(probe, int32(end-pos))
+		// holdAll, inline for a key of one page (every key, up to 64
+		// holders).
+		onCPU, ok := w.holdsPage(probe.page, probe.gpu, probe.cpu)
+		if probe.set != nil {
+			onCPU, ok = w.holdAll(probe)
+		} else if ok {
+			ok = w.pages == 1 && probe.page < maxPages && w.active[probe.page] != 0
+		}
+		if ok {
+			if onCPU {
+				w.creditCPU(probe, int32(end-pos))
+			}
 			prev, cpuOnly = probe, onCPU
 		} else {
 			w.sink += ix.touchKeys(keys[pos:min(pos+readGroup, end)])
 			prev, cpuOnly = w.scan(ix, keys[:end], pos, prev, cpuOnly)
 		}
-		pos = end
 	}
 }
 
@@ -166,46 +178,53 @@ func (w *walk) strided(ix *Index, keys []uint64, stride int, prev keyID, cpuOnly
 // that was on the GPU only on the CPU; onCPU whether one of them holds it
 // only on the CPU.
 func (w *walk) holdAll(id keyID) (onCPU, ok bool) {
+	onCPU, ok = w.holdsPage(id.page, id.gpu, id.cpu)
 	covered := 0
-	check := func(x word) bool {
-		if x.page >= maxPages || w.active[x.page] == 0 {
-			return true
-		}
-		a := w.active[x.page]
+	if id.page < maxPages && w.active[id.page] != 0 {
 		covered++
-		cpuOnly := x.cpu &^ x.gpu & a
-		onCPU = onCPU || cpuOnly != 0
-		return (x.gpu|x.cpu)&a == a && cpuOnly&w.onGPU[x.page] == 0
-	}
-	if !check(word{page: id.page, gpu: id.gpu, cpu: id.cpu}) {
-		return false, false
 	}
 	if id.set != nil {
 		for _, x := range id.set.words {
-			if !check(x) {
-				return false, false
+			c, held := w.holdsPage(x.page, x.gpu, x.cpu)
+			onCPU, ok = onCPU || c, ok && held
+			if x.page < maxPages && w.active[x.page] != 0 {
+				covered++
 			}
 		}
 	}
-	return onCPU, covered == w.pages
+	return onCPU, ok && covered == w.pages
+}
+
+// holdsPage is holdAll for page p of a key whose holders there are
+// gpu|cpu.
+func (w *walk) holdsPage(p int, gpu, cpu uint64) (onCPU, ok bool) {
+	if p >= maxPages {
+		return false, true
+	}
+	a := w.active[p]
+	cpuOnly := cpu &^ gpu & a
+	return cpuOnly != 0, (gpu|cpu)&a == a && cpuOnly&w.onGPU[p] == 0
 }
 
 // creditCPU counts n CPU-only blocks for each active holder that holds
 // the key of id only on the CPU.
 func (w *walk) creditCPU(id keyID, n int32) {
-	credit := func(x word) {
-		if x.page >= maxPages {
-			return
-		}
-		for c := x.cpu &^ x.gpu & w.active[x.page]; c != 0; c &= c - 1 {
-			w.st[x.page<<6|bits.TrailingZeros64(c)].cpuOnly += n
-		}
-	}
-	credit(word{page: id.page, gpu: id.gpu, cpu: id.cpu})
+	w.creditPage(id.page, id.gpu, id.cpu, n)
 	if id.set != nil {
 		for _, x := range id.set.words {
-			credit(x)
+			w.creditPage(x.page, x.gpu, x.cpu, n)
 		}
+	}
+}
+
+// creditPage is creditCPU for page p of a key whose holders there are
+// gpu|cpu.
+func (w *walk) creditPage(p int, gpu, cpu uint64, n int32) {
+	if p >= maxPages {
+		return
+	}
+	for c := cpu &^ gpu & w.active[p]; c != 0; c &= c - 1 {
+		w.st[p<<6|bits.TrailingZeros64(c)].cpuOnly += n
 	}
 }
 
