@@ -38,9 +38,14 @@
 // set of more than eight pages is also cut into interned chunks of eight
 // pages, so two sets differing in a few pages share every other chunk's
 // pointer. Slots are allocated lowest first, so a fleet of at most 64
-// holders has page 0 only (every key's holders are its inline word), and
+// holders has page 0 only (every key's holders are its inline words), and
 // a fleet that shrinks back below 64 holders returns to page 0 once the
 // dead slots are swept.
+//
+// Replace fills fresh slots and swaps them in while slots are free, and
+// replaces each rank in its own slot when none is (it never needs a second
+// slot). Remove hides a replica at once and sweeps the map when removed
+// holders' entries reach a sixteenth of the live ones.
 //
 // # Lookup
 //
@@ -60,22 +65,18 @@
 // the previous key, the chunks whose pointers differ. A prompt whose
 // holders drop out one by one as it deepens thus costs O(holders +
 // changes), not O(holders x changes), and a fleet of 64 holders reads one
-// word per key. The walk's per-holder scratch (4,096 slots) is pooled.
+// slot per key. The walk's per-holder scratch (4,096 slots) is pooled.
 //
 // LookupReplicas answers in the order of its candidate list. When the
 // prompt's first key has many times more holders than the list is long
 // (a prefix the whole fleet caches), it resolves the list's names first
-// and the walk follows only their holders. It finds the matched
-// replicas' names in a sorted list with few matches for its length (the
-// lists of router/replicas are sorted) by galloping search, and
-// otherwise remembers the replica groups of the lists it saw twice in a
-// row (per slot table), so a router asking about the same unsorted list
-// on every request compares its list instead of hashing every name.
-//
-// Replace fills fresh slots and swaps them in while slots are free, and
-// replaces each rank in its own slot when none is (it never needs a second
-// slot). Remove hides a replica at once and sweeps the map when removed
-// holders' entries reach a sixteenth of the live ones.
+// and the walk follows only their holders. In a sorted list shorter than
+// the fleet, with few matches for its length (a narrowed list,
+// router/replicas), it finds the matched replicas' names by galloping
+// search; otherwise it remembers the replica groups of the lists it saw
+// twice in a row (per slot table), so a router asking about the same
+// replicas on every request compares its list instead of hashing every
+// name.
 //
 // # Memory
 //
