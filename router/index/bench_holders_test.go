@@ -9,7 +9,7 @@ import (
 // BenchmarkLookupHolders measures an 8k-token prompt's walk (512 blocks)
 // as the number of holders in the index grows, on 1,000,000 keys. "on=64"
 // caches the prompt on 64 holders with staggered prefixes, spread over the
-// pages (every holders/64-th holder), which is the walk's worst
+// pages (every holders/64-th holder), which is the paged walk's worst
 // layout for that many; "on=all" gives every holder a staggered prefix, so
 // the walk and the result both grow with the holders.
 func BenchmarkLookupHolders(b *testing.B) {

@@ -24,7 +24,13 @@
 // before changing them, because each change's locked instructions would
 // otherwise wait out the cache misses one by one; a Lookup likewise touches
 // its keys a group ahead of the ones it reads, so that the misses of a
-// group are in flight together.
+// group are in flight together. LookupReplicas remembers the replica groups
+// of the candidate lists it saw last (per slot table), so a router asking
+// about the same replicas on every request compares its list instead of
+// hashing every name; for a list it does not remember, whose first key
+// has many times more holders than the list is long (a prefix the whole
+// fleet caches), it resolves the list's names first and walks only their
+// holders.
 //
 // # Representation
 //
@@ -35,48 +41,24 @@
 // two holder sets (GPU and CPU) inline; the holders of its other pages are
 // an interned, immutable set that every key with the same other pages
 // shares (a change to a key points it at another set: copy on write). A
-// set of more than eight pages is also cut into interned chunks of eight
-// pages, so two sets differing in a few pages share every other chunk's
-// pointer. Slots are allocated lowest first, so a fleet of at most 64
-// holders has page 0 only (every key's holders are its inline words), and
-// a fleet that shrinks back below 64 holders returns to page 0 once the
-// dead slots are swept.
+// fleet of at most 64 holders has page 0 only, and its Lookup is the
+// one-word walk over the inline sets. A larger one takes the paged walk,
+// whose work follows the prompt's holders: it reads a key's pages only
+// when its set or inline word differs from the previous key's (keys of
+// one cached chain are mostly held by the same holders), and then only
+// the difference: a set of more than eight pages is also cut into
+// interned chunks of eight pages, so two sets differing in a few pages
+// share every other chunk's pointer, and a step from one to the other
+// reads the chunks that differ. A prompt whose holders drop out one by
+// one as it deepens thus costs O(holders + changes), not O(holders x
+// changes). Slots are allocated lowest
+// first, so a fleet that shrinks back below 64 holders returns to page 0
+// once the dead slots are swept.
 //
 // Replace fills fresh slots and swaps them in while slots are free, and
 // replaces each rank in its own slot when none is (it never needs a second
 // slot). Remove hides a replica at once and sweeps the map when removed
 // holders' entries reach a sixteenth of the live ones.
-//
-// # Lookup
-//
-// Every query (Lookup, LookupStride, LookupReplicas) is answered by one
-// walk (walk.go), whatever the fleet's size, so its rules live in one
-// place: it follows the live holders of the prompt's first key (a replica
-// none of whose ranks holds it has no match), retires each at the first
-// key it lacks, counts the blocks a holder holds only on the CPU, stops
-// once no holder it follows is left, and gives each replica its best
-// rank's match (longest, then most GPU blocks, then lowest rank). With a
-// stride it reads the first key, then probes every stride-th key and
-// reads the keys between only where a holder drops out or moves from GPU
-// to CPU memory. The walk reads a key's holders as its id, the inline
-// word and the set's pointer: a key with the previous key's id costs a
-// probe and a comparison (keys of one cached chain are mostly held by the
-// same holders), and one whose id differs is read as its difference from
-// the previous key, the chunks whose pointers differ. A prompt whose
-// holders drop out one by one as it deepens thus costs O(holders +
-// changes), not O(holders x changes), and a fleet of 64 holders reads one
-// slot per key. The walk's per-holder scratch (4,096 slots) is pooled.
-//
-// LookupReplicas answers in the order of its candidate list. When the
-// prompt's first key has many times more holders than the list is long
-// (a prefix the whole fleet caches), it resolves the list's names first
-// and the walk follows only their holders. In a sorted list shorter than
-// the fleet, with few matches for its length (a narrowed list,
-// router/replicas), it finds the matched replicas' names by galloping
-// search; otherwise it remembers the replica groups of the lists it saw
-// twice in a row (per slot table), so a router asking about the same
-// replicas on every request compares its list instead of hashing every
-// name.
 //
 // # Memory
 //

@@ -23,8 +23,8 @@ type holder struct {
 // only when no reader can still see its old owner's bits as live.
 type table struct {
 	// live has one word per page up to the highest live slot's page: a
-	// fleet of at most 64 holders has exactly one page, and each key's
-	// live holders are its inline word.
+	// fleet of at most 64 holders has exactly one page, and its Lookups
+	// take the one-word walk.
 	live    []uint64
 	holders []holder // len(live)*64
 	// group[s] is the lowest live slot of the same replica as slot s, so
@@ -35,6 +35,9 @@ type table struct {
 	count   int // live slots
 	readers atomic.Int64
 }
+
+// onePage reports whether every live slot is in page 0.
+func (t *table) onePage() bool { return len(t.live) <= 1 }
 
 // slotSet is a set of slots, one word per page.
 type slotSet [maxPages]uint64

@@ -78,6 +78,11 @@ type Stats struct {
 	Unswept int
 }
 
+// entry is the value per key: one holder bit set per tier.
+type entry struct {
+	gpu, cpu uint64
+}
+
 // Index maps block keys to the replica ranks holding them. The zero value is
 // not usable; call New.
 type Index struct {

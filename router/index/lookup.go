@@ -1,9 +1,6 @@
 package index
 
-import (
-	"math/bits"
-	"slices"
-)
+import "math/bits"
 
 // Match is how much of a prompt's prefix one replica already caches.
 type Match struct {
@@ -25,28 +22,30 @@ func (ix *Index) Lookup(keys []uint64, dst []Match) []Match {
 	return ix.LookupStride(keys, 1, dst)
 }
 
-// LookupStride is Lookup for long prompts: with stride > 1 it reads the
-// first key, then probes every stride-th key and reads the keys in
-// between only where a holder drops out or its blocks move from GPU to
-// CPU memory. It assumes each holder's blocks of one chain form a prefix,
-// GPU blocks first (vLLM frees and evicts a chain from its tail, and
-// offloads the evicted part), so a holder that has a probed key is taken
-// to have the keys before it. Under that assumption the result equals
-// Lookup's; a holder with a hole in its chain may be credited past the
-// hole. With stride <= 1 the walk is exact.
+// LookupStride is Lookup for long prompts: with stride > 1 it probes every
+// stride-th key and reads the keys in between only where a holder drops
+// out or its blocks move from GPU to CPU memory. It assumes each holder's
+// blocks of one chain form a prefix, GPU blocks first (vLLM frees and
+// evicts a chain from its tail, and offloads the evicted part), so a holder
+// that has a probed key is taken to have the keys before it. Under that
+// assumption the result equals Lookup's; a holder with a hole in its chain
+// may be credited past the hole. With stride <= 1 the walk is exact.
 func (ix *Index) LookupStride(keys []uint64, stride int, dst []Match) []Match {
 	tab := ix.acquire()
-	defer release(tab)
-	w := walks.Get().(*walk)
-	defer walks.Put(w)
-	if !w.run(ix, tab, keys, stride, nil) {
+	if !tab.onePage() {
+		defer release(tab)
+		return ix.lookupPaged(tab, keys, dst)
+	}
+	var w walk
+	best, ok := ix.walkKeys(tab, keys, stride, &w)
+	if !ok {
 		return dst
 	}
-	if !slices.IsSorted(w.groups) { // the first key's inline page came first
-		slices.Sort(w.groups)
-	}
-	for _, g := range w.groups {
-		dst = append(dst, w.match(tab, g))
+	for live := tab.live[0]; live != 0; live &= live - 1 {
+		s := bits.TrailingZeros64(live)
+		if tab.group[s] == int32(s) && best[s] >= 0 {
+			dst = append(dst, w.match(tab, best[s]))
+		}
 	}
 	return dst
 }
@@ -63,99 +62,152 @@ func (ix *Index) LookupReplicas(keys []uint64, stride int, replicas []string, ou
 	out = out[:len(replicas)]
 	clear(out)
 	tab := ix.acquire()
-	defer release(tab)
-	w := walks.Get().(*walk)
-	defer walks.Put(w)
-	groups := ix.groups.remembered(tab, replicas)
-	var buf *[]int32
-	defer func() {
-		if buf != nil {
-			groupBufs.Put(buf)
-		}
-	}()
-	// A first block held far more widely than the list is long (a prefix
-	// every replica caches, scored over a narrowed list): resolve the
-	// candidates first and follow only their holders, so the walk costs
-	// the list, not the fleet.
-	keep := func(holders int) *slotSet {
-		if groups != nil || holders <= wideFirst*len(replicas) {
-			return nil
-		}
-		groups, buf = resolve(tab, replicas)
-		clear(w.only[:])
-		for _, g := range groups {
-			if g >= 0 {
-				w.only.add(int(g))
-			}
-		}
-		return &w.only
+	if !tab.onePage() {
+		defer release(tab)
+		return ix.lookupReplicasPaged(tab, keys, replicas, out)
 	}
-	if !w.run(ix, tab, keys, stride, keep) {
+	var w walk
+	best, ok := ix.walkKeys(tab, keys, stride, &w)
+	if !ok {
 		return out
 	}
-	if groups == nil && len(replicas) < len(tab.byName) && len(w.groups)*bits.Len(uint(len(replicas))) <= 8*len(replicas) && sortedNames(replicas) {
-		// A sorted list not remembered, shorter than the fleet (a
-		// narrowed one, router/replicas), with few matches for its
-		// length: find the matched groups' names in it, O(matches · log
-		// candidates), instead of each candidate's group by name (or
-		// hashing the list to see whether to remember it). A list of the
-		// whole fleet, asked on every request, is remembered instead.
-		at := 0
-		for _, g := range w.groups {
-			i, ok := gallop(replicas, at, tab.holders[g].replica)
-			if ok {
-				out[i] = w.match(tab, g)
-			}
-			at = i
-		}
-		return out
-	}
-	if groups == nil {
-		switch twice := ix.groups.missedTwice(replicas); {
-		case twice:
-			groups = ix.groups.remember(tab, replicas)
-		default:
-			groups, buf = resolve(tab, replicas)
-		}
-	}
+	groups, buf := ix.groups.groups(tab, replicas)
 	for i, g := range groups {
-		if g >= 0 && w.found(g) {
-			out[i] = w.match(tab, g)
+		if g >= 0 && best[g] >= 0 {
+			out[i] = w.match(tab, best[g])
 		}
+	}
+	if buf != nil {
+		groupBufs.Put(buf)
 	}
 	return out
 }
 
-// wideFirst is how many times more live holders than candidates the
-// first key must have for LookupReplicas to follow only the candidates'.
-const wideFirst = 4
-
-// gallop is slices.BinarySearch(names, name) (names sorted) that looks
-// from position from onwards first, doubling its step: the matched
-// groups come in slot order, which is mostly the order replicas joined
-// and so often their names' order, so each name is found a step or two
-// past the one before, in fewer comparisons than a search of the whole.
-func gallop(names []string, from int, name string) (int, bool) {
-	if from >= len(names) || name < names[from] {
-		return slices.BinarySearch(names[:min(from, len(names))], name)
+// walkKeys runs w over keys for a one-page table it has acquired, releases
+// it, and returns each replica group's best slot (walk.best); false when
+// nothing was walked. The table is released once the walk is done: what
+// is read of it afterwards (holders, groups) never changes, only slot
+// reuse must wait for readers.
+func (ix *Index) walkKeys(tab *table, keys []uint64, stride int, w *walk) ([64]int8, bool) {
+	defer release(tab)
+	if !w.run(ix, tab, keys, stride) {
+		return [64]int8{}, false
 	}
-	lo, step := from, 1 // names[lo] <= name
-	hi := lo + step
-	for hi < len(names) && names[hi] <= name {
-		lo, step = hi, step*2
-		hi = lo + step
-	}
-	i, ok := slices.BinarySearch(names[lo:min(hi, len(names))], name)
-	return lo + i, ok
+	return w.best(tab), true
 }
 
-// sortedNames reports whether names are in strictly increasing order (so
-// each is found by binary search, once).
-func sortedNames(names []string) bool {
-	for i := 1; i < len(names); i++ {
-		if names[i-1] >= names[i] {
-			return false
+// run walks keys for the holders live in tab; false when there is nothing
+// to walk.
+func (w *walk) run(ix *Index, tab *table, keys []uint64, stride int) bool {
+	*w = walk{ix: ix, keys: keys, active: tab.live[0], onGPU: tab.live[0]}
+	if w.active == 0 || len(keys) == 0 {
+		return false
+	}
+	if stride <= 1 {
+		w.scan(0, len(keys))
+	} else {
+		for pos := 0; pos < len(keys) && w.active != 0; {
+			end := min(pos+stride, len(keys)) // probe keys[end-1]
+			e := ix.shard(keys[end-1]).get(keys[end-1])
+			cpuOnly := e.cpu &^ e.gpu & w.active
+			if (e.gpu|e.cpu)&w.active == w.active && cpuOnly&w.onGPU == 0 {
+				for c := cpuOnly; c != 0; c &= c - 1 {
+					w.cpuOnly[bits.TrailingZeros64(c)] += int32(end - pos)
+				}
+			} else {
+				w.scan(pos, end)
+			}
+			pos = end
 		}
 	}
+	for a := w.active; a != 0; a &= a - 1 {
+		w.depth[bits.TrailingZeros64(a)] = int32(len(keys))
+	}
 	return true
+}
+
+// walk is the state of one Lookup over a one-page table (at most 64 live
+// holders, all in page 0).
+type walk struct {
+	ix             *Index
+	keys           []uint64
+	active         uint64 // holders that held every key so far
+	onGPU          uint64 // holders whose last key read was on the GPU
+	depth, cpuOnly [64]int32
+	sink           uint64
+}
+
+// scan reads keys[from:to] one by one, retiring holders at their first
+// missing key. It keeps the walk's state in locals (registers) while it
+// runs: it is the hot loop of every routing decision.
+//
+// The slots a walk reads are scattered over the whole table, so nearly
+// every read misses the cache. scan therefore touches the keys a group at
+// a time, a group ahead of the keys it reads: a loop of nothing but
+// independent loads keeps a group's misses in flight together, where a
+// touch inside the reading loop would wait behind the reads.
+func (w *walk) scan(from, to int) {
+	keys := w.keys[:to]
+	ix := w.ix
+	active, onGPU := w.active, w.onGPU
+	sink := ix.touchKeys(keys[from:min(from+readGroup, to)])
+	for g := from; g < to; g += readGroup {
+		sink += ix.touchKeys(keys[min(g+readGroup, to):min(g+2*readGroup, to)])
+		for i := g; i < min(g+readGroup, to); i++ {
+			e := ix.shard(keys[i]).get(keys[i])
+			held := (e.gpu | e.cpu) & active
+			for gone := active &^ held; gone != 0; gone &= gone - 1 {
+				w.depth[bits.TrailingZeros64(gone)] = int32(i)
+			}
+			active, onGPU = held, e.gpu&held
+			if held == 0 {
+				w.active, w.onGPU, w.sink = active, onGPU, w.sink+sink
+				return
+			}
+			for c := e.cpu &^ e.gpu & held; c != 0; c &= c - 1 {
+				w.cpuOnly[bits.TrailingZeros64(c)]++
+			}
+		}
+	}
+	w.active, w.onGPU, w.sink = active, onGPU, w.sink+sink
+}
+
+// best returns, per replica group (its lowest live slot), the slot of its
+// best rank, or -1 where no rank holds the first key.
+func (w *walk) best(tab *table) [64]int8 {
+	var best [64]int8
+	for i := range best {
+		best[i] = -1
+	}
+	depth, cpuOnly := &w.depth, &w.cpuOnly
+	for live := tab.live[0]; live != 0; live &= live - 1 {
+		s := bits.TrailingZeros64(live)
+		if depth[s] == 0 {
+			continue
+		}
+		g := tab.group[s]
+		if b := best[g]; b < 0 || better(depth[s], depth[s]-cpuOnly[s], tab.holders[s].rank,
+			depth[b], depth[b]-cpuOnly[b], tab.holders[b].rank) {
+			best[g] = int8(s)
+		}
+	}
+	return best
+}
+
+// match is the Match of slot s.
+func (w *walk) match(tab *table, s int8) Match {
+	h := tab.holders[s]
+	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.depth[s]), GPUBlocks: int(w.depth[s] - w.cpuOnly[s])}
+}
+
+// better orders a replica's ranks: longest match, then most GPU blocks,
+// then lowest rank.
+func better(blocks, gpu int32, rank int, bBlocks, bGPU int32, bRank int) bool {
+	if blocks != bBlocks {
+		return blocks > bBlocks
+	}
+	if gpu != bGPU {
+		return gpu > bGPU
+	}
+	return rank < bRank
 }

@@ -18,7 +18,7 @@ import (
 //
 // A set of more than chunkMin words is also cut into chunks of chunkPages
 // pages, each interned on its own, so two sets that differ in a few
-// pages share the pointers of every other chunk: the walk steps
+// pages share the pointers of every other chunk: the paged walk steps
 // from one key's set to the next key's comparing eight pointers and
 // reading only the chunks that differ, so a change of the holder set
 // costs the pages that changed, not every page of the set.
@@ -308,7 +308,21 @@ func (t *hashTable) extBits(s *slot, p int, tier Tier) uint64 {
 	return 0
 }
 
-// keyID names a key's holder sets for the walk: keys with equal
+// page0 is slot s's holder sets of page 0, for the one-page walk.
+func (t *hashTable) page0(s *slot) entry {
+	m := s.meta.Load()
+	if m&0xffff == 0 {
+		return s.load()
+	}
+	if m>>16&0xff != 0 {
+		if e := t.sets.get(m >> 24); e != nil && len(e.words) > 0 && e.words[0].page == 0 {
+			return entry{gpu: e.words[0].gpu, cpu: e.words[0].cpu}
+		}
+	}
+	return entry{}
+}
+
+// keyID names a key's holder sets for the paged walk: keys with equal
 // ids have equal holders (a set never changes once published, so one
 // pointer names one content; the pointer keeps it from being reused while
 // the walk holds it). Keys of one cached chain mostly have the same ids,

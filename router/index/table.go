@@ -21,26 +21,25 @@ type shard struct {
 	_   [16]byte // keep neighbouring shards' counters on separate cache lines
 }
 
-// getID reads k's id (see keyID), consistent as of one moment: the zero
-// id when k is not indexed. It is the walk's inner loop, so it probes the
-// table itself, with the counter checks around the probe. The probe is
-// bounded, so a view torn by a concurrent write cannot loop forever (the
-// counter then makes it retry).
-func (sh *shard) getID(k uint64) keyID {
-	for {
+// get returns k's entry (zero when absent), consistent as of one moment.
+// It is the walk's inner loop, so it probes the table itself, with the
+// counter checks around the probe. The probe is bounded, so a view torn by
+// a concurrent write cannot loop forever (the counter then makes it retry).
+func (sh *shard) get(k uint64) entry {
+	for spins := 0; ; spins++ {
 		s1 := sh.seq.Load()
-		if s1&1 != 0 {
-			sh.waitWriter(s1)
-			continue
-		}
-		var id keyID
+		var e entry
 		if k != 0 {
 			a := sh.t.arr.Load()
 			for i, n := a.home(k), 0; n < len(a.s); i, n = (i+1)&a.mask, n+1 {
 				s := &a.s[i]
 				key := s.key.Load()
 				if key == k {
-					id = sh.t.id(s)
+					if s.meta.Load() == 0 { // page 0 inline, no other page
+						e = s.load()
+					} else {
+						e = sh.t.page0(s)
+					}
 					break
 				}
 				if key == 0 {
@@ -48,26 +47,19 @@ func (sh *shard) getID(k uint64) keyID {
 				}
 			}
 		} else if sh.t.hasZero.Load() {
-			id = sh.t.id(&sh.t.zero)
+			e = sh.t.page0(&sh.t.zero)
 		}
-		if sh.seq.Load() == s1 {
-			return id
+		if s1&1 == 0 && sh.seq.Load() == s1 {
+			return e
 		}
-	}
-}
-
-// waitWriter waits while the writer that made the counter s1 (odd) is
-// inside the shard, spinning a while, then yielding so it can finish.
-func (sh *shard) waitWriter(s1 uint64) {
-	for spins := 0; sh.seq.Load() == s1; spins++ {
 		if spins > 16 {
-			runtime.Gosched()
+			runtime.Gosched() // a writer is inside the shard: let it finish
 		}
 	}
 }
 
 // home is the first slot k probes, for Index.touchKeys: loading it ahead
-// makes the cache miss of a later getID or ref overlap with others. Outside
+// makes the cache miss of a later get or ref overlap with others. Outside
 // the counter's bracket it may be a slot of an array a writer is about to
 // replace; only a later probe's result counts.
 func (sh *shard) home(k uint64) *slot {
@@ -102,12 +94,14 @@ type slotArray struct {
 // slot is one key's entry: the holder sets (GPU and CPU) of one page of
 // slots inline, and those of its other pages, if any, in an interned
 // extSet. meta is the inline page (low 16 bits) and the extSet's size and
-// number (above them; 0 for none, see packMeta). Up to 64 holders every
-// key has page 0 inline and nothing else, so a Lookup reads one slot per
-// key.
+// number (above them; 0 for none, see packMeta). Up to 64 holders every key has page 0
+// inline and nothing else, so a Lookup reads one slot per key, as it did
+// when the holder set was one 64-bit mask.
 type slot struct {
 	key, meta, gpu, cpu atomic.Uint64
 }
+
+func (s *slot) load() entry { return entry{gpu: s.gpu.Load(), cpu: s.cpu.Load()} }
 
 func (s *slot) page() int { return int(s.meta.Load() & 0xffff) }
 

@@ -9,21 +9,13 @@ import (
 	"testing"
 )
 
-// entry is a key's holder sets of page 0, all its holders in these tests.
-type entry struct {
-	gpu, cpu uint64
-}
-
-// id is the keyID of a key whose holders are e.
-func (e entry) id() keyID { return keyID{gpu: e.gpu, cpu: e.cpu} }
-
 // TestHashTableMatchesMap drives the table and a Go map with the same random
 // inserts, updates and removals (including key 0 and keys crowded into few
 // home slots) and checks they always agree.
 func TestHashTableMatchesMap(t *testing.T) {
 	for _, keySpace := range []uint64{8, 1000, 1 << 62} {
 		r := rand.New(rand.NewPCG(keySpace, 1))
-		var sh shard // read through the reader's probe (shard.getID)
+		var sh shard // read through the reader's probe (shard.get)
 		sh.t.init()
 		tab := &sh.t
 		ref := map[uint64]entry{}
@@ -72,13 +64,13 @@ func TestHashTableMatchesMap(t *testing.T) {
 					t.Fatalf("space %d step %d: table holds %d keys; reference %d", keySpace, step, tab.len(), len(ref))
 				}
 				for rk, v := range ref {
-					if got := sh.getID(rk); got != v.id() {
-						t.Fatalf("space %d step %d: getID(%d) = %+v; want %+v", keySpace, step, rk, got, v.id())
+					if got := sh.get(rk); got != v {
+						t.Fatalf("space %d step %d: get(%d) = %v; want %v", keySpace, step, rk, got, v)
 					}
 				}
 			}
 			if _, ok := ref[k]; !ok {
-				if sh.getID(k) != (keyID{}) || tab.ref(k, false) != nil {
+				if sh.get(k) != (entry{}) || tab.ref(k, false) != nil {
 					t.Fatalf("space %d step %d: removed key %d still found", keySpace, step, k)
 				}
 			}
@@ -120,7 +112,7 @@ func TestShardSeqlock(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				if e := sh.getID(s); e != want.id() && e != (keyID{}) {
+				if e := sh.get(s); e != want && e != (entry{}) {
 					select {
 					case errs <- fmt.Sprintf("key read torn as %+v", e):
 					default:
