@@ -46,3 +46,26 @@ func BenchmarkLookupReplicasNarrowed(b *testing.B) {
 		b.Fatalf("%d of %d candidates matched; want %d", found, len(out), on)
 	}
 }
+
+// BenchmarkLookupReplicasFleet is BenchmarkLookup's first case (64
+// replicas, 1,000,000 keys, an 8k-token prompt on all of them with
+// staggered prefixes) asked the way the scheduler asks a fleet of that
+// size: LookupReplicas over every replica, sorted by name
+// (replicas.Set.ForModel), the same list on every request.
+func BenchmarkLookupReplicasFleet(b *testing.B) {
+	const replicas, keys, blocks = 64, 1_000_000, 512
+	prompt := randomKeys(blocks, 99)
+	ix := fill(b, replicas, keys, prompt, func(i int) int { return blocks * (i + 1) / replicas })
+	names := make([]string, replicas)
+	for i := range names {
+		names[i] = fmt.Sprintf("alloc-%04d/vllm", i)
+	}
+	var out []Match
+	b.ReportAllocs()
+	timeLookups(b, func(int) { out = ix.LookupReplicas(prompt, 1, names, out) })
+	for i, m := range out {
+		if m.Blocks != blocks*(i+1)/replicas {
+			b.Fatalf("%s: %d blocks; want %d", names[i], m.Blocks, blocks*(i+1)/replicas)
+		}
+	}
+}

@@ -55,6 +55,21 @@
 // first, so a fleet that shrinks back below 64 holders returns to page 0
 // once the dead slots are swept.
 //
+// Two walks, one definition. What a lookup answers is defined once, by
+// the reference model in model_test.go (a map from key to holders, walked
+// key by key): a replica's match is its best rank's (longest run of
+// leading keys held on any tier, then most on the GPU), a replica none of
+// whose ranks holds the first key has none, and the walk stops at the
+// first key no holder it follows has. Both walks are checked against
+// that model on random histories (TestIndexMatchesModel,
+// TestPagedIndexMatchesModel) and across the 64-holder boundary in both
+// directions (TestWalkAcrossPageBoundary, strides 1 to 1000). They stay
+// two because one walk for every size was measured and costs the whole
+// routing decision about 5% at 64 replicas (BenchmarkRouteDecision p50,
+// 11.4 to 12.0 µs, interleaved runs on 2026-12-04; the id it carries
+// from key to key is four words, not the one-word walk's two):
+// docs/notes/2026-12-04-one-walk.md.
+//
 // Replace fills fresh slots and swaps them in while slots are free, and
 // replaces each rank in its own slot when none is (it never needs a second
 // slot). Remove hides a replica at once and sweeps the map when removed

@@ -18,18 +18,24 @@ func seq(from, to uint64) []uint64 {
 	return ks
 }
 
-func TestLookup(t *testing.T) {
-	prompt := seq(1, 6)
-	type upd struct {
-		replica string
-		changes []Change
-	}
-	tests := []struct {
-		name    string
-		updates []upd
-		remove  []string
-		want    []Match
-	}{
+// lookupCase is one of TestLookup's cases: updates applied in order,
+// then removals, then a Lookup of the prompt.
+type lookupCase struct {
+	name    string
+	updates []lookupUpdate
+	remove  []string
+	want    []Match
+}
+
+type lookupUpdate struct {
+	replica string
+	changes []Change
+}
+
+// lookupCases are TestLookup's cases over prompt, six keys.
+func lookupCases(prompt []uint64) []lookupCase {
+	type upd = lookupUpdate
+	return []lookupCase{
 		{name: "empty index"},
 		{
 			name:    "full gpu match",
@@ -92,7 +98,11 @@ func TestLookup(t *testing.T) {
 			want:   []Match{{Replica: "r2", Blocks: 2, GPUBlocks: 2}},
 		},
 	}
-	for _, tc := range tests {
+}
+
+func TestLookup(t *testing.T) {
+	prompt := seq(1, 6)
+	for _, tc := range lookupCases(prompt) {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := New(Options{})
 			for _, u := range tc.updates {

@@ -142,10 +142,29 @@ func TestReplaceWhenFull(t *testing.T) {
 	}
 }
 
+// matchModel applies steps random updates, snapshots and removals of
+// replicas (two ranks, two tiers, a key space of 40) to ix and ref, and
+// after each compares ix's answers with the model's.
 func matchModel(t *testing.T, ix *Index, ref refIndex, replicas []string, steps int) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(11, 12))
 	space := keysOf(40)
+	for step := 0; step < steps; step++ {
+		if !modelStep(t, ix, ref, r, space, replicas[r.IntN(len(replicas))]) {
+			continue
+		}
+		// A prompt: a run of the key space from a random start.
+		start := r.IntN(len(space))
+		prompt := space[start:min(len(space), start+1+r.IntN(12))]
+		checkLookups(t, step, ix, ref, prompt, replicas)
+		checkCounts(t, step, ix, ref, prompt[0])
+	}
+}
+
+// modelStep applies one random change of replica rep to ix and ref; false
+// when ix refused it for want of slots (nothing changed).
+func modelStep(t *testing.T, ix *Index, ref refIndex, r *rand.Rand, space []uint64, rep string) bool {
+	t.Helper()
 	pick := func(n int) []uint64 {
 		ks := make([]uint64, n)
 		for i := range ks {
@@ -153,77 +172,81 @@ func matchModel(t *testing.T, ix *Index, ref refIndex, replicas []string, steps 
 		}
 		return ks
 	}
-	for step := 0; step < steps; step++ {
-		rep := replicas[r.IntN(len(replicas))]
-		switch op := r.IntN(20); {
-		case op < 14:
-			// Half the batches span more than one of the writer's groups.
-			cs := []Change{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Add: pick(r.IntN(8) + writeGroup*r.IntN(2)), Del: pick(r.IntN(6) + writeGroup*r.IntN(2))}}
-			if err := ix.Update(rep, cs); errors.Is(err, ErrFull) {
-				continue // a new rank in a full index: nothing changed
-			} else if err != nil {
-				t.Fatal(err)
+	switch op := r.IntN(20); {
+	case op < 14:
+		// Half the batches span more than one of the writer's groups.
+		cs := []Change{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Add: pick(r.IntN(8) + writeGroup*r.IntN(2)), Del: pick(r.IntN(6) + writeGroup*r.IntN(2))}}
+		if err := ix.Update(rep, cs); errors.Is(err, ErrFull) {
+			return false // a new rank in a full index: nothing changed
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		ref.update(rep, cs)
+	case op < 18:
+		bs := []Blocks{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Keys: pick(r.IntN(20))}, {Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Keys: pick(r.IntN(10))}}
+		if err := ix.Replace(rep, bs); errors.Is(err, ErrFull) {
+			return false // more new ranks than free slots: nothing changed
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		ref.replace(rep, bs)
+	default:
+		ix.Remove(rep)
+		ref.remove(rep)
+	}
+	return true
+}
+
+// checkLookups compares Lookup and LookupReplicas of prompt with the
+// model's matches.
+func checkLookups(t *testing.T, step int, ix *Index, ref refIndex, prompt []uint64, replicas []string) {
+	t.Helper()
+	got := map[string]Match{}
+	for _, m := range ix.Lookup(prompt, nil) {
+		if _, dup := got[m.Replica]; dup {
+			t.Fatalf("step %d: replica %s matched twice", step, m.Replica)
+		}
+		got[m.Replica] = m
+	}
+	if d := cmp.Diff(ref.lookup(prompt), got); d != "" {
+		t.Fatalf("step %d: lookup differs from the model (-want +got):\n%s", step, d)
+	}
+	// The same walk, answered in the caller's order of replicas (one
+	// of them never known), with more orders in turn than the Index
+	// remembers, so its remembered groups are both reused and replaced.
+	names := nameOrders[step%len(nameOrders)]
+	for i, m := range ix.LookupReplicas(prompt, 1, names, nil) {
+		if want := got[names[i]]; m != want {
+			t.Fatalf("step %d: LookupReplicas[%s] = %+v; want %+v", step, names[i], m, want)
+		}
+	}
+	// A few of the replicas, sorted (a narrowed list): with many
+	// holders of the first key, the walk follows only theirs.
+	j := step % len(replicas)
+	few := slices.Sorted(slices.Values(replicas[j:min(len(replicas), j+3)]))
+	for i, m := range ix.LookupReplicas(prompt, 1, few, nil) {
+		if want := got[few[i]]; m != want {
+			t.Fatalf("step %d: LookupReplicas(%v)[%s] = %+v; want %+v", step, few, few[i], m, want)
+		}
+	}
+}
+
+// checkCounts compares HolderCount of key and Stats.Keys with the model.
+func checkCounts(t *testing.T, step int, ix *Index, ref refIndex, key uint64) {
+	t.Helper()
+	if got, want := ix.HolderCount(key), ref.holding(key); got != want {
+		t.Fatalf("step %d: HolderCount = %d; the model has %d ranks holding the key", step, got, want)
+	}
+	distinct := map[uint64]bool{}
+	for _, sets := range ref {
+		for _, s := range sets {
+			for k := range s {
+				distinct[k] = true
 			}
-			ref.update(rep, cs)
-		case op < 18:
-			bs := []Blocks{{Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Keys: pick(r.IntN(20))}, {Rank: r.IntN(2), Tier: Tier(r.IntN(2)), Keys: pick(r.IntN(10))}}
-			if err := ix.Replace(rep, bs); errors.Is(err, ErrFull) {
-				continue // more new ranks than free slots: nothing changed
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			ref.replace(rep, bs)
-		default:
-			ix.Remove(rep)
-			ref.remove(rep)
 		}
-		// A prompt: a run of the key space from a random start.
-		start := r.IntN(len(space))
-		prompt := space[start:min(len(space), start+1+r.IntN(12))]
-		got := map[string]Match{}
-		for _, m := range ix.Lookup(prompt, nil) {
-			if _, dup := got[m.Replica]; dup {
-				t.Fatalf("step %d: replica %s matched twice", step, m.Replica)
-			}
-			got[m.Replica] = m
-		}
-		if d := cmp.Diff(ref.lookup(prompt), got); d != "" {
-			t.Fatalf("step %d: lookup differs from the model (-want +got):\n%s", step, d)
-		}
-		// The same walk, answered in the caller's order of replicas (one
-		// of them never known), with more orders in turn than the Index
-		// remembers, so its remembered groups are both reused and replaced.
-		names := nameOrders[step%len(nameOrders)]
-		for i, m := range ix.LookupReplicas(prompt, 1, names, nil) {
-			if want := got[names[i]]; m != want {
-				t.Fatalf("step %d: LookupReplicas[%s] = %+v; want %+v", step, names[i], m, want)
-			}
-		}
-		// A few of the replicas, sorted (a narrowed list): with many
-		// holders of the first key, the walk follows only theirs.
-		j := step % len(replicas)
-		few := slices.Sorted(slices.Values(replicas[j:min(len(replicas), j+3)]))
-		for i, m := range ix.LookupReplicas(prompt, 1, few, nil) {
-			if want := got[few[i]]; m != want {
-				t.Fatalf("step %d: LookupReplicas(%v)[%s] = %+v; want %+v", step, few, few[i], m, want)
-			}
-		}
-		if got, want := ix.HolderCount(prompt[0]), ref.holding(prompt[0]); got != want {
-			t.Fatalf("step %d: HolderCount = %d; the model has %d ranks holding the key", step, got, want)
-		}
-		var keysHeld int
-		distinct := map[uint64]bool{}
-		for _, sets := range ref {
-			for _, s := range sets {
-				for k := range s {
-					distinct[k] = true
-				}
-			}
-		}
-		keysHeld = len(distinct)
-		if st := ix.Stats(); st.Keys != keysHeld {
-			t.Fatalf("step %d: Stats.Keys = %d; model holds %d", step, st.Keys, keysHeld)
-		}
+	}
+	if st := ix.Stats(); st.Keys != len(distinct) {
+		t.Fatalf("step %d: Stats.Keys = %d; model holds %d", step, st.Keys, len(distinct))
 	}
 }
 
@@ -299,7 +322,7 @@ func TestModelsLookupReplicas(t *testing.T) {
 
 // nameOrders are the candidate lists the model test passes LookupReplicas:
 // more than groupCacheSize of them, some sharing their strings, some
-// sorted (which a paged walk searches instead of resolving every name).
+// sorted (which LookupReplicas searches instead of resolving every name).
 var nameOrders = func() [][]string {
 	base := []string{"d", "unknown", "b", "a", "c"}
 	out := [][]string{base, {"a", "b"}, {"c"}, {"unknown"}, {"b", "d", "a", "c"}, {}, {"a", "c", "d", "fill-057", "unknown"}}
@@ -318,7 +341,13 @@ func TestLookupReplicasRemembersGroups(t *testing.T) {
 	}
 	names, keys := []string{"b", "a"}, []uint64{1, 2}
 	out := ix.LookupReplicas(keys, 1, names, nil)
-	if allocs := testing.AllocsPerRun(100, func() { out = ix.LookupReplicas(keys, 1, names, out) }); allocs != 0 {
+	out = ix.LookupReplicas(keys, 1, names, out) // a second miss: remembered
+	if !ix.groupsRemembered(names) {
+		t.Errorf("a list passed twice is not remembered")
+	}
+	// The walk's scratch is pooled, and sync.Pool drops items at random
+	// under the race detector.
+	if allocs := testing.AllocsPerRun(100, func() { out = ix.LookupReplicas(keys, 1, names, out) }); allocs != 0 && !raceEnabled {
 		t.Errorf("LookupReplicas with a remembered list: %v allocations; want 0", allocs)
 	}
 	if err := ix.Update("b", []Change{{Tier: CPU, Add: []uint64{1}}}); err != nil {
@@ -328,6 +357,12 @@ func TestLookupReplicasRemembersGroups(t *testing.T) {
 	if want := []Match{{Replica: "b", Blocks: 1}, {Replica: "a", Blocks: 2, GPUBlocks: 2}}; !cmp.Equal(out, want) {
 		t.Errorf("after b joined: %+v; want %+v", out, want)
 	}
+}
+
+// groupsRemembered reports whether LookupReplicas remembers names' groups
+// in the current slot table.
+func (ix *Index) groupsRemembered(names []string) bool {
+	return ix.groups.remembered(ix.tab.Load(), names) != nil
 }
 
 // TestLookupReplicasOneOffLists: lists seen once each (a large fleet's
@@ -340,7 +375,9 @@ func TestLookupReplicasOneOffLists(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	full, keys := []string{"a", "b", "c", "d"}, []uint64{1}
+	// Not sorted: a sorted list with few matches is searched, not
+	// remembered (see LookupReplicas).
+	full, keys := []string{"d", "c", "b", "a"}, []uint64{1}
 	out := ix.LookupReplicas(keys, 1, full, nil)
 	out = ix.LookupReplicas(keys, 1, full, out) // a second miss: remembered
 	oneOff := [][]string{{"b"}, {"d", "a"}, {"c", "x"}, {"a", "c"}, {"x"}, {"d", "b", "a"}}
@@ -352,11 +389,14 @@ func TestLookupReplicasOneOffLists(t *testing.T) {
 			}
 		}
 	}
-	if allocs := testing.AllocsPerRun(100, func() { out = ix.LookupReplicas(keys, 1, full, out) }); allocs != 0 {
-		t.Errorf("the remembered list after %d one-off lists: %v allocations; want 0", len(oneOff), allocs)
+	if !ix.groupsRemembered(full) {
+		t.Errorf("the remembered list was pushed out by %d one-off lists", len(oneOff))
 	}
 	if raceEnabled {
-		return // sync.Pool drops buffers at random under the race detector
+		return // sync.Pool drops the walk's scratch at random under the race detector
+	}
+	if allocs := testing.AllocsPerRun(100, func() { out = ix.LookupReplicas(keys, 1, full, out) }); allocs != 0 {
+		t.Errorf("the remembered list after %d one-off lists: %v allocations; want 0", len(oneOff), allocs)
 	}
 	i := 0
 	if allocs := testing.AllocsPerRun(100, func() {
