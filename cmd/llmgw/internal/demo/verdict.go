@@ -35,7 +35,8 @@ func verdict(rows []report.Summary, c contenders, noise float64) string {
 	}
 	good := inSLO(d)
 	var versus []string
-	if p, ok := bestPeer(rows, c.Peers); ok {
+	p, peered := bestPeer(rows, c.Peers)
+	if peered {
 		versus = append(versus, versusPeer(good, inSLO(p), p.Policy, noise))
 	}
 	if b, ok := find(rows, c.Baseline); ok {
@@ -45,10 +46,30 @@ func verdict(rows []report.Summary, c contenders, noise float64) string {
 	if len(versus) > 0 {
 		s += ": " + strings.Join(versus, " and ")
 	}
-	if _, ok := bestPeer(rows, c.Peers); !ok {
-		s += "; no peer's policy ran"
+	if !peered {
+		return s + "; no peer's policy ran"
+	}
+	if level(good, inSLO(p), noise) {
+		s += ttftVersus(d, p)
 	}
 	return s
+}
+
+// level reports whether the counts d and p are within noise of each
+// other, where the SLO alone does not tell the policies apart.
+func level(d, p int, noise float64) bool {
+	return float64(d) <= float64(p)*(1+noise) && float64(p) <= float64(d)*(1+noise)
+}
+
+// ttftVersus compares the default's median time to first token with the
+// best peer's, the latency the SLO's threshold hides when both meet it;
+// "" when either has none.
+func ttftVersus(d, p report.Summary) string {
+	a, b := float64(d.TTFT.P50), float64(p.TTFT.P50)
+	if a <= 0 || b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("; median time to first token %.0fms against %s's %.0fms", a, p.Policy, b)
 }
 
 // versusPeer compares the default's count within the SLO, d, with the

@@ -13,6 +13,11 @@ func TestVerdict(t *testing.T) {
 	row := func(policy string, good int) report.Summary {
 		return report.Summary{Policy: policy, Requests: 64, OK: 64, GoodputShare: float64(good) / 64}
 	}
+	// timed sets a row's median time to first token, in milliseconds.
+	timed := func(r report.Summary, p50 float64) report.Summary {
+		r.TTFT.P50 = report.Millis(p50)
+		return r
+	}
 	const head = "llmgw's default (precise-prefix) served "
 	for _, tt := range []struct {
 		name string
@@ -45,6 +50,10 @@ func TestVerdict(t *testing.T) {
 			head + "60 of 64 requests within the SLO on workload chat; no peer's policy ran"},
 		{"no default", []report.Summary{row("round-robin", 30), row("dynamo", 48)},
 			"no verdict: llmgw's default (precise-prefix) did not run"},
+		{"level, told apart by TTFT", []report.Summary{row("round-robin", 61), timed(row("precise-prefix", 63), 67), timed(row("dynamo", 64), 260)},
+			head + "63 of 64 requests within the SLO on workload chat: level within 10% noise with the best peer (dynamo, 64) and 1.0× round-robin (61); median time to first token 67ms against dynamo's 260ms"},
+		{"a win leaves TTFT out", []report.Summary{row("round-robin", 30), timed(row("precise-prefix", 60), 67), timed(row("dynamo", 48), 260)},
+			head + "60 of 64 requests within the SLO on workload chat: 25% more than the best peer (dynamo, 48) and 2.0× round-robin (30)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := verdict(tt.rows, c, verdictNoise); got != tt.want {
