@@ -241,14 +241,17 @@ func (g *Gateway) models(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"object": "list", "data": data})
 }
 
+// ready answers the load balancer's readiness probe: 200 once the
+// replica set is known and holds a replica. It needs no key, so it names
+// no model: which models exist is what /v1/models shows a key, and the
+// admin port's /admin/replicas shows an operator.
 func (g *Gateway) ready(c *gin.Context) {
-	models := g.d.Planner.ModelNames()
 	switch {
 	case !g.d.Ready():
 		openai.WriteError(c.Writer, http.StatusServiceUnavailable, "the replica set is not known yet")
-	case len(models) == 0:
+	case len(g.d.Planner.ModelNames()) == 0:
 		openai.WriteError(c.Writer, http.StatusServiceUnavailable, "no replicas")
 	default:
-		c.JSON(http.StatusOK, gin.H{"status": "ready", "models": models})
+		c.JSON(http.StatusOK, gin.H{"status": "ready"})
 	}
 }

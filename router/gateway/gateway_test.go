@@ -351,8 +351,8 @@ func TestModelsHealthReadyMetrics(t *testing.T) {
 	if c, _ := get("/health"); c != 200 {
 		t.Errorf("/health: %d", c)
 	}
-	if c, b := get("/ready"); c != 200 || !strings.Contains(b, "ready") {
-		t.Errorf("/ready: %d %s", c, b)
+	if c, b := get("/ready"); c != 200 || !strings.Contains(b, "ready") || strings.Contains(b, "models") {
+		t.Errorf("/ready: %d %s; want 200, ready, naming no model", c, b)
 	}
 	post(t, h.srv.URL+"/v1/chat/completions", chatBody)
 	for _, p := range []string{"/metrics", "/admin/replicas"} {

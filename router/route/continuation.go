@@ -10,6 +10,7 @@ import (
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/tenant"
 )
 
 // scheduleContinuation ranks the replicas that may take a migrated
@@ -95,7 +96,7 @@ func (pl *Planner) Reschedule(ctx context.Context, kind openai.Kind, body []byte
 		return nil, fmt.Errorf("continuation prompt: %w", err)
 	}
 	p := &Plan{pl: pl, Request: req, continuedFrom: last}
-	p.fill(res, scheduler.Request{Model: t.Model, SessionID: session, Fallbacks: len(failed) + pl.d.Options.Attempts - 1 + fallbackSpare}, t.BlockSize)
+	p.fill(res, scheduler.Request{Model: t.Model, SessionID: sessionKey(tenant.FromContext(ctx), session), Fallbacks: len(failed) + pl.d.Options.Attempts - 1 + fallbackSpare}, t.BlockSize)
 	start := time.Now()
 	p.decision, err = pl.scheduleContinuation(ctx, req.Model, &p.sreq, failed)
 	p.Overhead = time.Since(start)

@@ -54,7 +54,7 @@ func (pl *Planner) plan(ctx context.Context, in Input, fallbacks int) (*Plan, *E
 	}
 	p := pl.getPlan()
 	p.Request, p.Grant, p.Limits = req, grant, limits
-	p.fill(res, scheduler.Request{Model: t.Model, SessionID: in.Session, Fallbacks: fallbacks}, t.BlockSize)
+	p.fill(res, scheduler.Request{Model: t.Model, SessionID: sessionKey(ten, in.Session), Fallbacks: fallbacks}, t.BlockSize)
 	sched, queued, e := pl.admitAndSchedule(ctx, p, band)
 	if e != nil {
 		grant.Finish(0) // never sent: only the request counts
@@ -80,6 +80,18 @@ func (p *Plan) fill(res prompt.Result, sreq scheduler.Request, blockSize int) {
 	}
 	sreq.Keys, sreq.ApproxKeys, sreq.BlockTokens, sreq.PromptTokens = res.Keys, res.ApproxKeys, p.BlockTokens, res.Tokens
 	p.sreq.Reset(sreq)
+}
+
+// sessionKey is the session id the scheduler keys session affinity by:
+// the client's id within its tenant, so that one tenant cannot re-pin,
+// or follow, another's session by sending its id. A NUL cannot occur in
+// a header value, so the key is unambiguous. Requests without a key
+// (tenant.Anonymous) share one namespace, as before keys existed.
+func sessionKey(t *tenant.Tenant, id string) string {
+	if id == "" || t == nil || t == tenant.Anonymous {
+		return id
+	}
+	return t.Name + "\x00" + id
 }
 
 // target is where a request for model is keyed and scheduled: a LoRA

@@ -90,6 +90,7 @@ func TestAttacks(t *testing.T) {
 		{"amplifying msgpack", amplifyingMsgpack},
 		{"admin without credentials", adminWithoutCredentials},
 		{"cache probing through headers", cacheProbing},
+		{"readiness without a key", readyWithoutKey},
 	} {
 		t.Run(a.name, func(t *testing.T) {
 			growth := r.peakGrowth(t, func() { a.run(t, r) })

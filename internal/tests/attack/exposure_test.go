@@ -52,3 +52,18 @@ func cacheProbing(t *testing.T, r *router) {
 	}
 	t.Logf("BOUND cache probing through headers: no X-Llmgw-* header on a miss or a hit")
 }
+
+// readyWithoutKey: the readiness probe needs no key, so it names no model
+// (which models exist is for /v1/models to show a key).
+func readyWithoutKey(t *testing.T, r *router) {
+	resp, err := noKeepAlive.Get("http://" + r.api + "/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(b), model) || strings.Contains(string(b), "models") {
+		t.Errorf("/ready without a key: %d %s; want 200 naming no model", resp.StatusCode, b)
+	}
+	t.Logf("BOUND /ready without a key: 200 %s, no model named", strings.TrimSpace(string(b)))
+}
