@@ -2,10 +2,12 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -25,9 +27,23 @@ type consulAgent struct {
 }
 
 // startConsul runs the agent with its log in dir and returns once it has
-// elected itself leader. On error nothing is left running.
+// elected itself leader. On error nothing is left running. Its six ports
+// are chosen with netport, free when chosen and released for the agent
+// to bind, so another process (a test beside this one, a shard's engine)
+// can take one in between; an agent that exits because a port was taken
+// is started again on new ones, up to portRetries times in all.
 func startConsul(ctx context.Context, bin, dir string) (*consulAgent, error) {
-	ports, err := netport.FreeTCPs(6)
+	for attempt := 1; ; attempt++ {
+		a, err := startConsulOnce(ctx, bin, dir)
+		if err == nil || !errors.Is(err, errPortTaken) || attempt == portRetries {
+			return a, err
+		}
+	}
+}
+
+// startConsulOnce is one try of startConsul, on ports it chooses.
+func startConsulOnce(ctx context.Context, bin, dir string) (*consulAgent, error) {
+	ports, err := consulPorts(6)
 	if err != nil {
 		return nil, fmt.Errorf("consul ports: %w", err)
 	}
@@ -51,9 +67,17 @@ disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], 
 	}
 	err = poll(ctx, consulStartTimeout, "consul to elect a leader", func() error {
 		if a.p.exited() {
-			return fmt.Errorf("consul agent exited:\n%s", a.p.tail())
+			log := a.p.tail()
+			if strings.Contains(log, "address already in use") {
+				return fmt.Errorf("%w: consul agent exited:\n%s", errPortTaken, log)
+			}
+			return fmt.Errorf("consul agent exited:\n%s", log)
 		}
-		if leader, err := a.client.Status().Leader(); err != nil || leader == "" {
+		// Each question has a deadline of its own: a port taken by a
+		// process that accepts and never answers would hang a plain call.
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if leader, err := a.client.Status().LeaderWithQueryOptions((&api.QueryOptions{}).WithContext(qctx)); err != nil || leader == "" {
 			return notYet("leader %q, %v", leader, err)
 		}
 		return nil
@@ -64,6 +88,10 @@ disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], 
 	}
 	return a, nil
 }
+
+// consulPorts chooses the agent's ports; tests replace it to hand the
+// agent a port that is taken.
+var consulPorts = netport.FreeTCPs
 
 // stop ends the agent and reaps it.
 func (a *consulAgent) stop() { a.p.stop(10 * time.Second) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/localproc/netport"
@@ -61,5 +62,48 @@ func TestShardOnATakenPortStartsAgain(t *testing.T) {
 	}
 	if got := complete(t, f.RouterURLs()[0], "hello there").code; got != http.StatusOK {
 		t.Errorf("completion through the router: status %d", got)
+	}
+}
+
+// TestConsulOnATakenPortStartsAgain: a Consul agent handed a port that
+// another process holds exits with "address already in use" and is
+// started again on new ports.
+func TestConsulOnATakenPortStartsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Consul agent")
+	}
+	bin := os.Getenv("LLMGW_CONSUL_BIN")
+	if bin == "" {
+		t.Skip("LLMGW_CONSUL_BIN is not set (make test sets it)")
+	}
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	taken := held.Addr().(*net.TCPAddr).Port
+	calls := 0
+	consulPorts = func(n int) ([]int, error) {
+		calls++
+		ports, err := netport.FreeTCPs(n)
+		if err == nil && calls == 1 {
+			ports[0] = taken // the HTTP port
+		}
+		return ports, err
+	}
+	defer func() { consulPorts = netport.FreeTCPs }()
+	a, err := startConsul(context.Background(), bin, t.TempDir())
+	if err != nil {
+		t.Fatalf("start with the HTTP port taken: %v", err)
+	}
+	defer a.stop()
+	if calls != 2 {
+		t.Errorf("ports chosen %d times; want 2 (the taken port, then new ones)", calls)
+	}
+	if a.httpAddr == held.Addr().String() {
+		t.Fatalf("the agent serves on the taken port %d", taken)
+	}
+	if leader, err := a.client.Status().Leader(); err != nil || leader == "" {
+		t.Errorf("leader %q, %v; want the restarted agent elected", leader, err)
 	}
 }

@@ -131,11 +131,12 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 // port that is taken.
 var shardPorts = netport.FreeTCPs
 
-// errPortTaken marks a shard whose engine exited because a port it was to
-// bind was taken.
-var errPortTaken = errors.New("a port of the shard was taken before its engine bound it")
+// errPortTaken marks a shard's engine or the Consul agent that exited
+// because a port it was to bind was taken.
+var errPortTaken = errors.New("a port was taken before the process bound it")
 
-// portRetries bounds how often one shard is started again on new ports.
+// portRetries bounds how often one shard, or the Consul agent, is
+// started on new ports.
 const portRetries = 3
 
 // startShards starts shards 0..n-1 through the driver and waits for each
