@@ -98,6 +98,9 @@ func New(d Deps) (*Gateway, error) {
 	e.POST("/v1/chat/completions", g.authenticate, g.routed(openai.Chat, "chat", proxy))
 	e.POST("/v1/completions", g.authenticate, g.routed(openai.Completion, "completions", proxy))
 	e.GET("/v1/models", g.authenticate, g.models)
+	e.POST("/tokenize", g.authenticate, g.utility("tokenize", true, proxy))
+	e.POST("/detokenize", g.authenticate, g.utility("detokenize", true, proxy))
+	e.GET("/version", g.authenticate, g.utility("version", false, proxy))
 	e.GET("/health", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/ready", g.ready)
 	g.engine = e
@@ -121,8 +124,8 @@ func newEngine(log hclog.Logger) *gin.Engine {
 	return e
 }
 
-// Handler returns the client-facing handler: the OpenAI API, /health and
-// /ready, nothing else.
+// Handler returns the client-facing handler: the OpenAI API, vLLM's
+// /tokenize, /detokenize and /version, /health and /ready, nothing else.
 func (g *Gateway) Handler() http.Handler { return g.engine }
 
 // Close drops idle connections to replicas; call it after the API server

@@ -51,6 +51,8 @@ func endpointOf(path string) string {
 		return "chat"
 	case "/v1/completions":
 		return "completions"
+	case "/tokenize", "/detokenize", "/version":
+		return path[1:]
 	}
 	return "models"
 }

@@ -25,9 +25,15 @@
 // plan back with Planner.Release.
 //
 // The same planner reschedules a stream whose replica failed mid-way
-// (Planner.Reschedule, for router/gateway's migration), explains a
-// decision without sending it (Planner.Explain, for the admin API), and
-// lists models and replicas for /v1/models and /admin/replicas.
+// (Planner.Reschedule, for router/gateway's migration), places requests
+// that need a replica but no prompt decision (Planner.Place and
+// PlaceAny, for vLLM's /tokenize, /detokenize and /version: model access
+// and request limits, the scheduler's filters and load, nothing learned),
+// explains a decision without sending it (Planner.Explain, for the admin
+// API), and lists models and replicas for /v1/models and /admin/replicas.
+//
+// Session affinity is keyed by tenant and session id, so one tenant can
+// neither follow nor re-pin another's session by sending its id.
 //
 // Why a package of its own: the decision used to live in the HTTP
 // gateway, interleaved with reading bodies and proxying, and each new

@@ -99,6 +99,9 @@ type Plan struct {
 	// continuedFrom the failed replica a continuation follows.
 	prefilled     *Attempt
 	continuedFrom string
+	// utility: a request that needs a replica but no prompt decision
+	// (Place); nothing is learned from where it goes.
+	utility bool
 }
 
 func (pl *Planner) getPlan() *Plan {
@@ -116,7 +119,7 @@ func (pl *Planner) Release(p *Plan) {
 	}
 	p.Request, p.PromptTokens, p.ExactTokens, p.BlockTokens = nil, 0, false, 0
 	p.Attempts, p.Grant, p.Limits, p.Overhead = p.Attempts[:0], nil, ratelimit.Status{}, 0
-	p.decision, p.prefilled = scheduler.Decision{}, nil
+	p.decision, p.prefilled, p.utility = scheduler.Decision{}, nil, false
 	p.sreq.Reset(scheduler.Request{})
 	clear(p.cands)
 	p.pd.reset()
@@ -128,12 +131,19 @@ func (pl *Planner) Release(p *Plan) {
 // scorer's speculative credit, routing history, sessions) must reach the
 // decisions of requests that arrive while this one is prefilled, such as
 // the siblings of a fan-out burst.
-func (p *Plan) Sent(a Attempt) { p.pl.d.Scheduler.Routed(&p.sreq, &a.ranked.Candidate) }
+func (p *Plan) Sent(a Attempt) {
+	if !p.utility {
+		p.pl.d.Scheduler.Routed(&p.sreq, &a.ranked.Candidate)
+	}
+}
 
 // Served tells the planner a's replica answered, before any byte reaches
 // the client: the decision is counted and logged for the replica that
 // took it.
 func (p *Plan) Served(a Attempt) {
+	if p.utility {
+		return
+	}
 	m := p.pl.metrics
 	m.Decisions.WithLabelValues(string(a.Mode)).Inc()
 	if p.continuedFrom == "" {

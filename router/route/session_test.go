@@ -23,12 +23,23 @@ import (
 // r0, r1, ... of model "m" (vllm-sim's tokenizer), nothing cached.
 func newTestPlanner(t *testing.T, n int) *Planner {
 	t.Helper()
+	models := make([]string, n)
+	for i := range models {
+		models[i] = "m"
+	}
+	return newTestPlannerOf(t, models...)
+}
+
+// newTestPlannerOf is newTestPlanner with replica ri serving models[i].
+func newTestPlannerOf(t *testing.T, served ...string) *Planner {
+	t.Helper()
+	n := len(served)
 	models := index.NewModels(index.Options{})
 	tracker := load.NewTracker(load.WithPrefillRate(0))
 	set := replicas.New(ingest.New(models, ingest.Options{}), tracker, replicas.Options{Holders: models})
 	list := make([]replicas.Replica, n)
 	for i := range list {
-		list[i] = replicas.Replica{ID: fmt.Sprintf("r%d", i), Model: "m", Address: fmt.Sprintf("127.0.0.1:%d", 1+i), BlockSize: 16}
+		list[i] = replicas.Replica{ID: fmt.Sprintf("r%d", i), Model: served[i], Address: fmt.Sprintf("127.0.0.1:%d", 1+i), BlockSize: 16}
 	}
 	set.Replace(list)
 	reg := scheduler.NewRegistry()

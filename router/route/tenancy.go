@@ -19,9 +19,7 @@ import (
 // in the prompt's block keys, so the router keys the blocks as vLLM will.
 func forTenant(t *tenant.Tenant, req *openai.Request) *Error {
 	if !t.Allows(req.Model) {
-		// As OpenAI answers: the model's existence is not revealed.
-		return &Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Code: openai.CodeModelNotFound,
-			Message: fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model)}
+		return notFound(req.Model) // as OpenAI answers: the model's existence is not revealed
 	}
 	if !t.Isolated || t.CacheSalt == "" {
 		return nil
@@ -96,14 +94,20 @@ func mayNameCacheSalt(body []byte) bool {
 	return false
 }
 
-// limit charges the request to its tenant's limits, or answers 429 with
-// Retry-After and the x-ratelimit-* headers. The Grant (nil for a tenant
-// without limits) is finished when the response ends.
+// limit charges the request to its tenant's limits: its prompt and
+// max_tokens (limitTokens).
 func (pl *Planner) limit(t *tenant.Tenant, req *openai.Request, promptTokens int) (*ratelimit.Grant, ratelimit.Status, *Error) {
+	return pl.limitTokens(t, int64(promptTokens)+req.MaxTokens, req.Stream)
+}
+
+// limitTokens charges a request of tokens to its tenant's limits, or
+// answers 429 with Retry-After and the x-ratelimit-* headers. The Grant
+// (nil for a tenant without limits) is finished when the response ends.
+func (pl *Planner) limitTokens(t *tenant.Tenant, tokens int64, stream bool) (*ratelimit.Grant, ratelimit.Status, *Error) {
 	if pl.d.Limits == nil {
 		return nil, ratelimit.Status{Allowed: true}, nil
 	}
-	grant, st := pl.d.Limits.Admit(t, int64(promptTokens)+req.MaxTokens, req.Stream)
+	grant, st := pl.d.Limits.Admit(t, tokens, stream)
 	if st.Allowed {
 		return grant, st, nil
 	}
@@ -113,11 +117,11 @@ func (pl *Planner) limit(t *tenant.Tenant, req *openai.Request, promptTokens int
 	case ratelimit.LimitTokens:
 		es.Type = openai.TypeTokens
 		es.Message = fmt.Sprintf("Rate limit reached for tenant %s on tokens per minute: limit %d, remaining %d, requested %d. Please try again in %s.",
-			t.Name, t.Limits.TokensPerMinute, st.Tokens.Remaining, int64(promptTokens)+req.MaxTokens, ratelimit.FormatReset(st.RetryAfter))
+			t.Name, t.Limits.TokensPerMinute, st.Tokens.Remaining, tokens, ratelimit.FormatReset(st.RetryAfter))
 	case ratelimit.LimitTooLarge:
 		es.Type = openai.TypeTokens
 		es.Message = fmt.Sprintf("Request too large for tenant %s on tokens per minute: limit %d, requested %d (prompt plus max_tokens). Send a shorter prompt or a lower max_tokens.",
-			t.Name, t.Limits.TokensPerMinute, int64(promptTokens)+req.MaxTokens)
+			t.Name, t.Limits.TokensPerMinute, tokens)
 	case ratelimit.LimitConcurrent:
 		es.Message = fmt.Sprintf("Too many concurrent requests for tenant %s: limit %d. Please retry when one ends.", t.Name, t.Limits.MaxConcurrent)
 	case ratelimit.LimitStreams:
