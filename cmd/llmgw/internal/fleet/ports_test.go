@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/localproc/netport"
@@ -18,21 +19,9 @@ func TestShardOnATakenPortStartsAgain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul, the driver, a vllm-sim shard and a router")
 	}
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	taken := held.Addr().(*net.TCPAddr).Port
-	calls := 0
-	shardPorts = func(n int) ([]int, error) {
-		calls++
-		ports, err := netport.FreeTCPs(n)
-		if err == nil && calls == 1 {
-			ports[0] = taken
-		}
-		return ports, err
-	}
+	taken := holdPort(t)
+	var calls int
+	shardPorts = firstTaken(taken, &calls)
 	defer func() { shardPorts = netport.FreeTCPs }()
 
 	o := options(t)
@@ -76,21 +65,9 @@ func TestConsulOnATakenPortStartsAgain(t *testing.T) {
 	if bin == "" {
 		t.Skip("LLMGW_CONSUL_BIN is not set (make test sets it)")
 	}
-	held, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Close()
-	taken := held.Addr().(*net.TCPAddr).Port
-	calls := 0
-	consulPorts = func(n int) ([]int, error) {
-		calls++
-		ports, err := netport.FreeTCPs(n)
-		if err == nil && calls == 1 {
-			ports[0] = taken // the HTTP port
-		}
-		return ports, err
-	}
+	taken := holdPort(t)
+	var calls int
+	consulPorts = firstTaken(taken, &calls) // the first port is the HTTP port
 	defer func() { consulPorts = netport.FreeTCPs }()
 	a, err := startConsul(context.Background(), bin, t.TempDir())
 	if err != nil {
@@ -100,10 +77,35 @@ func TestConsulOnATakenPortStartsAgain(t *testing.T) {
 	if calls != 2 {
 		t.Errorf("ports chosen %d times; want 2 (the taken port, then new ones)", calls)
 	}
-	if a.httpAddr == held.Addr().String() {
+	if a.httpAddr == net.JoinHostPort("127.0.0.1", strconv.Itoa(taken)) {
 		t.Fatalf("the agent serves on the taken port %d", taken)
 	}
 	if leader, err := a.client.Status().Leader(); err != nil || leader == "" {
 		t.Errorf("leader %q, %v; want the restarted agent elected", leader, err)
+	}
+}
+
+// holdPort listens on a free loopback port until the test ends and
+// returns it: a port another process holds.
+func holdPort(t *testing.T) int {
+	t.Helper()
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Close() })
+	return held.Addr().(*net.TCPAddr).Port
+}
+
+// firstTaken chooses free ports as netport does, but the first port of
+// the first choice is taken; calls counts the choices.
+func firstTaken(taken int, calls *int) func(n int) ([]int, error) {
+	return func(n int) ([]int, error) {
+		*calls++
+		ports, err := netport.FreeTCPs(n)
+		if err == nil && *calls == 1 {
+			ports[0] = taken
+		}
+		return ports, err
 	}
 }
