@@ -47,7 +47,8 @@ type Config struct {
 	LogLevel                 string
 	// HTTP bounds the listeners and splits off the admin API.
 	HTTP HTTP
-	// Migration continues streams whose replica fails (migration.go).
+	// Migration continues streams whose replica fails (router/gateway's
+	// migration.go).
 	Migration Migration
 
 	Auth Auth

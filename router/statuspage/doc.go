@@ -7,7 +7,7 @@
 // router's state comes in through the small interfaces defined here
 // (Fleet, Router, Decisions), which router/server implements over the same
 // parts the admin endpoints read (the replica set, the tracker, the index,
-// the ingest sink, the peer table, the gateway's decision log and
+// the ingest sink, the peer table, the planner's decision log and
 // metrics). Render executes the embedded html/template, which escapes
 // every value and loads nothing from elsewhere: the CSS is inline, there
 // is no script, and the optional auto-refresh is a meta refresh.
