@@ -211,7 +211,7 @@ func (g *Gateway) serveRouted(c *gin.Context, kind openai.Kind, proxy http.Handl
 		openai.WriteError(c.Writer, http.StatusServiceUnavailable, "no healthy replica serves "+p.Request.Model)
 		return http.StatusServiceUnavailable
 	}
-	rt := newRouting(p.Request.Body, p)
+	rt := newRouting(p.Request.Wire(), p)
 	if st, ok := g.prefillStep(c, p, rt); !ok {
 		p.Grant.Finish(0)
 		return st

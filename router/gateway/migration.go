@@ -52,8 +52,8 @@ func (m *migrationMetrics) collectors() []prometheus.Collector {
 // that says why it cannot. With migration off the route is left as it is.
 func (g *Gateway) planMigration(rt *routing, kind openai.Kind, p *route.Plan, session string) {
 	mig := g.d.Options.Migration
-	if !mig.Enabled || !p.Request.Stream {
-		return
+	if !mig.Enabled || !p.Request.Stream || p.Request.Forward != nil {
+		return // Responses and Messages streams are not migrated (see the README)
 	}
 	mp, refusal, err := migrate.Check(kind, rt.body)
 	if err != nil || mp == nil && refusal == nil {

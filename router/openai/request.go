@@ -55,6 +55,18 @@ type Request struct {
 	TruncateRight bool
 	// Body is the request as received, for template rendering.
 	Body []byte
+	// Forward, when set, is what the engine is sent instead of Body: a
+	// Responses or Messages request is keyed by its chat rendering (Body)
+	// but goes to the engine's own endpoint as the client's API.
+	Forward []byte
+}
+
+// Wire returns the body the engine is sent: Forward when set, else Body.
+func (r *Request) Wire() []byte {
+	if r.Forward != nil {
+		return r.Forward
+	}
+	return r.Body
 }
 
 // ErrBadRequest wraps every parse error; its message is safe for clients.

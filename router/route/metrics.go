@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"tenant", "limit"}),
 		PD: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llmgw_pd_requests_total",
-			Help: "Requests to models with prefill and decode replicas by path: remote_prefill, decode_cached, aggregated_replica, role_unavailable, no_prefill_replica, prefill_failed.",
+			Help: "Requests to models with prefill and decode replicas by path: remote_prefill, decode_cached, aggregated_replica, role_unavailable, no_prefill_replica, prefill_failed, api_without_kv_transfer.",
 		}, []string{"path"}),
 	}
 	if err := registerAll(reg, m.Decisions, m.CachedTokens, m.Overhead, m.RateLimited, m.PD); err != nil {

@@ -13,12 +13,13 @@ import (
 // prefill replica: the path label of llmgw_pd_requests_total and the
 // explain API's "path".
 const (
-	PDRemote        = "remote_prefill"     // a prefill replica computes the prompt
-	PDCached        = "decode_cached"      // the decode replica caches enough of the prompt
-	PDAggregated    = "aggregated_replica" // an aggregated replica won the decode step
-	PDNoRole        = "role_unavailable"   // no usable prefill or decode replica: every replica serves whole requests
-	PDNoPrefill     = "no_prefill_replica" // every prefill replica is busy or filtered out
-	PDPrefillFailed = "prefill_failed"     // every prefill attempt failed: the decode replica prefilled itself
+	PDRemote        = "remote_prefill"          // a prefill replica computes the prompt
+	PDCached        = "decode_cached"           // the decode replica caches enough of the prompt
+	PDAggregated    = "aggregated_replica"      // an aggregated replica won the decode step
+	PDNoRole        = "role_unavailable"        // no usable prefill or decode replica: every replica serves whole requests
+	PDNoPrefill     = "no_prefill_replica"      // every prefill replica is busy or filtered out
+	PDPrefillFailed = "prefill_failed"          // every prefill attempt failed: the decode replica prefilled itself
+	PDOtherAPI      = "api_without_kv_transfer" // a Responses or Messages request, which cannot carry kv_transfer_params: the decode replica prefills it
 )
 
 // pdPlan is the disaggregated part of a plan: the prefill step's own
@@ -131,6 +132,10 @@ func (pl *Planner) scheduleRolesOver(ctx context.Context, p *Plan, all []schedul
 	}
 	pd.decodeCached = d.Chosen.CachedBlocks * p.sreq.BlockTokens
 	pd.required = pl.d.Options.PD.Required(p.sreq.PromptTokens)
+	if p.Request.Forward != nil {
+		pd.path = PDOtherAPI
+		return d, serving, nil
+	}
 	if pl.d.Options.PD.SkipRemotePrefill(p.sreq.PromptTokens, pd.decodeCached) {
 		pd.path = PDCached
 		return d, serving, nil

@@ -54,6 +54,10 @@ type Input struct {
 	// Priority is the request's admission.HeaderPriority value ("" for
 	// the key's band).
 	Priority string
+	// Forward, when set, is the body the engine is sent instead of Body:
+	// Body is then the chat rendering of a Responses or Messages request,
+	// which is what the prompt's keys are computed from.
+	Forward []byte
 }
 
 // Error is a request the planner refuses, with the HTTP status and, where

@@ -143,6 +143,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/load",
 		"github.com/llmgw/llmgw/router/ratelimit",
 	},
+	"router/respstore":                nil,
 	"router/tenant":                   nil,
 	"cmd/vllm-sim/simtokenizer":       nil,
 	"internal/testkit/kvvectors":      nil,
