@@ -96,7 +96,9 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/internal/kvwire",
 		"github.com/llmgw/llmgw/router/index",
 	},
-	"router/openai":     nil,
+	"router/openai": nil,
+	// Imported by the gateway and by vllm-sim: no gin, gateway or sim.
+	"router/anthropic":  {"github.com/llmgw/llmgw/router/openai"},
 	"router/disagg":     nil,
 	"router/statuspage": nil,
 	"router/listener": {

@@ -7,7 +7,8 @@ import "encoding/json"
 // vLLM ignores sampling parameters it does not need.
 
 type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
+	IncludeUsage         bool `json:"include_usage"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats"`
 }
 
 type completionRequest struct {

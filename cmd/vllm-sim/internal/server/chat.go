@@ -102,7 +102,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	id := requestID("chatcmpl", s.counter.Add(1))
 	model := s.modelName(req.Model)
 	if req.Stream {
-		s.streamChat(w, id, model, g, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, req.ReturnTokenIDs)
+		s.streamChat(w, id, model, g, req.StreamOptions, req.ReturnTokenIDs)
 		return
 	}
 	res, text, ok := s.finish(w, g)
@@ -119,23 +119,37 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generation, includeUsage, tokenIDs bool) {
+// streamChat streams a chat answer. With stream_options.include_usage and
+// continuous_usage_stats, every chunk carries the usage so far, as vLLM's
+// chat stream does (the role chunk: the prompt and no output); vLLM's
+// Anthropic bridge reads the prompt size off that first chunk.
+func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generation, opts *streamOptions, tokenIDs bool) {
 	created := time.Now().Unix()
+	includeUsage := opts != nil && opts.IncludeUsage
+	continuous := includeUsage && opts.ContinuousUsageStats
 	resp := func(choices []chatChoice, u *usage) chatResponse {
 		return chatResponse{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: choices, Usage: u}
+	}
+	soFar := func(n int) *usage {
+		if !continuous {
+			return nil
+		}
+		return &usage{PromptTokens: g.prompt, CompletionTokens: n, TotalTokens: g.prompt + n}
 	}
 	empty := ""
 	// vLLM sends the role chunk with the engine's first output, after the
 	// prefill, so a client (or a router counting queued prefill) sees no
 	// body byte before the first token is ready.
-	role := resp([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}, nil)
+	role := resp([]chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}, soFar(0))
+	n := 0
 	s.stream(newSSE(w), g, includeUsage, role,
 		func(text string, tok uint32, finish *string) any {
+			n++
 			c := chatChoice{Delta: &chatDelta{Content: &text}, FinishReason: finish}
 			if tokenIDs {
 				c.TokenIDs = []uint32{tok}
 			}
-			return resp([]chatChoice{c}, nil)
+			return resp([]chatChoice{c}, soFar(n))
 		},
 		func(u *usage) any { return resp([]chatChoice{}, u) })
 }

@@ -1,6 +1,7 @@
 // Package server is vllm-sim's HTTP surface: the OpenAI-compatible routes
 // vLLM serves (completions, chat completions with SSE streaming, models,
-// tokenize, detokenize, health, reset_prefix_cache, metrics), with vLLM's
+// Anthropic's messages and count_tokens, tokenize, detokenize, health,
+// reset_prefix_cache, metrics), with vLLM's
 // response and error shapes, plus debug routes that expose the KV cache's
 // ground truth to tests.
 package server
@@ -102,6 +103,8 @@ func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, lo
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	s.mux.HandleFunc("POST /v1/messages", s.messages)
+	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	s.mux.HandleFunc("POST /tokenize", s.tokenize)
 	s.mux.HandleFunc("POST /detokenize", s.detokenize)
 	s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
