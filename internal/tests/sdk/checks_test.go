@@ -177,12 +177,17 @@ func assertEmbedding(t *testing.T, d json.RawMessage) {
 	}
 }
 
+// stopReasons are the stop reasons vLLM's Messages API maps chat finish
+// reasons to (AnthropicServingMessages.stop_reason_map): stop, length and
+// tool_calls.
+var stopReasons = []string{"end_turn", "max_tokens", "tool_use"}
+
 // isMessage checks the shape of an Anthropic message answer.
 func (r reply) isMessage(t *testing.T, what string) {
 	t.Helper()
 	r.answered(t, what)
-	if r.Type != "message" || r.Role != "assistant" || r.StopReason == "" {
-		t.Errorf("%s: type %q, role %q, stop_reason %q; want an assistant message with a stop reason", what, r.Type, r.Role, r.StopReason)
+	if r.Type != "message" || r.Role != "assistant" || !slices.Contains(stopReasons, r.StopReason) {
+		t.Errorf("%s: type %q, role %q, stop_reason %q; want an assistant message stopped for one of %v", what, r.Type, r.Role, r.StopReason, stopReasons)
 	}
 }
 
@@ -208,16 +213,14 @@ func assertToolRoundTrip(t *testing.T, d json.RawMessage) {
 		Second          reply
 		ModelCalledTool bool `json:"model_called_tool"`
 	}](t, d)
-	if got.First.ID == "" || got.First.InputTokens <= 0 || got.First.Type != "message" {
+	// The first answer may hold a tool_use block and no text.
+	if got.First.ID == "" || got.First.InputTokens <= 0 || got.First.Type != "message" || !slices.Contains(stopReasons, got.First.StopReason) {
 		t.Errorf("tool request answered %+v; want a message", got.First)
 	}
 	got.Second.isMessage(t, "answer to the tool result")
 	if got.Second.InputTokens <= got.First.InputTokens {
 		t.Errorf("with the tool call and result the prompt has %d tokens, without %d: they were not rendered",
 			got.Second.InputTokens, got.First.InputTokens)
-	}
-	if got.ModelCalledTool && got.First.StopReason != "tool_use" {
-		t.Errorf("the model called the tool but stopped for %q; want tool_use", got.First.StopReason)
 	}
 	t.Logf("the model called the tool itself: %v", got.ModelCalledTool)
 }
