@@ -110,6 +110,7 @@ var contracts = map[string][]string{
 	"internal/testkit/testcert": nil,
 	"internal/tests/attack":     nil, // tests only
 	"internal/tests/docs":       nil, // tests only
+	"internal/tests/sdk":        nil, // tests only
 	"router/prompt": {
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
