@@ -1,8 +1,9 @@
 // Package server is vllm-sim's HTTP surface: the OpenAI-compatible routes
-// vLLM serves (completions, chat completions with SSE streaming, models,
-// tokenize, detokenize, health, reset_prefix_cache, metrics), with vLLM's
-// response and error shapes, plus debug routes that expose the KV cache's
-// ground truth to tests.
+// vLLM serves (completions, chat completions with SSE streaming for a
+// generate model; embeddings, pooling, classify, score and rerank for a
+// pooling model; models, tokenize, detokenize, health, reset_prefix_cache,
+// metrics), with vLLM's response and error shapes, plus debug routes that
+// expose the KV cache's ground truth to tests.
 package server
 
 import (
@@ -71,6 +72,13 @@ type Options struct {
 	Version          string
 	LoRAs            []LoRA
 	Transfer         *Transfer // nil: no KV connector
+	// Task is what the model serves, as vLLM names it: TaskGenerate
+	// (the default), or a pooling task, TaskEmbed or TaskClassify. It
+	// decides the routes served (registerAPI).
+	Task string
+	// NumLabels is a classifier's label count (default 2); with one, the
+	// classifier is a cross-encoder and serves score and rerank.
+	NumLabels int
 }
 
 // LoRA is an adapter served under its own model name; requests for it hash
@@ -94,20 +102,23 @@ type Server struct {
 
 // New builds the server's routes.
 func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, log *slog.Logger) *Server {
-	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: http.NewServeMux(), keys: newAPIKeys(opts.APIKeys)}
-	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+	if opts.Task == "" {
+		opts.Task = TaskGenerate
+	}
+	if opts.NumLabels <= 0 {
+		opts.NumLabels = 2
+	}
+	rt := newRoutes()
+	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: rt.mux, keys: newAPIKeys(opts.APIKeys)}
+	rt.handleFunc("GET", "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	rt.handleFunc("GET", "/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": opts.Version})
 	})
-	s.mux.HandleFunc("GET /v1/models", s.models)
-	s.mux.HandleFunc("POST /v1/completions", s.completions)
-	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
-	s.mux.HandleFunc("POST /tokenize", s.tokenize)
-	s.mux.HandleFunc("POST /detokenize", s.detokenize)
-	s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s.mux.HandleFunc("GET /debug/kv/blocks", s.debugBlocks)
-	s.mux.HandleFunc("POST /debug/kv/drop", s.debugDrop)
+	s.registerAPI(rt)
+	rt.handleFunc("POST", "/reset_prefix_cache", s.resetPrefixCache)
+	rt.handle("GET", "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	rt.handleFunc("GET", "/debug/kv/blocks", s.debugBlocks)
+	rt.handleFunc("POST", "/debug/kv/drop", s.debugDrop)
 	return s
 }
 

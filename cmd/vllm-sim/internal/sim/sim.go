@@ -111,6 +111,7 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 		BlockSize: cfg.BlockSize, APIKeys: apiKeys(cfg, env), Seed: cfg.Seed,
 		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
 		LoRAs: loras(cfg.LoRAModules), Transfer: side.transfer(cfg),
+		Task: cfg.Task(), NumLabels: cfg.NumLabels,
 	}, ranks, tok, reg, log)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
