@@ -26,7 +26,7 @@ func FromConsul(service string, in []consul.Replica) []Replica {
 	for i, r := range in {
 		out[i] = Replica{
 			ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, KVCacheGroups: r.KVCacheGroups, Source: service,
-			Health: r.Health, Draining: r.Draining(), Role: RoleOf(r.Role),
+			Health: r.Health, Draining: r.Draining(), Role: RoleOf(r.Role), Task: r.Task,
 		}
 	}
 	return out

@@ -41,6 +41,17 @@ type Replica struct {
 	// Role is its part in disaggregated serving (roles.go): aggregated,
 	// prefill or decode.
 	Role Role
+	// Task is what its engine serves (consul.MetaTask): consul.TaskGenerate,
+	// or a pooling task; "" counts as generate (static replicas).
+	Task string
+}
+
+// TaskOf is what r serves, consul.TaskGenerate for "".
+func (r Replica) TaskOf() string {
+	if r.Task == "" {
+		return consul.TaskGenerate
+	}
+	return r.Task
 }
 
 // KVState is the part of the KV ingest the set needs (router/ingest.Sink):
