@@ -46,10 +46,17 @@ type Replica struct {
 	Task string
 }
 
-// TaskOf is what r serves, consul.TaskGenerate for "".
+// The tasks a replica serves, as vLLM names them (consul.MetaTask).
+const (
+	TaskGenerate = consul.TaskGenerate
+	TaskEmbed    = consul.TaskEmbed
+	TaskClassify = consul.TaskClassify
+)
+
+// TaskOf is what r serves, TaskGenerate for "".
 func (r Replica) TaskOf() string {
 	if r.Task == "" {
-		return consul.TaskGenerate
+		return TaskGenerate
 	}
 	return r.Task
 }
