@@ -97,6 +97,7 @@ func New(d Deps) (*Gateway, error) {
 	e := newEngine(d.Logger)
 	e.POST("/v1/chat/completions", g.authenticate, g.routed(openai.Chat, "chat", proxy))
 	e.POST("/v1/completions", g.authenticate, g.routed(openai.Completion, "completions", proxy))
+	g.pooling(e, proxy)
 	e.GET("/v1/models", g.authenticate, g.models)
 	e.POST("/tokenize", g.authenticate, g.utility("tokenize", true, proxy))
 	e.POST("/detokenize", g.authenticate, g.utility("detokenize", true, proxy))

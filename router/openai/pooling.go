@@ -31,6 +31,7 @@ func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "
 // requests do. A conversation is keyed by its messages' text joined by a
 // newline: the router renders chat templates for chat completions only.
 func parsePoolingInput(raw *rawRequest, r *Request) error {
+	r.Stream = false // a pooling answer is never streamed
 	if !present(raw.Messages) && isConversation(raw.Input) {
 		raw.Messages = raw.Input
 	}
@@ -75,6 +76,7 @@ func isConversation(raw json.RawMessage) bool {
 // query text, which a bi-encoder embeds first and a cross-encoder's first
 // pair starts with. Both sides must be present.
 func parseScore(raw *rawRequest, r *Request) error {
+	r.Stream = false
 	first, second := raw.Query, raw.Documents
 	names := "query and documents"
 	if r.Kind == Score {
