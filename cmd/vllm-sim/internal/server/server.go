@@ -135,22 +135,52 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// modelCard and modelPermission are vLLM's ModelCard and ModelPermission
+// (vllm/entrypoints/openai/engine/protocol.py), as its
+// OpenAIServingModels.show_available_models fills them: root is the model
+// path (an adapter's path), max_model_len the engine's for a base model
+// and null for an adapter.
+type modelCard struct {
+	ID          string            `json:"id"`
+	Object      string            `json:"object"`
+	Created     int64             `json:"created"`
+	OwnedBy     string            `json:"owned_by"`
+	Root        string            `json:"root"`
+	Parent      *string           `json:"parent"`
+	MaxModelLen *int              `json:"max_model_len"`
+	Permission  []modelPermission `json:"permission"`
+}
+
+type modelPermission struct {
+	ID                 string  `json:"id"`
+	Object             string  `json:"object"`
+	Created            int64   `json:"created"`
+	AllowCreateEngine  bool    `json:"allow_create_engine"`
+	AllowSampling      bool    `json:"allow_sampling"`
+	AllowLogprobs      bool    `json:"allow_logprobs"`
+	AllowSearchIndices bool    `json:"allow_search_indices"`
+	AllowView          bool    `json:"allow_view"`
+	AllowFineTuning    bool    `json:"allow_fine_tuning"`
+	Organization       string  `json:"organization"`
+	Group              *string `json:"group"`
+	IsBlocking         bool    `json:"is_blocking"`
+}
+
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
-	type model struct {
-		ID          string `json:"id"`
-		Object      string `json:"object"`
-		Created     int64  `json:"created"`
-		OwnedBy     string `json:"owned_by"`
-		Root        string `json:"root"`
-		Parent      any    `json:"parent"`
-		MaxModelLen int    `json:"max_model_len"`
+	now := time.Now().Unix()
+	card := func(id, root string, parent *string, maxLen *int) modelCard {
+		perm := modelPermission{ID: requestID("modelperm", s.counter.Add(1)), Object: "model_permission", Created: now,
+			AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*"}
+		return modelCard{ID: id, Object: "model", Created: now, OwnedBy: "vllm", Root: root, Parent: parent, MaxModelLen: maxLen, Permission: []modelPermission{perm}}
 	}
-	var data []model
+	data := []modelCard{}
+	maxLen := s.opts.MaxModelLen
 	for _, name := range s.servedNames() {
-		data = append(data, model{ID: name, Object: "model", Created: time.Now().Unix(), OwnedBy: "vllm", Root: s.opts.Model, MaxModelLen: s.opts.MaxModelLen})
+		data = append(data, card(name, s.opts.Model, nil, &maxLen))
 	}
+	base := s.servedNames()[0]
 	for _, l := range s.opts.LoRAs {
-		data = append(data, model{ID: l.Name, Object: "model", Created: time.Now().Unix(), OwnedBy: "vllm", Root: l.Path, Parent: s.servedNames()[0], MaxModelLen: s.opts.MaxModelLen})
+		data = append(data, card(l.Name, l.Path, &base, nil))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
