@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -66,5 +67,27 @@ func (c *checker) taskMeta(meta map[string]metaValue, metaRange hcl.Range, task 
 		c.add(rng, "%s: meta %s is %q but the engine args (%s) make a generate engine; add --runner pooling to args", where, consul.MetaTask, advertised, flags)
 	case engine != "" && advertised != consul.TaskGenerate && advertised != engine:
 		c.add(rng, "%s: meta %s is %q but the engine args %s serve %q", where, consul.MetaTask, advertised, flags, engine)
+	}
+}
+
+// modelMeta checks the meta routers list in /v1/models against the task
+// config: llmgw-root must be the model the engine loads, and
+// llmgw-max-model-len a positive integer, the config's max_model_len
+// where the config sets one (else the engine derives it from the model,
+// which the operator may know and state).
+func (c *checker) modelMeta(meta map[string]metaValue, task vllmTask, where string) {
+	if v, ok := meta[consul.MetaRoot]; ok && v.known && v.value != task.cfg.Model {
+		c.add(v.rng, "%s: meta %s is %q; want %q, the model the engine loads", where, consul.MetaRoot, v.value, task.cfg.Model)
+	}
+	v, ok := meta[consul.MetaMaxModelLen]
+	if !ok || !v.known {
+		return
+	}
+	n, err := strconv.Atoi(v.value)
+	switch {
+	case err != nil || n <= 0:
+		c.add(v.rng, "%s: meta %s is %q; want a positive integer", where, consul.MetaMaxModelLen, v.value)
+	case task.cfg.MaxModelLen > 0 && n != task.cfg.MaxModelLen:
+		c.add(v.rng, "%s: meta %s is %q; want %d, the task's max_model_len", where, consul.MetaMaxModelLen, v.value, task.cfg.MaxModelLen)
 	}
 }

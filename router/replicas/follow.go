@@ -27,6 +27,7 @@ func FromConsul(service string, in []consul.Replica) []Replica {
 		out[i] = Replica{
 			ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, KVCacheGroups: r.KVCacheGroups, Source: service,
 			Health: r.Health, Draining: r.Draining(), Role: RoleOf(r.Role), Task: r.Task,
+			Root: r.Root, MaxModelLen: r.MaxModelLen,
 		}
 	}
 	return out

@@ -44,6 +44,10 @@ type Replica struct {
 	// Task is what its engine serves (consul.MetaTask): consul.TaskGenerate,
 	// or a pooling task; "" counts as generate (static replicas).
 	Task string
+	// Root and MaxModelLen are what vLLM's /v1/models lists for its model
+	// (consul.MetaRoot, consul.MetaMaxModelLen); "" and 0 when unknown.
+	Root        string
+	MaxModelLen int
 }
 
 // The tasks a replica serves, as vLLM names them (consul.MetaTask).
