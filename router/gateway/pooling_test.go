@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/ingest"
 	"github.com/llmgw/llmgw/router/load"
@@ -112,4 +113,39 @@ func TestPoolingThroughTheRouter(t *testing.T) {
 			t.Errorf("/metrics lacks %s", s)
 		}
 	}
+}
+
+// TestPoolingTenancy: a pooling request meets the key, its tenant's
+// model access and rate limits as a chat request does, and is charged
+// the tokens the engine's usage reports.
+func TestPoolingTenancy(t *testing.T) {
+	h, _ := authHarness(t, "7", nil)
+	all := h.set.All()
+	for i := range all {
+		all[i].Task = replicas.TaskEmbed
+	}
+	h.set.Replace(all)
+	url := h.srv.URL + "/v1/embeddings"
+	body := `{"model":"m","input":"hello there"}`
+	for _, tc := range []struct {
+		name, key string
+		code      int
+	}{
+		{"no key", "", 401},
+		{"model not allowed", "Bearer " + onlyOKey, 404},
+		{"allowed", "Bearer " + openKey, 200},
+	} {
+		if resp, b := call(t, url, tc.key, body); resp.StatusCode != tc.code {
+			t.Errorf("%s: %d %s; want %d", tc.name, resp.StatusCode, b, tc.code)
+		}
+	}
+	for i := range 3 {
+		if resp, b := call(t, url, "Bearer "+tokensKey, body); resp.StatusCode != 200 {
+			t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	poll.Until(t, "every request's usage to be charged", func() bool {
+		u := h.limits.Own()["tokens"]
+		return u.Tokens == 21 && u.Requests == 3 && u.InFlight == 0
+	})
 }
