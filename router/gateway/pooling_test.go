@@ -102,6 +102,12 @@ func TestPoolingThroughTheRouter(t *testing.T) {
 			t.Errorf("%s %s: usage of %s; want the engine's", tt.path, tt.model, b)
 		}
 	}
+	_, rb := get(t, h.admin.URL+"/admin/replicas")
+	for _, s := range []string{`"id":"chat"`, `"task":"generate"`, `"task":"embed"`, `"task":"classify"`} {
+		if !strings.Contains(string(rb), s) {
+			t.Errorf("/admin/replicas lacks %s: %s", s, rb)
+		}
+	}
 	_, mb := get(t, h.admin.URL+"/metrics")
 	for _, s := range []string{
 		`llmgw_requests_total{code="200",endpoint="embeddings"} 1`, `llmgw_requests_total{code="200",endpoint="pooling"} 2`,

@@ -61,6 +61,9 @@ type ReplicaState struct {
 	KVEvents  bool   `json:"kv_events"`
 	Mode      Mode   `json:"mode"`
 	Role      string `json:"role"` // agg, prefill or decode
+	// Task is what its engine serves (consul.MetaTask): generate, embed
+	// or classify; it decides which endpoints' requests it gets.
+	Task string `json:"task"`
 	// ModeReason says why a replica whose driver sends KV events is in
 	// approx mode: its model's index had no room for its state.
 	ModeReason string `json:"mode_reason,omitempty"`
@@ -87,7 +90,7 @@ func (pl *Planner) Replicas() []ReplicaState {
 		out = append(out, ReplicaState{
 			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
 			Mode: set.Mode(r.ID), ModeReason: set.ModeReason(r.ID), Healthy: set.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
-			Draining: r.Draining, Health: r.Health, Adapters: set.AdaptersOf(r.ID), Role: r.Role.String(),
+			Draining: r.Draining, Health: r.Health, Adapters: set.AdaptersOf(r.ID), Role: r.Role.String(), Task: r.TaskOf(),
 			Load: pl.d.Tracker.Load(r.ID), PeerLoad: pl.d.Tracker.PeerLoad(r.ID),
 		})
 	}
