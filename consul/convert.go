@@ -23,10 +23,28 @@ const (
 	// event names them. The router parses it (router/kvgroups).
 	MetaKVCacheGroups = "llmgw-kv-cache-groups"
 	MetaRole          = "llmgw-role"
-	MetaIngestPort    = "llmgw-kv-ingest-port"
+	// MetaTask is the task the replica's engine serves, as vLLM names it:
+	// TaskGenerate (also when absent), or a pooling task, TaskEmbed or
+	// TaskClassify (`--runner pooling`, `--convert embed|classify`). A
+	// vLLM instance serves the routes of its task only, so the router
+	// sends generate requests and pooling requests to different replicas.
+	MetaTask = "llmgw-task"
+	// MetaRoot and MetaMaxModelLen are what vLLM's /v1/models says of
+	// the model: root, the model path the engine loaded (the task
+	// config's model; llmgw-model is the served name), and max_model_len.
+	// Routers list them in their own /v1/models; absent, the router
+	// leaves the field out.
+	MetaRoot        = "llmgw-root"
+	MetaMaxModelLen = "llmgw-max-model-len"
+	MetaIngestPort  = "llmgw-kv-ingest-port"
 	// MetaAdminPort is a router's admin listener port (its /admin API and
 	// /metrics), for operator tools; absent on routers without one.
 	MetaAdminPort = "llmgw-admin-port"
+
+	// The values of MetaTask (vllm/tasks.py).
+	TaskGenerate = "generate"
+	TaskEmbed    = "embed"
+	TaskClassify = "classify"
 
 	// DefaultBlockSize is vLLM's default KV block size, assumed when a
 	// replica does not advertise one.
@@ -52,6 +70,12 @@ type Replica struct {
 	// absent).
 	KVCacheGroups string
 	Role          string
+	// Task is the MetaTask value, TaskGenerate when absent.
+	Task string
+	// Root and MaxModelLen are MetaRoot and MetaMaxModelLen; "" and 0
+	// when absent.
+	Root        string
+	MaxModelLen int
 	// Health is HealthPassing, HealthWarning or HealthMaintenance; critical
 	// instances are never converted.
 	Health string
@@ -149,6 +173,22 @@ func toReplica(in Instance) (Replica, error) {
 	case "", "agg", "prefill", "decode":
 	default:
 		return Replica{}, fmt.Errorf("meta %s=%q: want agg, prefill or decode", MetaRole, r.Role)
+	}
+	r.Root = in.Meta[MetaRoot]
+	if s, ok := in.Meta[MetaMaxModelLen]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return Replica{}, fmt.Errorf("meta %s=%q: want a positive integer", MetaMaxModelLen, s)
+		}
+		r.MaxModelLen = n
+	}
+	r.Task = in.Meta[MetaTask]
+	switch r.Task {
+	case "":
+		r.Task = TaskGenerate
+	case TaskGenerate, TaskEmbed, TaskClassify:
+	default:
+		return Replica{}, fmt.Errorf("meta %s=%q: want %s, %s or %s", MetaTask, r.Task, TaskGenerate, TaskEmbed, TaskClassify)
 	}
 	return r, nil
 }

@@ -33,17 +33,18 @@ func TestConvertReplicas(t *testing.T) {
 			wantIDs: []string{"alloc-a/vllm"},
 			want: map[string]Replica{"alloc-a/vllm": {
 				ID: "alloc-a/vllm", Model: "qwen", Address: "10.0.0.1", Port: 8000,
-				BlockSize: DefaultBlockSize, Health: HealthPassing, Node: "n1", ServiceID: "svc-a",
+				BlockSize: DefaultBlockSize, Task: TaskGenerate, Health: HealthPassing, Node: "n1", ServiceID: "svc-a",
 			}},
 		},
 		{
 			name: "all meta",
 			in: []Instance{replicaInstance("a", map[string]string{
-				MetaBlockSize: "64", MetaKVEvents: "true", MetaRole: "prefill"})},
+				MetaBlockSize: "64", MetaKVEvents: "true", MetaRole: "prefill", MetaTask: TaskEmbed,
+				MetaRoot: "org/qwen-7b", MetaMaxModelLen: "32768"})},
 			wantIDs: []string{"alloc-a/vllm"},
 			want: map[string]Replica{"alloc-a/vllm": {
 				ID: "alloc-a/vllm", Model: "qwen", Address: "10.0.0.1", Port: 8000,
-				BlockSize: 64, KVEvents: true, Role: "prefill", Health: HealthPassing, Node: "n1", ServiceID: "svc-a",
+				BlockSize: 64, KVEvents: true, Role: "prefill", Task: TaskEmbed, Root: "org/qwen-7b", MaxModelLen: 32768, Health: HealthPassing, Node: "n1", ServiceID: "svc-a",
 			}},
 		},
 		{
@@ -61,21 +62,10 @@ func TestConvertReplicas(t *testing.T) {
 			wantIDs: []string{"alloc-a/vllm", "alloc-c/vllm"},
 			skipped: []string{"svc-b"},
 		},
-		{name: "missing replica id", in: []Instance{replicaInstance("a", map[string]string{MetaReplica: "<delete>"})}, skipped: []string{MetaReplica + " is missing"}},
-		{name: "missing model", in: []Instance{replicaInstance("a", map[string]string{MetaModel: ""})}, skipped: []string{MetaModel + " is missing"}},
-		{name: "zero block size", in: []Instance{replicaInstance("a", map[string]string{MetaBlockSize: "0"})}, skipped: []string{MetaBlockSize}},
-		{name: "huge block size", in: []Instance{replicaInstance("a", map[string]string{MetaBlockSize: "100000"})}, skipped: []string{MetaBlockSize}},
-		{name: "bad kv-events", in: []Instance{replicaInstance("a", map[string]string{MetaKVEvents: "yes"})}, skipped: []string{MetaKVEvents}},
-		{name: "unknown role", in: []Instance{replicaInstance("a", map[string]string{MetaRole: "encoder"})}, skipped: []string{MetaRole}},
 		{
 			name:    "no address",
 			in:      []Instance{func() Instance { i := replicaInstance("a", nil); i.Address = ""; return i }()},
 			skipped: []string{"address"},
-		},
-		{
-			name:    "bad port",
-			in:      []Instance{func() Instance { i := replicaInstance("a", nil); i.Port = 0; return i }()},
-			skipped: []string{"port 0"},
 		},
 		{
 			name: "duplicate replica id keeps the first",
@@ -101,6 +91,39 @@ func TestConvertReplicas(t *testing.T) {
 			}
 			if d := cmp.Diff(tc.wantIDs, ids); d != "" {
 				t.Errorf("ids (-want +got):\n%s", d)
+			}
+			checkSkipped(t, skipped, tc.skipped)
+		})
+	}
+}
+
+// TestConvertReplicasSkipsBadMeta: an instance with missing or malformed
+// meta is skipped, and the skip names the key.
+func TestConvertReplicasSkipsBadMeta(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      []Instance
+		skipped []string
+	}{
+		{name: "missing replica id", in: []Instance{replicaInstance("a", map[string]string{MetaReplica: "<delete>"})}, skipped: []string{MetaReplica + " is missing"}},
+		{name: "missing model", in: []Instance{replicaInstance("a", map[string]string{MetaModel: ""})}, skipped: []string{MetaModel + " is missing"}},
+		{name: "zero block size", in: []Instance{replicaInstance("a", map[string]string{MetaBlockSize: "0"})}, skipped: []string{MetaBlockSize}},
+		{name: "huge block size", in: []Instance{replicaInstance("a", map[string]string{MetaBlockSize: "100000"})}, skipped: []string{MetaBlockSize}},
+		{name: "bad kv-events", in: []Instance{replicaInstance("a", map[string]string{MetaKVEvents: "yes"})}, skipped: []string{MetaKVEvents}},
+		{name: "unknown role", in: []Instance{replicaInstance("a", map[string]string{MetaRole: "encoder"})}, skipped: []string{MetaRole}},
+		{name: "bad max model len", in: []Instance{replicaInstance("a", map[string]string{MetaMaxModelLen: "0"})}, skipped: []string{MetaMaxModelLen}},
+		{name: "unknown task", in: []Instance{replicaInstance("a", map[string]string{MetaTask: "embedding"})}, skipped: []string{MetaTask}},
+		{
+			name:    "bad port",
+			in:      []Instance{func() Instance { i := replicaInstance("a", nil); i.Port = 0; return i }()},
+			skipped: []string{"port 0"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, skipped := ConvertReplicas(tc.in)
+			if len(got) != 0 {
+				t.Errorf("converted %+v; want it skipped", got)
 			}
 			checkSkipped(t, skipped, tc.skipped)
 		})

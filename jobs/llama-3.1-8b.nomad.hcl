@@ -86,10 +86,12 @@ job "llama-3.1-8b" {
         port = "http"
         tags = ["llmgw"]
         meta {
-          llmgw-model      = "llama-3.1-8b"
-          llmgw-replica    = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
-          llmgw-block-size = "16"
-          llmgw-kv-events  = "true"
+          llmgw-model         = "llama-3.1-8b"
+          llmgw-replica       = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
+          llmgw-block-size    = "16"
+          llmgw-kv-events     = "true"
+          llmgw-root          = "meta-llama/Llama-3.1-8B-Instruct"
+          llmgw-max-model-len = "32768"
         }
         check {
           type     = "http"

@@ -73,6 +73,8 @@ func (c *checker) replicaService(s *hclsyntax.Block, task vllmTask) {
 	} else if v, ok := meta["llmgw-role"]; ok && v.known && v.value != "" && v.value != driver.RoleAgg {
 		c.add(v.rng, "%s: meta llmgw-role is %q but the task's role is agg; set role = %q in the task config", where, v.value, v.value)
 	}
+	c.taskMeta(meta, metaRange, task, where)
+	c.modelMeta(meta, task, where)
 	for _, w := range want {
 		v, ok := meta[w.key]
 		switch {

@@ -46,6 +46,13 @@ func TestBrokenJobspecs(t *testing.T) {
 		{"role-meta-mismatch", []string{`:26:11: task "vllm": service "vllm": meta llmgw-role is "prefill"; want "decode"`}},
 		{"role-meta-agg", []string{`:24:11: task "vllm": service "vllm": meta llmgw-role is "decode" but the task's role is agg`}},
 		{"nomad-tag-meta", []string{`:21:9: task "vllm": service "vllm": meta llmgw-block-size is "32"; want "16"`}},
+		{"task-meta-no-runner", []string{`:24:11: task "vllm": service "vllm": meta llmgw-task is "embed" but the engine args (no --runner pooling or --convert) make a generate engine`}},
+		{"task-meta-absent-pooling", []string{`:20:9: task "vllm": service "vllm": meta llmgw-task is "generate" (absent means generate) but the engine args --runner pooling make a pooling engine`}},
+		{"task-meta-convert-mismatch", []string{`:25:11: task "vllm": service "vllm": meta llmgw-task is "classify" but the engine args --convert embed serve "embed"`}},
+		{"model-meta-mismatch", []string{
+			`:26:11: task "vllm": service "vllm": meta llmgw-root is "org/m-8b"; want "org/m-7b", the model the engine loads`,
+			`:27:11: task "vllm": service "vllm": meta llmgw-max-model-len is "8192"; want 4096, the task's max_model_len`,
+		}},
 		{"slash-name", []string{`:17:9: task "vllm": service "vllm/llama": Consul rejects "/"`}},
 		{"no-check", []string{`:16:7: task "vllm": service "vllm": needs an HTTP check on /health`}},
 		{"group-service", []string{

@@ -97,6 +97,7 @@ func New(d Deps) (*Gateway, error) {
 	e := newEngine(d.Logger)
 	e.POST("/v1/chat/completions", g.authenticate, g.routed(openai.Chat, "chat", proxy))
 	e.POST("/v1/completions", g.authenticate, g.routed(openai.Completion, "completions", proxy))
+	g.pooling(e, proxy)
 	e.GET("/v1/models", g.authenticate, g.models)
 	e.POST("/tokenize", g.authenticate, g.utility("tokenize", true, proxy))
 	e.POST("/detokenize", g.authenticate, g.utility("detokenize", true, proxy))
@@ -224,18 +225,21 @@ func (g *Gateway) serveRouted(c *gin.Context, kind openai.Kind, proxy http.Handl
 
 // models lists the served models as vLLM does: base models with a null
 // parent, then each LoRA adapter some replica serves with its base model as
-// parent; only what the key's tenant may use.
+// parent; only what the key's tenant may use. root and max_model_len are
+// vLLM's where the replicas advertise them, left out where unknown.
 func (g *Gateway) models(c *gin.Context) {
 	type model struct {
-		ID      string  `json:"id"`
-		Object  string  `json:"object"`
-		Created int64   `json:"created"`
-		OwnedBy string  `json:"owned_by"`
-		Parent  *string `json:"parent"`
+		ID          string  `json:"id"`
+		Object      string  `json:"object"`
+		Created     int64   `json:"created"`
+		OwnedBy     string  `json:"owned_by"`
+		Root        string  `json:"root,omitempty"`
+		Parent      *string `json:"parent"`
+		MaxModelLen int     `json:"max_model_len,omitempty"`
 	}
 	data := []model{}
 	for _, m := range g.d.Planner.Models(tenant.FromContext(c.Request.Context())) {
-		e := model{ID: m.ID, Object: "model", OwnedBy: "llmgw"}
+		e := model{ID: m.ID, Object: "model", OwnedBy: "llmgw", Root: m.Root, MaxModelLen: m.MaxModelLen}
 		if m.Parent != "" {
 			e.Parent = &m.Parent
 		}

@@ -15,7 +15,16 @@ type Kind int
 const (
 	Chat       Kind = iota // /v1/chat/completions
 	Completion             // /v1/completions
+	Embeddings             // /v1/embeddings
+	Pooling                // /pooling
+	Classify               // /classify
+	Score                  // /score, /v1/score
+	Rerank                 // /rerank, /v1/rerank, /v2/rerank
 )
+
+// IsPooling reports whether k is an endpoint of vLLM's pooling API,
+// served by pooling models only.
+func (k Kind) IsPooling() bool { return k >= Embeddings && k <= Rerank }
 
 // Message is one chat turn with its content as text: list-style content's
 // text parts joined by a newline, as vLLM does for string-content templates.
@@ -89,6 +98,7 @@ type rawRequest struct {
 	TruncationSide       *string         `json:"truncation_side"`
 	MaxTokens            *int64          `json:"max_tokens"`
 	MaxCompletionTokens  *int64          `json:"max_completion_tokens"`
+	poolingFields
 }
 
 // Parse reads body as a request of kind. Errors wrap ErrBadRequest and name
@@ -144,6 +154,14 @@ func Parse(kind Kind, body []byte) (*Request, error) {
 			return nil, err
 		}
 		r.AddSpecialTokens = raw.AddSpecialTokens == nil || *raw.AddSpecialTokens
+	case Embeddings, Pooling, Classify:
+		if err := parsePoolingInput(&raw, r); err != nil {
+			return nil, err
+		}
+	case Score, Rerank:
+		if err := parseScore(&raw, r); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, bad("unknown endpoint kind %d", kind)
 	}

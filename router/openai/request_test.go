@@ -101,8 +101,10 @@ func FuzzParse(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}]}`))
 	f.Add(uint8(1), []byte(`{"model":"m","prompt":[[1,2]],"stream":true}`))
 	f.Add(uint8(1), []byte(`{"model":"m","prompt":["x"]}`))
+	f.Add(uint8(2), []byte(`{"model":"m","input":[{"role":"user","content":"x"}]}`))
+	f.Add(uint8(5), []byte(`{"model":"m","data_1":["q"],"data_2":"d"}`))
 	f.Fuzz(func(t *testing.T, k uint8, body []byte) {
-		r, err := Parse(Kind(k%2), body)
+		r, err := Parse(Kind(k%7), body)
 		if err != nil {
 			if !errors.Is(err, ErrBadRequest) {
 				t.Fatalf("error %v does not wrap ErrBadRequest", err)

@@ -26,7 +26,8 @@ func FromConsul(service string, in []consul.Replica) []Replica {
 	for i, r := range in {
 		out[i] = Replica{
 			ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, KVCacheGroups: r.KVCacheGroups, Source: service,
-			Health: r.Health, Draining: r.Draining(), Role: RoleOf(r.Role),
+			Health: r.Health, Draining: r.Draining(), Role: RoleOf(r.Role), Task: r.Task,
+			Root: r.Root, MaxModelLen: r.MaxModelLen,
 		}
 	}
 	return out

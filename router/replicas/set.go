@@ -41,6 +41,28 @@ type Replica struct {
 	// Role is its part in disaggregated serving (roles.go): aggregated,
 	// prefill or decode.
 	Role Role
+	// Task is what its engine serves (consul.MetaTask): consul.TaskGenerate,
+	// or a pooling task; "" counts as generate (static replicas).
+	Task string
+	// Root and MaxModelLen are what vLLM's /v1/models lists for its model
+	// (consul.MetaRoot, consul.MetaMaxModelLen); "" and 0 when unknown.
+	Root        string
+	MaxModelLen int
+}
+
+// The tasks a replica serves, as vLLM names them (consul.MetaTask).
+const (
+	TaskGenerate = consul.TaskGenerate
+	TaskEmbed    = consul.TaskEmbed
+	TaskClassify = consul.TaskClassify
+)
+
+// TaskOf is what r serves, TaskGenerate for "".
+func (r Replica) TaskOf() string {
+	if r.Task == "" {
+		return TaskGenerate
+	}
+	return r.Task
 }
 
 // KVState is the part of the KV ingest the set needs (router/ingest.Sink):

@@ -6,9 +6,13 @@ import (
 )
 
 // Model is one entry of /v1/models: a base model (Parent "") or a LoRA
-// adapter some replica serves, with its base model as Parent.
+// adapter some replica serves, with its base model as Parent. Root and
+// MaxModelLen are what vLLM's /v1/models says of a base model, as its
+// replicas advertise them; "" and 0 when none does.
 type Model struct {
-	ID, Parent string
+	ID, Parent  string
+	Root        string
+	MaxModelLen int
 }
 
 // Models lists what t may use, base models first, then adapters, as vLLM
@@ -17,12 +21,28 @@ func (pl *Planner) Models(t *tenant.Tenant) []Model {
 	var out []Model
 	for _, m := range pl.d.Replicas.Models() {
 		if t == nil || t.Allows(m) {
-			out = append(out, Model{ID: m})
+			out = append(out, pl.baseModel(m))
 		}
 	}
 	for _, a := range pl.d.Replicas.Adapters() {
 		if t == nil || t.Allows(a.Name) {
 			out = append(out, Model{ID: a.Name, Parent: a.Parent})
+		}
+	}
+	return out
+}
+
+// baseModel is m's entry: the root of its first replica (by id) that
+// advertises one, and the smallest max_model_len advertised, the longest
+// context every replica that states one takes.
+func (pl *Planner) baseModel(m string) Model {
+	out := Model{ID: m}
+	for _, r := range pl.d.Replicas.ForModel(m) {
+		if out.Root == "" {
+			out.Root = r.Root
+		}
+		if r.MaxModelLen > 0 && (out.MaxModelLen == 0 || r.MaxModelLen < out.MaxModelLen) {
+			out.MaxModelLen = r.MaxModelLen
 		}
 	}
 	return out
@@ -41,6 +61,9 @@ type ReplicaState struct {
 	KVEvents  bool   `json:"kv_events"`
 	Mode      Mode   `json:"mode"`
 	Role      string `json:"role"` // agg, prefill or decode
+	// Task is what its engine serves (consul.MetaTask): generate, embed
+	// or classify; it decides which endpoints' requests it gets.
+	Task string `json:"task"`
 	// ModeReason says why a replica whose driver sends KV events is in
 	// approx mode: its model's index had no room for its state.
 	ModeReason string `json:"mode_reason,omitempty"`
@@ -67,7 +90,7 @@ func (pl *Planner) Replicas() []ReplicaState {
 		out = append(out, ReplicaState{
 			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
 			Mode: set.Mode(r.ID), ModeReason: set.ModeReason(r.ID), Healthy: set.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
-			Draining: r.Draining, Health: r.Health, Adapters: set.AdaptersOf(r.ID), Role: r.Role.String(),
+			Draining: r.Draining, Health: r.Health, Adapters: set.AdaptersOf(r.ID), Role: r.Role.String(), Task: r.TaskOf(),
 			Load: pl.d.Tracker.Load(r.ID), PeerLoad: pl.d.Tracker.PeerLoad(r.ID),
 		})
 	}

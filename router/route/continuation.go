@@ -29,7 +29,7 @@ import (
 func (pl *Planner) scheduleContinuation(ctx context.Context, model string, sreq *scheduler.Request, failed []string) (scheduler.Decision, error) {
 	set := pl.d.Replicas
 	if !set.Disaggregated(model) {
-		d, _, err := schedule(ctx, set, pl.d.Scheduler, model, sreq, nil)
+		d, _, err := schedule(ctx, set, pl.d.Scheduler, model, sreq, nil, nil)
 		return d, err
 	}
 	serving, _ := pl.continuationLists(model, sreq, failed, true)

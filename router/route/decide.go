@@ -45,6 +45,10 @@ func (pl *Planner) plan(ctx context.Context, in Input, fallbacks int) (*Plan, *E
 	if e != nil {
 		return nil, e
 	}
+	keep, e := pl.taskFilter(t.Model, in.Kind)
+	if e != nil {
+		return nil, e
+	}
 	res, err := pl.d.Prompts.ComputeContext(ctx, req, t)
 	if err != nil {
 		return nil, &Error{Status: http.StatusBadRequest, Message: err.Error()}
@@ -54,7 +58,7 @@ func (pl *Planner) plan(ctx context.Context, in Input, fallbacks int) (*Plan, *E
 		return nil, e
 	}
 	p := pl.getPlan()
-	p.Request, p.Grant, p.Limits = req, grant, limits
+	p.Request, p.Grant, p.Limits, p.keep = req, grant, limits, keep
 	p.fill(res, scheduler.Request{Model: t.Model, SessionID: sessionKey(ten, in.Session), Fallbacks: fallbacks}, t.BlockSize)
 	sched, queued, e := pl.admitAndSchedule(ctx, p, band)
 	if e != nil {

@@ -54,7 +54,7 @@ func TestScheduleWidensNarrowedList(t *testing.T) {
 		t.Fatalf("narrowed list of %d candidates; want the holder and one sampled", len(narrowed))
 	}
 	for range 20 {
-		d, cands, err := schedule(context.Background(), set, s, "m", req, nil)
+		d, cands, err := schedule(context.Background(), set, s, "m", req, nil, nil)
 		if err != nil {
 			t.Fatalf("schedule: %v; want the free replica %s", err, free)
 		}

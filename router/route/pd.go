@@ -82,13 +82,13 @@ func (pl *Planner) scheduleRoles(ctx context.Context, model string, p *Plan) (sc
 	pd.reset()
 	set := pl.d.Replicas
 	if !set.Disaggregated(model) {
-		return schedule(ctx, set, pl.d.Scheduler, model, &p.sreq, p.cands[:0])
+		return schedule(ctx, set, pl.d.Scheduler, model, &p.sreq, p.cands[:0], p.keep)
 	}
-	cands := set.AppendCandidatesFor(p.cands[:0], model, &p.sreq)
+	cands := keepServing(set.AppendCandidatesFor(p.cands[:0], model, &p.sreq), p.keep)
 	d, serving, err := pl.scheduleRolesOver(ctx, p, cands)
 	narrowedWorse := pd.path == PDNoRole || pd.path == PDNoPrefill || errors.Is(err, scheduler.ErrAllBusy) || errors.Is(err, scheduler.ErrNoReplica)
 	if narrowedWorse {
-		if all := set.AppendCandidates(cands[len(cands):], model); len(all) > len(cands) {
+		if all := keepServing(set.AppendCandidates(cands[len(cands):], model), p.keep); len(all) > len(cands) {
 			pd.reset()
 			d, serving, err = pl.scheduleRolesOver(ctx, p, append(cands[:0], all...))
 		}

@@ -63,7 +63,7 @@ func (pl *Planner) place(ctx context.Context, ten *tenant.Tenant, model string) 
 	p.Grant, p.Limits = grant, limits
 	p.sreq.Reset(scheduler.Request{Model: t.Model, Fallbacks: pl.d.Options.Attempts - 1 + fallbackSpare})
 	var err error
-	p.decision, p.cands, err = schedule(ctx, pl.d.Replicas, pl.d.Scheduler, t.Model, &p.sreq, p.cands[:0])
+	p.decision, p.cands, err = schedule(ctx, pl.d.Replicas, pl.d.Scheduler, t.Model, &p.sreq, p.cands[:0], nil)
 	if err != nil {
 		grant.Finish(0)
 		pl.Release(p)

@@ -106,6 +106,9 @@ type Plan struct {
 	// utility: a request that needs a replica but no prompt decision
 	// (Place); nothing is learned from where it goes.
 	utility bool
+	// keep leaves out the model's replicas that do not serve the
+	// request's endpoint (taskFilter); nil keeps all.
+	keep func(id string) bool
 }
 
 func (pl *Planner) getPlan() *Plan {
@@ -123,7 +126,7 @@ func (pl *Planner) Release(p *Plan) {
 	}
 	p.Request, p.PromptTokens, p.ExactTokens, p.BlockTokens = nil, 0, false, 0
 	p.Attempts, p.Grant, p.Limits, p.Overhead = p.Attempts[:0], nil, ratelimit.Status{}, 0
-	p.decision, p.prefilled, p.utility = scheduler.Decision{}, nil, false
+	p.decision, p.prefilled, p.utility, p.keep = scheduler.Decision{}, nil, false, nil
 	p.sreq.Reset(scheduler.Request{})
 	clear(p.cands)
 	p.pd.reset()

@@ -48,7 +48,9 @@ type Config struct {
 	Seed                int64
 	EnablePrefixCaching bool
 	EnableLoRA          bool
-	LoRAModules         []LoRAModule
+	// taskFlags say what the model serves (task.go).
+	taskFlags
+	LoRAModules []LoRAModule
 
 	Latency          engine.Latency
 	EventFormat      string // "array" or "map"
@@ -78,6 +80,7 @@ func Defaults() Config {
 		DataParallelSize:    1,
 		DataParallelRank:    -1,
 		EnablePrefixCaching: true,
+		taskFlags:           taskFlags{Runner: "auto", Convert: "auto", NumLabels: 2},
 		Latency:             engine.DefaultLatency(),
 		EventFormat:         "array",
 		EventSchema:         12,
@@ -144,6 +147,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.validateGroups(); err != nil {
+		return err
+	}
+	if err := c.validateTask(); err != nil {
 		return err
 	}
 	for _, d := range []time.Duration{c.Latency.Overhead, c.Latency.PrefillPerToken, c.Latency.CPULoadPerToken, c.Latency.InterToken} {

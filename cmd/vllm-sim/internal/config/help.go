@@ -31,7 +31,10 @@ var vllmHelp = []flagHelp{
 	{"headless", "", "run the engines without an API server, as a non-leader node"},
 	{"tokenizer", "DIR", "a Hugging Face tokenizer directory (default: a built-in deterministic tokenizer)"},
 	{"seed", "N", "seed of the generated tokens"},
-	{"enable-prefix-caching", "", "reuse cached prompt blocks"},
+	{"enable-prefix-caching", "", "reuse cached prompt blocks (default for a pooling model: on unless --pooler-config pools MEAN or CLS)"},
+	{"runner", "auto|generate|pooling", "pooling serves the pooling API (embeddings, pooling, classify, score, rerank) instead of generation"},
+	{"convert", "auto|embed|classify", "the pooling task: embed (the default for --runner pooling) or classify"},
+	{"pooler-config", "JSON", "the pooler, as vLLM's (seq_pooling_type: LAST, ALL, MEAN, CLS)"},
 	{"enable-lora", "", "serve LoRA adapters"},
 	{"lora-modules", "NAME=PATH...", "adapters served under their own names (also as JSON {\"name\":..,\"path\":..})"},
 	{"kv-events-config", "JSON", "KV-cache events, as vLLM's (enable_kv_cache_events, publisher, endpoint, replay_endpoint, topic, ...)"},
@@ -51,6 +54,7 @@ var simHelp = []flagHelp{
 	{"sim-replay-format", "new|old", "old for the replay reply shape before vLLM 0.26"},
 	{"sim-kv-bytes-per-token", "N|config", "KV bytes of one token, for a disaggregated pull's size; config reads config.json"},
 	{"sim-kv-transfer-bandwidth", "BYTES/S", "bytes per second of a disaggregated pull"},
+	{"sim-num-labels", "N", "a classifier's labels (config.json's num_labels); 1 makes it a cross-encoder serving score and rerank"},
 	{"sim-kv-cache-groups", "GROUPS|config", "a hybrid model's KV-cache groups: full, sliding_window:W, mamba, comma separated; config reads config.json"},
 }
 

@@ -70,6 +70,17 @@ func boolFlag(f func(*Config) *bool) flag {
 	}}
 }
 
+// explicit marks --enable-prefix-caching as given, so that the pooling
+// default (resolvePrefixCaching) leaves it alone.
+func explicit(f flag) flag {
+	set := f.set
+	f.set = func(c *Config, v string) error {
+		c.prefixCachingSet = true
+		return set(c, v)
+	}
+	return f
+}
+
 var flags = map[string]flag{
 	"host": strFlag(func(c *Config) *string { return &c.Host }),
 	"port": intFlag(func(c *Config) *int { return &c.Port }),
@@ -99,7 +110,11 @@ var flags = map[string]flag{
 		c.Seed = n
 		return nil
 	}},
-	"enable-prefix-caching": boolFlag(func(c *Config) *bool { return &c.EnablePrefixCaching }),
+	"enable-prefix-caching": explicit(boolFlag(func(c *Config) *bool { return &c.EnablePrefixCaching })),
+	"runner":                strFlag(func(c *Config) *string { return &c.Runner }),
+	"convert":               strFlag(func(c *Config) *string { return &c.Convert }),
+	"pooler-config":         {set: parsePoolerConfig},
+	"sim-num-labels":        intFlag(func(c *Config) *int { return &c.NumLabels }),
 	"enable-lora":           boolFlag(func(c *Config) *bool { return &c.EnableLoRA }),
 	"lora-modules": {isMulti: true, set: func(c *Config, v string) error {
 		m, err := parseLoRAModule(v)
@@ -194,6 +209,7 @@ func Parse(args []string) (Config, error) {
 	if err := c.resolveKVBytes(); err != nil {
 		return c, err
 	}
+	c.resolvePrefixCaching()
 	return c, c.Validate()
 }
 

@@ -84,6 +84,10 @@ type Request struct {
 	// another instance before admission (do_remote_prefill): the engine
 	// computes only what is left, at least the last prompt token.
 	External int
+	// Pool marks a pooling request (vLLM's --runner pooling): it ends
+	// when its prompt is computed, with one final Token carrying no id
+	// and no output tokens counted; Output is unused.
+	Pool bool
 
 	seq         kvcache.Seq
 	admitted    bool

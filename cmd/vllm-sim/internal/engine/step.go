@@ -151,6 +151,11 @@ func (e *Engine) apply(plan []work, now time.Time) {
 		if r.seq.NumComputed < len(r.seq.Tokens) {
 			continue // chunked prefill goes on next step
 		}
+		if r.Pool {
+			e.pooled(r, now)
+			finished++
+			continue
+		}
 		tok := r.Output[r.generated]
 		r.generated++
 		r.seq.Tokens = append(r.seq.Tokens, tok)
@@ -178,6 +183,17 @@ func (e *Engine) apply(plan []work, now time.Time) {
 	if finished > 0 {
 		e.running = slices.DeleteFunc(e.running, func(r *Request) bool { return r.done })
 	}
+}
+
+// pooled ends a pooling request whose prompt is computed: the pooler's
+// output is the step's, its blocks go back to the pool (cached ones stay
+// hittable) and no output token is counted, as vLLM finishes a pooling
+// request after its prefill.
+func (e *Engine) pooled(r *Request, now time.Time) {
+	e.pool.Free(&r.seq)
+	e.metrics.finished("stop", now.Sub(r.Arrival), len(r.Prompt), 0)
+	r.done = true
+	r.Out <- Token{Final: true, FinishReason: "stop", CachedTokens: r.cached, Step: e.steps}
 }
 
 // dropAborted frees the requests whose clients went away.

@@ -1,9 +1,10 @@
 // Package server is vllm-sim's HTTP surface: the OpenAI-compatible routes
-// vLLM serves (completions, chat completions with SSE streaming, models,
-// Anthropic's messages and count_tokens, tokenize, detokenize, health,
-// reset_prefix_cache, metrics), with vLLM's
-// response and error shapes, plus debug routes that expose the KV cache's
-// ground truth to tests.
+// vLLM serves (completions, chat completions with SSE streaming and
+// Anthropic's messages and count_tokens for a generate model;
+// embeddings, pooling, classify, score and rerank for a pooling model;
+// models, tokenize, detokenize, health, reset_prefix_cache, metrics), with
+// vLLM's response and error shapes, plus debug routes that expose the KV
+// cache's ground truth to tests.
 package server
 
 import (
@@ -72,6 +73,13 @@ type Options struct {
 	Version          string
 	LoRAs            []LoRA
 	Transfer         *Transfer // nil: no KV connector
+	// Task is what the model serves, as vLLM names it: TaskGenerate
+	// (the default), or a pooling task, TaskEmbed or TaskClassify. It
+	// decides the routes served (registerAPI).
+	Task string
+	// NumLabels is a classifier's label count (default 2); with one, the
+	// classifier is a cross-encoder and serves score and rerank.
+	NumLabels int
 }
 
 // LoRA is an adapter served under its own model name; requests for it hash
@@ -95,22 +103,23 @@ type Server struct {
 
 // New builds the server's routes.
 func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, log *slog.Logger) *Server {
-	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: http.NewServeMux(), keys: newAPIKeys(opts.APIKeys)}
-	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+	if opts.Task == "" {
+		opts.Task = TaskGenerate
+	}
+	if opts.NumLabels <= 0 {
+		opts.NumLabels = 2
+	}
+	rt := newRoutes()
+	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: rt.mux, keys: newAPIKeys(opts.APIKeys)}
+	rt.handleFunc("GET", "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	rt.handleFunc("GET", "/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": opts.Version})
 	})
-	s.mux.HandleFunc("GET /v1/models", s.models)
-	s.mux.HandleFunc("POST /v1/completions", s.completions)
-	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
-	s.mux.HandleFunc("POST /v1/messages", s.messages)
-	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
-	s.mux.HandleFunc("POST /tokenize", s.tokenize)
-	s.mux.HandleFunc("POST /detokenize", s.detokenize)
-	s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s.mux.HandleFunc("GET /debug/kv/blocks", s.debugBlocks)
-	s.mux.HandleFunc("POST /debug/kv/drop", s.debugDrop)
+	s.registerAPI(rt)
+	rt.handleFunc("POST", "/reset_prefix_cache", s.resetPrefixCache)
+	rt.handle("GET", "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	rt.handleFunc("GET", "/debug/kv/blocks", s.debugBlocks)
+	rt.handleFunc("POST", "/debug/kv/drop", s.debugDrop)
 	return s
 }
 
@@ -127,22 +136,52 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// modelCard and modelPermission are vLLM's ModelCard and ModelPermission
+// (vllm/entrypoints/openai/engine/protocol.py), as its
+// OpenAIServingModels.show_available_models fills them: root is the model
+// path (an adapter's path), max_model_len the engine's for a base model
+// and null for an adapter.
+type modelCard struct {
+	ID          string            `json:"id"`
+	Object      string            `json:"object"`
+	Created     int64             `json:"created"`
+	OwnedBy     string            `json:"owned_by"`
+	Root        string            `json:"root"`
+	Parent      *string           `json:"parent"`
+	MaxModelLen *int              `json:"max_model_len"`
+	Permission  []modelPermission `json:"permission"`
+}
+
+type modelPermission struct {
+	ID                 string  `json:"id"`
+	Object             string  `json:"object"`
+	Created            int64   `json:"created"`
+	AllowCreateEngine  bool    `json:"allow_create_engine"`
+	AllowSampling      bool    `json:"allow_sampling"`
+	AllowLogprobs      bool    `json:"allow_logprobs"`
+	AllowSearchIndices bool    `json:"allow_search_indices"`
+	AllowView          bool    `json:"allow_view"`
+	AllowFineTuning    bool    `json:"allow_fine_tuning"`
+	Organization       string  `json:"organization"`
+	Group              *string `json:"group"`
+	IsBlocking         bool    `json:"is_blocking"`
+}
+
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
-	type model struct {
-		ID          string `json:"id"`
-		Object      string `json:"object"`
-		Created     int64  `json:"created"`
-		OwnedBy     string `json:"owned_by"`
-		Root        string `json:"root"`
-		Parent      any    `json:"parent"`
-		MaxModelLen int    `json:"max_model_len"`
+	now := time.Now().Unix()
+	card := func(id, root string, parent *string, maxLen *int) modelCard {
+		perm := modelPermission{ID: requestID("modelperm", s.counter.Add(1)), Object: "model_permission", Created: now,
+			AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*"}
+		return modelCard{ID: id, Object: "model", Created: now, OwnedBy: "vllm", Root: root, Parent: parent, MaxModelLen: maxLen, Permission: []modelPermission{perm}}
 	}
-	var data []model
+	data := []modelCard{}
+	maxLen := s.opts.MaxModelLen
 	for _, name := range s.servedNames() {
-		data = append(data, model{ID: name, Object: "model", Created: time.Now().Unix(), OwnedBy: "vllm", Root: s.opts.Model, MaxModelLen: s.opts.MaxModelLen})
+		data = append(data, card(name, s.opts.Model, nil, &maxLen))
 	}
+	base := s.servedNames()[0]
 	for _, l := range s.opts.LoRAs {
-		data = append(data, model{ID: l.Name, Object: "model", Created: time.Now().Unix(), OwnedBy: "vllm", Root: l.Path, Parent: s.servedNames()[0], MaxModelLen: s.opts.MaxModelLen})
+		data = append(data, card(l.Name, l.Path, &base, nil))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

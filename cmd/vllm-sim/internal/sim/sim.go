@@ -106,12 +106,7 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 		}
 	}
 
-	srv := server.New(server.Options{
-		Model: cfg.Model, ServedNames: cfg.ServedModelNames, MaxModelLen: cfg.MaxModelLen,
-		BlockSize: cfg.BlockSize, APIKeys: apiKeys(cfg, env), Seed: cfg.Seed,
-		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
-		LoRAs: loras(cfg.LoRAModules), Transfer: side.transfer(cfg),
-	}, ranks, tok, reg, log)
+	srv := server.New(serverOptions(cfg, env, side), ranks, tok, reg, log)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return fmt.Errorf("listen on %s:%d: %w", cfg.Host, cfg.Port, err)
@@ -134,6 +129,17 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 		return fmt.Errorf("http shutdown: %w", err)
 	}
 	return nil
+}
+
+// serverOptions is what the API server needs of the command line.
+func serverOptions(cfg config.Config, env Env, side *sideChannel) server.Options {
+	return server.Options{
+		Model: cfg.Model, ServedNames: cfg.ServedModelNames, MaxModelLen: cfg.MaxModelLen,
+		BlockSize: cfg.BlockSize, APIKeys: apiKeys(cfg, env), Seed: cfg.Seed,
+		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
+		LoRAs: loras(cfg.LoRAModules), Transfer: side.transfer(cfg),
+		Task: cfg.Task(), NumLabels: cfg.NumLabels,
+	}
 }
 
 // apiKeys are the keys vLLM's API server requires: --api-key when given,

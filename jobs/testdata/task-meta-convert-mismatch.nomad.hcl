@@ -1,0 +1,38 @@
+# the service says classify, the engine converts to embed
+job "broken" {
+  group "engine" {
+    network {
+      port "http" {}
+    }
+
+    task "vllm" {
+      driver = "vllm"
+
+      config {
+        model = "m"
+        args  = ["--runner=pooling", "--convert=embed"]
+      }
+
+      service {
+        name = "vllm"
+        port = "http"
+        tags = ["llmgw"]
+        meta {
+          llmgw-model      = "m"
+          llmgw-replica    = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
+          llmgw-block-size = "16"
+          llmgw-kv-events  = "false"
+          llmgw-task       = "classify"
+        }
+        check {
+          type     = "http"
+          path     = "/health"
+          interval = "10s"
+          timeout  = "5s"
+        }
+      }
+
+      shutdown_delay = "5s"
+    }
+  }
+}
