@@ -99,6 +99,7 @@ var contracts = map[string][]string{
 	"router/openai":     nil,
 	"router/disagg":     nil,
 	"router/statuspage": nil,
+	"router/responses":  {"github.com/llmgw/llmgw/router/openai"},
 	"router/listener": {
 		"golang.org/x/net/netutil",
 		"github.com/llmgw/llmgw/router/openai",
