@@ -1,6 +1,7 @@
 // Package server is vllm-sim's HTTP surface: the OpenAI-compatible routes
-// vLLM serves (completions, chat completions with SSE streaming, models,
-// tokenize, detokenize, health, reset_prefix_cache, metrics), with vLLM's
+// vLLM serves (completions, chat completions with SSE streaming, the
+// Responses API, models, tokenize, detokenize, health, reset_prefix_cache,
+// metrics), with vLLM's
 // response and error shapes, plus debug routes that expose the KV cache's
 // ground truth to tests.
 package server
@@ -71,6 +72,9 @@ type Options struct {
 	Version          string
 	LoRAs            []LoRA
 	Transfer         *Transfer // nil: no KV connector
+	// ResponsesStore is VLLM_ENABLE_RESPONSES_API_STORE: keep the answers
+	// of Responses requests with store true (off: store is ignored).
+	ResponsesStore bool
 }
 
 // LoRA is an adapter served under its own model name; requests for it hash
@@ -90,11 +94,13 @@ type Server struct {
 	counter atomic.Uint64
 	mux     *http.ServeMux
 	keys    apiKeys
+	store   *responseStore
 }
 
 // New builds the server's routes.
 func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, log *slog.Logger) *Server {
-	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: http.NewServeMux(), keys: newAPIKeys(opts.APIKeys)}
+	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: http.NewServeMux(), keys: newAPIKeys(opts.APIKeys),
+		store: newResponseStore(opts.ResponsesStore)}
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": opts.Version})
@@ -102,6 +108,9 @@ func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, lo
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	s.mux.HandleFunc("POST /v1/responses", s.createResponse)
+	s.mux.HandleFunc("GET /v1/responses/{id}", s.getResponse)
+	s.mux.HandleFunc("POST /v1/responses/{id}/cancel", s.cancelResponse)
 	s.mux.HandleFunc("POST /tokenize", s.tokenize)
 	s.mux.HandleFunc("POST /detokenize", s.detokenize)
 	s.mux.HandleFunc("POST /reset_prefix_cache", s.resetPrefixCache)
@@ -160,7 +169,7 @@ func (s *Server) checkModel(name string) *apiError {
 	if _, ok := s.lora(name); ok {
 		return nil
 	}
-	return &apiError{http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name)}
+	return &apiError{status: http.StatusNotFound, typ: "NotFoundError", msg: fmt.Sprintf("The model `%s` does not exist.", name)}
 }
 
 // lora returns the adapter a model name refers to.
@@ -180,25 +189,31 @@ func (s *Server) modelName(requested string) string {
 	return s.servedNames()[0]
 }
 
-// apiError is an error with the status and OpenAI type a client sees.
+// apiError is an error with the status, OpenAI type and (when vLLM names
+// one) the offending parameter a client sees.
 type apiError struct {
 	status int
 	typ    string
 	msg    string
+	param  string // "" for none (null)
 }
 
 func (e *apiError) Error() string { return e.msg }
 
 func badRequest(format string, args ...any) *apiError {
-	return &apiError{http.StatusBadRequest, "BadRequestError", fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusBadRequest, typ: "BadRequestError", msg: fmt.Sprintf(format, args...)}
 }
 
 func writeError(w http.ResponseWriter, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
-		ae = &apiError{http.StatusInternalServerError, "InternalServerError", err.Error()}
+		ae = &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", msg: err.Error()}
 	}
-	writeJSON(w, ae.status, errorBody{Error: errorInfo{Message: ae.msg, Type: ae.typ, Code: ae.status}})
+	info := errorInfo{Message: ae.msg, Type: ae.typ, Code: ae.status}
+	if ae.param != "" {
+		info.Param = ae.param
+	}
+	writeJSON(w, ae.status, errorBody{Error: info})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -264,7 +279,7 @@ func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if resetErr != nil {
-			writeError(w, &apiError{http.StatusConflict, "ConflictError", fmt.Sprintf("engine %d: %v", rank.ID, resetErr)})
+			writeError(w, &apiError{status: http.StatusConflict, typ: "ConflictError", msg: fmt.Sprintf("engine %d: %v", rank.ID, resetErr)})
 			return
 		}
 	}
