@@ -321,3 +321,31 @@ func TestResponsesWithQwenTemplate(t *testing.T) {
 			c.Usage.PromptTokens, c.Usage.PromptTokensDetails.CachedTokens, r.Usage.InputTokens, full)
 	}
 }
+
+// TestResponsesCacheSalt checks that a salted request caches apart from
+// an unsalted one, and that vLLM's Responses validation (a non-empty
+// string) is the only rule: a '/' that chat refuses is accepted.
+func TestResponsesCacheSalt(t *testing.T) {
+	p := startSim(t, nil, "--block-size", "16")
+	input := quote(words(0, 60))
+	send := func(salt string) responseJSON {
+		t.Helper()
+		var r responseJSON
+		body := `{"model":"sim-model","input":` + input + `,"max_output_tokens":1` + salt + `}`
+		if st := post(t, p.URL+"/v1/responses", body, &r); st != http.StatusOK || r.Usage == nil {
+			t.Fatalf("status %d: %+v", st, r.Error)
+		}
+		return r
+	}
+	send("")
+	if r := send(`,"cache_salt":"tenant/a"`); r.Usage.InputTokensDetails.CachedTokens != 0 {
+		t.Errorf("a salted request found %d cached tokens of an unsalted one", r.Usage.InputTokensDetails.CachedTokens)
+	}
+	if r := send(`,"cache_salt":"tenant/a"`); r.Usage.InputTokensDetails.CachedTokens == 0 {
+		t.Error("the same salt found nothing cached")
+	}
+	var e responseJSON
+	if st := post(t, p.URL+"/v1/responses", `{"model":"sim-model","input":"x","cache_salt":""}`, &e); st != http.StatusBadRequest || e.Error == nil || !strings.Contains(e.Error.Message, "cache_salt") {
+		t.Errorf("empty salt: %d %+v", st, e.Error)
+	}
+}

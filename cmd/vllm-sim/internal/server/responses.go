@@ -3,9 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/kvxfer"
@@ -118,9 +118,9 @@ func (s *Server) readResponsesCall(r *http.Request) (*responsesCall, *apiError) 
 	if extras.RequestID != nil {
 		c.id = *extras.RequestID
 	}
-	if c.salt, aerr = cacheSalt(extras.CacheSalt); aerr != nil {
-		return nil, aerr
-	}
+	// responses.Parse checked the salt as vLLM's ResponsesRequest does (a
+	// non-empty string), without the chat path's length and character rules.
+	_ = json.Unmarshal(extras.CacheSalt, &c.salt)
 	if aerr := s.renderResponse(c); aerr != nil {
 		return nil, aerr
 	}
@@ -129,11 +129,7 @@ func (s *Server) readResponsesCall(r *http.Request) (*responsesCall, *apiError) 
 
 // openaiMessage is a parse error's text without the ErrBadRequest prefix.
 func openaiMessage(err error) string {
-	msg := err.Error()
-	if errors.Is(err, openai.ErrBadRequest) {
-		msg = msg[len(openai.ErrBadRequest.Error())+2:]
-	}
-	return msg
+	return strings.TrimPrefix(err.Error(), openai.ErrBadRequest.Error()+": ")
 }
 
 // renderResponse builds c's conversation (a stored predecessor's first),
