@@ -101,6 +101,7 @@ var contracts = map[string][]string{
 	"router/anthropic":  {"github.com/llmgw/llmgw/router/openai"},
 	"router/disagg":     nil,
 	"router/statuspage": nil,
+	"router/responses":  {"github.com/llmgw/llmgw/router/openai"},
 	"router/listener": {
 		"golang.org/x/net/netutil",
 		"github.com/llmgw/llmgw/router/openai",

@@ -87,7 +87,7 @@ func (s *Server) submit(ctx context.Context, model, salt string, prompt []uint32
 		return nil, err
 	}
 	if err := rank.Engine.Submit(r); err != nil {
-		return nil, &apiError{503, "ServiceUnavailableError", fmt.Sprintf("engine overloaded: %v", err)}
+		return nil, &apiError{status: 503, typ: "ServiceUnavailableError", msg: fmt.Sprintf("engine overloaded: %v", err)}
 	}
 	return &generation{req: r, prompt: len(prompt), rank: rank}, nil
 }

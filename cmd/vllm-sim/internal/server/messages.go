@@ -82,7 +82,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 // validation handler answers it, in OpenAI's shape, before the Anthropic
 // router runs.
 func validationError(err error) *apiError {
-	return &apiError{http.StatusBadRequest, http.StatusText(http.StatusBadRequest), err.Error()}
+	return &apiError{status: http.StatusBadRequest, typ: http.StatusText(http.StatusBadRequest), msg: err.Error()}
 }
 
 // writeMessagesError writes an error as vLLM's Anthropic router translates
@@ -92,7 +92,7 @@ func writeMessagesError(w http.ResponseWriter, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		// vLLM's router names an exception it caught "internal_error".
-		ae = &apiError{http.StatusInternalServerError, "internal_error", err.Error()}
+		ae = &apiError{status: http.StatusInternalServerError, typ: "internal_error", msg: err.Error()}
 	}
 	writeJSONPlain(w, ae.status, messagesError{Type: "error", Error: messagesErrorInfo{Type: ae.typ, Message: ae.msg}})
 }
@@ -173,7 +173,7 @@ func (m *messageWriter) finish() {
 			_, _ = m.w.Write(m.buf.Bytes())
 			return
 		}
-		writeMessagesError(m.w, &apiError{m.status, e.Error.Type, e.Error.Message})
+		writeMessagesError(m.w, &apiError{status: m.status, typ: e.Error.Type, msg: e.Error.Message})
 		return
 	}
 	var c chatAnswer

@@ -106,7 +106,7 @@ func (s *Server) pull(ctx context.Context, rank Rank, r *engine.Request, kv kvxf
 		if t.Recompute {
 			return nil // computed locally, as vLLM's recompute policy does
 		}
-		return &apiError{http.StatusInternalServerError, "InternalServerError", fmt.Sprintf("KV transfer from engine %s failed: %v", kv.RemoteEngineID, err)}
+		return &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", msg: fmt.Sprintf("KV transfer from engine %s failed: %v", kv.RemoteEngineID, err)}
 	}
 	bytes := int64(n) * t.BytesPerBlock
 	d := time.Duration(float64(bytes) / t.Bandwidth * float64(time.Second))

@@ -95,7 +95,7 @@ func (s *Server) runPooling(ctx context.Context, model, salt string, prompts [][
 			r.LoRA, r.LoRAID = l.Name, l.ID
 		}
 		if err := s.pick().Engine.Submit(r); err != nil {
-			return nil, &apiError{http.StatusServiceUnavailable, "ServiceUnavailableError", fmt.Sprintf("engine overloaded: %v", err)}
+			return nil, &apiError{status: http.StatusServiceUnavailable, typ: "ServiceUnavailableError", msg: fmt.Sprintf("engine overloaded: %v", err)}
 		}
 		reqs[i] = r
 	}

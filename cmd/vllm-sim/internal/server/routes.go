@@ -54,6 +54,9 @@ func (s *Server) registerAPI(rt *routes) {
 	case TaskGenerate, "":
 		rt.handleFunc("POST", "/v1/completions", s.completions)
 		rt.handleFunc("POST", "/v1/chat/completions", s.chat)
+		rt.handleFunc("POST", "/v1/responses", s.createResponse)
+		rt.handleFunc("GET", "/v1/responses/{id}", s.getResponse)
+		rt.handleFunc("POST", "/v1/responses/{id}/cancel", s.cancelResponse)
 		rt.handleFunc("POST", "/v1/messages", s.messages)
 		rt.handleFunc("POST", "/v1/messages/count_tokens", s.countTokens)
 		return

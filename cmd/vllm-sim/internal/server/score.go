@@ -84,7 +84,7 @@ func (s *Server) scores(r *http.Request, model, salt string, queries, docs []str
 	}
 	done, err := s.runPooling(r.Context(), model, salt, prompts)
 	if err != nil {
-		return nil, nil, &apiError{http.StatusInternalServerError, "InternalServerError", err.Error()}
+		return nil, nil, &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", msg: err.Error()}
 	}
 	out := make([]float64, len(docs))
 	for i := range docs {

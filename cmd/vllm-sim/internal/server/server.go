@@ -1,10 +1,10 @@
 // Package server is vllm-sim's HTTP surface: the OpenAI-compatible routes
-// vLLM serves (completions, chat completions with SSE streaming and
-// Anthropic's messages and count_tokens for a generate model;
-// embeddings, pooling, classify, score and rerank for a pooling model;
-// models, tokenize, detokenize, health, reset_prefix_cache, metrics), with
-// vLLM's response and error shapes, plus debug routes that expose the KV
-// cache's ground truth to tests.
+// vLLM serves (completions, chat completions with SSE streaming, the
+// Responses API and Anthropic's messages and count_tokens for a generate
+// model; embeddings, pooling, classify, score and rerank for a pooling
+// model; models, tokenize, detokenize, health, reset_prefix_cache,
+// metrics), with vLLM's response and error shapes, plus debug routes that
+// expose the KV cache's ground truth to tests.
 package server
 
 import (
@@ -80,6 +80,9 @@ type Options struct {
 	// NumLabels is a classifier's label count (default 2); with one, the
 	// classifier is a cross-encoder and serves score and rerank.
 	NumLabels int
+	// ResponsesStore is VLLM_ENABLE_RESPONSES_API_STORE: keep the answers
+	// of Responses requests with store true (off: store is ignored).
+	ResponsesStore bool
 }
 
 // LoRA is an adapter served under its own model name; requests for it hash
@@ -99,6 +102,7 @@ type Server struct {
 	counter atomic.Uint64
 	mux     *http.ServeMux
 	keys    apiKeys
+	store   *responseStore
 }
 
 // New builds the server's routes.
@@ -110,7 +114,8 @@ func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, lo
 		opts.NumLabels = 2
 	}
 	rt := newRoutes()
-	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: rt.mux, keys: newAPIKeys(opts.APIKeys)}
+	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: rt.mux, keys: newAPIKeys(opts.APIKeys),
+		store: newResponseStore(opts.ResponsesStore)}
 	rt.handleFunc("GET", "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	rt.handleFunc("GET", "/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": opts.Version})
@@ -202,7 +207,7 @@ func (s *Server) checkModel(name string) *apiError {
 	if _, ok := s.lora(name); ok {
 		return nil
 	}
-	return &apiError{http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", name)}
+	return &apiError{status: http.StatusNotFound, typ: "NotFoundError", msg: fmt.Sprintf("The model `%s` does not exist.", name)}
 }
 
 // lora returns the adapter a model name refers to.
@@ -222,25 +227,31 @@ func (s *Server) modelName(requested string) string {
 	return s.servedNames()[0]
 }
 
-// apiError is an error with the status and OpenAI type a client sees.
+// apiError is an error with the status, OpenAI type and (when vLLM names
+// one) the offending parameter a client sees.
 type apiError struct {
 	status int
 	typ    string
 	msg    string
+	param  string // "" for none (null)
 }
 
 func (e *apiError) Error() string { return e.msg }
 
 func badRequest(format string, args ...any) *apiError {
-	return &apiError{http.StatusBadRequest, "BadRequestError", fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusBadRequest, typ: "BadRequestError", msg: fmt.Sprintf(format, args...)}
 }
 
 func writeError(w http.ResponseWriter, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
-		ae = &apiError{http.StatusInternalServerError, "InternalServerError", err.Error()}
+		ae = &apiError{status: http.StatusInternalServerError, typ: "InternalServerError", msg: err.Error()}
 	}
-	writeJSON(w, ae.status, errorBody{Error: errorInfo{Message: ae.msg, Type: ae.typ, Code: ae.status}})
+	info := errorInfo{Message: ae.msg, Type: ae.typ, Code: ae.status}
+	if ae.param != "" {
+		info.Param = ae.param
+	}
+	writeJSON(w, ae.status, errorBody{Error: info})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -306,7 +317,7 @@ func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if resetErr != nil {
-			writeError(w, &apiError{http.StatusConflict, "ConflictError", fmt.Sprintf("engine %d: %v", rank.ID, resetErr)})
+			writeError(w, &apiError{status: http.StatusConflict, typ: "ConflictError", msg: fmt.Sprintf("engine %d: %v", rank.ID, resetErr)})
 			return
 		}
 	}

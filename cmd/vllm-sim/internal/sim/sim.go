@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ type Env struct {
 	// VLLM_NIXL_SIDE_CHANNEL_PORT, raw ("" for vLLM's defaults), and
 	// VLLM_NIXL_ABORT_REQUEST_TIMEOUT in seconds.
 	SideChannelHost, SideChannelPort, AbortTimeout string
+	// ResponsesStore is VLLM_ENABLE_RESPONSES_API_STORE: an integer, on
+	// when not 0 (vLLM's default is 0, off).
+	ResponsesStore bool
 }
 
 // EnvFromOS reads Env from the process environment.
@@ -47,7 +51,28 @@ func EnvFromOS() Env {
 		SideChannelHost: os.Getenv("VLLM_NIXL_SIDE_CHANNEL_HOST"),
 		SideChannelPort: os.Getenv("VLLM_NIXL_SIDE_CHANNEL_PORT"),
 		AbortTimeout:    os.Getenv("VLLM_NIXL_ABORT_REQUEST_TIMEOUT"),
+		ResponsesStore:  envFlag(os.Getenv("VLLM_ENABLE_RESPONSES_API_STORE")),
 	}
+}
+
+// serverOptions are the HTTP server's options from the flags and the
+// environment.
+func serverOptions(cfg config.Config, env Env, side *sideChannel) server.Options {
+	return server.Options{
+		Model: cfg.Model, ServedNames: cfg.ServedModelNames, MaxModelLen: cfg.MaxModelLen,
+		BlockSize: cfg.BlockSize, APIKeys: apiKeys(cfg, env), Seed: cfg.Seed,
+		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
+		LoRAs: loras(cfg.LoRAModules), Transfer: side.transfer(cfg), ResponsesStore: env.ResponsesStore,
+		Task: cfg.Task(), NumLabels: cfg.NumLabels,
+	}
+}
+
+// envFlag reads an environment switch as vLLM's envs.py does,
+// bool(int(value)): an integer, on when not 0. vLLM fails to start on a
+// value that is not an integer; the simulator leaves the switch off.
+func envFlag(v string) bool {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	return err == nil && n != 0
 }
 
 // Run serves until ctx ends, calling ready with the listening address once
@@ -129,17 +154,6 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 		return fmt.Errorf("http shutdown: %w", err)
 	}
 	return nil
-}
-
-// serverOptions is what the API server needs of the command line.
-func serverOptions(cfg config.Config, env Env, side *sideChannel) server.Options {
-	return server.Options{
-		Model: cfg.Model, ServedNames: cfg.ServedModelNames, MaxModelLen: cfg.MaxModelLen,
-		BlockSize: cfg.BlockSize, APIKeys: apiKeys(cfg, env), Seed: cfg.Seed,
-		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
-		LoRAs: loras(cfg.LoRAModules), Transfer: side.transfer(cfg),
-		Task: cfg.Task(), NumLabels: cfg.NumLabels,
-	}
 }
 
 // apiKeys are the keys vLLM's API server requires: --api-key when given,
