@@ -39,6 +39,10 @@ driver_expiry    = "30s"
 scrape_interval  = "1s"
 log_level        = "info"
 
+# Responses API conversations this router keeps for previous_response_id.
+responses_store_bytes = 268435456
+responses_ttl         = "1h"
+
 # Requests that find every replica of their model over its busy threshold
 # wait in their tenant's queue up to queue_timeout, then get 429; at most
 # max_queue wait in all, max_queue_per_tenant per tenant (0: max_queue).

@@ -25,6 +25,11 @@ type Config struct {
 	KVToken string
 	// MaxBodyBytes caps a client request body.
 	MaxBodyBytes int64
+	// ResponsesStoreBytes bounds the Responses API conversations this
+	// router keeps (router/respstore); ResponsesTTL is how long each is
+	// kept after it is made.
+	ResponsesStoreBytes int64
+	ResponsesTTL        time.Duration
 	// Attempts bounds how many replicas one request may try before its
 	// first byte reaches the client (1: no retries).
 	Attempts int
@@ -111,6 +116,9 @@ type StaticReplica struct {
 	BlockSize int
 	KVEvents  bool
 	Role      string // "", "agg", "prefill" or "decode", as Consul meta llmgw-role
+	// Task is what its engine serves, as Consul meta llmgw-task: "" or
+	// "generate", "embed", "classify".
+	Task string
 }
 
 // PeerKeepAlive is how often a router resends an unchanged load to its
@@ -121,28 +129,30 @@ const PeerKeepAlive = time.Second
 // Default returns the configuration used for anything no source sets.
 func Default() Config {
 	return Config{
-		Listen:          "127.0.0.1:8080",
-		IngestListen:    "127.0.0.1:8081",
-		MaxBodyBytes:    8 << 20,
-		Attempts:        3,
-		UpstreamTimeout: 5 * time.Minute,
-		DriverExpiry:    30 * time.Second,
-		QueueTimeout:    2 * time.Second,
-		MaxQueue:        1024,
-		ScrapeInterval:  time.Second,
-		PeerInterval:    50 * time.Millisecond,
-		PeerExpiry:      3 * time.Second,
-		Rates:           defaultRates(),
-		Index:           defaultIndex(),
-		LogLevel:        "info",
-		HTTP:            defaultHTTP(),
-		Migration:       defaultMigration(),
-		Discovery:       DiscoveryConsul,
-		Consul:          Consul{CheckInterval: 10 * time.Second},
-		Auth:            Auth{ReloadInterval: 2 * time.Second},
-		Models:          map[string]Model{},
-		Scheduler:       scheduler.DefaultConfig(),
-		PD:              defaultPD(),
+		Listen:              "127.0.0.1:8080",
+		IngestListen:        "127.0.0.1:8081",
+		MaxBodyBytes:        8 << 20,
+		ResponsesStoreBytes: 256 << 20,
+		ResponsesTTL:        time.Hour,
+		Attempts:            3,
+		UpstreamTimeout:     5 * time.Minute,
+		DriverExpiry:        30 * time.Second,
+		QueueTimeout:        2 * time.Second,
+		MaxQueue:            1024,
+		ScrapeInterval:      time.Second,
+		PeerInterval:        50 * time.Millisecond,
+		PeerExpiry:          3 * time.Second,
+		Rates:               defaultRates(),
+		Index:               defaultIndex(),
+		LogLevel:            "info",
+		HTTP:                defaultHTTP(),
+		Migration:           defaultMigration(),
+		Discovery:           DiscoveryConsul,
+		Consul:              Consul{CheckInterval: 10 * time.Second},
+		Auth:                Auth{ReloadInterval: 2 * time.Second},
+		Models:              map[string]Model{},
+		Scheduler:           scheduler.DefaultConfig(),
+		PD:                  defaultPD(),
 	}
 }
 
@@ -158,6 +168,12 @@ func (c *Config) Validate() error {
 	checkAddr("ingest_listen", c.IngestListen)
 	checkAddr("admin_listen", c.HTTP.AdminListen)
 	errs = append(errs, c.HTTP.validate())
+	if c.ResponsesStoreBytes <= 0 {
+		errs = append(errs, fmt.Errorf("responses_store_bytes %d: must be positive", c.ResponsesStoreBytes))
+	}
+	if c.ResponsesTTL <= 0 {
+		errs = append(errs, fmt.Errorf("responses_ttl %s: must be positive", c.ResponsesTTL))
+	}
 	if c.MaxBodyBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max_body_bytes %d: must be positive", c.MaxBodyBytes))
 	}
@@ -212,6 +228,11 @@ func (c *Config) Validate() error {
 		checkAddr(where+" address", r.Address)
 		if r.BlockSize <= 0 || r.BlockSize > 4096 {
 			errs = append(errs, fmt.Errorf("%s: block_size %d: want 1..4096", where, r.BlockSize))
+		}
+		switch r.Task {
+		case "", "generate", "embed", "classify":
+		default:
+			errs = append(errs, fmt.Errorf("%s: task %q: want generate, embed or classify", where, r.Task))
 		}
 	}
 	errs = append(errs, c.EngineAuth.validate()...)

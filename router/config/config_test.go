@@ -134,6 +134,11 @@ func TestValidate(t *testing.T) {
 		{"ok", func(*Config) {}, ""},
 		{"bad listen", func(c *Config) { c.Listen = "nope" }, "listen"},
 		{"zero body", func(c *Config) { c.MaxBodyBytes = 0 }, "max_body_bytes"},
+		{"zero responses store", func(c *Config) { c.ResponsesStoreBytes = 0 }, "responses_store_bytes"},
+		{"negative responses ttl", func(c *Config) { c.ResponsesTTL = -time.Second }, "responses_ttl"},
+		{"unknown replica task", func(c *Config) {
+			c.Replicas = []StaticReplica{{ID: "r", Model: "m", Address: "h:1", BlockSize: 16, Task: "chat"}}
+		}, `task "chat"`},
 		{"attempts", func(c *Config) { c.Attempts = 0 }, "attempts"},
 		{"log level", func(c *Config) { c.LogLevel = "loud" }, "log_level"},
 		{"register without consul", func(c *Config) { c.Consul.Register = true }, "register needs an address"},

@@ -65,6 +65,15 @@ var settings = append([]setting{
 		c.MaxBodyBytes = n
 		return nil
 	}},
+	{"LLMGW_RESPONSES_STORE_BYTES", "responses-store-bytes", "memory for Responses API conversations this router keeps", func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("responses store bytes %q: want an integer", v)
+		}
+		c.ResponsesStoreBytes = n
+		return nil
+	}},
+	{"LLMGW_RESPONSES_TTL", "responses-ttl", "how long a kept Responses API conversation can be continued", dur("responses ttl", func(c *Config) *time.Duration { return &c.ResponsesTTL })},
 	{"LLMGW_ATTEMPTS", "attempts", "replicas one request may try before its first byte", func(c *Config, v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil {

@@ -23,6 +23,8 @@ type fileConfig struct {
 	AdvertiseAddress *string   `hcl:"advertise_address,optional"`
 	KVToken          *string   `hcl:"kv_token,optional"`
 	MaxBodyBytes     *int64    `hcl:"max_body_bytes,optional"`
+	ResponsesBytes   *int64    `hcl:"responses_store_bytes,optional"`
+	ResponsesTTL     *string   `hcl:"responses_ttl,optional"`
 	Attempts         *int      `hcl:"attempts,optional"`
 	UpstreamTimeout  *string   `hcl:"upstream_timeout,optional"`
 	DriverExpiry     *string   `hcl:"driver_expiry,optional"`
@@ -79,6 +81,7 @@ type fileReplica struct {
 	BlockSize *int   `hcl:"block_size,optional"`
 	KVEvents  bool   `hcl:"kv_events,optional"`
 	Role      string `hcl:"role,optional"`
+	Task      string `hcl:"task,optional"`
 }
 
 type fileScheduler struct {
@@ -133,6 +136,9 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	if fc.MaxBodyBytes != nil {
 		c.MaxBodyBytes = *fc.MaxBodyBytes
 	}
+	if fc.ResponsesBytes != nil {
+		c.ResponsesStoreBytes = *fc.ResponsesBytes
+	}
 	if fc.MaxQueue != nil {
 		c.MaxQueue = *fc.MaxQueue
 	}
@@ -182,6 +188,7 @@ func (c *Config) applyFileDurations(fc *fileConfig) error {
 		{"peer_load_interval", fc.PeerInterval, &c.PeerInterval},
 		{"peer_load_expiry", fc.PeerExpiry, &c.PeerExpiry},
 		{"queue_timeout", fc.QueueTimeout, &c.QueueTimeout},
+		{"responses_ttl", fc.ResponsesTTL, &c.ResponsesTTL},
 	} {
 		if d.src == nil {
 			continue
@@ -229,7 +236,7 @@ func (c *Config) applyFileFleet(fc *fileConfig) error {
 		c.setModelKey(m.Name, m.EngineAPIKey)
 	}
 	for _, r := range fc.Replicas {
-		sr := StaticReplica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: 16, KVEvents: r.KVEvents, Role: r.Role}
+		sr := StaticReplica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: 16, KVEvents: r.KVEvents, Role: r.Role, Task: r.Task}
 		if r.BlockSize != nil {
 			sr.BlockSize = *r.BlockSize
 		}

@@ -36,9 +36,12 @@ type Deps struct {
 	// --api-key), "" for none; nil: none for any model.
 	EngineKey func(model string) string
 	// Ready reports whether the replica set is known (Consul synced).
-	Ready   func() bool
-	Logger  hclog.Logger
-	Options Options
+	Ready func() bool
+	// Conversations keeps Responses API conversations (nil: a store of
+	// this router's own, which no other router reaches).
+	Conversations Conversations
+	Logger        hclog.Logger
+	Options       Options
 }
 
 // Options are the gateway's HTTP settings, each with a default for its
@@ -61,6 +64,7 @@ type Gateway struct {
 	engine *gin.Engine
 	admin  *gin.Engine
 	tr     *transport
+	conv   Conversations
 }
 
 // New builds the gateway and its routes.
@@ -90,7 +94,10 @@ func New(d Deps) (*Gateway, error) {
 		t.MaxIdleConnsPerHost = 256
 		d.Transport = t
 	}
-	g := &Gateway{d: d}
+	g := &Gateway{d: d, conv: d.Conversations}
+	if g.conv == nil {
+		g.conv = localConversations()
+	}
 	g.tr = &transport{base: d.Transport, health: d.Planner, load: d.Planner, metrics: d.Metrics, engineKey: d.EngineKey}
 	proxy := newProxy(g.tr, d.Logger, o.ExposeRouteHeaders)
 
@@ -102,6 +109,8 @@ func New(d Deps) (*Gateway, error) {
 	e.POST("/tokenize", g.authenticate, g.utility("tokenize", true, proxy))
 	e.POST("/detokenize", g.authenticate, g.utility("detokenize", true, proxy))
 	e.GET("/version", g.authenticate, g.utility("version", false, proxy))
+	g.responseRoutes(e, proxy)
+	g.messageRoutes(e, proxy)
 	e.GET("/health", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	e.GET("/ready", g.ready)
 	g.engine = e
@@ -154,6 +163,9 @@ func recovery(log hclog.Logger) gin.HandlerFunc {
 			if !c.Writer.Written() {
 				openai.WriteError(c.Writer, http.StatusInternalServerError, "internal error")
 			}
+			if d, ok := c.Writer.(*dialectWriter); ok {
+				d.finish() // the API's error shape for this 500 too
+			}
 			c.Abort()
 		}()
 		c.Next()
@@ -197,11 +209,20 @@ func (g *Gateway) serveRouted(c *gin.Context, kind openai.Kind, proxy http.Handl
 	if !ok {
 		return c.Writer.Status()
 	}
+	return g.servePlanned(c, route.Input{Kind: kind, Body: body}, proxy, nil)
+}
+
+// servePlanned plans in (its session and priority taken from c's
+// headers) and proxies it. events, when set, shapes the error event
+// that ends a stream whose replica fails mid-way, for an API whose
+// streams are not OpenAI's chat chunks; such streams are not migrated.
+func (g *Gateway) servePlanned(c *gin.Context, in route.Input, proxy http.Handler, events func(string) []byte) int {
 	session, ok := g.sessionID(c)
 	if !ok {
 		return c.Writer.Status()
 	}
-	p, e := g.d.Planner.Plan(c.Request.Context(), route.Input{Kind: kind, Body: body, Session: session, Priority: c.GetHeader(admission.HeaderPriority)})
+	in.Session, in.Priority = session, c.GetHeader(admission.HeaderPriority)
+	p, e := g.d.Planner.Plan(c.Request.Context(), in)
 	if e != nil {
 		writeErr(c.Writer, e)
 		return e.Status
@@ -217,7 +238,14 @@ func (g *Gateway) serveRouted(c *gin.Context, kind openai.Kind, proxy http.Handl
 		p.Grant.Finish(0)
 		return st
 	}
-	g.planMigration(rt, kind, p, session)
+	if events != nil {
+		log := g.d.Logger
+		rt.wrap = func(resp *http.Response, replica string) io.ReadCloser {
+			return &sseGuard{ReadCloser: resp.Body, ctx: resp.Request.Context(), replica: replica, log: log, event: events}
+		}
+	} else {
+		g.planMigration(rt, in.Kind, p, session)
+	}
 	r := c.Request.WithContext(context.WithValue(c.Request.Context(), routeKey{}, rt))
 	r.Body = http.NoBody
 	return g.proxyLimited(c.Writer, r, proxy, p)

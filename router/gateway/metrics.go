@@ -17,6 +17,9 @@ type Metrics struct {
 	Attempts   *prometheus.CounterVec // result
 	Ingest     *prometheus.CounterVec // code
 	Migrations *migrationMetrics
+	// ResponsesKept counts Responses answers by what became of them in
+	// the conversation store (kept, too_large, not_kept).
+	ResponsesKept *prometheus.CounterVec
 }
 
 // NewMetrics registers the gateway's series, plus extra collectors (the
@@ -33,8 +36,11 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 		Ingest: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llmgw_kv_ingest_requests_total", Help: "KV update requests from drivers by HTTP status.",
 		}, []string{"code"}),
+		ResponsesKept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmgw_responses_kept_total", Help: "Responses API answers the client asked to store, by result: kept, too_large (over the store's entry limit), not_kept (an error, a failed or cut stream).",
+		}, []string{"result"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.Attempts, m.Ingest,
+	m.Registry.MustRegister(m.Requests, m.Attempts, m.Ingest, m.ResponsesKept,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Migrations = newMigrationMetrics()
 	m.Registry.MustRegister(m.Migrations.collectors()...)

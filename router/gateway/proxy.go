@@ -214,6 +214,7 @@ func newProxy(tr *transport, log hclog.Logger, expose bool) *httputil.ReversePro
 			}
 			pr.SetXForwarded()
 			pr.Out.Header.Del("Authorization") // the tenant's API key never reaches an engine
+			pr.Out.Header.Del(HeaderAPIKey)
 		},
 		Transport:     tr,
 		FlushInterval: -1, // every write goes to the client at once (SSE)
@@ -264,6 +265,9 @@ type sseGuard struct {
 	// called when it is sent.
 	note   string
 	onFail func()
+	// event, when set, renders the error event in the stream's own API
+	// (Responses, Messages); else it is a chat chunk error then [DONE].
+	event func(msg string) []byte
 }
 
 func (s *sseGuard) Read(p []byte) (int, error) {
@@ -282,7 +286,11 @@ func (s *sseGuard) Read(p []byte) (int, error) {
 		if s.onFail != nil {
 			s.onFail()
 		}
-		s.tail = append(append([]byte("\n\ndata: "), openai.ErrorBody(http.StatusBadGateway, msg)...), "\n\ndata: [DONE]\n\n"...)
+		if s.event != nil {
+			s.tail = append([]byte("\n\n"), s.event(msg)...)
+		} else {
+			s.tail = append(append([]byte("\n\ndata: "), openai.ErrorBody(http.StatusBadGateway, msg)...), "\n\ndata: [DONE]\n\n"...)
+		}
 		s.done = true
 		return n, nil
 	}

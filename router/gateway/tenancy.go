@@ -27,7 +27,12 @@ func (g *Gateway) authenticate(c *gin.Context) {
 	}
 	key, ok := bearer(c.GetHeader("Authorization"))
 	if !ok {
-		g.unauthorized(c, "You didn't provide an API key. Send it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY).")
+		// Anthropic's SDKs and Claude Code send the key in x-api-key.
+		key = strings.TrimSpace(c.GetHeader(HeaderAPIKey))
+		ok = key != ""
+	}
+	if !ok {
+		g.unauthorized(c, "You didn't provide an API key. Send it in an Authorization header using Bearer auth (Authorization: Bearer YOUR_KEY), or in an x-api-key header.")
 		return
 	}
 	t, ok := g.d.Auth.Authenticate(key)
@@ -53,9 +58,25 @@ func endpointOf(path string) string {
 		return "completions"
 	case "/tokenize", "/detokenize", "/version":
 		return path[1:]
+	case "/v1/messages":
+		return "messages"
+	case "/v1/messages/count_tokens":
+		return "count_tokens"
+	}
+	if strings.HasPrefix(path, "/v1/responses") {
+		return "responses"
+	}
+	for _, r := range poolingRoutes {
+		if r.path == path {
+			return r.endpoint
+		}
 	}
 	return "models"
 }
+
+// HeaderAPIKey is Anthropic's API key header, accepted on every path
+// when there is no Authorization header.
+const HeaderAPIKey = "X-Api-Key"
 
 // bearer reads "Bearer <key>", the scheme in any case.
 func bearer(h string) (string, bool) {

@@ -311,6 +311,12 @@ func TestUsedTokens(t *testing.T) {
 		{"data: {\"usage\": null}\n\ndata: [DONE]", -1},
 		{`no json at all`, -1},
 		{`{"usage":{"total_tokens":-4}}`, -1},
+		// A Responses stream's last event, and an Anthropic message.
+		{"event: response.completed\ndata: {\"response\":{\"usage\":{\"input_tokens\":30,\"input_tokens_details\":{\"cached_tokens\":16},\"output_tokens\":5,\"total_tokens\":35}}}\n\n", 35},
+		{`{"type":"message","usage":{"input_tokens":21,"cache_read_input_tokens":16,"output_tokens":3}}`, 24},
+		// An Anthropic stream's message_delta counts the output alone: the
+		// estimate stands.
+		{"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}\n\n", -1},
 	} {
 		if got := usedTokens([]byte(tc.tail)); got != tc.want {
 			t.Errorf("usedTokens(%s) = %d, want %d", tc.tail, got, tc.want)

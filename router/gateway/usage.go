@@ -61,7 +61,9 @@ func (u *usageWriter) Flush() {
 func (u *usageWriter) Unwrap() http.ResponseWriter { return u.ResponseWriter }
 
 // usedTokens returns the prompt plus completion tokens of the response's
-// last usage object, or -1 when it has none.
+// last usage object, or -1 when it has none: total_tokens (chat,
+// completions, Responses), else prompt_tokens and completion_tokens, else
+// input_tokens and output_tokens (Messages).
 func usedTokens(tail []byte) int64 {
 	key := []byte(`"usage"`)
 	// In JSON text a quote inside a string is escaped, so `"usage"`
@@ -83,12 +85,14 @@ func usedTokens(tail []byte) int64 {
 		if total, ok := intField(obj, "total_tokens"); ok {
 			return total
 		}
-		p, okP := intField(obj, "prompt_tokens")
-		c, okC := intField(obj, "completion_tokens")
-		if okP && okC {
-			return p + c
+		for _, names := range [...][2]string{{"prompt_tokens", "completion_tokens"}, {"input_tokens", "output_tokens"}} {
+			p, okP := intField(obj, names[0])
+			c, okC := intField(obj, names[1])
+			if okP && okC {
+				return p + c
+			}
 		}
-		return -1 // "usage": null
+		return -1 // "usage": null, or output tokens alone (an Anthropic stream's message_delta)
 	}
 }
 

@@ -132,7 +132,7 @@ func (pl *Planner) scheduleRolesOver(ctx context.Context, p *Plan, all []schedul
 	}
 	pd.decodeCached = d.Chosen.CachedBlocks * p.sreq.BlockTokens
 	pd.required = pl.d.Options.PD.Required(p.sreq.PromptTokens)
-	if p.Request.Forward != nil {
+	if p.Request != nil && p.Request.Forward != nil {
 		pd.path = PDOtherAPI
 		return d, serving, nil
 	}

@@ -31,6 +31,7 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 		return err
 	}
 	s.metrics = gateway.NewMetrics(&collector{core: &s.core, peerTable: s.peerTable, routersListed: &s.routersListed}, etok)
+	s.metrics.Registry.MustRegister(conversationMetrics(s.conv.Local)...)
 	planner, err := route.New(route.Deps{
 		Replicas: s.set, Scheduler: sched, PrefillScheduler: prefillSched, Tracker: s.tracker, Prompts: prompts,
 		Limits: s.limiter, Registry: s.metrics.Registry, Logger: s.log.Named("route"),
@@ -46,7 +47,7 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 	}
 	gw, err := gateway.New(gateway.Deps{
 		Planner: planner, Metrics: s.metrics, Auth: keys, EngineKey: s.cfg.EngineKey,
-		Ready:  s.synced,
+		Ready: s.synced, Conversations: s.conv,
 		Logger: s.log.Named("gateway"),
 		Options: gateway.Options{
 			SessionHeader:      sessionHeader(s.cfg.Scheduler),

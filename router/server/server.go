@@ -25,6 +25,7 @@ import (
 	"github.com/llmgw/llmgw/router/peers"
 	"github.com/llmgw/llmgw/router/ratelimit"
 	"github.com/llmgw/llmgw/router/replicas"
+	"github.com/llmgw/llmgw/router/respstore"
 	"github.com/llmgw/llmgw/router/route"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -52,6 +53,7 @@ type Server struct {
 	peerTable       *peers.Table
 	peerPub         *peers.Publisher
 	routerWatch     routerWatch
+	conv            *respstore.Fleet
 	routersListed   atomic.Pointer[listedRouters] // routerWatch, for scrapes during Start
 	closers         []func()                      // nomad watchers (nomad.go)
 	cancel          context.CancelFunc
@@ -99,6 +101,9 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 		return nil, err
 	}
 	if err := s.startPeerTable(ctx); err != nil { // shares the limiter's usage
+		return nil, err
+	}
+	if err := s.startConversations(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.startGateway(keys, opts); err != nil {
@@ -198,7 +203,7 @@ func (s *Server) consulClient() (*api.Client, error) {
 func (s *Server) startReplicas(ctx context.Context) error {
 	var static []replicas.Replica
 	for _, r := range s.cfg.Replicas {
-		static = append(static, replicas.Replica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: "static", Role: replicas.RoleOf(r.Role)})
+		static = append(static, replicas.Replica{ID: r.ID, Model: r.Model, Address: r.Address, BlockSize: r.BlockSize, KVEvents: r.KVEvents, Source: "static", Role: replicas.RoleOf(r.Role), Task: r.Task})
 	}
 	var sources []replicas.NamedSource
 	if s.cfg.UsesNomad() {
@@ -351,6 +356,7 @@ func (s *Server) ingestHandler() http.Handler {
 	})
 	if s.peerTable != nil {
 		mux.Handle(peers.Path, s.peerTable)
+		mux.Handle(respstore.PeerPath, s.conv.Handler())
 	}
 	return mux
 }
