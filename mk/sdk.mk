@@ -3,14 +3,16 @@
 #   make sdk-node   installs the pinned Node SDKs into a cache outside the
 #                   repository; `make test` depends on it
 #
-# Each pin is the newest release whose `engines` accepts the Node this
-# project runs (Debian's, 20): the ai 7, @ai-sdk/openai 4,
-# @ai-sdk/openai-compatible 3, openai 7 and @langchain/openai >= 1.5.9
-# lines require Node 22. zod is the AI SDK's peer, pinned with it.
+# The pins are the releases the SDK tests were written against. They need
+# Node 22 (their `engines`), newer than Debian's: the Node runtime comes
+# from the same registry as the SDKs (the node-linux-<arch> package, the
+# official binary), so the install needs no other source, and the tests
+# run the scripts with it. zod is the AI SDK's peer, pinned with it.
 
 SDK_NODE ?= $(CACHE_DIR)/sdk-node
-SDK_NODE_PKGS := ai@6.0.333 @ai-sdk/openai@3.0.141 @ai-sdk/openai-compatible@2.0.92 \
-	openai@6.49.0 @anthropic-ai/sdk@1.10.0 @langchain/openai@1.5.8 @langchain/core@1.4.0 zod@4.6.7
+SDK_NODE_RUNTIME := node-linux-$(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x64)@22.23.5
+SDK_NODE_PKGS := $(SDK_NODE_RUNTIME) ai@7.0.173 @ai-sdk/openai@4.0.118 @ai-sdk/openai-compatible@3.0.92 \
+	openai@7.55.0 @anthropic-ai/sdk@1.10.0 @langchain/openai@1.6.0 @langchain/core@1.4.0 zod@4.6.7
 export LLMGW_SDK_NODE := $(SDK_NODE)
 TEST_PREREQS += sdk-node
 
@@ -23,6 +25,6 @@ sdk-node: ## install the pinned Node client SDKs the SDK tests run (once; cached
 	@if [ ! -d "$(SDK_NODE)/node_modules" ] || [ "$$(cat "$(SDK_NODE)/.pins" 2>/dev/null)" != "$(SDK_NODE_PKGS)" ]; then \
 		echo "installing the client SDKs into $(SDK_NODE)"; \
 		mkdir -p "$(SDK_NODE)" && cd "$(SDK_NODE)" && { [ -f package.json ] || npm init -y >/dev/null; } && \
-		npm install --ignore-scripts --no-audit --no-fund --engine-strict --save-exact $(SDK_NODE_PKGS) && \
+		npm install --ignore-scripts --no-audit --no-fund --save-exact --loglevel=error $(SDK_NODE_PKGS) && \
 		echo "$(SDK_NODE_PKGS)" > .pins; \
 	fi

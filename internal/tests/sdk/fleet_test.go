@@ -105,11 +105,11 @@ func startFleet(t *testing.T) *fleet {
 		if i == 0 {
 			f.chatSim = p
 		}
-		replicas = append(replicas, replicaBlock(fmt.Sprintf("chat-%d/main", i), chatModel, p))
+		replicas = append(replicas, replicaBlock(fmt.Sprintf("chat-%d/main", i), chatModel, p, ""))
 	}
 	if f.noPooling = poolingSupport(t, simBin); f.noPooling == "" {
 		f.embedSim = startSim(t, simBin, embedModel, "--runner", "pooling")
-		replicas = append(replicas, replicaBlock("embed-0/main", embedModel, f.embedSim))
+		replicas = append(replicas, replicaBlock("embed-0/main", embedModel, f.embedSim, `task = "embed"`))
 	}
 	agent := consultest.Start(t)
 	bin := routers.binary(t)
@@ -149,8 +149,9 @@ func poolingSupport(t *testing.T, bin string) string {
 	return ""
 }
 
-func replicaBlock(id, model string, p *simproc.Proc) string {
-	return fmt.Sprintf("replica %q {\n  model = %q\n  address = %q\n  block_size = 16\n}\n", id, model, strings.TrimPrefix(p.URL, "http://"))
+// replicaBlock is a static replica's block, with extra attributes.
+func replicaBlock(id, model string, p *simproc.Proc, extra string) string {
+	return fmt.Sprintf("replica %q {\n  model = %q\n  address = %q\n  block_size = 16\n  %s\n}\n", id, model, strings.TrimPrefix(p.URL, "http://"), extra)
 }
 
 // routerHCL is both routers' configuration: loopback listeners on free

@@ -33,10 +33,18 @@ func sdkNode(t *testing.T) string {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
 		t.Fatalf("%s=%s holds no SDKs (run `make sdk-node`): %v", sdkNodeEnv, dir, err)
 	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("no node on PATH for the SDK scripts: %v", err)
-	}
 	return dir
+}
+
+// nodeBinary returns the Node runtime `make sdk-node` installed beside the
+// SDKs (the SDKs need Node 22, newer than Debian's).
+func nodeBinary(t *testing.T, sdkDir string) string {
+	t.Helper()
+	bins, _ := filepath.Glob(filepath.Join(sdkDir, "node_modules", "node-linux-*", "bin", "node"))
+	if len(bins) != 1 {
+		t.Fatalf("%s holds %d Node runtimes (node_modules/node-linux-*/bin/node), want 1: run `make sdk-node`", sdkDir, len(bins))
+	}
+	return bins[0]
 }
 
 // stageScripts copies testdata's scripts into a fresh directory beside a
@@ -85,7 +93,7 @@ func runScript(t *testing.T, dir, script string, f *fleet, checks []string) scri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{filepath.Join(dir, script)}, checks...)...)
+	cmd := exec.CommandContext(ctx, nodeBinary(t, dir), append([]string{filepath.Join(dir, script)}, checks...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"SDK_ROUTER_A="+f.a.base(), "SDK_ROUTER_B="+f.b.base(), "SDK_API_KEY="+apiKey,
