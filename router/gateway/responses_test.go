@@ -295,3 +295,36 @@ func TestSetMember(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesBadInput: a malformed Responses request is refused in
+// OpenAI's shape, naming the problem, and reaches no engine.
+func TestResponsesBadInput(t *testing.T) {
+	e := newRespEngine(t)
+	h := newHarnessWith(t, func(d *testDeps, _ *scheduler.Config) { d.Options.MaxBodyBytes = 1 << 10 }, e.addr)
+	for _, c := range []struct {
+		name, body string
+		status     int
+		says       string
+	}{
+		{"bad JSON", `{"model":"m","input":`, 400, "JSON"},
+		{"missing model", `{"input":"hi"}`, 400, "model"},
+		{"unknown model", `{"model":"nope","input":"hi"}`, 404, "nope"},
+		{"unknown item type", `{"model":"m","input":[{"type":"telepathy","text":"x"}]}`, 400, "telepathy"},
+		{"input not a list", `{"model":"m","input":{"type":"message"}}`, 400, "input"},
+		{"oversize body", `{"model":"m","input":"` + strings.Repeat("x", 2<<10) + `"}`, 413, "limit"},
+		{"background", `{"model":"m","input":"hi","background":true}`, 400, "background"},
+		{"an id no router made", `{"model":"m","input":"hi","previous_response_id":"resp_nope"}`, 404, "resp_nope"},
+	} {
+		code, b := respCall(t, http.MethodPost, h.srv.URL+"/v1/responses", "", c.body)
+		if code != c.status {
+			t.Errorf("%s: %d %s; want %d", c.name, code, b, c.status)
+			continue
+		}
+		if msg := openAIError(t, b).Message; !strings.Contains(msg, c.says) {
+			t.Errorf("%s: %q does not name %q", c.name, msg, c.says)
+		}
+	}
+	if n := len(e.requests()); n != 0 {
+		t.Fatalf("refused requests reached the engine %d times", n)
+	}
+}
