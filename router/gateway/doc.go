@@ -1,10 +1,20 @@
-// Package gateway is llmgw-router's OpenAI-compatible HTTP API (gin):
-// /v1/chat/completions and /v1/completions planned by router/route and
-// proxied with httputil.ReverseProxy (SSE passed through per chunk,
-// retries on the next-best replica before the first byte, client
-// disconnect cancels upstream), /v1/models, /health and /ready on
-// Handler; /metrics and an admin API that lists replicas and explains a
-// routing decision on AdminHandler, for a listener tenants cannot reach.
+// Package gateway is llmgw-router's client-facing HTTP API (gin): every
+// API vLLM serves, planned by router/route and proxied with
+// httputil.ReverseProxy (SSE passed through per chunk, retries on the
+// next-best replica before the first byte, client disconnect cancels
+// upstream): /v1/chat/completions, /v1/completions, OpenAI's
+// /v1/responses (responses.go), Anthropic's /v1/messages (messages.go),
+// the pooling endpoints (pooling.go), vLLM's utility paths
+// (utility.go), /v1/models, /health and /ready on Handler; /metrics and
+// an admin API that lists replicas and explains a routing decision on
+// AdminHandler, for a listener tenants cannot reach.
+//
+// A Responses or Messages request is converted to the chat request vLLM
+// converts it to (router/responses, router/anthropic), and that is what
+// the planner keys; the engine gets the client's API. The router keeps
+// Responses conversations itself (Conversations, router/respstore) and
+// sends engines stateless requests; on the Messages paths one writer
+// (errorDialect) puts every router-made error in Anthropic's shape.
 //
 // The gateway owns HTTP and nothing of the decision. Each request is
 // read (within Options.MaxBodyBytes), authenticated, and handed to the
@@ -26,12 +36,12 @@
 // X-Llmgw-* headers only when Options.ExposeRouteHeaders says so, and a
 // session id is capped at 128 bytes.
 //
-// The OpenAI routes (not /health or /ready) authenticate the client's
-// bearer key when an Authenticator is configured (401 in OpenAI's shape
+// The API routes (not /health or /ready) authenticate the client's
+// bearer key, or its x-api-key, when an Authenticator is configured (401 in OpenAI's shape
 // otherwise) and carry its tenant.Tenant in the request context; the
 // planner answers a model the tenant may not use with a 404, as OpenAI
 // does, and /v1/models lists only the tenant's models. Admitted
 // responses carry the x-ratelimit-* headers, and the tenant's token
 // charge is corrected from the response's usage. The client's
-// Authorization header never reaches an engine.
+// Authorization and x-api-key headers never reach an engine.
 package gateway

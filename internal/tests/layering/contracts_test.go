@@ -62,9 +62,12 @@ var contracts = map[string][]string{
 		"github.com/prometheus/client_golang/prometheus/collectors",
 		"github.com/prometheus/client_golang/prometheus/promhttp",
 		"github.com/llmgw/llmgw/router/admission", // the priority header's name
+		"github.com/llmgw/llmgw/router/anthropic", // Messages bodies and errors
 		"github.com/llmgw/llmgw/router/disagg",    // the P/D transport's bodies
 		"github.com/llmgw/llmgw/router/migrate",   // migration's streams
 		"github.com/llmgw/llmgw/router/openai",
+		"github.com/llmgw/llmgw/router/respstore", // Responses conversations
+		"github.com/llmgw/llmgw/router/responses", // Responses bodies
 		"github.com/llmgw/llmgw/router/route",
 		"github.com/llmgw/llmgw/router/tenant",
 	},
