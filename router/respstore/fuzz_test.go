@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 )
 
@@ -32,17 +33,28 @@ func FuzzPeerAnswer(f *testing.F) {
 	f.Add(200, []byte(`{"tenant":"b"}`))
 	f.Add(200, []byte(`{"items":[1,2`))
 	f.Add(500, []byte(`oops`))
-	f.Fuzz(func(t *testing.T, status int, body []byte) {
-		if status < 200 || status > 599 {
+	// One peer for every input (a fuzz worker runs them one at a time):
+	// the answer to send is set before each Load.
+	var mu sync.Mutex
+	var status int
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		st, b := status, body
+		mu.Unlock()
+		w.WriteHeader(st)
+		_, _ = w.Write(b)
+	}))
+	defer srv.Close()
+	fl := &Fleet{Local: New(Options{}), Client: srv.Client(), Token: "t",
+		Self: func() Tag { return TagOf("self") }, Holder: func(Tag) (string, bool) { return srv.URL, true }}
+	f.Fuzz(func(t *testing.T, st int, b []byte) {
+		if st < 200 || st > 599 {
 			return
 		}
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			w.WriteHeader(status)
-			_, _ = w.Write(body)
-		}))
-		defer srv.Close()
-		fl := &Fleet{Local: New(Options{}), Client: srv.Client(), Token: "t",
-			Self: func() Tag { return TagOf("self") }, Holder: func(Tag) (string, bool) { return srv.URL, true }}
+		mu.Lock()
+		status, body = st, b
+		mu.Unlock()
 		e, err := fl.Load(context.Background(), NewID(TagOf("peer")), "a")
 		if err == nil && e.Tenant != "a" {
 			t.Fatalf("Load returned tenant %q's entry to tenant a", e.Tenant)
