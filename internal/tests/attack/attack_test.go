@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/cmd/llmgw-router/routertest"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
@@ -73,8 +74,8 @@ func TestAttacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Stop)
-	r := startRouter(t, buildRouter(t, t.TempDir()), config(strings.TrimPrefix(sim.URL, "http://")))
-	poll.Until(t, "the router to be ready", func() bool { return status(t, "GET", "http://"+r.api+"/ready", nil, "") == 200 })
+	r := &router{routertest.Start(t, routers.Binary(t), config(strings.TrimPrefix(sim.URL, "http://")))}
+	poll.Until(t, "the router to be ready", func() bool { return status(t, "GET", "http://"+r.API+"/ready", nil, "") == 200 })
 
 	for _, a := range []struct {
 		name string
@@ -98,11 +99,11 @@ func TestAttacks(t *testing.T) {
 			if growth > maxGrowthMB {
 				t.Errorf("router's peak RSS grew %.1f MB; want under %d MB", growth, maxGrowthMB)
 			}
-			if !r.alive() {
-				t.Fatalf("router died:\n%s", r.log())
+			if !r.Alive() {
+				t.Fatalf("router died:\n%s", r.Log())
 			}
 			// Still serving: the attack left the router able to answer.
-			poll.Until(t, "the router to serve again", func() bool { return status(t, "GET", "http://"+r.api+"/health", nil, "") == 200 })
+			poll.Until(t, "the router to serve again", func() bool { return status(t, "GET", "http://"+r.API+"/health", nil, "") == 200 })
 		})
 	}
 }

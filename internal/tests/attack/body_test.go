@@ -37,7 +37,7 @@ func (f *filler) Read(p []byte) (int, error) {
 // cap is read, not after the whole body.
 func oversizedBody(t *testing.T, r *router) {
 	const size = 64 << 20
-	line, took := rawPost(t, r.api, "/v1/completions", nil, size, &filler{prefix: []byte(`{"model":"sim-model","prompt":"`), fill: 'a', left: size})
+	line, took := rawPost(t, r.API, "/v1/completions", nil, size, &filler{prefix: []byte(`{"model":"sim-model","prompt":"`), fill: 'a', left: size})
 	if !strings.Contains(line, " 413 ") {
 		t.Errorf("answer %q; want 413", line)
 	}
@@ -51,7 +51,7 @@ func nestedBody(t *testing.T, r *router) {
 		{"objects", `{"model":"sim-model","messages":[{"role":"user","content":` + strings.Repeat(`{"a":`, 200_000) + `1` + strings.Repeat("}", 200_000) + `}]}`},
 	} {
 		start := time.Now()
-		line, _ := rawPost(t, r.api, "/v1/chat/completions", nil, int64(len(tt.body)), strings.NewReader(tt.body))
+		line, _ := rawPost(t, r.API, "/v1/chat/completions", nil, int64(len(tt.body)), strings.NewReader(tt.body))
 		if !strings.Contains(line, " 400 ") && !strings.Contains(line, " 413 ") {
 			t.Errorf("%s: answer %q; want 400", tt.name, line)
 		}
@@ -80,7 +80,7 @@ func (tr trickle) Read(p []byte) (int, error) {
 func slowBody(t *testing.T, r *router) {
 	stop := make(chan struct{})
 	defer close(stop)
-	line, took := rawPost(t, r.api, "/v1/completions", nil, 1<<20, trickle{period: 200 * time.Millisecond, stop: stop})
+	line, took := rawPost(t, r.API, "/v1/completions", nil, 1<<20, trickle{period: 200 * time.Millisecond, stop: stop})
 	if !strings.Contains(line, " 408 ") {
 		t.Errorf("answer %q; want 408", line)
 	}

@@ -23,7 +23,7 @@ func idleConnections(t *testing.T, r *router) {
 	took := make([]time.Duration, n)
 	errs := make([]error, n)
 	for i := range n {
-		c, err := net.Dial("tcp", r.api) // the kernel completes it, accepted or not
+		c, err := net.Dial("tcp", r.API) // the kernel completes it, accepted or not
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func idleConnections(t *testing.T, r *router) {
 
 	// A kept-alive connection that goes quiet after a request is closed
 	// after idle_timeout.
-	c, err := net.Dial("tcp", r.api)
+	c, err := net.Dial("tcp", r.API)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func headerFlood(t *testing.T, r *router) {
 		{"1 MB field", http.Header{"X-Big": {strings.Repeat("b", 1<<20)}}},
 	} {
 		start := time.Now()
-		if c := status(t, "GET", "http://"+r.api+"/health", tt.h, ""); c != http.StatusRequestHeaderFieldsTooLarge {
+		if c := status(t, "GET", "http://"+r.API+"/health", tt.h, ""); c != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("%s: %d; want 431", tt.name, c)
 		}
 		t.Logf("BOUND header flood (%s): 431 after %s", tt.name, time.Since(start).Round(time.Millisecond))
@@ -102,7 +102,7 @@ func headerFlood(t *testing.T, r *router) {
 func sessionIDs(t *testing.T, r *router) {
 	body := `{"model":"sim-model","prompt":"hello","max_tokens":1}`
 	for _, n := range []int{129, 32 << 10} {
-		if c := status(t, "POST", "http://"+r.api+"/v1/completions", http.Header{"X-Session-Id": {strings.Repeat("s", n)}}, body); c != 400 {
+		if c := status(t, "POST", "http://"+r.API+"/v1/completions", http.Header{"X-Session-Id": {strings.Repeat("s", n)}}, body); c != 400 {
 			t.Errorf("%d-byte session id: %d; want 400", n, c)
 		}
 	}
@@ -118,7 +118,7 @@ func sessionIDs(t *testing.T, r *router) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += workers {
-				req, _ := http.NewRequest("POST", "http://"+r.api+"/v1/completions", strings.NewReader(body))
+				req, _ := http.NewRequest("POST", "http://"+r.API+"/v1/completions", strings.NewReader(body))
 				req.Header.Set("X-Session-Id", fmt.Sprintf("%0128d", i))
 				resp, err := client.Do(req)
 				if err == nil {

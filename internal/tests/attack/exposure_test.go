@@ -11,7 +11,7 @@ import (
 // admin port answers 401 without the token.
 func adminWithoutCredentials(t *testing.T, r *router) {
 	for _, p := range []struct{ method, path string }{{"GET", "/admin/replicas"}, {"GET", "/metrics"}, {"POST", "/admin/explain/completions"}} {
-		if c := status(t, p.method, "http://"+r.api+p.path, nil, `{"model":"sim-model","prompt":"x"}`); c != 404 {
+		if c := status(t, p.method, "http://"+r.API+p.path, nil, `{"model":"sim-model","prompt":"x"}`); c != 404 {
 			t.Errorf("API port %s %s: %d; want 404", p.method, p.path, c)
 		}
 		for _, auth := range []string{"", "Bearer wrong", "Basic YWRtaW46YWRtaW4="} {
@@ -19,12 +19,12 @@ func adminWithoutCredentials(t *testing.T, r *router) {
 			if auth != "" {
 				h.Set("Authorization", auth)
 			}
-			if c := status(t, p.method, "http://"+r.admin+p.path, h, `{"model":"sim-model","prompt":"x"}`); c != 401 {
+			if c := status(t, p.method, "http://"+r.Admin+p.path, h, `{"model":"sim-model","prompt":"x"}`); c != 401 {
 				t.Errorf("admin port %s %s with %q: %d; want 401", p.method, p.path, auth, c)
 			}
 		}
 	}
-	if c := status(t, "GET", "http://"+r.admin+"/admin/replicas", http.Header{"Authorization": {"Bearer " + adminToken}}, ""); c != 200 {
+	if c := status(t, "GET", "http://"+r.Admin+"/admin/replicas", http.Header{"Authorization": {"Bearer " + adminToken}}, ""); c != 200 {
 		t.Errorf("admin with the token: %d", c)
 	}
 	t.Logf("BOUND admin without credentials: API port 404 on /admin/*, /metrics; admin port 401 without the token")
@@ -35,7 +35,7 @@ func adminWithoutCredentials(t *testing.T, r *router) {
 func cacheProbing(t *testing.T, r *router) {
 	body := `{"model":"sim-model","prompt":"` + strings.Repeat("the secret prefix of another tenant ", 8) + `","max_tokens":1}`
 	for i := range 2 {
-		resp, err := noKeepAlive.Post("http://"+r.api+"/v1/completions", "application/json", strings.NewReader(body))
+		resp, err := noKeepAlive.Post("http://"+r.API+"/v1/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +56,7 @@ func cacheProbing(t *testing.T, r *router) {
 // readyWithoutKey: the readiness probe needs no key, so it names no model
 // (which models exist is for /v1/models to show a key).
 func readyWithoutKey(t *testing.T, r *router) {
-	resp, err := noKeepAlive.Get("http://" + r.api + "/ready")
+	resp, err := noKeepAlive.Get("http://" + r.API + "/ready")
 	if err != nil {
 		t.Fatal(err)
 	}

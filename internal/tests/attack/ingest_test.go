@@ -26,7 +26,7 @@ func unauthenticatedIngest(t *testing.T, r *router) {
 			if i%2 == 1 {
 				h = nil
 			}
-			line, took, err := post(r.ingest, kvwire.Path, h, size, &filler{fill: 0xc0, left: size})
+			line, took, err := post(r.Ingest, kvwire.Path, h, size, &filler{fill: 0xc0, left: size})
 			if err != nil || !strings.Contains(line, " 401 ") {
 				t.Errorf("answer %q (%v); want 401", line, err)
 			}
@@ -34,7 +34,7 @@ func unauthenticatedIngest(t *testing.T, r *router) {
 		}()
 	}
 	wg.Wait()
-	line, _ := rawPost(t, r.ingest, "/v1/peer-load", nil, size, &filler{fill: ' ', left: size})
+	line, _ := rawPost(t, r.Ingest, "/v1/peer-load", nil, size, &filler{fill: ' ', left: size})
 	if !strings.Contains(line, " 401 ") {
 		t.Errorf("peer load: answer %q; want 401", line)
 	}
@@ -58,7 +58,7 @@ func amplifyingMsgpack(t *testing.T, r *router) {
 		{"8 MB of nil groups (512 MB decoded)", append(head(n), bytes.Repeat([]byte{0xc0}, n)...), "over 4 times"},
 	} {
 		start := time.Now()
-		req, _ := http.NewRequest("POST", "http://"+r.ingest+kvwire.Path, bytes.NewReader(tt.body))
+		req, _ := http.NewRequest("POST", "http://"+r.Ingest+kvwire.Path, bytes.NewReader(tt.body))
 		req.Header.Set("Authorization", "Bearer "+kvToken)
 		resp, err := noKeepAlive.Do(req)
 		if err != nil {

@@ -1,7 +1,6 @@
 package sdk_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,17 +8,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/cmd/llmgw-router/routertest"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simproc"
 	"github.com/llmgw/llmgw/consul/consultest"
-	"github.com/llmgw/llmgw/internal/localproc/pdeathsig"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 )
 
@@ -36,48 +31,14 @@ const (
 // builds llmgw-router once ($LLMGW_ROUTER_BIN overrides it).
 var (
 	sims    simproc.Shared
-	routers routerBuild
+	routers routertest.Build
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	sims.Remove()
-	routers.remove()
+	routers.Remove()
 	os.Exit(code)
-}
-
-// routerBuild builds llmgw-router from this tree at most once.
-type routerBuild struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-func (b *routerBuild) binary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("LLMGW_ROUTER_BIN"); p != "" {
-		return p
-	}
-	b.once.Do(func() {
-		if b.dir, b.err = os.MkdirTemp("", "llmgw-router-"); b.err != nil {
-			return
-		}
-		b.path = filepath.Join(b.dir, "llmgw-router")
-		if out, err := exec.Command("go", "build", "-o", b.path, "github.com/llmgw/llmgw/cmd/llmgw-router").CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build llmgw-router: %w\n%s", err, out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.path
-}
-
-func (b *routerBuild) remove() {
-	if b.dir != "" {
-		_ = os.RemoveAll(b.dir)
-	}
 }
 
 // fleet is what the SDKs talk to: two routers over the same replicas.
@@ -112,9 +73,9 @@ func startFleet(t *testing.T) *fleet {
 		replicas = append(replicas, replicaBlock("embed-0/main", embedModel, f.embedSim, `task = "embed"`))
 	}
 	agent := consultest.Start(t)
-	bin := routers.binary(t)
+	bin := routers.Binary(t)
 	src := routerHCL(agent.Addr, f.embedSim != nil, replicas)
-	f.a, f.b = startRouter(t, bin, src), startRouter(t, bin, src)
+	f.a, f.b = &router{routertest.Start(t, bin, src)}, &router{routertest.Start(t, bin, src)}
 	for _, r := range []*router{f.a, f.b} {
 		poll.Until(t, "each router counting the other as its peer", func() bool {
 			return r.metricsHave("llmgw_peer_routers 1")
@@ -187,98 +148,14 @@ model %q {
 }
 
 // router is a running llmgw-router process.
-type router struct {
-	api, admin string // host:port of the API and admin listeners
-
-	cmd  *exec.Cmd
-	done chan struct{}
-	mu   sync.Mutex
-	logs bytes.Buffer
-}
-
-var startedLine = regexp.MustCompile(`llmgw-router started: api=(\S+) admin=(\S+) ingest=(\S+)`)
-
-// startRouter runs bin with the HCL config src until the test ends, and
-// returns once its listeners are open.
-func startRouter(t *testing.T, bin, src string) *router {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "router.hcl")
-	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := &router{done: make(chan struct{})}
-	r.cmd = exec.Command(bin, "-config", path)
-	for _, kv := range os.Environ() { // LLMGW_* would override the file
-		if !strings.HasPrefix(kv, "LLMGW_") {
-			r.cmd.Env = append(r.cmd.Env, kv)
-		}
-	}
-	stderr, err := r.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if _, err := pdeathsig.Start(r.cmd, syscall.SIGKILL, r.cmd.Start); err != nil {
-		t.Fatalf("start llmgw-router: %v", err)
-	}
-	addrs := make(chan []string, 1)
-	go r.readLog(stderr, addrs)
-	t.Cleanup(func() { r.stop(t) })
-	select {
-	case a := <-addrs:
-		r.api, r.admin = a[0], a[1]
-	case <-r.done:
-		t.Fatalf("llmgw-router exited:\n%s", r.log())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("llmgw-router did not start:\n%s", r.log())
-	}
-	return r
-}
-
-// readLog keeps the router's log, sends its listener addresses once it
-// prints them, and reaps the process when its stderr closes.
-func (r *router) readLog(stderr io.Reader, addrs chan<- []string) {
-	defer close(r.done)
-	sc := bufio.NewScanner(stderr)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		r.mu.Lock()
-		fmt.Fprintln(&r.logs, sc.Text())
-		r.mu.Unlock()
-		if m := startedLine.FindStringSubmatch(sc.Text()); m != nil {
-			addrs <- m[1:]
-		}
-	}
-	_ = r.cmd.Wait()
-}
-
-// stop sends SIGTERM, then kills the process group if it lingers, and
-// logs the router's output when the test failed.
-func (r *router) stop(t *testing.T) {
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(poll.Timeout):
-		_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL)
-		<-r.done
-	}
-	if t.Failed() {
-		t.Logf("router %s log:\n%s", r.api, r.log())
-	}
-}
-
-func (r *router) log() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.logs.String()
-}
+type router struct{ *routertest.Router }
 
 // base is the router's root URL, as the SDKs take it.
-func (r *router) base() string { return "http://" + r.api }
+func (r *router) base() string { return "http://" + r.API }
 
 // metricsHave reports whether the router's /metrics holds line.
 func (r *router) metricsHave(line string) bool {
-	resp, err := http.Get("http://" + r.admin + "/metrics")
+	resp, err := http.Get("http://" + r.Admin + "/metrics")
 	if err != nil {
 		return false
 	}
