@@ -112,58 +112,46 @@ func decodeValue(d *json.Decoder) (any, error) {
 
 // pyDumps prints v as Python's json.dumps does by default: ", " and ": "
 // separators, non-ASCII escaped.
-func pyDumps(b *strings.Builder, v any) {
-	switch v := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case bool:
-		b.WriteString(strconv.FormatBool(v))
-	case json.Number:
-		b.WriteString(pyNumber(v, true))
-	case string:
-		asciiJSONString(b, v)
-	case []any:
-		b.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			pyDumps(b, e)
-		}
-		b.WriteByte(']')
-	case object:
-		b.WriteByte('{')
-		for i, m := range v {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			asciiJSONString(b, m.key)
-			b.WriteString(": ")
-			pyDumps(b, m.val)
-		}
-		b.WriteByte('}')
-	}
-}
+func pyDumps(b *strings.Builder, v any) { jsonDumps.print(b, v) }
 
 // pyRepr prints v as Python's str() prints the value json.loads returns:
 // dicts and lists with their items' repr, True/False/None.
-func pyRepr(b *strings.Builder, v any) {
+func pyRepr(b *strings.Builder, v any) { strOf.print(b, v) }
+
+// pyPrinter is how one of Python's printers writes the scalars; both
+// write lists and dicts alike, with ", " and ": " between items.
+type pyPrinter struct {
+	null, yes, no string
+	jsonNumbers   bool // json.dumps' spelling of floats, not repr's
+	str           func(*strings.Builder, string)
+}
+
+var (
+	jsonDumps = pyPrinter{null: "null", yes: "true", no: "false", jsonNumbers: true, str: asciiJSONString}
+	strOf     = pyPrinter{null: "None", yes: "True", no: "False", str: reprString}
+)
+
+func (p pyPrinter) print(b *strings.Builder, v any) {
 	switch v := v.(type) {
 	case nil:
-		b.WriteString("None")
+		b.WriteString(p.null)
 	case bool:
-		b.WriteString(map[bool]string{true: "True", false: "False"}[v])
+		if v {
+			b.WriteString(p.yes)
+		} else {
+			b.WriteString(p.no)
+		}
 	case json.Number:
-		b.WriteString(pyNumber(v, false))
+		b.WriteString(pyNumber(v, p.jsonNumbers))
 	case string:
-		reprString(b, v)
+		p.str(b, v)
 	case []any:
 		b.WriteByte('[')
 		for i, e := range v {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			pyRepr(b, e)
+			p.print(b, e)
 		}
 		b.WriteByte(']')
 	case object:
@@ -172,9 +160,9 @@ func pyRepr(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			reprString(b, m.key)
+			p.str(b, m.key)
 			b.WriteString(": ")
-			pyRepr(b, m.val)
+			p.print(b, m.val)
 		}
 		b.WriteByte('}')
 	}
