@@ -70,6 +70,11 @@ func buildArgs(l launch) []string {
 	} else {
 		add("--host", l.Host)
 		add("--port", strconv.Itoa(l.Port))
+		if t.PromptTokensDetails {
+			// Only the API server reads it (vLLM's FrontendArgs); a
+			// headless shard runs no API server.
+			args = append(args, "--enable-prompt-tokens-details")
+		}
 	}
 	if t.ServedModelName != "" {
 		add("--served-model-name", t.ServedModelName)

@@ -46,6 +46,16 @@ func TestBuildArgs(t *testing.T) {
 			[]string{"serve", "Qwen/Qwen3-0.6B", "--host", "10.0.0.1", "--port", "8000", "--block-size", "16",
 				"--nnodes", "2", "--node-rank", "0", "--master-addr", "10.0.0.1", "--master-port", "29500", "--kv-events-config",
 				`{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://127.0.0.1:5557","topic":""}`}},
+		{"prompt tokens details on the API server", launch{Task: with(func(c *TaskConfig) { c.PromptTokensDetails = true }), Engine: "vllm", Host: "h", Port: 1},
+			[]string{"serve", "Qwen/Qwen3-0.6B", "--host", "h", "--port", "1", "--enable-prompt-tokens-details", "--block-size", "16"}},
+		{"no prompt tokens details on a headless rank", launch{
+			Task: with(func(c *TaskConfig) {
+				c.PromptTokensDetails = true
+				c.Shard = &Shard{Rank: 1, Count: 2, LeaderAddress: "10.0.0.1:29500"}
+			}),
+			Engine: "vllm"},
+			[]string{"serve", "Qwen/Qwen3-0.6B", "--headless", "--block-size", "16",
+				"--nnodes", "2", "--node-rank", "1", "--master-addr", "10.0.0.1", "--master-port", "29500"}},
 		{"everything", launch{
 			Task: with(func(c *TaskConfig) {
 				c.ServedModelName = "qwen"

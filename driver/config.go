@@ -102,6 +102,7 @@ var taskSpec = spec.Object(map[string]*hclspec.Spec{
 	"served_model_name":      spec.Attr("", "string", false),
 	"port":                   spec.Optional("port", "string", `"http"`),
 	"kv_events":              spec.Optional("kv_events", "bool", "false"),
+	"prompt_tokens_details":  spec.Optional("prompt_tokens_details", "bool", "true"),
 	"block_size":             spec.Optional("block_size", "number", "16"),
 	"tensor_parallel_size":   spec.Optional("tensor_parallel_size", "number", "1"),
 	"data_parallel_size":     spec.Optional("data_parallel_size", "number", "1"),
@@ -148,6 +149,12 @@ type TaskConfig struct {
 	Role            string `codec:"role" json:"role,omitempty"`
 	KVRole          string `codec:"kv_role" json:"kv_role,omitempty"`
 	SideChannelPort string `codec:"side_channel_port" json:"side_channel_port,omitempty"`
+	// PromptTokensDetails passes vLLM's --enable-prompt-tokens-details to
+	// the shard serving the API, unless the job sets it false: without it
+	// vLLM's usage carries no prompt_tokens_details.cached_tokens, and
+	// every hit the engine reports reads zero. The schema defaults it to
+	// true; the Go zero value is off.
+	PromptTokensDetails bool `codec:"prompt_tokens_details" json:"prompt_tokens_details"`
 }
 
 // Shard places one process of a multi-node replica. Rank 0 is the leader:

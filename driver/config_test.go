@@ -30,7 +30,7 @@ func TestTaskConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := TaskConfig{Model: "Qwen/Qwen3-0.6B", Port: "http", BlockSize: 16, TensorParallelSize: 1,
-		DataParallelSize: 1, GPUMemoryUtilization: 0.9, Role: "agg", SideChannelPort: "nixl"}
+		DataParallelSize: 1, GPUMemoryUtilization: 0.9, Role: "agg", SideChannelPort: "nixl", PromptTokensDetails: true}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
