@@ -58,8 +58,9 @@ type kvEventsConfig struct {
 }
 
 // buildArgs returns the engine's argv after the binary: vLLM's
-// `serve MODEL` command line. Extra args from the task config come last, so
-// they can override what the driver derived.
+// `serve MODEL` command line. Extra args from the task config come last;
+// validation has refused any that set a flag written here (reserved.go),
+// so they add to what the driver derived and never replace it.
 func buildArgs(l launch) []string {
 	t := l.Task
 	args := []string{"serve", t.Model}

@@ -228,7 +228,10 @@ func (t *TaskConfig) validate(ports map[string]bool) error {
 	if err := t.validRole(ports); err != nil {
 		return err
 	}
-	return t.validAPIKeyEnv()
+	if err := t.validAPIKeyEnv(); err != nil {
+		return err
+	}
+	return t.validArgs()
 }
 
 func validBlockSize(n int) bool {

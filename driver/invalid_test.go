@@ -29,6 +29,10 @@ func TestInvalidTaskConfigs(t *testing.T) {
 		{"empty", []byte{}, nil, "empty config"},
 		{"bad port label", nil, map[string]any{"model": "m", "port": "grpc"}, `port: no port labelled "grpc"`},
 		{"bad block size", nil, map[string]any{"model": "m", "block_size": 3}, "block_size"},
+		{"args set the port", nil, map[string]any{"model": "m", "args": []string{"--port", "9000"}},
+			`args[0]: --port: the driver serves the API on the port Nomad allocated to label "http"`},
+		{"args set the block size", nil, map[string]any{"model": "m", "args": []string{"--enforce-eager", "--block-size=32"}},
+			"args[1]: --block-size: the driver passes block_size (16)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

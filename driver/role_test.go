@@ -71,13 +71,16 @@ func TestRoleArgsAndEnv(t *testing.T) {
 			}
 		})
 	}
-	// The operator's args come last, so their --kv-transfer-config wins
-	// (vLLM's parser keeps the last).
+	// The operator's args come last, where vLLM's parser would let a
+	// --kv-transfer-config win, so validation refuses one for a P/D role.
 	over := with(func(c *TaskConfig) {
 		c.Role, c.Args = RolePrefill, []string{"--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_producer"}`}
 	})
 	if args := buildArgs(launch{Task: over, Engine: "vllm", Host: "h", Port: 1}); args[len(args)-1] != over.Args[1] {
 		t.Errorf("operator's flag is not last: %q", args)
+	}
+	if err := over.validate(map[string]bool{"http": true, "nixl": true}); err == nil || !strings.Contains(err.Error(), "args[0]: --kv-transfer-config: role is prefill") {
+		t.Errorf("validate: got %v; want --kv-transfer-config in args refused", err)
 	}
 
 	env := buildEnv(map[string]string{"NOMAD_TASK_NAME": "p"}, nil, map[string]string{"VLLM_NIXL_SIDE_CHANNEL_HOST": "10.1.1.1"},
