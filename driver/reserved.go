@@ -23,9 +23,10 @@ type reservedFlag struct {
 
 func leaderOnly(t *TaskConfig) bool { return t.rank() == 0 }
 
-// reservedFlags lists every flag buildArgs writes, with vLLM's spellings
-// (vllm/engine/arg_utils.py, vllm/entrypoints/openai/cli_args.py; see
-// docs/VLLM_PARITY.md).
+// reservedFlags lists every flag buildArgs writes, and the two that would
+// undo one (--uds replaces --host and --port; --no-enable-prompt-tokens-details
+// turns the flag off), with vLLM's spellings (vllm/engine/arg_utils.py,
+// vllm/entrypoints/openai/cli_args.py; see docs/VLLM_PARITY.md).
 var reservedFlags = []reservedFlag{
 	{names: []string{"--model"}, field: "model", why: fixed("the driver passes model as vLLM's positional model")},
 	{names: []string{"--host"}, when: leaderOnly, why: fixed("the driver serves the API on the host IP of the port Nomad allocated")},
