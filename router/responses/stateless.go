@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // field is one member of a JSON object: its key, and its value's bytes and
@@ -80,12 +81,17 @@ func (r *Request) Stateless(history []json.RawMessage, id string) ([]byte, error
 		b.Write(value)
 	}
 	for _, f := range fields {
-		v, rewrite := set[f.key]
+		// Parse reads members as encoding/json does, matching keys without
+		// regard to case, so a rewritten member is found the same way: a
+		// "Previous_Response_ID" the router acted on must not reach the
+		// engine either.
+		key := canonical(f.key)
+		v, rewrite := set[key]
 		switch {
-		case f.key == "previous_response_id" || written[f.key] && rewrite:
+		case key == "previous_response_id" || written[key] && rewrite:
 		case rewrite:
-			put(f.key, v)
-			written[f.key] = true
+			put(key, v)
+			written[key] = true
 		default:
 			sep()
 			b.Write(f.member)
@@ -98,4 +104,15 @@ func (r *Request) Stateless(history []json.RawMessage, id string) ([]byte, error
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// canonical returns the member name Stateless rewrites that key stands
+// for, as encoding/json matches names (case-folded), or key itself.
+func canonical(key string) string {
+	for _, k := range [...]string{"previous_response_id", "input", "store", "request_id"} {
+		if strings.EqualFold(key, k) {
+			return k
+		}
+	}
+	return key
 }
