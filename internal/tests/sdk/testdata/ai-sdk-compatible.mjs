@@ -3,7 +3,7 @@
 // completions (/v1/chat/completions), plain and streamed.
 import { generateText, streamText } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { apiKey, chatModel, routerA, run, timeoutMs } from './harness.mjs';
+import { apiKey, chatModel, routerA, run, streamCount, timeoutMs } from './harness.mjs';
 
 const provider = createOpenAICompatible({
   name: 'llmgw',
@@ -33,27 +33,6 @@ await run({
 
   // streamText over chat completions, with the usage chunk.
   'chat.stream': async () => {
-    let failure;
-    const r = streamText({
-      model: provider.chatModel(chatModel()),
-      prompt: 'Count from one to five in words.',
-      maxOutputTokens: 16,
-      maxRetries: 0,
-      onError: ({ error }) => {
-        failure = error;
-      },
-    });
-    let text = '';
-    let chunks = 0;
-    for await (const delta of r.textStream) {
-      text += delta;
-      chunks++;
-    }
-    if (failure) {
-      throw failure;
-    }
-    const usage = await r.usage;
-    const response = await r.response;
-    return { text, chunks, id: response.id, input_tokens: usage.inputTokens, output_tokens: usage.outputTokens };
+    return streamCount(streamText, provider.chatModel(chatModel()));
   },
 });

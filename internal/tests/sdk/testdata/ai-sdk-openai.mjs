@@ -3,7 +3,7 @@
 // (/v1/responses), openai.embedding(model) /v1/embeddings.
 import { embed, generateText, streamText } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
-import { apiKey, chatModel, embedModel, routerA, run, timeoutMs } from './harness.mjs';
+import { apiKey, chatModel, embedModel, routerA, run, streamCount, timeoutMs } from './harness.mjs';
 
 const openai = createOpenAI({
   baseURL: `${routerA()}/v1`,
@@ -31,28 +31,7 @@ await run({
 
   // streamText: the text as it streams, then the usage of the whole.
   stream: async () => {
-    let failure;
-    const r = streamText({
-      model: openai(chatModel()),
-      prompt: 'Count from one to five in words.',
-      maxOutputTokens: 16,
-      maxRetries: 0,
-      onError: ({ error }) => {
-        failure = error;
-      },
-    });
-    let text = '';
-    let chunks = 0;
-    for await (const delta of r.textStream) {
-      text += delta;
-      chunks++;
-    }
-    if (failure) {
-      throw failure;
-    }
-    const usage = await r.usage;
-    const response = await r.response;
-    return { text, chunks, id: response.id, input_tokens: usage.inputTokens, output_tokens: usage.outputTokens };
+    return streamCount(streamText, openai(chatModel()));
   },
 
   // embed: one vector from the embedding model.

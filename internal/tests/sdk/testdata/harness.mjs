@@ -71,3 +71,32 @@ export async function statusOf(p) {
     throw err;
   }
 }
+
+// streamCount streams a short count with the AI SDK's streamText (passed
+// in: this file imports no SDK) on model, and returns the text, the
+// number of text chunks, the response id and the usage; an error the
+// stream reported is thrown.
+export async function streamCount(streamText, model) {
+  let failure;
+  const r = streamText({
+    model,
+    prompt: 'Count from one to five in words.',
+    maxOutputTokens: 16,
+    maxRetries: 0,
+    onError: ({ error }) => {
+      failure = error;
+    },
+  });
+  let text = '';
+  let chunks = 0;
+  for await (const delta of r.textStream) {
+    text += delta;
+    chunks++;
+  }
+  if (failure) {
+    throw failure;
+  }
+  const usage = await r.usage;
+  const response = await r.response;
+  return { text, chunks, id: response.id, input_tokens: usage.inputTokens, output_tokens: usage.outputTokens };
+}
