@@ -82,6 +82,9 @@ func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, read
 	for _, u := range cfg.Unknown {
 		log.Info("ignoring a vLLM flag the simulator does not model", "flag", u)
 	}
+	if cfg.Engine.Note != "" {
+		log.Info(cfg.Engine.Note, "block_size", cfg.BlockSize)
+	}
 	if cfg.Headless {
 		// A non-leader shard of a multi-node replica: vLLM runs its engine
 		// workers without an API server and publishes no events.
