@@ -103,3 +103,61 @@ func checkSizes(t *testing.T, r *server.Server, id string, size int) {
 		}
 	}
 }
+
+// TestMixedBlockSizesOneModel: a model whose replicas run at different
+// block sizes, as in a rollout that changes it: two engines at 64, one at
+// 16. Keys are per block size and a request is keyed once, at the size
+// most exact replicas share; the replica at 16 routes approx with the
+// reason, never exact with keys cut at 64, and the exact ones' predicted
+// cached tokens equal the engine's.
+func TestMixedBlockSizesOneModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul and vllm-sim processes")
+	}
+	f := startFleetWith(t, []string{"--sim-mla"}, []string{"--sim-mla"}, nil)
+	r := f.router(t, "router-1")
+	poll.Until(t, "three replicas from consul", func() bool { return len(r.Replicas().ForModel(model)) == 3 })
+	odd := f.ids[2]
+	for _, id := range f.ids { // every engine publishes events, so every replica is synced
+		if a := call(t, f.sims[id].addr, "/v1/completions", completion(longPrompt(900), false)); a.code != 200 {
+			t.Fatalf("%s: %d %s", id, a.code, a.body)
+		}
+	}
+	poll.Until(t, "the odd replica approx for its block size, the others exact", func() bool {
+		reps := adminReplicas(t, r)
+		return reps[f.ids[0]].Mode == "exact" && reps[f.ids[1]].Mode == "exact" &&
+			reps[odd].Mode == "approx" && strings.Contains(reps[odd].ModeReason, "block size 16 differs from the 64")
+	})
+	exact, agree := 0, 0
+	for i := range 10 {
+		prompt := longPrompt(400 + i)
+		for j := range 2 {
+			a := call(t, r.Addr(), "/v1/completions", completion(prompt, false))
+			if a.code != 200 {
+				t.Fatalf("prompt %d, request %d: %d %s", i, j, a.code, a.body)
+			}
+			if a.replica == odd && a.mode == "exact" {
+				t.Errorf("prompt %d, request %d: %s routed exact with keys at 64", i, j, odd)
+			}
+			if a.mode == "exact" {
+				exact++
+				if a.cached == cachedTokens(t, a.body) {
+					agree++
+				}
+			}
+			if j == 0 && a.replica != odd {
+				waitCached(t, r, prompt, a.replica)
+			}
+		}
+	}
+	t.Logf("exact requests: %d; predicted equals reported on %d", exact, agree)
+	if exact == 0 || agree*100 < 99*exact {
+		t.Errorf("predicted equals reported on %d of %d exact requests; want >= 99%% of at least one", agree, exact)
+	}
+	m := metricsText(t, r)
+	for id, want := range map[string]int{f.ids[0]: 1, odd: 0} {
+		if line := fmt.Sprintf(`llmgw_replica_block_size_mismatch{model=%q,replica=%q} %d`, model, id, want); !strings.Contains(m, line) {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
+}
