@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -182,6 +183,7 @@ func (h *taskHandle) watchKV(ctx context.Context, d *Driver) {
 		return
 	}
 	base := l.Counters()
+	seenSize := 0 // the engine block size last compared with block_size
 	tick := time.NewTicker(kvWatchEvery)
 	defer tick.Stop()
 	for {
@@ -205,6 +207,27 @@ func (h *taskHandle) watchKV(ctx context.Context, d *Driver) {
 			d.events.emit(h.cfg, "restart seen: the engine's KV event sequence started over; its blocks were cleared",
 				map[string]string{"kv_restarts": strconv.FormatUint(c.Restarts, 10)})
 		}
+		seenSize = h.reportBlockSize(d, c.BlockSize, seenSize)
 		base = c
 	}
+}
+
+// reportBlockSize raises a task event when the engine's events carry a
+// block size other than seen and other than the task's block_size, and
+// returns the size it compared. vLLM overrides the size it is given
+// (FlashMLA forces a multiple of 64; a hybrid model's attention block
+// grows to hold its Mamba page); routers key the replica at the engine's
+// size either way, but the service meta llmgw-block-size, which jobs
+// validate checks against block_size, is then wrong.
+func (h *taskHandle) reportBlockSize(d *Driver, engine, seen int) int {
+	configured := h.state.Task.BlockSize
+	if engine == 0 || engine == seen {
+		return seen
+	}
+	if engine == configured {
+		return engine
+	}
+	d.events.emit(h.cfg, fmt.Sprintf("engine block size %d differs from block_size %d: vLLM overrode it; routers key the replica at %d, so set block_size and the llmgw-block-size meta to it", engine, configured, engine),
+		map[string]string{"block_size": strconv.Itoa(configured), "engine_block_size": strconv.Itoa(engine)})
+	return engine
 }

@@ -35,6 +35,9 @@ type KVCounters struct {
 	// Restarts counts engine restarts the listener saw by itself (the
 	// sequence went backwards), not those EngineRestarted announced.
 	Restarts uint64
+	// BlockSize is the block size the engine's events carry (0: none
+	// yet), which routers key the replica at.
+	BlockSize int
 }
 
 // KVListener is one replica's open intake.
@@ -68,7 +71,7 @@ func (s StoreIntake) Open(replica string, dataParallel, port, replayPort int) (K
 	if err != nil {
 		return nil, err
 	}
-	return storeListener{in}, nil
+	return storeListener{in, s.Store, replica}, nil
 }
 
 // Forget removes the replica's blocks; sessions send routers the removal.
@@ -84,10 +87,14 @@ func (s StoreIntake) Summary(replica string) KVSummary {
 	return sum
 }
 
-type storeListener struct{ *intake.Intake }
+type storeListener struct {
+	*intake.Intake
+	store   *kvevents.Store
+	replica string
+}
 
 func (l storeListener) Counters() KVCounters {
-	var c KVCounters
+	c := KVCounters{BlockSize: l.store.BlockSize(l.replica)}
 	for _, st := range l.Stats() {
 		c.Batches += st.Batches
 		c.Replayed += st.Replayed

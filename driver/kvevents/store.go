@@ -252,6 +252,18 @@ func (s *Store) Blocks(replica string) []Block {
 	return out
 }
 
+// BlockSize is the block size replica's engine reports in its events
+// (its primary group's; 0 before any). It is the engine's own, which
+// vLLM may have raised above the --block-size it was given.
+func (s *Store) BlockSize(replica string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.replicas[replica]; ok {
+		return r.blockSize
+	}
+	return 0
+}
+
 // Replicas returns the IDs of the replicas the store holds state for.
 func (s *Store) Replicas() []string {
 	s.mu.Lock()

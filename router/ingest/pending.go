@@ -165,7 +165,9 @@ func (s *Sink) adoptLocked(replica, model string) bool {
 		return false
 	}
 	s.claimLocked(replica, p.driver)
-	s.sessions.noteBlockSize(replica, p.blockSz)
+	if s.sessions.noteBlockSize(replica, p.blockSz) {
+		s.published.touch(replica)
+	}
 	s.stats.Adopted++
 	s.log.Debug("adopted kv state kept before the replica joined", "replica", replica, "driver", p.driver, "keys", p.keys, "waited", s.opts.Now().Sub(p.since))
 	return true

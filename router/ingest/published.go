@@ -69,10 +69,11 @@ func (s *Sink) stateOf(replica string) (published, bool) {
 	if _, owned := s.sessions.owner[replica]; !owned {
 		return published{}, false
 	}
+	bs := s.sessions.blockSz[replica]
 	if rf := s.refusals.byID[replica]; rf != nil {
-		return published{refused: true, reason: rf.reason}, true
+		return published{refused: true, reason: rf.reason, blockSize: bs}, true
 	}
-	return published{}, true
+	return published{blockSize: bs}, true
 }
 
 // Synced reports whether a live driver session holds replica's KV state,
@@ -90,7 +91,8 @@ func (s *Sink) Refused(replica string) (string, bool) {
 	return st.reason, ok && st.refused
 }
 
-// SyncedGeneration changes whenever the set of synced replicas does: a
+// SyncedGeneration changes whenever the set of synced replicas, or the
+// block size one reports, does: a
 // caller may keep what it derived from Synced while it stays the same
 // (the replica set keeps its candidates' modes this way).
 func (s *Sink) SyncedGeneration() uint64 {

@@ -53,18 +53,24 @@ func (ss *sessions) end(driver string) map[string]bool {
 }
 
 // noteBlockSize records the block size a driver reports for replica (0:
-// none reported).
-func (ss *sessions) noteBlockSize(replica string, size int) {
-	if size > 0 {
-		ss.blockSz[replica] = size
+// none reported). It says whether the size changed, so that the Sink
+// publishes it.
+func (ss *sessions) noteBlockSize(replica string, size int) bool {
+	if size <= 0 || ss.blockSz[replica] == size {
+		return false
 	}
+	ss.blockSz[replica] = size
+	return true
 }
 
-// BlockSize is the block size drivers report for replica (0: unknown).
+// BlockSize is the block size replica's engine reports in the KV events
+// its driver forwards (0: unknown, or no driver session holds it). It is
+// the engine's own: vLLM may have raised the size the job asked for
+// (FlashMLA, hybrid models' page alignment), so prompts for replica must
+// be keyed at it. It takes no lock, as Synced.
 func (s *Sink) BlockSize(replica string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions.blockSz[replica]
+	st, _ := s.published.get(replica)
+	return st.blockSize
 }
 
 // Owner returns the driver whose session holds replica's KV state, so the

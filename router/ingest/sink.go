@@ -190,7 +190,9 @@ func (s *Sink) applyReplica(driver string, version int, r *kvwire.Replica, snaps
 	// It joined since its state was kept, and Joined has not run yet.
 	s.adoptLocked(r.ID, model)
 	s.claimLocked(r.ID, driver)
-	s.sessions.noteBlockSize(r.ID, r.BlockSize)
+	if s.sessions.noteBlockSize(r.ID, r.BlockSize) {
+		s.published.touch(r.ID)
+	}
 	layout := s.layoutLocked(version, r)
 	if rf, ok := s.refusals.byID[r.ID]; ok && !full {
 		// Its state is not in the index: a delta cannot apply.

@@ -20,6 +20,9 @@ import (
 type published struct {
 	refused bool
 	reason  string
+	// blockSize is the block size the replica's engine reports in its
+	// events (0: none yet): it decides the size its keys are cut at.
+	blockSize int
 }
 
 // stateMap maps replica ids to their published state. It is a value: Set

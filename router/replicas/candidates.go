@@ -46,10 +46,10 @@ func (s *Set) AppendCandidates(dst []scheduler.Candidate, model string) []schedu
 }
 
 // modes are a template's candidates' routing modes as of one generation of
-// the KV state's synced set.
+// the KV state's synced set and one epoch of the set's block sizes.
 type modes struct {
-	gen   uint64
-	modes []scheduler.Mode
+	gen, epoch uint64
+	modes      []scheduler.Mode
 }
 
 // fillModes sets each candidate's mode, asking the KV state only when its
@@ -69,15 +69,15 @@ func (tp *template) fillModes(out []scheduler.Candidate, s *Set) {
 // modesNow returns the modes of the template's candidates as of the KV
 // state's current synced set, asking it only when that set changed.
 func (tp *template) modesNow(s *Set) []scheduler.Mode {
-	gen := s.kv.SyncedGeneration()
-	if m := tp.modes.Load(); m != nil && m.gen == gen && len(m.modes) == len(tp.cands) {
+	gen, epoch := s.kv.SyncedGeneration(), s.sizes.epoch.Load()
+	if m := tp.modes.Load(); m != nil && m.gen == gen && m.epoch == epoch && len(m.modes) == len(tp.cands) {
 		return m.modes
 	}
 	return tp.buildModes(s, len(tp.cands))
 }
 
 func (tp *template) buildModes(s *Set, n int) []scheduler.Mode {
-	m := &modes{gen: s.kv.SyncedGeneration(), modes: make([]scheduler.Mode, n)}
+	m := &modes{gen: s.kv.SyncedGeneration(), epoch: s.sizes.epoch.Load(), modes: make([]scheduler.Mode, n)}
 	for i := range n {
 		m.modes[i] = s.Mode(tp.cands[i].ID)
 	}

@@ -126,6 +126,7 @@ type Set struct {
 	lora     loras
 
 	templates templates // AppendCandidates' per-list candidates
+	sizes     sizes     // block sizes (blocksize.go)
 }
 
 type breaker struct {
@@ -156,7 +157,10 @@ func New(kv KVState, tracker *load.Tracker, opts Options) *Set {
 	if opts.HolderCap <= 0 {
 		opts.HolderCap = DefaultHolderCap
 	}
-	return &Set{kv: kv, tracker: tracker, opts: opts, byID: map[string]Replica{}, byModel: map[string][]Replica{}, breakers: map[string]*breaker{}, lora: newLoras()}
+	s := &Set{kv: kv, tracker: tracker, opts: opts, byID: map[string]Replica{}, byModel: map[string][]Replica{}, breakers: map[string]*breaker{}, lora: newLoras()}
+	s.sizes.events, _ = kv.(engineSizes)
+	s.sizes.metric = map[string]int{}
+	return s
 }
 
 // Replace makes list the whole set. Replicas that left are dropped from the
@@ -205,6 +209,8 @@ func (s *Set) Replace(list []Replica) {
 		}
 	}
 	s.mu.Unlock()
+	s.sizes.epoch.Add(1)
+	s.forgetScraped(gone)
 	sort.Strings(gone)
 	sort.Strings(joined)
 	for _, id := range gone {
@@ -293,22 +299,30 @@ func (s *Set) forModelLocked(model string) []Replica {
 }
 
 // Mode is replica's prefix knowledge: exact while a driver session holds
-// its KV state, approx otherwise (the router's own routing history).
+// its KV state and its block size is the one its model's prompts are
+// keyed at (KeyBlockSize), approx otherwise (the router's own routing
+// history).
 func (s *Set) Mode(replica string) scheduler.Mode {
-	if s.kv.Synced(replica) {
-		return scheduler.ModeExact
+	if !s.kv.Synced(replica) {
+		return scheduler.ModeApprox
 	}
-	return scheduler.ModeApprox
+	if r, ok := s.Get(replica); ok && s.sizeReason(r) != "" {
+		return scheduler.ModeApprox
+	}
+	return scheduler.ModeExact
 }
 
 // ModeReason says why replica is in approx mode though a driver sends its
-// KV state: the index had no room for it (see router/ingest's refusals).
-// Empty otherwise.
+// KV state: the index had no room for it (see router/ingest's refusals),
+// or its block size is not its model's key size. Empty otherwise.
 func (s *Set) ModeReason(replica string) string {
 	if r, ok := s.kv.(interface{ Refused(string) (string, bool) }); ok {
 		if why, refused := r.Refused(replica); refused {
 			return why
 		}
+	}
+	if r, ok := s.Get(replica); ok && s.kv.Synced(replica) {
+		return s.sizeReason(r)
 	}
 	return ""
 }

@@ -53,19 +53,33 @@ func (pl *Planner) ModelNames() []string { return pl.d.Replicas.Models() }
 
 // ReplicaState is one replica as the admin API lists it.
 type ReplicaState struct {
-	ID        string `json:"id"`
-	Model     string `json:"model"`
-	Address   string `json:"address"`
-	Source    string `json:"source"`
-	BlockSize int    `json:"block_size"`
-	KVEvents  bool   `json:"kv_events"`
-	Mode      Mode   `json:"mode"`
-	Role      string `json:"role"` // agg, prefill or decode
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Address string `json:"address"`
+	Source  string `json:"source"`
+	// BlockSize is the size its keys are cut at: its engine's own
+	// (EngineBlockSize) when known, else MetaBlockSize.
+	BlockSize int `json:"block_size"`
+	// MetaBlockSize is the size it advertises (Consul meta
+	// llmgw-block-size, or a static replica's block_size).
+	MetaBlockSize int `json:"meta_block_size"`
+	// EngineBlockSize is the engine's own size (0: not known yet), from
+	// its KV events or else vllm:cache_config_info (BlockSizeSource).
+	EngineBlockSize int    `json:"engine_block_size,omitempty"`
+	BlockSizeSource string `json:"block_size_source,omitempty"`
+	// BlockSizeMismatch says how the engine's size disagrees with the
+	// advertised one; the job's meta (or the driver's block_size) needs
+	// fixing, though routing already uses the engine's size.
+	BlockSizeMismatch string `json:"block_size_mismatch,omitempty"`
+	KVEvents          bool   `json:"kv_events"`
+	Mode              Mode   `json:"mode"`
+	Role              string `json:"role"` // agg, prefill or decode
 	// Task is what its engine serves (consul.MetaTask): generate, embed
 	// or classify; it decides which endpoints' requests it gets.
 	Task string `json:"task"`
 	// ModeReason says why a replica whose driver sends KV events is in
-	// approx mode: its model's index had no room for its state.
+	// approx mode: its model's index had no room for its state, or its
+	// block size is not the one its model's prompts are keyed at.
 	ModeReason string `json:"mode_reason,omitempty"`
 	Healthy    bool   `json:"healthy"`
 	// Draining: the Consul check warns or the replica is in maintenance
@@ -87,8 +101,10 @@ func (pl *Planner) Replicas() []ReplicaState {
 	out := []ReplicaState{}
 	for _, r := range set.All() {
 		gpu, cpu := pl.d.BlocksOf(r.Model, r.ID)
+		bs := set.BlockSizes(r.ID)
 		out = append(out, ReplicaState{
-			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, BlockSize: r.BlockSize, KVEvents: r.KVEvents,
+			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, KVEvents: r.KVEvents,
+			BlockSize: bs.Effective(), MetaBlockSize: bs.Meta, EngineBlockSize: bs.Engine, BlockSizeSource: bs.Source, BlockSizeMismatch: bs.Mismatch(),
 			Mode: set.Mode(r.ID), ModeReason: set.ModeReason(r.ID), Healthy: set.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
 			Draining: r.Draining, Health: r.Health, Adapters: set.AdaptersOf(r.ID), Role: r.Role.String(), Task: r.TaskOf(),
 			Load: pl.d.Tracker.Load(r.ID), PeerLoad: pl.d.Tracker.PeerLoad(r.ID),

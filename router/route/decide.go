@@ -10,7 +10,6 @@ import (
 	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
-	"github.com/llmgw/llmgw/router/replicas"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/tenant"
 )
@@ -107,24 +106,13 @@ func (pl *Planner) target(model string) (prompt.Target, *Error) {
 	if len(reps) == 0 {
 		return prompt.Target{}, &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("The model `%s` does not exist.", model)}
 	}
-	t := prompt.Target{Model: reps[0].Model, BlockSize: blockSizeOf(reps, pl)}
+	// The engines' own block size, not the advertised one: keys cut at
+	// another size match nothing (replicas.Set.KeyBlockSize).
+	t := prompt.Target{Model: reps[0].Model, BlockSize: pl.d.Replicas.KeyBlockSize(reps[0].Model)}
 	if t.Model != model {
 		t.LoRA = model
 	}
 	return t, nil
-}
-
-// blockSizeOf is the block size a model's prompts are hashed with: the
-// first replica's, with a warning when the others differ.
-func blockSizeOf(reps []replicas.Replica, pl *Planner) int {
-	size := reps[0].BlockSize
-	for _, r := range reps[1:] {
-		if r.BlockSize != size {
-			pl.d.Logger.Warn("replicas of one model differ in block size; hashing with the first", "model", reps[0].Model, "replica", r.ID, "block_size", r.BlockSize, "used", size)
-			break
-		}
-	}
-	return size
 }
 
 // admitAndSchedule schedules p, waiting in the admission queue while

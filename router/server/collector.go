@@ -27,6 +27,10 @@ var (
 		"vllm:kv_cache_usage_perc last scraped from each replica (0..1).", []string{"replica"}, nil)
 	descEventsMissing = prometheus.NewDesc("llmgw_replica_kv_events_missing",
 		"1 when a replica advertises KV events but no driver session holds its state (alarm).", []string{"replica"}, nil)
+	descBlockSize = prometheus.NewDesc("llmgw_replica_block_size",
+		"The KV block size each replica's keys are cut at, by where it was learned: kv_events or metrics (the engine's own), or meta (advertised, the engine's unknown).", []string{"replica", "model", "source"}, nil)
+	descBlockSizeMismatch = prometheus.NewDesc("llmgw_replica_block_size_mismatch",
+		"1 when a replica's engine reports a block size other than the one it advertises (Consul meta llmgw-block-size): routing uses the engine's, but the job is misconfigured (alarm; /admin/replicas block_size_mismatch says how).", []string{"replica", "model"}, nil)
 	descDraining = prometheus.NewDesc("llmgw_replica_draining",
 		"1 while a replica drains (Consul check warning or maintenance mode): no new requests, KV state kept.", []string{"replica", "health"}, nil)
 	descReplicaBlocks = prometheus.NewDesc("llmgw_replica_index_blocks",
@@ -64,7 +68,7 @@ type collector struct {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descDraining,
+	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descDraining, descBlockSize, descBlockSizeMismatch,
 		descReplicaBlocks, descReplicaCapacity, descOversized, descIndexKeys, descIndexMax, descIndexRejected,
 		descResnapshots, descIngest, descPendingDiscarded, descPendingReplicas, descPendingKeys,
 		descPeerInFlight, descPeers, descPeerMessages} {
@@ -101,6 +105,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descEventsMissing, missing, r.ID)
 		gauge(descDraining, b2f(r.Draining), r.ID, r.Health)
+		c.collectBlockSize(gauge, r.ID, r.Model)
 		c.collectCapacity(gauge, r.ID, r.Model)
 		ch <- prometheus.MustNewConstMetric(descResnapshots, prometheus.CounterValue, float64(s.capacity.Repairs(r.ID)), r.ID, r.Model)
 	}
@@ -130,6 +135,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descPeerMessages, prometheus.CounterValue, float64(v), result)
 		}
 	}
+}
+
+// collectBlockSize exports a replica's block size and whether its engine
+// disagrees with what it advertises.
+func (c *collector) collectBlockSize(gauge func(*prometheus.Desc, float64, ...string), replica, model string) {
+	bs := c.set.BlockSizes(replica)
+	source := bs.Source
+	if source == "" {
+		source = "meta"
+	}
+	gauge(descBlockSize, float64(bs.Effective()), replica, model, source)
+	gauge(descBlockSizeMismatch, b2f(bs.Mismatch() != ""), replica, model)
 }
 
 // collectCapacity exports a replica's index share, advertised capacity and

@@ -384,6 +384,7 @@ func (s *Server) scraped(id string, smp enginemetrics.Sample) {
 	s.tracker.SetScraped(id, smp.Waiting, smp.Running, smp.KVUsage)
 	s.capacity.observe(id, smp.GPUBlocks, smp.CPUBlocks)
 	s.hits.observe(id, smp)
+	s.set.NoteScrapedBlockSize(id, smp.BlockSize)
 	if smp.AdaptersKnown {
 		s.set.SetAdapters(id, smp.Adapters)
 	}

@@ -94,7 +94,7 @@ func (f statusFleet) Replicas() []statuspage.ReplicaState {
 		q, h, known := s.hits.since(r.ID)
 		pred := s.planner.PredictedFor(r.ID)
 		out = append(out, statuspage.ReplicaState{
-			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, Mode: string(s.set.Mode(r.ID)), Role: r.Role.String(),
+			ID: r.ID, Model: r.Model, Address: r.Address, Source: r.Source, Mode: string(s.set.Mode(r.ID)), ApproxReason: s.set.ModeReason(r.ID), Role: r.Role.String(),
 			KVEvents: r.KVEvents, Healthy: s.set.Healthy(r.ID), Draining: r.Draining, Health: r.Health, Driver: owners[r.ID],
 			InFlight: l.InFlight - peer.InFlight, PeerInFlight: peer.InFlight, Waiting: l.Waiting, Running: l.Running, KVUsage: l.KVUsage,
 			GPUBlocks: gpu, CPUBlocks: cpu, EngineQueries: q, EngineHits: h, EngineKnown: known,

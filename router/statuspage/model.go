@@ -20,6 +20,10 @@ type ReplicaState struct {
 	Health                     string // the discovery check's state
 	// Driver is the driver session that holds its KV state ("" when none).
 	Driver string
+	// ApproxReason says why it is approx though a driver holds its state
+	// (the index refused it, or its block size is not its model's key
+	// size); "" otherwise.
+	ApproxReason string
 	// InFlight and PeerInFlight: requests in flight to it, this router's
 	// own and those its peers report; Waiting, Running and KVUsage the
 	// engine's figures, last scraped.
@@ -208,6 +212,8 @@ func modeReason(r ReplicaState, ingestOn bool) string {
 		return "driver " + r.Driver + " holds its KV state"
 	case r.Mode == "exact":
 		return "a driver session holds its KV state"
+	case r.ApproxReason != "":
+		return r.ApproxReason
 	case !ingestOn:
 		return "KV ingest is off on this router (no kv_token)"
 	case !r.KVEvents:

@@ -83,6 +83,12 @@ func TestBuild(t *testing.T) {
 	if r := modeReason(ReplicaState{Mode: "approx", KVEvents: true}, false); r != "KV ingest is off on this router (no kv_token)" {
 		t.Errorf("ingest off: %q", r)
 	}
+	// A driver holds its state, but the router keys its model at another
+	// block size: the set's reason, not "no driver session".
+	why := "block size 16 differs from the 64 that m's prompts are keyed at"
+	if r := modeReason(ReplicaState{Mode: "approx", KVEvents: true, Driver: "d", ApproxReason: why}, true); r != why {
+		t.Errorf("approx for its block size: %q; want %q", r, why)
+	}
 }
 
 // TestRenderEscapes: ids from Consul and drivers are data, never markup,

@@ -17,10 +17,18 @@ import (
 
 // adminReplica reads one replica from the router's /admin/replicas.
 type adminReplica struct {
-	Draining  bool   `json:"draining"`
-	Health    string `json:"health"`
-	Mode      string `json:"mode"`
-	GPUBlocks int    `json:"gpu_blocks"`
+	Draining   bool   `json:"draining"`
+	Health     string `json:"health"`
+	Mode       string `json:"mode"`
+	ModeReason string `json:"mode_reason"`
+	GPUBlocks  int    `json:"gpu_blocks"`
+	// The block sizes: the one keys use, the advertised one, the
+	// engine's and where it came from, and how they disagree.
+	BlockSize         int    `json:"block_size"`
+	MetaBlockSize     int    `json:"meta_block_size"`
+	EngineBlockSize   int    `json:"engine_block_size"`
+	BlockSizeSource   string `json:"block_size_source"`
+	BlockSizeMismatch string `json:"block_size_mismatch"`
 }
 
 func adminReplicas(t *testing.T, r *server.Server) map[string]adminReplica {

@@ -62,6 +62,10 @@ type Config struct {
 	KVCacheGroupsFlag string
 	KVCacheGroups     []kvcache.GroupSpec
 
+	// Engine holds what overrides --block-size, as vLLM's engine does
+	// (blocksize.go); BlockSize is the size after it.
+	Engine EngineBlockSize
+
 	// Unknown lists the flags accepted without meaning to the simulator.
 	Unknown []string
 }

@@ -55,6 +55,9 @@ var simHelp = []flagHelp{
 	{"sim-kv-bytes-per-token", "N|config", "KV bytes of one token, for a disaggregated pull's size; config reads config.json"},
 	{"sim-kv-transfer-bandwidth", "BYTES/S", "bytes per second of a disaggregated pull"},
 	{"sim-num-labels", "N", "a classifier's labels (config.json's num_labels); 1 makes it a cross-encoder serving score and rerank"},
+	{"sim-mla", "", "an MLA model on FlashMLA: a --block-size not a multiple of 64 becomes 64, as vLLM forces it"},
+	{"sim-mamba-page-bytes", "N", "a hybrid model's Mamba page in bytes: the block size grows to hold it (with --sim-attn-page-bytes-per-token)"},
+	{"sim-attn-page-bytes-per-token", "N", "one token's attention page in bytes (2 * KV heads * head size * dtype bytes), for --sim-mamba-page-bytes"},
 	{"sim-kv-cache-groups", "GROUPS|config", "a hybrid model's KV-cache groups: full, sliding_window:W, mamba, comma separated; config reads config.json"},
 }
 

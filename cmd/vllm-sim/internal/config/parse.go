@@ -140,6 +140,9 @@ var flags = map[string]flag{
 		c.KVTransfer = kt
 		return err
 	}},
+	"sim-mla":                       boolFlag(func(c *Config) *bool { return &c.Engine.MLA }),
+	"sim-mamba-page-bytes":          intFlag(func(c *Config) *int { return &c.Engine.MambaPageBytes }),
+	"sim-attn-page-bytes-per-token": intFlag(func(c *Config) *int { return &c.Engine.AttnPageBytesPerToken }),
 	"sim-kv-bytes-per-token": {value: func(c *Config) any { return c.KVBytesPerToken }, set: func(c *Config, v string) error {
 		if v == KVBytesFromConfig {
 			c.kvBytesFromConfig = true
@@ -207,6 +210,9 @@ func Parse(args []string) (Config, error) {
 		return c, err
 	}
 	if err := c.resolveKVBytes(); err != nil {
+		return c, err
+	}
+	if err := c.resolveBlockSize(); err != nil {
 		return c, err
 	}
 	c.resolvePrefixCaching()

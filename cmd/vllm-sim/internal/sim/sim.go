@@ -75,13 +75,22 @@ func envFlag(v string) bool {
 	return err == nil && n != 0
 }
 
+// logConfig logs what the engine does with its flags: those it ignores,
+// and the block size it overrode, in vLLM's words.
+func logConfig(cfg config.Config, log *slog.Logger) {
+	for _, u := range cfg.Unknown {
+		log.Info("ignoring a vLLM flag the simulator does not model", "flag", u)
+	}
+	if cfg.Engine.Note != "" {
+		log.Info(cfg.Engine.Note, "block_size", cfg.BlockSize)
+	}
+}
+
 // Run serves until ctx ends, calling ready with the listening address once
 // requests are accepted. It reports a start-up failure (a port in use, a
 // socket that cannot bind) as an error before serving anything.
 func Run(ctx context.Context, cfg config.Config, env Env, log *slog.Logger, ready func(net.Addr)) error {
-	for _, u := range cfg.Unknown {
-		log.Info("ignoring a vLLM flag the simulator does not model", "flag", u)
-	}
+	logConfig(cfg, log)
 	if cfg.Headless {
 		// A non-leader shard of a multi-node replica: vLLM runs its engine
 		// workers without an API server and publishes no events.
