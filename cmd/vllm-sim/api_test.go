@@ -18,7 +18,7 @@ import (
 func TestRepeatedPromptIsCachedAndFaster(t *testing.T) {
 	// Latency on: about 1,200 prompt tokens cost 300 ms of prefill the first
 	// time; the second time all but the last block is cached.
-	p := startSim(t, nil, "--sim-latency=true", "--block-size", "16")
+	p := startSim(t, nil, "--sim-latency=true", "--block-size", "16", "--enable-prompt-tokens-details")
 	prompt := words(0, 600)
 	ttft := func() (time.Duration, int) {
 		start := time.Now()

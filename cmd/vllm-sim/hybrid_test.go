@@ -190,7 +190,7 @@ func TestHybridCachedTokensFollowTheEvents(t *testing.T) {
 				// turn evicts.
 				blocks := fmt.Sprint(24 * (strings.Count(groups, ",") + 1))
 				p := startSim(t, nil, "--kv-events-config", s.flag(""), "--block-size", "4", "--num-gpu-blocks-override", blocks,
-					"--max-model-len", "96", "--sim-kv-cache-groups", groups, "--sim-event-format", format)
+					"--max-model-len", "96", "--sim-kv-cache-groups", groups, "--sim-event-format", format, "--enable-prompt-tokens-details")
 				d, err := simproc.ReadDump(t.Context(), p.URL)
 				if err != nil {
 					t.Fatal(err)

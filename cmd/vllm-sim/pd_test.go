@@ -29,7 +29,8 @@ var pdEnv = []string{"VLLM_NIXL_SIDE_CHANNEL_HOST=127.0.0.1", "VLLM_NIXL_SIDE_CH
 
 func pdFlags(engineID, role string, extra ...string) []string {
 	cfg := fmt.Sprintf(`{"kv_connector":"NixlConnector","kv_role":%q,"engine_id":%q}`, role, engineID)
-	return append([]string{"--block-size", "16", "--kv-transfer-config", cfg, "--sim-kv-bytes-per-token", strconv.Itoa(pdBytesPerToken)}, extra...)
+	return append([]string{"--block-size", "16", "--kv-transfer-config", cfg, "--sim-kv-bytes-per-token", strconv.Itoa(pdBytesPerToken),
+		"--enable-prompt-tokens-details"}, extra...)
 }
 
 // transferParams is kv_transfer_params as the prefill step answers them.

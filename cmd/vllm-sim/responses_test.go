@@ -63,7 +63,7 @@ func (r responseJSON) text() string {
 // tokens of its chat rendering (router/responses.ChatBody): the chat
 // completion of that body finds every full block of its prompt cached.
 func TestResponsesKeyLikeChat(t *testing.T) {
-	p := startSim(t, nil, "--block-size", "16")
+	p := startSim(t, nil, "--block-size", "16", "--enable-prompt-tokens-details")
 	body := `{"model":"sim-model","instructions":"be brief","input":[{"role":"user","content":` + quote(words(0, 80)) + `},` +
 		`{"type":"function_call","call_id":"c1","name":"lookup","arguments":"{}"},{"type":"function_call_output","call_id":"c1","output":"found"}],` +
 		`"tools":[{"type":"function","name":"lookup","parameters":{"type":"object"}}],"max_output_tokens":4,"request_id":"resp_fixed"}`

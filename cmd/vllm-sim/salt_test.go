@@ -25,7 +25,7 @@ func cachedWith(t *testing.T, p proc, path string, fields map[string]any) int {
 // cached tokens: a salt shares the prefix cache only with itself, and never
 // with unsalted requests, as vLLM's salt on block 0 makes it.
 func TestCacheSaltIsolatesOverHTTP(t *testing.T) {
-	p := startSim(t, nil, "--block-size", "16")
+	p := startSim(t, nil, "--block-size", "16", "--enable-prompt-tokens-details")
 	for _, kind := range []struct {
 		path   string
 		prompt func(salt any) map[string]any

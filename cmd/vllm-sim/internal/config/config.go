@@ -48,6 +48,10 @@ type Config struct {
 	Seed                int64
 	EnablePrefixCaching bool
 	EnableLoRA          bool
+	// EnablePromptTokensDetails is vLLM's --enable-prompt-tokens-details:
+	// off (vLLM's default), chat and completion answers carry no
+	// usage.prompt_tokens_details, so no cached_tokens.
+	EnablePromptTokensDetails bool
 	// taskFlags say what the model serves (task.go).
 	taskFlags
 	LoRAModules []LoRAModule

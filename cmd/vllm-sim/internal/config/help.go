@@ -36,6 +36,7 @@ var vllmHelp = []flagHelp{
 	{"convert", "auto|embed|classify", "the pooling task: embed (the default for --runner pooling) or classify"},
 	{"pooler-config", "JSON", "the pooler, as vLLM's (seq_pooling_type: LAST, ALL, MEAN, CLS)"},
 	{"enable-lora", "", "serve LoRA adapters"},
+	{"enable-prompt-tokens-details", "", "report usage.prompt_tokens_details.cached_tokens in chat and completion answers"},
 	{"lora-modules", "NAME=PATH...", "adapters served under their own names (also as JSON {\"name\":..,\"path\":..})"},
 	{"kv-events-config", "JSON", "KV-cache events, as vLLM's (enable_kv_cache_events, publisher, endpoint, replay_endpoint, topic, ...)"},
 	{"kv-transfer-config", "JSON", "disaggregated prefill and decode, as vLLM's NixlConnector (kv_connector, kv_role, engine_id, ...)"},

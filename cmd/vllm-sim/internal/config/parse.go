@@ -110,12 +110,13 @@ var flags = map[string]flag{
 		c.Seed = n
 		return nil
 	}},
-	"enable-prefix-caching": explicit(boolFlag(func(c *Config) *bool { return &c.EnablePrefixCaching })),
-	"runner":                strFlag(func(c *Config) *string { return &c.Runner }),
-	"convert":               strFlag(func(c *Config) *string { return &c.Convert }),
-	"pooler-config":         {set: parsePoolerConfig},
-	"sim-num-labels":        intFlag(func(c *Config) *int { return &c.NumLabels }),
-	"enable-lora":           boolFlag(func(c *Config) *bool { return &c.EnableLoRA }),
+	"enable-prefix-caching":        explicit(boolFlag(func(c *Config) *bool { return &c.EnablePrefixCaching })),
+	"runner":                       strFlag(func(c *Config) *string { return &c.Runner }),
+	"convert":                      strFlag(func(c *Config) *string { return &c.Convert }),
+	"pooler-config":                {set: parsePoolerConfig},
+	"sim-num-labels":               intFlag(func(c *Config) *int { return &c.NumLabels }),
+	"enable-lora":                  boolFlag(func(c *Config) *bool { return &c.EnableLoRA }),
+	"enable-prompt-tokens-details": boolFlag(func(c *Config) *bool { return &c.EnablePromptTokensDetails }),
 	"lora-modules": {isMulti: true, set: func(c *Config, v string) error {
 		m, err := parseLoRAModule(v)
 		if err != nil {

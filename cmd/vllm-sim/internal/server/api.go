@@ -84,6 +84,24 @@ type usage struct {
 	TotalTokens         int            `json:"total_tokens"`
 	CompletionTokens    int            `json:"completion_tokens"`
 	PromptTokensDetails *promptDetails `json:"prompt_tokens_details"`
+	// inChunk marks a stream chunk's usage, whose absent details vLLM
+	// leaves out instead of writing null (MarshalJSON).
+	inChunk bool
+}
+
+// MarshalJSON writes a usage as vLLM does: a JSON answer is model_dump(),
+// so absent details are null; a stream chunk is model_dump_json with
+// exclude_unset or exclude_none, so they are left out.
+func (u *usage) MarshalJSON() ([]byte, error) {
+	type fields usage // without this method
+	if u.inChunk && u.PromptTokensDetails == nil {
+		return json.Marshal(struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			TotalTokens      int `json:"total_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		}{u.PromptTokens, u.TotalTokens, u.CompletionTokens})
+	}
+	return json.Marshal((*fields)(u))
 }
 
 type completionChoice struct {

@@ -115,7 +115,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, chatResponse{
 		ID: id, Object: "chat.completion", Created: time.Now().Unix(), Model: model,
-		Choices: []chatChoice{choice}, Usage: usageOf(g.prompt, res),
+		Choices: []chatChoice{choice}, Usage: s.chatUsage(g.prompt, res),
 	})
 }
 
@@ -134,7 +134,7 @@ func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generati
 		if !continuous {
 			return nil
 		}
-		return &usage{PromptTokens: g.prompt, CompletionTokens: n, TotalTokens: g.prompt + n}
+		return &usage{PromptTokens: g.prompt, CompletionTokens: n, TotalTokens: g.prompt + n, inChunk: true}
 	}
 	empty := ""
 	// vLLM sends the role chunk with the engine's first output, after the
@@ -151,5 +151,9 @@ func (s *Server) streamChat(w http.ResponseWriter, id, model string, g *generati
 			}
 			return resp([]chatChoice{c}, soFar(n))
 		},
-		func(u *usage) any { return resp([]chatChoice{}, u) })
+		func(res result) any {
+			u := s.chatUsage(g.prompt, res)
+			u.inChunk = true
+			return resp([]chatChoice{}, u)
+		})
 }

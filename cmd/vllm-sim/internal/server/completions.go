@@ -101,7 +101,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		s.streamCompletion(w, id, model, gens[0], req.StreamOptions != nil && req.StreamOptions.IncludeUsage, req.ReturnTokenIDs)
 		return
 	}
-	resp := completionResponse{ID: id, Object: "text_completion", Created: time.Now().Unix(), Model: model, Usage: &usage{PromptTokensDetails: &promptDetails{}}}
+	resp := completionResponse{ID: id, Object: "text_completion", Created: time.Now().Unix(), Model: model, Usage: &usage{}}
 	for i, g := range gens {
 		res, text, ok := s.finish(w, g)
 		if !ok {
@@ -116,7 +116,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		resp.Usage.PromptTokens += u.PromptTokens
 		resp.Usage.CompletionTokens += u.CompletionTokens
 		resp.Usage.TotalTokens += u.TotalTokens
-		resp.Usage.PromptTokensDetails.CachedTokens += res.cached
+		// vLLM reports the last prompt's cached tokens for the batch
+		// (request_output_to_completion_response: last_final_res).
+		resp.Usage.PromptTokensDetails = s.completionDetails(res.cached)
 	}
 	resp.KVTransferParams = s.transferResult(gens[0])
 	writeJSON(w, http.StatusOK, resp)
@@ -136,14 +138,18 @@ func (s *Server) streamCompletion(w http.ResponseWriter, id, model string, g *ge
 			}
 			return resp([]completionChoice{c}, nil)
 		},
-		func(u *usage) any { return resp([]completionChoice{}, u) })
+		func(res result) any {
+			u := usageOf(g.prompt, res)
+			u.PromptTokensDetails, u.inChunk = s.completionDetails(res.cached), true
+			return resp([]completionChoice{}, u)
+		})
 }
 
 // stream sends a generation's tokens as SSE chunks made by chunk, the finish
 // reason on the last one (chunk gets each token's text delta and id), then a usage chunk when asked, then [DONE]; head,
 // when not nil, goes out just before the first token's chunk. It stops
 // quietly when the client goes away.
-func (s *Server) stream(st *sse, g *generation, includeUsage bool, head any, chunk func(text string, id uint32, finish *string) any, usageChunk func(*usage) any) {
+func (s *Server) stream(st *sse, g *generation, includeUsage bool, head any, chunk func(text string, id uint32, finish *string) any, usageChunk func(result) any) {
 	d := &detok{tok: s.tok}
 	var res result
 	for t := range g.req.Out {
@@ -171,7 +177,7 @@ func (s *Server) stream(st *sse, g *generation, includeUsage bool, head any, chu
 		}
 	}
 	if includeUsage {
-		_ = st.send(usageChunk(usageOf(g.prompt, res)))
+		_ = st.send(usageChunk(res))
 	}
 	st.done()
 }

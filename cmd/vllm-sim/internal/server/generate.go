@@ -151,9 +151,30 @@ func (d *detok) next(id uint32) string {
 	return delta
 }
 
+// usageOf is a generation's usage without prompt_tokens_details.
 func usageOf(prompt int, res result) *usage {
-	return &usage{
-		PromptTokens: prompt, CompletionTokens: len(res.ids), TotalTokens: prompt + len(res.ids),
-		PromptTokensDetails: &promptDetails{CachedTokens: res.cached},
+	return &usage{PromptTokens: prompt, CompletionTokens: len(res.ids), TotalTokens: prompt + len(res.ids)}
+}
+
+// chatUsage is a chat answer's usage. vLLM's chat serving
+// (_make_prompt_tokens_details) adds prompt_tokens_details only with
+// --enable-prompt-tokens-details, and then always, cached_tokens 0
+// included.
+func (s *Server) chatUsage(prompt int, res result) *usage {
+	u := usageOf(prompt, res)
+	if s.opts.PromptTokensDetails {
+		u.PromptTokensDetails = &promptDetails{CachedTokens: res.cached}
 	}
+	return u
+}
+
+// completionDetails is a completion answer's prompt_tokens_details:
+// vLLM's completion serving adds it only with
+// --enable-prompt-tokens-details and only when some prompt tokens were
+// cached (a 0 is left out).
+func (s *Server) completionDetails(cached int) *promptDetails {
+	if !s.opts.PromptTokensDetails || cached == 0 {
+		return nil
+	}
+	return &promptDetails{CachedTokens: cached}
 }

@@ -192,7 +192,7 @@ func (s *Server) prefillChat(w http.ResponseWriter, requested string, g *generat
 	writeJSON(w, http.StatusOK, chatResponse{
 		ID: requestID("chatcmpl", s.counter.Add(1)), Object: "chat.completion", Created: time.Now().Unix(), Model: s.modelName(requested),
 		Choices:          []chatChoice{{Message: &chatOutMessage{Role: "assistant", Content: text, ToolCalls: []any{}}, FinishReason: &res.reason}},
-		Usage:            usageOf(g.prompt, res),
+		Usage:            s.chatUsage(g.prompt, res),
 		KVTransferParams: s.transferResult(g),
 	})
 }

@@ -83,6 +83,10 @@ type Options struct {
 	// ResponsesStore is VLLM_ENABLE_RESPONSES_API_STORE: keep the answers
 	// of Responses requests with store true (off: store is ignored).
 	ResponsesStore bool
+	// PromptTokensDetails is --enable-prompt-tokens-details: chat and
+	// completion usage carries prompt_tokens_details.cached_tokens only
+	// with it, as in vLLM (promptDetails).
+	PromptTokensDetails bool
 }
 
 // LoRA is an adapter served under its own model name; requests for it hash

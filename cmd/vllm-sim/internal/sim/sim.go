@@ -63,7 +63,7 @@ func serverOptions(cfg config.Config, env Env, side *sideChannel) server.Options
 		BlockSize: cfg.BlockSize, APIKeys: apiKeys(cfg, env), Seed: cfg.Seed,
 		Overhead: overhead(cfg.Latency), MeanOutputTokens: 128, Version: config.Version,
 		LoRAs: loras(cfg.LoRAModules), Transfer: side.transfer(cfg), ResponsesStore: env.ResponsesStore,
-		Task: cfg.Task(), NumLabels: cfg.NumLabels,
+		Task: cfg.Task(), NumLabels: cfg.NumLabels, PromptTokensDetails: cfg.EnablePromptTokensDetails,
 	}
 }
 
