@@ -93,6 +93,44 @@ type ReplicaState struct {
 	// PeerLoad is the part of Load's router-side counts that other routers
 	// reported (router/peers).
 	PeerLoad load.Peer `json:"peer_load"`
+	// Hits sets this router's predicted hits against the engine's.
+	Hits ReplicaHits `json:"hits"`
+}
+
+// ReplicaHits sets what this router predicted for the requests it sent a
+// replica against what the engine reports, so that an operator can tell
+// exact routing that hits from exact routing that only says so.
+//
+// Reported hits come from the engine's vllm:prefix_cache_queries and
+// vllm:prefix_cache_hits counters, scraped since this router first saw
+// the replica, not from answers' usage: vLLM sends
+// usage.prompt_tokens_details only when started with
+// --enable-prompt-tokens-details, and a stream carries no usage unless
+// its client asked, while the counters count every request. They count
+// every client's requests, so on a replica other routers also send to,
+// the reported tokens exceed this router's predicted ones.
+type ReplicaHits struct {
+	PredictedPromptTokens uint64 `json:"predicted_prompt_tokens"`
+	PredictedCachedTokens uint64 `json:"predicted_cached_tokens"`
+	// ReportedFrom names the source of the Reported* figures:
+	// "engine_counters", or "" when the engine exports no prefix-cache
+	// counters (the Reported* figures are then 0 and mean nothing).
+	ReportedFrom        string  `json:"reported_from"`
+	ReportedQueryTokens float64 `json:"reported_query_tokens"`
+	ReportedHitTokens   float64 `json:"reported_hit_tokens"`
+}
+
+// hitsOf is replica id's ReplicaHits.
+func (pl *Planner) hitsOf(id string) ReplicaHits {
+	p := pl.PredictedFor(id)
+	h := ReplicaHits{PredictedPromptTokens: p.PromptTokens, PredictedCachedTokens: p.CachedTokens}
+	if pl.d.EngineHits == nil {
+		return h
+	}
+	if q, hit, known := pl.d.EngineHits(id); known {
+		h.ReportedFrom, h.ReportedQueryTokens, h.ReportedHitTokens = "engine_counters", q, hit
+	}
+	return h
 }
 
 // Replicas lists every replica with what routing knows of it.
@@ -107,7 +145,7 @@ func (pl *Planner) Replicas() []ReplicaState {
 			BlockSize: bs.Effective(), MetaBlockSize: bs.Meta, EngineBlockSize: bs.Engine, BlockSizeSource: bs.Source, BlockSizeMismatch: bs.Mismatch(),
 			Mode: set.Mode(r.ID), ModeReason: set.ModeReason(r.ID), Healthy: set.Healthy(r.ID), GPUBlocks: gpu, CPUBlocks: cpu,
 			Draining: r.Draining, Health: r.Health, Adapters: set.AdaptersOf(r.ID), Role: r.Role.String(), Task: r.TaskOf(),
-			Load: pl.d.Tracker.Load(r.ID), PeerLoad: pl.d.Tracker.PeerLoad(r.ID),
+			Load: pl.d.Tracker.Load(r.ID), PeerLoad: pl.d.Tracker.PeerLoad(r.ID), Hits: pl.hitsOf(r.ID),
 		})
 	}
 	return out

@@ -60,3 +60,35 @@ func TestDecisionLog(t *testing.T) {
 		t.Errorf("predicted for an unknown replica: %+v", p)
 	}
 }
+
+// TestReplicaHitsSetPredictionAgainstEngine: the admin listing's hits
+// are this router's tallies beside the engine's counters, named as their
+// source only when the engine exports them.
+func TestReplicaHitsSetPredictionAgainstEngine(t *testing.T) {
+	engine := map[string][2]float64{"a": {640, 480}}
+	tests := []struct {
+		name string
+		hits func(string) (float64, float64, bool)
+		id   string
+		want ReplicaHits
+	}{
+		{"no counters wired", nil, "a", ReplicaHits{PredictedPromptTokens: 64, PredictedCachedTokens: 16}},
+		{"engine exports none", func(string) (float64, float64, bool) { return 0, 0, false }, "a",
+			ReplicaHits{PredictedPromptTokens: 64, PredictedCachedTokens: 16}},
+		{"engine counters", func(id string) (float64, float64, bool) { c, ok := engine[id]; return c[0], c[1], ok }, "a",
+			ReplicaHits{PredictedPromptTokens: 64, PredictedCachedTokens: 16, ReportedFrom: "engine_counters", ReportedQueryTokens: 640, ReportedHitTokens: 480}},
+		{"nothing routed there", func(string) (float64, float64, bool) { return 32, 0, true }, "b",
+			ReplicaHits{ReportedFrom: "engine_counters", ReportedQueryTokens: 32}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &Planner{d: Deps{EngineHits: tt.hits}}
+			p := &Plan{pl: g, Request: &openai.Request{Model: "m"}, PromptTokens: 64, BlockTokens: 16}
+			p.decision = scheduler.Decision{Chosen: rankedAs("a", 2, 1)}
+			g.decisions.record(p, Attempt{Replica: "a", Mode: scheduler.ModeExact, CachedTokens: 16, ranked: p.decision.Chosen})
+			if got := g.hitsOf(tt.id); got != tt.want {
+				t.Errorf("hitsOf(%s) = %+v; want %+v", tt.id, got, tt.want)
+			}
+		})
+	}
+}

@@ -37,6 +37,11 @@ type Deps struct {
 	// BlocksOf reports a replica's indexed blocks (GPU, CPU) for the admin
 	// listing; nil reports none.
 	BlocksOf func(model, replica string) (gpu, cpu int)
+	// EngineHits reports a replica's prefix-cache counters (tokens
+	// queried and hit) since this router first scraped it, for the admin
+	// listing's reported hits; known is false when the engine exports
+	// none. nil reports none.
+	EngineHits func(replica string) (queries, hits float64, known bool)
 	// KVGroups explains a hybrid replica's predicted hit group by group
 	// for Explain (router/kvgroups.Index.ExplainGroups): a JSON value, nil
 	// for a replica with one full-attention group.

@@ -36,7 +36,7 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 		Replicas: s.set, Scheduler: sched, PrefillScheduler: prefillSched, Tracker: s.tracker, Prompts: prompts,
 		Limits: s.limiter, Registry: s.metrics.Registry, Logger: s.log.Named("route"),
 		BlocksOf: func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
-		KVGroups: s.groups.ExplainGroups,
+		KVGroups: s.groups.ExplainGroups, EngineHits: s.hits.since,
 		Options: route.Options{
 			Attempts: s.cfg.Attempts, PD: pdThreshold,
 			QueueTimeout: s.cfg.QueueTimeout, MaxQueue: s.cfg.MaxQueue, MaxQueuePerTenant: s.cfg.MaxQueuePerTenant,
