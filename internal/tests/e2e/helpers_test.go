@@ -48,12 +48,15 @@ type sim struct {
 }
 
 // startSim runs `vllm-sim serve sim-model` with args on a free port and
-// stops and reaps it when the test ends.
+// stops and reaps it when the test ends. It passes
+// --enable-prompt-tokens-details, as the driver does, so answers report
+// their cached tokens; args may turn it off with its --no- form.
 func startSim(t *testing.T, args ...string) *sim {
 	t.Helper()
 	p, err := simproc.Start(context.Background(), simproc.Options{
 		Binary: simBinary(t),
-		Args:   append([]string{model, "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1"}, args...),
+		Args: append([]string{model, "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1",
+			"--enable-prompt-tokens-details"}, args...),
 	}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +156,8 @@ func call(t *testing.T, router, path, body string) answer {
 
 // explain asks the router where a request would go, without sending it.
 type explanation struct {
-	Chosen struct {
+	PromptTokens int `json:"prompt_tokens"`
+	Chosen       struct {
 		Replica      string `json:"replica"`
 		Mode         string `json:"mode"`
 		CachedTokens int    `json:"cached_tokens"`

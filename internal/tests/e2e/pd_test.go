@@ -47,7 +47,7 @@ func (f *fleet) startPDSim(t *testing.T, id, kvRole, role string, extra ...strin
 	p, err := simproc.Start(context.Background(), simproc.Options{
 		Binary: simBinary(t),
 		Args: append([]string{model, "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1", "--sim-latency=false",
-			"--kv-events-config", in.EngineFlag(), "--kv-transfer-config", cfg, "--sim-kv-bytes-per-token", strconv.Itoa(pdBytesPerToken)}, extra...),
+			"--enable-prompt-tokens-details", "--kv-events-config", in.EngineFlag(), "--kv-transfer-config", cfg, "--sim-kv-bytes-per-token", strconv.Itoa(pdBytesPerToken)}, extra...),
 		Env: []string{"VLLM_NIXL_SIDE_CHANNEL_HOST=127.0.0.1", "VLLM_NIXL_SIDE_CHANNEL_PORT=0"},
 	}, 30*time.Second)
 	if err != nil {
