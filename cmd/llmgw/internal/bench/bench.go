@@ -66,7 +66,8 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 	if len(engines) == 0 {
 		return nil, errors.New("bench: the fleet has no engine to tokenize the prompts on")
 	}
-	toks, err := client.Tokenize(ctx, &http.Client{Timeout: time.Minute}, engines[0], o.Model, o.Workload.Requests, 4)
+	hc := &http.Client{Timeout: time.Minute}
+	toks, err := client.Tokenize(ctx, hc, engines[0], o.Model, o.Workload.Requests, 4)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -107,12 +108,20 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		if o.OnStart != nil {
 			o.OnStart(p)
 		}
+		hitsBefore, hitsErr := engineHits(ctx, hc, f.EngineURLs())
 		results, took := runPolicy(ctx, p, routers, f.APIKey(), o)
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
 		sum := report.Summarize(p.Name, results, reusable, o.SLO, took)
 		sum.SendLag = report.SendLag(scheduled, results)
+		if sum.CachedFrom != "usage" && hitsErr == nil {
+			// No answer said what it hit (engines without
+			// --enable-prompt-tokens-details): the engines' counters do.
+			if after, err := engineHits(ctx, hc, f.EngineURLs()); err == nil {
+				sum.UseEngineHits(after - hitsBefore)
+			}
+		}
 		rep.Policies = append(rep.Policies, sum)
 	}
 	rep.HostLoad = hostLoad()

@@ -42,6 +42,11 @@ type Result struct {
 	ITL       []time.Duration
 	// Usage as the engine reported it in the final chunk.
 	PromptTokens, CachedTokens, OutputTokens int
+	// CachedReported: the usage carried prompt_tokens_details. vLLM sends
+	// it only with --enable-prompt-tokens-details (and for completions
+	// only when some tokens were cached), so a 0 CachedTokens without it
+	// says nothing.
+	CachedReported bool
 	// PredictedCachedTokens is the router's X-Llmgw-Cached-Tokens (sent
 	// with expose_route_headers): the prompt tokens it predicted cached on
 	// Replica; 0 when absent.
@@ -274,7 +279,7 @@ func readStream(br *bufio.Reader, start time.Time, res *Result) error {
 		if u := ch.Usage; u != nil {
 			res.PromptTokens, res.OutputTokens = u.PromptTokens, u.CompletionTokens
 			if u.PromptTokensDetails != nil {
-				res.CachedTokens = u.PromptTokensDetails.CachedTokens
+				res.CachedTokens, res.CachedReported = u.PromptTokensDetails.CachedTokens, true
 			}
 		}
 	}

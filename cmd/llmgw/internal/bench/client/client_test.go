@@ -37,7 +37,8 @@ func startSim(t *testing.T, extra ...string) *simproc.Proc {
 	}
 	p, err := simproc.Start(context.Background(), simproc.Options{
 		Binary: bin,
-		Args:   append([]string{"sim-model", "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1"}, extra...),
+		Args: append([]string{"sim-model", "--host", "127.0.0.1", "--port", "0", "--block-size", "16", "--seed", "1",
+			"--enable-prompt-tokens-details"}, extra...),
 	}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)

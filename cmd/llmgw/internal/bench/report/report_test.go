@@ -51,6 +51,33 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestCachedFromEngineCounters: without any answer's
+// prompt_tokens_details the summary takes the engines' hits, and with
+// one it keeps the answers' own.
+func TestCachedFromEngineCounters(t *testing.T) {
+	reported := ok(0, nil, 100, 64)
+	reported.CachedReported = true
+	tests := []struct {
+		name       string
+		results    []client.Result
+		wantFrom   string
+		wantCached int
+	}{
+		{"no answer reported", []client.Result{ok(0, nil, 100, 0), ok(0, nil, 100, 0)}, "engine_counters", 80},
+		{"answers reported", []client.Result{reported, ok(0, nil, 100, 0)}, "usage", 64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summarize("p", tt.results, []int{96, 96}, SLO{}, time.Second)
+			s.UseEngineHits(80)
+			if s.CachedFrom != tt.wantFrom || s.CachedTokens != tt.wantCached ||
+				s.CachedShare != float64(tt.wantCached)/200 || s.OracleHitShare != float64(tt.wantCached)/192 {
+				t.Errorf("from %q, %d cached, shares %v %v; want %q, %d", s.CachedFrom, s.CachedTokens, s.CachedShare, s.OracleHitShare, tt.wantFrom, tt.wantCached)
+			}
+		})
+	}
+}
+
 func TestPercentileRanks(t *testing.T) {
 	var ds []time.Duration
 	for i := 1; i <= 200; i++ {

@@ -51,6 +51,11 @@ type Summary struct {
 	PromptTokens int     `json:"prompt_tokens"`
 	CachedTokens int     `json:"cached_tokens"`
 	CachedShare  float64 `json:"cached_share"`
+	// CachedFrom is where CachedTokens come from: "usage" when some
+	// answer carried prompt_tokens_details, else "engine_counters" (the
+	// engines' vllm:prefix_cache_hits over the run, UseEngineHits), or ""
+	// when neither was read.
+	CachedFrom string `json:"cached_from,omitempty"`
 	// OracleTokens is the oracle's reusable total over the same completed
 	// requests; OracleHitShare is CachedTokens / OracleTokens.
 	OracleTokens   int     `json:"oracle_tokens"`
@@ -95,6 +100,9 @@ func Summarize(policy string, results []client.Result, reusable []int, slo SLO, 
 		itl = append(itl, r.ITL...)
 		s.PromptTokens += r.PromptTokens
 		s.CachedTokens += r.CachedTokens
+		if r.CachedReported {
+			s.CachedFrom = "usage"
+		}
 		if i < len(reusable) {
 			s.OracleTokens += reusable[i]
 		}
@@ -148,4 +156,19 @@ func percentiles(ds []time.Duration) Percentiles {
 func rank(sorted []time.Duration, q float64) time.Duration {
 	i := int(float64(len(sorted))*q+0.999999999) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// UseEngineHits takes the cached tokens from the engines' prefix-cache
+// hit counters, grown by hits over the run, when no answer reported its
+// own (CachedFrom not "usage"): a fleet whose engines run without
+// --enable-prompt-tokens-details still shows its hits. The counters also
+// count requests that did not complete, so the shares are upper bounds
+// then.
+func (s *Summary) UseEngineHits(hits float64) {
+	if s.CachedFrom == "usage" {
+		return
+	}
+	s.CachedTokens, s.CachedFrom = int(hits), "engine_counters"
+	s.CachedShare = ratio(s.CachedTokens, s.PromptTokens)
+	s.OracleHitShare = ratio(s.CachedTokens, s.OracleTokens)
 }
