@@ -71,8 +71,8 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := rep.Policies[0]
-		t.Logf("precise: %d ok, cached %d of %d prompt tokens, oracle %d (%.1f%%), TTFT p50 %.1f ms",
-			s.OK, s.CachedTokens, s.PromptTokens, s.OracleTokens, 100*s.OracleHitShare, s.TTFT.P50)
+		t.Logf("precise: %d ok, cached %d of %d prompt tokens (from %s), oracle %d (%.1f%%), TTFT p50 %.1f ms",
+			s.OK, s.CachedTokens, s.PromptTokens, s.CachedFrom, s.OracleTokens, 100*s.OracleHitShare, s.TTFT.P50)
 		if s.OK != len(w.Requests) {
 			t.Errorf("%d of %d requests completed (%d shed, %d interrupted)", s.OK, len(w.Requests), s.Shed, s.Interrupted)
 		}
