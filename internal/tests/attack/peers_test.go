@@ -7,10 +7,10 @@ import (
 
 // driverTokenOnPeers: a GPU node's kv_token, which may report blocks, is
 // refused with 401 on every router-to-router path of the ingest listener:
-// a peer load claiming a billion requests for one tenant (issue 41's
-// lock-out), and a Responses conversation fetch and delete. The same
-// listener takes the peer token on the same path, so the 401 is the
-// token's and not a path that is not served.
+// a peer load claiming a billion requests for one tenant (which would
+// lock that tenant out fleet-wide), and a Responses conversation fetch
+// and delete. The same listener takes the peer token on the same path,
+// so the 401 is the token's and not a path that is not served.
 func driverTokenOnPeers(t *testing.T, r *router) {
 	const lockOut = `{"version":2,"router":"evil/1","seq":1,"replicas":[],"tenants":[{"tenant":"team-a","requests":1000000000,"tokens":1000000000}]}`
 	base := "http://" + r.Ingest
