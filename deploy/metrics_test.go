@@ -195,7 +195,7 @@ func startRouter(t *testing.T, consulAddr, serviceID string, edit func(*config.C
 	t.Helper()
 	c := config.Default()
 	c.Listen, c.IngestListen, c.HTTP.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	c.KVToken = kvToken
+	c.KVToken, c.PeerToken = kvToken, "deploy-test-peer-token"
 	c.Models = map[string]config.Model{model: {Sim: true}}
 	c.ScrapeInterval = 200 * time.Millisecond
 	c.Consul.Address, c.Consul.Services, c.Consul.Register, c.Consul.ServiceID = consulAddr, []string{"vllm"}, true, serviceID

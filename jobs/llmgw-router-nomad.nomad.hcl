@@ -14,10 +14,13 @@
 # in the service meta llmgw-admin-port for `llmgw status`; it answers only
 # with the admin token. Nomad's check stays on the API port's /health.
 #
-# Before the first run, store the drivers' ingest token and an admin token
-# (the allocations wait until this Nomad variable exists; a router without
-# the admin token refuses to start, its admin port being off loopback):
-#   nomad var put nomad/jobs/llmgw-router kv_token=<the plugin's ingest_token> admin_token=<a long random string>
+# Before the first run, store the drivers' ingest token, the routers' own
+# peer token and an admin token (the allocations wait until this Nomad
+# variable exists; a router without the admin token refuses to start, its
+# admin port being off loopback). The peer token is the routers' alone and
+# must differ from kv_token, so that no GPU node can speak for a router;
+# without it the routers share no load, tenants' limits or conversations:
+#   nomad var put nomad/jobs/llmgw-router kv_token=<the plugin's ingest_token> peer_token=<another long random string> admin_token=<a long random string>
 # and the client API keys, as a keys file (format in
 # cmd/llmgw-router/README.md; a change reaches the routers with SIGHUP,
 # without a restart):
@@ -25,7 +28,7 @@
 # Engines started with an API key (api_key_env in the model's jobspec) need
 # the same key here, as engine_api_key in the first variable; a job reads
 # only its own variables, so the key is stored in both:
-#   nomad var put nomad/jobs/llmgw-router kv_token=... admin_token=... engine_api_key=<the engines' key>
+#   nomad var put nomad/jobs/llmgw-router kv_token=... peer_token=... admin_token=... engine_api_key=<the engines' key>
 job "llmgw-router-nomad" {
   datacenters = ["*"]
   type        = "service"
@@ -129,6 +132,7 @@ job "llmgw-router-nomad" {
         change_mode = "restart"
         data        = <<-EOT
           {{ with nomadVar "nomad/jobs/llmgw-router" }}LLMGW_KV_TOKEN={{ .kv_token }}
+          LLMGW_PEER_TOKEN={{ .peer_token }}
           LLMGW_ADMIN_TOKEN={{ .admin_token }}
           LLMGW_ENGINE_API_KEY={{ .engine_api_key }}
           LLMGW_NOMAD_TOKEN={{ .nomad_token }}{{ end }}

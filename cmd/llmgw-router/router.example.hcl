@@ -4,8 +4,10 @@
 listen        = "0.0.0.0:8080" # OpenAI API
 ingest_listen = "0.0.0.0:8081" # KV updates from nomad-driver-vllm
 # kv_token is better given as LLMGW_KV_TOKEN (e.g. from a Nomad template),
-# and so is engine_api_key (LLMGW_ENGINE_API_KEY), the key engines started
-# with vLLM's --api-key want; a model block's engine_api_key overrides it.
+# and so is peer_token (LLMGW_PEER_TOKEN), which routers present to one
+# another and drivers never hold; without it routers share no load. So is
+# engine_api_key (LLMGW_ENGINE_API_KEY), the key engines started with
+# vLLM's --api-key want; a model block's engine_api_key overrides it.
 
 # The admin API (/admin/*, /metrics, explain) answers only here; off
 # loopback it needs admin_token (better given as LLMGW_ADMIN_TOKEN).

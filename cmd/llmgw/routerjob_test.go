@@ -46,7 +46,7 @@ func TestRouterJobConfig(t *testing.T) {
 	if err := noToken.Validate(); err == nil || !strings.Contains(err.Error(), "set admin_token") {
 		t.Errorf("the jobspec's admin port without the admin token: %v; want the router to refuse", err)
 	}
-	if err := cfg.ApplyEnv([]string{"LLMGW_KV_TOKEN=token-from-nomad-variables", "LLMGW_ADMIN_TOKEN=admin-from-nomad-variables"}); err != nil {
+	if err := cfg.ApplyEnv([]string{"LLMGW_KV_TOKEN=token-from-nomad-variables", "LLMGW_PEER_TOKEN=peer-from-nomad-variables", "LLMGW_ADMIN_TOKEN=admin-from-nomad-variables"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -59,7 +59,10 @@ func TestRouterJobConfig(t *testing.T) {
 		t.Errorf("listen %q, ingest_listen %q, admin_listen %q; want the allocated ports", cfg.Listen, cfg.IngestListen, cfg.HTTP.AdminListen)
 	}
 	secrets := templateData(t, src, path, "secrets/kv.env")
-	for _, v := range []string{"LLMGW_KV_TOKEN={{ .kv_token }}", "LLMGW_ADMIN_TOKEN={{ .admin_token }}", "LLMGW_ENGINE_API_KEY={{ .engine_api_key }}"} {
+	if cfg.PeerInterval <= 0 || cfg.PeerToken == "" {
+		t.Errorf("peer_load_interval %s, peer token %q: want the jobspec's routers to share their loads", cfg.PeerInterval, cfg.PeerToken)
+	}
+	for _, v := range []string{"LLMGW_KV_TOKEN={{ .kv_token }}", "LLMGW_PEER_TOKEN={{ .peer_token }}", "LLMGW_ADMIN_TOKEN={{ .admin_token }}", "LLMGW_ENGINE_API_KEY={{ .engine_api_key }}"} {
 		if !strings.Contains(secrets, v) {
 			t.Errorf("secrets template lacks %s:\n%s", v, secrets)
 		}

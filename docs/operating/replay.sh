@@ -137,6 +137,7 @@ until_ok "Consul has a leader" 60 bash -c "curl -fs http://$CONSUL_HTTP_ADDR/v1/
 log "== 3. the Nomad agent"
 INGEST_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 ADMIN_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+PEER_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cat >"$OPS/agent.hcl" <<EOF
 name      = "opsguide"
 data_dir  = "$OPS/nomad/data"
@@ -226,7 +227,7 @@ cat >"$OPS/keys.json" <<EOF
 {"tenants": [{"name": "demo", "keys_sha256": ["$CLIENT_HASH"], "models": ["sim-model"],
   "limits": {"requests_per_second": 50}}]}
 EOF
-run "$NOMAD" var put -force nomad/jobs/llmgw-router kv_token="$INGEST_TOKEN" admin_token="$ADMIN_TOKEN" engine_api_key=
+run "$NOMAD" var put -force nomad/jobs/llmgw-router kv_token="$INGEST_TOKEN" peer_token="$PEER_TOKEN" admin_token="$ADMIN_TOKEN" engine_api_key=
 run "$NOMAD" var put -force nomad/jobs/llmgw-router/keys keys_json=@"$OPS/keys.json"
 run "$NOMAD" var list nomad/jobs/
 grep -q nomad/jobs/llmgw-router/keys <<<"$out" || fail "variables not listed"

@@ -22,7 +22,14 @@ type Config struct {
 	// host of Listen, or 127.0.0.1 when that is unspecified).
 	AdvertiseAddress string
 	// KVToken is the shared secret drivers present; empty disables ingest.
+	// It authenticates KV state only: a driver holding it cannot speak
+	// for a router.
 	KVToken string
+	// PeerToken is the shared secret routers present to one another, for
+	// peer loads, tenants' usage and conversation fetches; empty turns
+	// all of that off. It must differ from KVToken, so that one
+	// compromised GPU node cannot report load or spend for any tenant.
+	PeerToken string
 	// MaxBodyBytes caps a client request body.
 	MaxBodyBytes int64
 	// ResponsesStoreBytes bounds the Responses API conversations this
@@ -188,6 +195,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PeerInterval < 0 {
 		errs = append(errs, fmt.Errorf("peer_load_interval %s: must not be negative (0 turns peer load sharing off)", c.PeerInterval))
+	}
+	if c.PeerToken != "" && c.PeerToken == c.KVToken {
+		errs = append(errs, errors.New("peer_token: must differ from kv_token, or every driver could speak for a router"))
 	}
 	if c.PeerInterval > 0 && c.PeerExpiry < 2*max(c.PeerInterval, PeerKeepAlive) {
 		errs = append(errs, fmt.Errorf("peer_load_expiry %s: must be at least twice peer_load_interval and the 1s keep-alive, or peers drop out between messages", c.PeerExpiry))

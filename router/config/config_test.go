@@ -18,6 +18,7 @@ const sample = `
 listen        = "0.0.0.0:9000"
 ingest_listen = "0.0.0.0:9001"
 kv_token      = "secret"
+peer_token    = "between-routers"
 attempts      = 2
 upstream_timeout = "30s"
 
@@ -73,7 +74,7 @@ func TestParseHCL(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Default()
-	want.Listen, want.IngestListen, want.KVToken = "0.0.0.0:9000", "0.0.0.0:9001", "secret"
+	want.Listen, want.IngestListen, want.KVToken, want.PeerToken = "0.0.0.0:9000", "0.0.0.0:9001", "secret", "between-routers"
 	want.Attempts, want.UpstreamTimeout = 2, 30*time.Second
 	want.Consul = Consul{Address: "127.0.0.1:8500", Services: []string{"vllm"}, Register: true, CheckInterval: 2 * time.Second}
 	want.Models = map[string]Model{"qwen": {TokenizerDir: "/models/qwen"}, "sim-model": {Sim: true}, "remote": {EngineTokenize: true}}
@@ -148,6 +149,9 @@ func TestValidate(t *testing.T) {
 			c.Replicas = []StaticReplica{r, r}
 		}, "declared twice"},
 		{"peer sharing off", func(c *Config) { c.PeerInterval = 0; c.PeerExpiry = 0 }, ""},
+		{"peer and kv tokens distinct", func(c *Config) { c.KVToken, c.PeerToken = "drivers", "routers" }, ""},
+		{"peer token only", func(c *Config) { c.PeerToken = "routers" }, ""},
+		{"peer token equal to kv token", func(c *Config) { c.KVToken, c.PeerToken = "same", "same" }, "peer_token: must differ from kv_token"},
 		{"negative peer interval", func(c *Config) { c.PeerInterval = -time.Second }, "peer_load_interval -1s: must not be negative"},
 		{"peer expiry under the keep-alive", func(c *Config) { c.PeerExpiry = 1500 * time.Millisecond }, "peer_load_expiry 1.5s: must be at least twice"},
 		{"bad block size", func(c *Config) {
@@ -177,23 +181,23 @@ func TestValidate(t *testing.T) {
 func TestPrecedence(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "router.hcl")
-	src := "listen = \"127.0.0.1:1000\"\ningest_listen = \"127.0.0.1:1001\"\nlog_level = \"debug\"\n"
+	src := "listen = \"127.0.0.1:1000\"\ningest_listen = \"127.0.0.1:1001\"\nlog_level = \"debug\"\npeer_token = \"file\"\nkv_token = \"file-kv\"\n"
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	f := BindFlags(fs)
-	if err := fs.Parse([]string{"-config", path, "-listen", "127.0.0.1:3000"}); err != nil {
+	if err := fs.Parse([]string{"-config", path, "-listen", "127.0.0.1:3000", "-kv-token", "flag-kv"}); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"LLMGW_LISTEN=127.0.0.1:2000", "LLMGW_INGEST_LISTEN=127.0.0.1:2001",
-		"LLMGW_CONSUL_SERVICES=a, b,", "LLMGW_CONSUL_BIN=/ignored", "PATH=/bin"}
+		"LLMGW_CONSUL_SERVICES=a, b,", "LLMGW_CONSUL_BIN=/ignored", "PATH=/bin", "LLMGW_PEER_TOKEN=env"}
 	c, err := f.Resolve(env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []string{c.Listen, c.IngestListen, c.LogLevel, strings.Join(c.Consul.Services, "|")}
-	want := []string{"127.0.0.1:3000", "127.0.0.1:2001", "debug", "a|b"}
+	got := []string{c.Listen, c.IngestListen, c.LogLevel, strings.Join(c.Consul.Services, "|"), c.PeerToken, c.KVToken}
+	want := []string{"127.0.0.1:3000", "127.0.0.1:2001", "debug", "a|b", "env", "flag-kv"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}

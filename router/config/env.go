@@ -39,6 +39,7 @@ var settings = append([]setting{
 	{"LLMGW_INGEST_LISTEN", "ingest-listen", "KV ingest listen address for drivers (host:port)", str(func(c *Config) *string { return &c.IngestListen })},
 	{"LLMGW_ADVERTISE_ADDRESS", "advertise-address", "address registered in Consul", str(func(c *Config) *string { return &c.AdvertiseAddress })},
 	{"LLMGW_KV_TOKEN", "kv-token", "shared token drivers present (prefer the environment: flags show in ps)", str(func(c *Config) *string { return &c.KVToken })},
+	{"LLMGW_PEER_TOKEN", "peer-token", "shared token routers present to one another, distinct from kv-token (prefer the environment: flags show in ps)", str(func(c *Config) *string { return &c.PeerToken })},
 	{"LLMGW_ENGINE_API_KEY", "engine-api-key", "key sent to engines started with --api-key (prefer the environment: flags show in ps)", str(func(c *Config) *string { return &c.EngineAPIKey })},
 	{"LLMGW_LOG_LEVEL", "log-level", "trace, debug, info, warn or error", str(func(c *Config) *string { return &c.LogLevel })},
 	{"LLMGW_CONSUL_ADDRESS", "consul-address", "Consul agent HTTP address; empty: static replicas only", str(func(c *Config) *string { return &c.Consul.Address })},

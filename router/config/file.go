@@ -22,6 +22,7 @@ type fileConfig struct {
 	IngestListen     *string   `hcl:"ingest_listen,optional"`
 	AdvertiseAddress *string   `hcl:"advertise_address,optional"`
 	KVToken          *string   `hcl:"kv_token,optional"`
+	PeerToken        *string   `hcl:"peer_token,optional"`
 	MaxBodyBytes     *int64    `hcl:"max_body_bytes,optional"`
 	ResponsesBytes   *int64    `hcl:"responses_store_bytes,optional"`
 	ResponsesTTL     *string   `hcl:"responses_ttl,optional"`
@@ -131,6 +132,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	setStr(&c.IngestListen, fc.IngestListen)
 	setStr(&c.AdvertiseAddress, fc.AdvertiseAddress)
 	setStr(&c.KVToken, fc.KVToken)
+	setStr(&c.PeerToken, fc.PeerToken)
 	setStr(&c.LogLevel, fc.LogLevel)
 	setStr(&c.EngineAPIKey, fc.EngineAPIKey)
 	if fc.MaxBodyBytes != nil {

@@ -23,7 +23,8 @@
 // Options.Expiry.
 //
 // The wire is JSON over HTTP on the router's ingest listener, at Path,
-// with the drivers' shared bearer token:
+// with the routers' shared bearer token (peer_token), never the drivers'
+// (kv_token): a GPU node may report blocks, not load or tenants' spend:
 //
 //	{"version": 2, "router": "<instance id>", "seq": 42,
 //	 "replicas": [{"replica": "<alloc>/<task>", "in_flight": 3,

@@ -27,8 +27,8 @@ func (s *Server) startAuth(ctx context.Context) (gateway.Authenticator, error) {
 	t := store.Table()
 	s.log.Info("API keys loaded", "tenants", len(t.Tenants()), "keys", t.Keys(), "keys_file", a.KeysFile)
 	s.limiter = ratelimit.New()
-	if s.cfg.PeerInterval <= 0 || s.cfg.KVToken == "" || s.cfg.Consul.Address == "" {
-		s.log.Info("tenants' limits hold per router: sharing them with other routers needs kv_token, consul and peer_load_interval")
+	if s.cfg.PeerInterval <= 0 || s.cfg.PeerToken == "" || s.cfg.Consul.Address == "" {
+		s.log.Info("tenants' limits hold per router: sharing them with other routers needs peer_token, consul and peer_load_interval")
 	}
 	if a.KeysFile != "" {
 		hup := make(chan os.Signal, 1)

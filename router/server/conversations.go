@@ -13,7 +13,7 @@ import (
 // startConversations makes the Responses API's conversation store: this
 // router's own, bounded by responses_store_bytes and responses_ttl, and
 // the other routers' through their ingest listeners when peer sharing
-// is on (the same Consul list and token as peer loads). It runs before
+// is on (the same Consul list and peer_token as peer loads). It runs before
 // the gateway, which serves from it, and sweeps expired entries until
 // ctx ends.
 func (s *Server) startConversations(ctx context.Context) error {
@@ -24,7 +24,7 @@ func (s *Server) startConversations(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.conv.Holder, s.conv.Client, s.conv.Token = s.routerTagged, pc, s.cfg.KVToken
+		s.conv.Holder, s.conv.Client, s.conv.Token = s.routerTagged, pc, s.cfg.PeerToken
 	}
 	s.goLoop(ctx, max(s.cfg.ResponsesTTL/8, 1), local.Sweep)
 	return nil

@@ -16,17 +16,26 @@ import (
 )
 
 // startPeerTable makes the table of the other routers' loads, served on
-// the ingest listener, when peer sharing is on and there is a token to
-// check (the drivers' token: peers are as trusted as drivers).
+// the ingest listener, when peer sharing is on and there is a peer_token
+// to check. The drivers' kv_token is not accepted: a GPU node that holds
+// it may report blocks, not load or tenants' spend. A config that sets
+// only kv_token, as every config did before peer_token existed, runs
+// with peer sharing off and says so at start.
 func (s *Server) startPeerTable(ctx context.Context) error {
-	if s.cfg.PeerInterval <= 0 || s.cfg.KVToken == "" {
+	if s.cfg.PeerInterval <= 0 {
+		return nil
+	}
+	if s.cfg.PeerToken == "" {
+		if s.cfg.KVToken != "" {
+			s.log.Warn("peer sharing is off: kv_token authenticates drivers only; set peer_token (LLMGW_PEER_TOKEN), the same on every router and distinct from kv_token, to share loads, tenants' limits and Responses conversations between routers")
+		}
 		return nil
 	}
 	id, err := instanceID()
 	if err != nil {
 		return err
 	}
-	if s.peerTable, err = peers.NewTable(id, s.cfg.KVToken, s.tracker, s.cfg.PeerExpiry); err != nil {
+	if s.peerTable, err = peers.NewTable(id, s.cfg.PeerToken, s.tracker, s.cfg.PeerExpiry); err != nil {
 		return err
 	}
 	if s.limiter != nil { // tenants' limits hold across the fleet
@@ -74,7 +83,7 @@ func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 		return err
 	}
 	opts := peers.PublisherOptions{
-		Self: s.peerTable.Self(), Token: s.cfg.KVToken, Interval: s.cfg.PeerInterval, KeepAlive: config.PeerKeepAlive, MaxRate: config.CapOf(s.cfg.Rates.PeerMaxRate), Client: pc,
+		Self: s.peerTable.Self(), Token: s.cfg.PeerToken, Interval: s.cfg.PeerInterval, KeepAlive: config.PeerKeepAlive, MaxRate: config.CapOf(s.cfg.Rates.PeerMaxRate), Client: pc,
 		Own: s.tracker.Own, Targets: targets, Logger: s.log.Named("peers"),
 	}
 	if s.limiter != nil {

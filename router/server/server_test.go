@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 func testConfig() config.Config {
 	c := config.Default()
 	c.Listen, c.IngestListen, c.HTTP.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	c.KVToken = "tok"
+	c.KVToken, c.PeerToken = "tok", "peer-tok"
 	c.Replicas = []config.StaticReplica{{ID: "a/1", Model: "m", Address: "127.0.0.1:1", BlockSize: 16, KVEvents: true}}
 	return c
 }

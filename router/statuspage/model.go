@@ -90,7 +90,8 @@ type RouterState struct {
 	ID string // its peer instance id ("" without peers)
 	// IngestOn is false without kv_token: every replica is approx.
 	IngestOn bool
-	// PeersOn is false when load sharing is off (no peer_load_interval).
+	// PeersOn is false when load sharing is off (no peer_load_interval or
+	// no peer_token).
 	PeersOn    bool
 	Peers      []PeerState
 	Drivers    []DriverSession

@@ -24,6 +24,7 @@ const (
 	maxConns      = 64
 	adminToken    = "admin-secret"
 	kvToken       = "kv-secret"
+	peerToken     = "peer-secret"
 	model         = "sim-model"
 
 	// slack is how much later than its timeout a cut may come.
@@ -39,6 +40,7 @@ ingest_listen       = "127.0.0.1:0"
 admin_listen        = "127.0.0.1:0"
 admin_token         = %q
 kv_token            = %q
+peer_token          = %q
 read_header_timeout = %q
 body_timeout        = %q
 idle_timeout        = %q
@@ -55,7 +57,7 @@ replica "sim/1" {
   block_size = 16
   kv_events  = true
 }
-`, adminToken, kvToken, headerTimeout, bodyTimeout, idleTimeout, maxConns, model, model, sim)
+`, adminToken, kvToken, peerToken, headerTimeout, bodyTimeout, idleTimeout, maxConns, model, model, sim)
 }
 
 // TestAttacks starts one router and runs every attack on it in turn,
@@ -89,6 +91,7 @@ func TestAttacks(t *testing.T) {
 		{"huge session ids", sessionIDs},
 		{"unauthenticated ingest", unauthenticatedIngest},
 		{"amplifying msgpack", amplifyingMsgpack},
+		{"driver token on the peer paths", driverTokenOnPeers},
 		{"admin without credentials", adminWithoutCredentials},
 		{"cache probing through headers", cacheProbing},
 		{"readiness without a key", readyWithoutKey},

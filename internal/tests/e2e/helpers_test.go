@@ -94,12 +94,17 @@ func (s *sim) metric(t *testing.T, name string) float64 {
 }
 
 // routerConfig is a router on free loopback ports with the simulator's
-// tokenizer for sim-model.
+// tokenizer for sim-model. A router given the drivers' token also gets a
+// peer token of its own, so that routers share their loads where peer
+// sharing is on.
 func routerConfig(token string) config.Config {
 	c := config.Default()
 	c.Listen, c.IngestListen, c.HTTP.AdminListen = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	c.HTTP.ExposeRouteHeaders = true // the tests read where each request went
 	c.KVToken = token
+	if token != "" {
+		c.PeerToken = "peers-" + token
+	}
 	c.Models = map[string]config.Model{model: {Sim: true}}
 	c.ScrapeInterval = 200 * time.Millisecond
 	c.LogLevel = "debug"

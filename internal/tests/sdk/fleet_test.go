@@ -23,8 +23,9 @@ const (
 	embedModel = "sim-embed"
 	// apiKey is the one client key both routers accept; every SDK sends
 	// it, as a bearer token or (Anthropic's) in x-api-key.
-	apiKey  = "sk-llmgw-sdk-test"
-	kvToken = "sdk-test-kv-token"
+	apiKey    = "sk-llmgw-sdk-test"
+	kvToken   = "sdk-test-kv-token"
+	peerToken = "sdk-test-peer-token"
 )
 
 // sims builds vllm-sim once ($LLMGW_VLLM_SIM_BIN overrides it); routers
@@ -124,6 +125,7 @@ func routerHCL(consulAddr string, embed bool, replicas []string) string {
 ingest_listen = "127.0.0.1:0"
 admin_listen = "127.0.0.1:0"
 kv_token = %q
+peer_token = %q
 api_keys = [%q]
 expose_route_headers = true
 peer_load_interval = "50ms"
@@ -137,7 +139,7 @@ consul {
 model %q {
   sim = true
 }
-`, kvToken, apiKey, consulAddr, chatModel)
+`, kvToken, peerToken, apiKey, consulAddr, chatModel)
 	if embed {
 		fmt.Fprintf(&sb, "model %q {\n  sim = true\n}\n", embedModel)
 	}

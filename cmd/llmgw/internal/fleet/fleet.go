@@ -172,7 +172,8 @@ type Fleet struct {
 	log       hclog.Logger
 	dir       string
 	removeDir bool
-	token     string
+	token     string // the drivers' kv_token
+	peerToken string // the routers' peer_token, distinct from token
 	http      *http.Client
 
 	cat    catalogue    // where shards and routers are registered
@@ -198,7 +199,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 	if o, err = o.withDefaults(); err != nil {
 		return nil, err
 	}
-	f := &Fleet{o: o, log: o.Log, dir: o.WorkDir, token: randomHex(16),
+	f := &Fleet{o: o, log: o.Log, dir: o.WorkDir, token: randomHex(16), peerToken: randomHex(16),
 		http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}}
 	defer func() {
 		if err != nil {

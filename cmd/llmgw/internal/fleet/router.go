@@ -46,7 +46,8 @@ type routerConf struct {
 // loopback ports, the route headers on (the demo and the benchmark report
 // which replica served each request; a trusted setup), replicas from Consul service vllm, registration as
 // llmgw-router with a short check interval, the simulator's tokenizer for
-// the model. The KV token comes from the environment, not the file.
+// the model. The KV and peer tokens come from the environment, not the
+// file.
 func routerConfig(c routerConf) string {
 	if c.NomadAddr != "" {
 		return nomadRouterConfig(c)
@@ -101,8 +102,8 @@ func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*route
 		return nil, fmt.Errorf("%s config: %w", name, err)
 	}
 	// LLMGW_* variables would override the file; the fleet's routers take
-	// only the token and the clients' key from the environment.
-	env := []string{"LLMGW_KV_TOKEN=" + f.token, "LLMGW_API_KEYS=" + f.o.APIKey}
+	// only the two tokens and the clients' key from the environment.
+	env := []string{"LLMGW_KV_TOKEN=" + f.token, "LLMGW_PEER_TOKEN=" + f.peerToken, "LLMGW_API_KEYS=" + f.o.APIKey}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "LLMGW_") {
 			env = append(env, kv)
