@@ -291,7 +291,7 @@ func TestResponsesWithQwenTemplate(t *testing.T) {
 		}
 		t.Skipf("Qwen3 tokenizer files not present (run make testdata): %v", err)
 	}
-	p := startSim(t, nil, "--tokenizer", dir, "--block-size", "16")
+	p := startSim(t, nil, "--tokenizer", dir, "--block-size", "16", "--enable-prompt-tokens-details")
 	body := `{"model":"sim-model","instructions":"You answer with the weather.","input":[` +
 		`{"role":"user","content":[{"type":"input_text","text":"What is the weather in Paris today, and should I take an umbrella?"}]},` +
 		`{"type":"reasoning","id":"rs_1","summary":[],"content":[{"type":"reasoning_text","text":"I need the forecast."}]},` +
