@@ -39,9 +39,17 @@
 // A router without API keys sends version 1, without tenants, which
 // routers from before version 2 still read; every router reads both.
 //
+// The token proves a sender is one of the fleet's routers; the Lister
+// (the routers Consul or Nomad lists) bounds what it can claim. A message
+// is taken only from an address where a router is listed, and the table
+// holds no more peers from an address than are listed there: a new
+// router id beyond that replaces the one heard from least recently, as a
+// restarted router's does. Without a Lister the table holds MaxPeers.
+//
 // Answers: 204 accepted (or older than what the router holds, which is
 // ignored), 400 a malformed message (the body says what is wrong), 401 a
-// missing or wrong token, 413 a body over MaxBody.
+// missing or wrong token, 403 a source where no router is listed, 413 a
+// body over MaxBody, 503 a list not read yet or a full table.
 //
 // It owns the message, the table of peers' reports and the publisher. It
 // must not import gin, driver/... or the gateway; it reads

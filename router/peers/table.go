@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,13 +37,15 @@ type Table struct {
 	peers   map[string]*report
 	sum     map[string]load.Peer // over peers, kept as reports come and go
 	tenants TenantSink
+	lister  Lister
 
-	accepted, rejected, stale, own atomic.Uint64
+	accepted, rejected, stale, own, unlisted, replaced atomic.Uint64
 }
 
 type report struct {
 	seq      uint64
 	at       time.Time
+	ip       netip.Addr // where it came from; zero when Put directly
 	replicas []Replica
 }
 
@@ -72,29 +75,42 @@ func (t *Table) SetTenantSink(s TenantSink) {
 // Self is the instance id the Table was made for.
 func (t *Table) Self() string { return t.self }
 
-// Put takes one peer's message; false when it is older than the one held
-// from that peer, or the router's own.
+// Put takes one peer's message from within the process, unchecked
+// against the Lister; false when it is older than the one held from that
+// peer, or the router's own.
 func (t *Table) Put(m Message) bool {
+	ok, _ := t.put(m, netip.Addr{}, false)
+	return ok
+}
+
+// put takes a message that came from ip, checked against the Lister (or
+// MaxPeers) when checkSource; the error says why it was refused.
+func (t *Table) put(m Message, ip netip.Addr, checkSource bool) (bool, error) {
 	if m.Router == t.self {
 		t.own.Add(1)
-		return false
+		return false, nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if checkSource {
+		if err := t.admitLocked(m.Router, ip); err != nil {
+			return false, err
+		}
+	}
 	if r := t.peers[m.Router]; r != nil && m.Seq <= r.seq {
 		t.stale.Add(1)
-		return false
+		return false, nil
 	}
 	if r := t.peers[m.Router]; r != nil {
 		t.addLocked(r.replicas, -1)
 	}
-	t.peers[m.Router] = &report{seq: m.Seq, at: t.now(), replicas: m.Replicas}
+	t.peers[m.Router] = &report{seq: m.Seq, at: t.now(), ip: ip, replicas: m.Replicas}
 	t.addLocked(m.Replicas, 1)
 	t.publishLocked()
 	if t.tenants != nil {
 		t.tenants.SetPeer(m.Router, usageOf(m.Tenants))
 	}
-	return true
+	return true, nil
 }
 
 // Expire forgets the peers that sent nothing for the expiry and returns
@@ -107,12 +123,8 @@ func (t *Table) Expire() []string {
 	cutoff := t.now().Add(-t.expiry)
 	for id, r := range t.peers {
 		if r.at.Before(cutoff) {
-			delete(t.peers, id)
-			t.addLocked(r.replicas, -1)
+			t.dropLocked(id)
 			gone = append(gone, id)
-			if t.tenants != nil {
-				t.tenants.ForgetPeer(id)
-			}
 		}
 	}
 	if len(gone) > 0 {
@@ -137,11 +149,20 @@ type Stats struct {
 	// did not recognise itself among the Consul instances (an advertised
 	// address that differs from the registered one).
 	Own uint64
+	// Unlisted counts messages refused for their source: an address
+	// where Consul lists no router, a router id heard from another
+	// address before, or a full table (no Lister).
+	Unlisted uint64
+	// Replaced counts peers dropped for a new router id from the same
+	// address, with as many routers listed there as peers held: a
+	// restarted router, or one that claims ids it should not.
+	Replaced uint64
 }
 
 // Stats returns the message counts.
 func (t *Table) Stats() Stats {
-	return Stats{Accepted: t.accepted.Load(), Rejected: t.rejected.Load(), Stale: t.stale.Load(), Own: t.own.Load()}
+	return Stats{Accepted: t.accepted.Load(), Rejected: t.rejected.Load(), Stale: t.stale.Load(), Own: t.own.Load(),
+		Unlisted: t.unlisted.Load(), Replaced: t.replaced.Load()}
 }
 
 // addLocked adds a report's replicas to the sum (sign 1) or takes them
@@ -195,7 +216,15 @@ func (t *Table) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, http.StatusBadRequest, err)
 		return
 	}
-	if t.Put(m) {
+	ok, err := t.put(m, remoteIP(r.RemoteAddr), true)
+	if err != nil {
+		var se *sourceError
+		errors.As(err, &se)
+		t.unlisted.Add(1)
+		writeError(w, se.code, fmt.Errorf("peer load from router %q: %w", m.Router, err))
+		return
+	}
+	if ok {
 		t.accepted.Add(1)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -203,6 +232,10 @@ func (t *Table) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (t *Table) fail(w http.ResponseWriter, code int, err error) {
 	t.rejected.Add(1)
+	writeError(w, code, err)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})

@@ -20,7 +20,9 @@ var (
 	descPeers = prometheus.NewDesc("llmgw_peer_routers",
 		"Other routers whose load reports this router holds (reported within the peer expiry).", nil, nil)
 	descPeerMessages = prometheus.NewDesc("llmgw_peer_load_messages_total",
-		"Peer load messages by result: accepted, rejected (bad token or malformed), stale (older than one held), own (the router's own: it did not recognise itself among the Consul instances).", []string{"result"}, nil)
+		"Peer load messages by result: accepted, rejected (bad token or malformed), stale (older than one held), own (the router's own: it did not recognise itself among the Consul instances), unlisted (refused for its source: no router listed at that address, or the table full).", []string{"result"}, nil)
+	descPeersReplaced = prometheus.NewDesc("llmgw_peer_routers_replaced_total",
+		"Peers dropped for a new router id from an address with no more routers listed: a router restarting, or one claiming ids it should not.", nil, nil)
 	descWaiting = prometheus.NewDesc("llmgw_replica_waiting",
 		"vllm:num_requests_waiting last scraped from each replica.", []string{"replica"}, nil)
 	descKVUsage = prometheus.NewDesc("llmgw_replica_kv_usage",
@@ -71,7 +73,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descReplica, descInFlight, descWaiting, descKVUsage, descEventsMissing, descDraining, descBlockSize, descBlockSizeMismatch,
 		descReplicaBlocks, descReplicaCapacity, descOversized, descIndexKeys, descIndexMax, descIndexRejected,
 		descResnapshots, descIngest, descPendingDiscarded, descPendingReplicas, descPendingKeys,
-		descPeerInFlight, descPeers, descPeerMessages} {
+		descPeerInFlight, descPeers, descPeerMessages, descPeersReplaced} {
 		ch <- d
 	}
 	for _, d := range sessionDescs {
@@ -131,9 +133,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if s.peerTable != nil {
 		gauge(descPeers, float64(s.peerTable.Peers()))
 		st := s.peerTable.Stats()
-		for result, v := range map[string]uint64{"accepted": st.Accepted, "rejected": st.Rejected, "stale": st.Stale, "own": st.Own} {
+		for result, v := range map[string]uint64{"accepted": st.Accepted, "rejected": st.Rejected, "stale": st.Stale, "own": st.Own, "unlisted": st.Unlisted} {
 			ch <- prometheus.MustNewConstMetric(descPeerMessages, prometheus.CounterValue, float64(v), result)
 		}
+		ch <- prometheus.MustNewConstMetric(descPeersReplaced, prometheus.CounterValue, float64(st.Replaced))
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/router/config"
@@ -58,6 +60,10 @@ func (s *Server) startPublisher(ctx context.Context, svcID string) error {
 	if s.peerTable == nil {
 		return nil
 	}
+	// Only routers Consul or Nomad lists may report, as many per address
+	// as are listed there; until the list is read, messages wait (503).
+	// A router without discovery has no list, and holds peers.MaxPeers.
+	s.peerTable.SetLister(routerLister{&s.routersListed})
 	w, err := s.watchRouters(ctx)
 	if err != nil {
 		return err
@@ -102,4 +108,29 @@ func instanceID() (string, error) {
 		return "", fmt.Errorf("peer instance id: %w", err)
 	}
 	return host + "/" + hex.EncodeToString(b), nil
+}
+
+// routerLister counts the routers listed at an address, for the peer
+// table's check of where a message comes from. Consul and Nomad register
+// IP addresses; a router listed by a host name matches no source.
+type routerLister struct {
+	listed *atomic.Pointer[listedRouters]
+}
+
+func (l routerLister) ListedAt(ip netip.Addr) (int, bool) {
+	w := l.listed.Load()
+	if w == nil {
+		return 0, false
+	}
+	rs, ok := w.Current()
+	if !ok {
+		return 0, false
+	}
+	n := 0
+	for _, r := range rs {
+		if a, err := netip.ParseAddr(r.Address); err == nil && a.Unmap() == ip {
+			n++
+		}
+	}
+	return n, true
 }
