@@ -233,9 +233,9 @@ func checkBookkeeping(t *testing.T, s *Sink) {
 		t.Fatalf("%d replicas published; %d owned", states.Len(), len(s.sessions.owner))
 	}
 	for id := range s.sessions.owner {
-		want := published{}
+		want := published{blockSize: s.sessions.blockSz[id]}
 		if rf := s.refusals.byID[id]; rf != nil {
-			want = published{refused: true, reason: rf.reason}
+			want.refused, want.reason = true, rf.reason
 		}
 		if got, ok := states.Get(id); !ok || got != want {
 			t.Fatalf("%s published as %+v, %v; want %+v", id, got, ok, want)
