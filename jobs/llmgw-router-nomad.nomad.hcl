@@ -20,15 +20,15 @@
 # admin port being off loopback). The peer token is the routers' alone and
 # must differ from kv_token, so that no GPU node can speak for a router;
 # without it the routers share no load, tenants' limits or conversations:
-#   nomad var put nomad/jobs/llmgw-router kv_token=<the plugin's ingest_token> peer_token=<another long random string> admin_token=<a long random string>
+#   nomad var put nomad/jobs/llmgw-router-nomad kv_token=<the plugin's ingest_token> peer_token=<another long random string> admin_token=<a long random string>
 # and the client API keys, as a keys file (format in
 # cmd/llmgw-router/README.md; a change reaches the routers with SIGHUP,
 # without a restart):
-#   nomad var put nomad/jobs/llmgw-router/keys keys_json=@keys.json
+#   nomad var put nomad/jobs/llmgw-router-nomad/router keys_json=@keys.json
 # Engines started with an API key (api_key_env in the model's jobspec) need
 # the same key here, as engine_api_key in the first variable; a job reads
 # only its own variables, so the key is stored in both:
-#   nomad var put nomad/jobs/llmgw-router kv_token=... peer_token=... admin_token=... engine_api_key=<the engines' key>
+#   nomad var put nomad/jobs/llmgw-router-nomad kv_token=... peer_token=... admin_token=... engine_api_key=<the engines' key>
 job "llmgw-router-nomad" {
   datacenters = ["*"]
   type        = "service"
@@ -131,7 +131,7 @@ job "llmgw-router-nomad" {
         env         = true
         change_mode = "restart"
         data        = <<-EOT
-          {{ with nomadVar "nomad/jobs/llmgw-router" }}LLMGW_KV_TOKEN={{ .kv_token }}
+          {{ with nomadVar "nomad/jobs/llmgw-router-nomad" }}LLMGW_KV_TOKEN={{ .kv_token }}
           LLMGW_PEER_TOKEN={{ .peer_token }}
           LLMGW_ADMIN_TOKEN={{ .admin_token }}
           LLMGW_ENGINE_API_KEY={{ .engine_api_key }}
@@ -145,7 +145,7 @@ job "llmgw-router-nomad" {
         change_mode   = "signal"
         change_signal = "SIGHUP"
         data          = <<-EOT
-          {{ with nomadVar "nomad/jobs/llmgw-router/keys" }}{{ .keys_json }}{{ end }}
+          {{ with nomadVar "nomad/jobs/llmgw-router-nomad/router" }}{{ .keys_json }}{{ end }}
         EOT
       }
 

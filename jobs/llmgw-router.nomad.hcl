@@ -17,7 +17,7 @@
 # and the client API keys, as a keys file (format in
 # cmd/llmgw-router/README.md; a change reaches the routers with SIGHUP,
 # without a restart):
-#   nomad var put nomad/jobs/llmgw-router/keys keys_json=@keys.json
+#   nomad var put nomad/jobs/llmgw-router/router keys_json=@keys.json
 # Engines started with an API key (api_key_env in the model's jobspec) need
 # the same key here, as engine_api_key in the first variable; a job reads
 # only its own variables, so the key is stored in both:
@@ -176,7 +176,7 @@ job "llmgw-router" {
         change_mode   = "signal"
         change_signal = "SIGHUP"
         data          = <<-EOT
-          {{ with nomadVar "nomad/jobs/llmgw-router/keys" }}{{ .keys_json }}{{ end }}
+          {{ with nomadVar "nomad/jobs/llmgw-router/router" }}{{ .keys_json }}{{ end }}
         EOT
       }
 

@@ -15,11 +15,18 @@ type Problem struct {
 	Pos     hcl.Pos
 	File    string
 	Message string
+	// Warning marks what may be right on some clusters (a variable path
+	// an ACL policy can open): printed, but the jobspec still validates.
+	Warning bool
 }
 
-// String formats the problem as compilers do, "file:line:col: message", so
-// editors and CI logs link to it.
+// String formats the problem as compilers do, "file:line:col: message"
+// ("file:line:col: warning: message" for a warning), so editors and CI
+// logs link to it.
 func (p Problem) String() string {
+	if p.Warning {
+		return fmt.Sprintf("%s:%d:%d: warning: %s", p.File, p.Pos.Line, p.Pos.Column, p.Message)
+	}
 	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Pos.Line, p.Pos.Column, p.Message)
 }
 
@@ -66,6 +73,10 @@ func (c *checker) add(r hcl.Range, format string, args ...any) {
 	c.problems = append(c.problems, Problem{Pos: r.Start, File: r.Filename, Message: fmt.Sprintf(format, args...)})
 }
 
+func (c *checker) warn(r hcl.Range, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Pos: r.Start, File: r.Filename, Message: fmt.Sprintf(format, args...), Warning: true})
+}
+
 func (c *checker) diags(diags hcl.Diagnostics) {
 	for _, d := range diags {
 		if d.Severity != hcl.DiagError {
@@ -99,6 +110,11 @@ func (c *checker) job(job *hclsyntax.Block) {
 		if g.Type == "group" {
 			c.group(g)
 			c.shutdownDelays(g)
+			if len(job.Labels) == 1 && len(g.Labels) == 1 {
+				for _, t := range blocks(g.Body, "task") {
+					c.templateVariables(job.Labels[0], g.Labels[0], t)
+				}
+			}
 		}
 	}
 }

@@ -68,6 +68,10 @@ func TestBrokenJobspecs(t *testing.T) {
 			`:38:22: shutdown_delay "0s": want a duration above zero`,
 			`:44:5: group "router": defines a service, but neither the group nor a task has a shutdown_delay`,
 		}},
+		{"var-unreadable", []string{
+			`:8:23: warning: task "router": template reads Nomad variable "nomad/jobs/gw/keys", which the task's workload identity cannot read under Nomad ACLs (it may read nomad/jobs/gw, nomad/jobs/gw/router, nomad/jobs/gw/router/router)`,
+			`:8:23: warning: task "router": template reads Nomad variable "nomad/jobs/other"`,
+		}},
 		{"no-config", []string{`:4:5: task "vllm": driver vllm needs a config block`}},
 		{"no-job", []string{`:1:1: no job block`}},
 		{"syntax", []string{`:3:18: Unclosed configuration block`}},

@@ -65,8 +65,9 @@ func runJob(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// validateJobs is `llmgw jobs validate`: 0 when every file is valid, 1 when
-// any is invalid or unreadable (every problem of every file printed, so one
+// validateJobs is `llmgw jobs validate`: 0 when every file is valid
+// (warnings are printed, and do not count), 1 when any is invalid or
+// unreadable (every problem of every file printed, so one
 // run shows all there is to fix), 2 for bad usage. It has no flags, but
 // parses them so that -h is help and "--" lets a file name start with "-".
 func validateJobs(args []string, stdout, stderr io.Writer) int {
@@ -91,8 +92,16 @@ func validateJobs(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s: ok\n", f)
 			continue
 		}
+		errs := 0
 		for _, p := range problems {
 			fmt.Fprintln(stdout, p)
+			if !p.Warning {
+				errs++
+			}
+		}
+		if errs == 0 {
+			fmt.Fprintf(stdout, "%s: ok, with %d warnings\n", f, len(problems))
+			continue
 		}
 		code = 1
 	}

@@ -45,6 +45,7 @@ func TestRunJobs(t *testing.T) {
 			jobsDir("testdata", "group-service.nomad.hcl") + `:14:5: task "vllm": no service block`,
 		}, ""},
 		{"one bad file fails the run", []string{"validate", shipped[0], broken}, 1, []string{shipped[0] + ": ok", broken + ":19:9:"}, ""},
+		{"warnings alone pass", []string{"validate", jobsDir("testdata", "var-unreadable.nomad.hcl")}, 0, []string{jobsDir("testdata", "var-unreadable.nomad.hcl") + ":8:23: warning: task \"router\"", jobsDir("testdata", "var-unreadable.nomad.hcl") + ": ok, with 2 warnings"}, ""},
 		{"unreadable file", []string{"validate", jobsDir("absent.nomad.hcl")}, 1, nil, "absent.nomad.hcl"},
 		{"no files", []string{"validate"}, 2, nil, "no files given"},
 		{"unknown subcommand", []string{"frobnicate"}, 2, nil, "usage: llmgw jobs validate"},

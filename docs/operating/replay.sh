@@ -228,9 +228,9 @@ cat >"$OPS/keys.json" <<EOF
   "limits": {"requests_per_second": 50}}]}
 EOF
 run "$NOMAD" var put -force nomad/jobs/llmgw-router kv_token="$INGEST_TOKEN" peer_token="$PEER_TOKEN" admin_token="$ADMIN_TOKEN" engine_api_key=
-run "$NOMAD" var put -force nomad/jobs/llmgw-router/keys keys_json=@"$OPS/keys.json"
+run "$NOMAD" var put -force nomad/jobs/llmgw-router/router keys_json=@"$OPS/keys.json"
 run "$NOMAD" var list nomad/jobs/
-grep -q nomad/jobs/llmgw-router/keys <<<"$out" || fail "variables not listed"
+grep -q nomad/jobs/llmgw-router/router <<<"$out" || fail "variables not listed"
 ok "router variables stored"
 
 log "== 5. validate and plan every shipped jobspec"
