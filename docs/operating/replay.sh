@@ -40,6 +40,7 @@ ROUTER_VARS=(-var routers=1 -var "http_port=$ROUTER_PORT"
 export NOMAD_ADDR=http://127.0.0.1:$NOMAD_HTTP_PORT
 export CONSUL_HTTP_ADDR=127.0.0.1:$CONSUL_HTTP_PORT
 unset AWS_CA_BUNDLE NOMAD_TOKEN CONSUL_HTTP_TOKEN
+MGMT_TOKEN=
 
 passed=0
 log() { printf '%s %s\n' "$(date -u +%T)" "$*"; }
@@ -78,14 +79,15 @@ cleanup() {
   set +e
   local allocs=""
   if [[ -n ${agent_pid:-} ]] && kill -0 "$agent_pid" 2>/dev/null; then
-    allocs=$(curl -fs "$NOMAD_ADDR/v1/allocations" | jq -r '.[].ID' | tr '\n' ' ')
+    allocs=$(curl -fs -H "X-Nomad-Token: ${MGMT_TOKEN:-}" "$NOMAD_ADDR/v1/allocations" | jq -r '.[].ID' | tr '\n' ' ')
     # Stop, wait for the client to stop every task (shutdown_delay
     # included), and only then purge: a purged job's allocations leave the
     # API before their tasks have stopped.
+    export NOMAD_TOKEN=${MGMT_TOKEN:-}
     for j in demo-sim demo-sim-pd llmgw-router; do "$NOMAD" job stop -detach "$j" >/dev/null 2>&1; done
     # Wait until the client has stopped every task (engines, supervisors).
     local end=$((SECONDS + 60))
-    while ((SECONDS < end)) && curl -fs "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length > 0' >/dev/null 2>&1; do sleep 1; done
+    while ((SECONDS < end)) && curl -fs -H "X-Nomad-Token: ${MGMT_TOKEN:-}" "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length > 0' >/dev/null 2>&1; do sleep 1; done
     for j in demo-sim demo-sim-pd llmgw-router; do "$NOMAD" job stop -purge -detach "$j" >/dev/null 2>&1; done
   fi
   for p in ${agent_pid:-} "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
@@ -190,6 +192,11 @@ consul {
   address = "127.0.0.1:$CONSUL_HTTP_PORT"
 }
 
+# As on a production cluster: every call needs a token.
+acl {
+  enabled = true
+}
+
 plugin_dir = "$OPS/plugins"
 
 plugin "nomad-driver-vllm" {
@@ -208,6 +215,18 @@ start_agent() {
   agent_pid=$!
 }
 start_agent
+until_ok "the Nomad server has a leader" 60 bash -c "curl -fs $NOMAD_ADDR/v1/status/leader | grep -q ':'"
+run "$NOMAD" acl bootstrap -json
+MGMT_TOKEN=$(jq -r .SecretID <<<"$out")
+[[ $MGMT_TOKEN =~ ^[0-9a-f-]{36}$ ]] || fail "acl bootstrap gave no Secret ID"
+ok "ACLs bootstrapped"
+log "== 3b. the operator's token (docs/OPERATING.md, section 3)"
+NOMAD_TOKEN=$MGMT_TOKEN run "$NOMAD" acl policy apply -description "llmgw operator" llmgw-operator "$REPO/docs/operating/llmgw-operator.policy.hcl"
+NOMAD_TOKEN=$MGMT_TOKEN run "$NOMAD" acl token create -name llmgw-operator -policy llmgw-operator -json
+export NOMAD_TOKEN
+NOMAD_TOKEN=$(jq -r .SecretID <<<"$out")
+[[ $NOMAD_TOKEN =~ ^[0-9a-f-]{36}$ ]] || fail "acl token create gave no Secret ID"
+ok "every command from here runs with the operator's token, not a management one"
 node_ready() {
   kill -0 "$agent_pid" 2>/dev/null || fail "the Nomad agent exited: $(tail -3 "$OPS/nomad.log")"
   "$NOMAD" node status -self -json 2>/dev/null | jq -e '.Status == "ready" and .Drivers.vllm.Healthy' >/dev/null
@@ -532,6 +551,6 @@ until_ok "the killed decode replica is back: 3 replicas exact and healthy" 90 pd
 log "== 14. clean up"
 TAIL=2 run "$NOMAD" job stop -detach demo-sim-pd
 TAIL=2 run "$NOMAD" job stop -detach llmgw-router
-none_running() { curl -fs "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length == 0'; }
+none_running() { curl -fs -H "X-Nomad-Token: ${MGMT_TOKEN:-}" "$NOMAD_ADDR/v1/allocations" | jq -e 'map(select(.ClientStatus == "running" or .ClientStatus == "pending")) | length == 0'; }
 until_ok "every allocation has stopped" 60 none_running
 log "replay passed: $passed checks"
