@@ -40,6 +40,12 @@ type Config struct {
 	// Attempts bounds how many replicas one request may try before its
 	// first byte reaches the client (1: no retries).
 	Attempts int
+	// PinDataParallelRank sends vLLM's X-data-parallel-rank header for
+	// the rank of a data-parallel replica predicted to cache the
+	// prompt's prefix (router/gateway's rank.go). Off, the engine picks
+	// every rank by load and finds a predicted prefix only by chance;
+	// the switch is there to measure that.
+	PinDataParallelRank bool
 	// UpstreamTimeout bounds the wait for a replica's response headers.
 	UpstreamTimeout time.Duration
 	// QueueTimeout is how long a request waits for a replica under its busy
@@ -142,6 +148,7 @@ func Default() Config {
 		ResponsesStoreBytes: 256 << 20,
 		ResponsesTTL:        time.Hour,
 		Attempts:            3,
+		PinDataParallelRank: true,
 		UpstreamTimeout:     5 * time.Minute,
 		DriverExpiry:        30 * time.Second,
 		QueueTimeout:        2 * time.Second,

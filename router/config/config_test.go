@@ -21,6 +21,7 @@ kv_token      = "secret"
 peer_token    = "between-routers"
 attempts      = 2
 upstream_timeout = "30s"
+pin_data_parallel_rank = false
 
 consul {
   address  = "127.0.0.1:8500"
@@ -75,7 +76,7 @@ func TestParseHCL(t *testing.T) {
 	}
 	want := Default()
 	want.Listen, want.IngestListen, want.KVToken, want.PeerToken = "0.0.0.0:9000", "0.0.0.0:9001", "secret", "between-routers"
-	want.Attempts, want.UpstreamTimeout = 2, 30*time.Second
+	want.Attempts, want.UpstreamTimeout, want.PinDataParallelRank = 2, 30*time.Second, false
 	want.Consul = Consul{Address: "127.0.0.1:8500", Services: []string{"vllm"}, Register: true, CheckInterval: 2 * time.Second}
 	want.Models = map[string]Model{"qwen": {TokenizerDir: "/models/qwen"}, "sim-model": {Sim: true}, "remote": {EngineTokenize: true}}
 	want.Replicas = []StaticReplica{{ID: "a/x", Model: "qwen", Address: "10.0.0.1:8000", BlockSize: 32, KVEvents: true}}
@@ -107,6 +108,7 @@ func TestParseHCLErrors(t *testing.T) {
 		{"unknown block", `consull {}`, `Unsupported block type`},
 		{"wrong type", `attempts = "many"`, `a number is required`},
 		{"bad duration", `upstream_timeout = "soon"`, `upstream_timeout`},
+		{"pinning not a bool", `pin_data_parallel_rank = "yes please"`, `a bool is required`},
 		{"duplicate model", "model \"m\" {}\nmodel \"m\" {}", `model "m" declared twice`},
 		{"replica without address", "replica \"r\" {\n model = \"m\"\n}", `address`},
 		{"no picker", "scheduler {\n scorer \"load\" {\n weight = 1\n}\n}", "picker block is required"},
@@ -215,6 +217,7 @@ func TestResolveErrors(t *testing.T) {
 		{"bad env int", nil, []string{"LLMGW_ATTEMPTS=x"}, "LLMGW_ATTEMPTS"},
 		{"bad env bool", nil, []string{"LLMGW_CONSUL_REGISTER=maybe"}, "LLMGW_CONSUL_REGISTER"},
 		{"bad flag duration", []string{"-upstream-timeout", "1x"}, nil, "-upstream-timeout"},
+		{"bad env pinning", nil, []string{"LLMGW_PIN_DATA_PARALLEL_RANK=often"}, "LLMGW_PIN_DATA_PARALLEL_RANK"},
 		{"invalid result", []string{"-listen", "nope"}, nil, "invalid config"},
 	}
 	for _, tt := range tests {

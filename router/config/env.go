@@ -83,6 +83,11 @@ var settings = append([]setting{
 		c.Attempts = n
 		return nil
 	}},
+	{"LLMGW_PIN_DATA_PARALLEL_RANK", "pin-data-parallel-rank", "send X-data-parallel-rank for the rank predicted to cache the prompt (true/false)", func(c *Config, v string) error {
+		b, err := parseBool("pin data parallel rank", v)
+		c.PinDataParallelRank = b
+		return err
+	}},
 	{"LLMGW_UPSTREAM_TIMEOUT", "upstream-timeout", "wait for a replica's response headers", dur("upstream timeout", func(c *Config) *time.Duration { return &c.UpstreamTimeout })},
 	{"LLMGW_DRIVER_EXPIRY", "driver-expiry", "drop KV state of drivers silent this long", dur("driver expiry", func(c *Config) *time.Duration { return &c.DriverExpiry })},
 	{"LLMGW_QUEUE_TIMEOUT", "queue-timeout", "wait for a replica under its busy threshold before 429", dur("queue timeout", func(c *Config) *time.Duration { return &c.QueueTimeout })},

@@ -27,6 +27,7 @@ type fileConfig struct {
 	ResponsesBytes   *int64    `hcl:"responses_store_bytes,optional"`
 	ResponsesTTL     *string   `hcl:"responses_ttl,optional"`
 	Attempts         *int      `hcl:"attempts,optional"`
+	PinRank          *bool     `hcl:"pin_data_parallel_rank,optional"`
 	UpstreamTimeout  *string   `hcl:"upstream_timeout,optional"`
 	DriverExpiry     *string   `hcl:"driver_expiry,optional"`
 	ScrapeInterval   *string   `hcl:"scrape_interval,optional"`
@@ -149,6 +150,9 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	}
 	if fc.Attempts != nil {
 		c.Attempts = *fc.Attempts
+	}
+	if fc.PinRank != nil {
+		c.PinDataParallelRank = *fc.PinRank
 	}
 	c.Migration.applyFile(fc.Migration)
 	if err := c.applyFileDurations(fc); err != nil {

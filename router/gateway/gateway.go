@@ -56,6 +56,10 @@ type Options struct {
 	// Migration continues a stream whose replica fails mid-way on another
 	// replica (migration.go); the zero value is off.
 	Migration Migration
+	// DisableRankPinning stops the X-data-parallel-rank header that sends
+	// a request to the data-parallel rank predicted to cache its prefix
+	// (rank.go), leaving every rank choice to the engine.
+	DisableRankPinning bool
 }
 
 // Gateway serves the OpenAI API.
@@ -98,7 +102,8 @@ func New(d Deps) (*Gateway, error) {
 	if g.conv == nil {
 		g.conv = localConversations()
 	}
-	g.tr = &transport{base: d.Transport, health: d.Planner, load: d.Planner, metrics: d.Metrics, engineKey: d.EngineKey}
+	g.tr = &transport{base: d.Transport, health: d.Planner, load: d.Planner, metrics: d.Metrics, engineKey: d.EngineKey,
+		pinRanks: !o.DisableRankPinning}
 	proxy := newProxy(g.tr, d.Logger, o.ExposeRouteHeaders)
 
 	e := newEngine(d.Logger)

@@ -107,6 +107,7 @@ func (g *Gateway) prefillOnce(c *gin.Context, p *route.Plan, a route.Attempt, id
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(disagg.HeaderRequestID, id)
 	setEngineAuth(req.Header, g.tr.keyFor(model))
+	g.tr.setRank(req.Header, a)
 	uncached := p.PromptTokens - a.CachedTokens
 	answered, end := g.tr.load.BeginPrefill(rid, p.PromptTokens, uncached)
 	defer end()

@@ -106,6 +106,8 @@ type transport struct {
 	metrics *Metrics
 
 	engineKey func(model string) string // nil: no keys
+	// pinRanks sends each attempt's predicted data-parallel rank (rank.go).
+	pinRanks bool
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -122,6 +124,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.ContentLength = int64(len(rt.body))
 		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rt.body)), nil }
 		setEngineAuth(out.Header, t.keyFor(a.Model))
+		t.setRank(out.Header, a)
 		id := a.Replica
 		uncached := rt.promptTokens - a.CachedTokens
 		if rt.remotePrefill {

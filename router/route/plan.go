@@ -41,9 +41,17 @@ type Attempt struct {
 	Mode    Mode
 	// CachedTokens is the prompt's predicted cached tokens there.
 	CachedTokens int
+	// Rank is the replica's data-parallel rank the prediction rests on
+	// and the prompt blocks it holds (Blocks 0: none; the engine then
+	// balances the request over its ranks).
+	Rank RankHit
 
 	ranked scheduler.Ranked
 }
+
+// RankHit is a data-parallel rank and the prompt blocks it holds
+// (scheduler.RankHit).
+type RankHit = scheduler.RankHit
 
 // Input is one request to plan.
 type Input struct {
@@ -176,7 +184,7 @@ func (pl *Planner) attempts(dst []Attempt, d *scheduler.Decision, blockTokens in
 			continue // left the set since the decision
 		}
 		dst = append(dst, Attempt{Replica: r.Candidate.ID, Model: r.Candidate.Model, Address: rep.Address, Mode: r.Mode,
-			CachedTokens: r.CachedBlocks * blockTokens, ranked: r})
+			CachedTokens: r.CachedBlocks * blockTokens, Rank: r.Rank, ranked: r})
 	}
 	return dst
 }

@@ -41,7 +41,7 @@ func TestHeldPrefixCredit(t *testing.T) {
 			blocks int
 			credit float64
 		}{{4, tc.homeCredit}, {0, 0}, {10, 10}} {
-			if got, _ := req.predicted(i); got != want.blocks {
+			if got, _, _ := req.predicted(i); got != want.blocks {
 				t.Errorf("share %g, %s: predicted %d blocks; want %d", tc.share, cands[i].ID, got, want.blocks)
 			}
 			if got := req.creditOf(i); math.Abs(got-want.credit) > 1e-9 {

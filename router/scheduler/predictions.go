@@ -15,6 +15,11 @@ type Prediction struct {
 	// Mode is how the prediction was made (ModeExact from KV events,
 	// ModeApprox from routing history).
 	Mode Mode
+	// Rank is the candidate's data-parallel rank whose cache the
+	// prediction rests on. A DP > 1 engine picks a rank by load unless
+	// told one, so only a request pinned to it finds the blocks
+	// predicted.
+	Rank RankHit
 }
 
 // Predictions is the state key of the cached-block predictions. Producers
@@ -25,7 +30,8 @@ type Prediction struct {
 var Predictions = NewStateKey[Prediction]("cached-block predictions")
 
 // NotePrediction merges p into candidate i's prediction in req: the most
-// blocks, the most credit and the most exact mode win, so several
+// blocks, the most credit, the most exact mode and the rank holding the
+// most blocks win, so several
 // producers (precise and approximate) can each say what they know.
 func NotePrediction(req *Request, i int, p Prediction) {
 	c := &req.cycle
@@ -40,6 +46,9 @@ func NotePrediction(req *Request, i int, p Prediction) {
 		if old.Mode == ModeExact {
 			p.Mode = ModeExact
 		}
+		if old.Rank.Blocks > p.Rank.Blocks {
+			p.Rank = old.Rank
+		}
 	}
 	s.v[i], s.set[i] = p, true
 }
@@ -52,13 +61,20 @@ func (r *Request) creditOf(i int) float64 {
 }
 
 // predicted is candidate i's predicted cached blocks and routing mode
-// (ModeLoad when nothing predicted any).
-func (r *Request) predicted(i int) (int, Mode) {
+// (ModeLoad when nothing predicted any), and the rank they rest on.
+func (r *Request) predicted(i int) (int, Mode, RankHit) {
 	p, ok := Predictions.Get(r, i)
 	if !ok || p.Mode == "" {
-		return 0, ModeLoad
+		return 0, ModeLoad, RankHit{}
 	}
-	return p.Blocks, p.Mode
+	return p.Blocks, p.Mode, p.Rank
+}
+
+// RankHit is the data-parallel rank a decision's prediction rests on:
+// Blocks of the prompt's leading blocks are cached there, by the engine's
+// KV events (0: no rank is known to hold any, and Rank means nothing).
+type RankHit struct {
+	Rank, Blocks int
 }
 
 // predictionWriters is the WritesState of the built-in producers.

@@ -236,7 +236,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 			scored = known + s.p.QueuedCredit*(credit-known)
 		}
 		scores[i] = scored / float64(n)
-		NotePrediction(req, i, Prediction{Blocks: blocks, Credit: credit, Mode: ModeExact})
+		NotePrediction(req, i, Prediction{Blocks: blocks, Credit: credit, Mode: ModeExact, Rank: RankHit{Rank: m.Rank, Blocks: m.Blocks}})
 	}
 }
 

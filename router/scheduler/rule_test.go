@@ -51,10 +51,10 @@ func TestPrefixKVGroupsRule(t *testing.T) {
 		req := &Request{Model: "m", Keys: keys, BlockTokens: 16, PromptTokens: 10*16 + 3}
 		req.resetCycle(2)
 		s.Score(context.Background(), req, cands, make([]float64, 2))
-		if got, _ := req.predicted(0); got != tc.hybrid {
+		if got, _, _ := req.predicted(0); got != tc.hybrid {
 			t.Errorf("rule %q: hybrid replica predicted %d blocks; want %d", tc.rule, got, tc.hybrid)
 		}
-		if got, _ := req.predicted(1); got != tc.full {
+		if got, _, _ := req.predicted(1); got != tc.full {
 			t.Errorf("rule %q: full replica predicted %d blocks; want %d", tc.rule, got, tc.full)
 		}
 	}

@@ -73,6 +73,9 @@ type Ranked struct {
 	// CachedBlocks is the predicted number of prompt blocks already cached.
 	CachedBlocks int
 	Mode         Mode
+	// Rank is the data-parallel rank of the candidate that holds the most
+	// of the prompt, for the request to be pinned to.
+	Rank RankHit
 }
 
 // Decision is the outcome of scheduling one request.
@@ -204,7 +207,7 @@ func (s *Scheduler) rank(req *Request, live []Candidate, totals, per []float64, 
 	ranked := c.ranked
 	rank := func(r *Ranked, j int) {
 		*r = Ranked{Candidate: live[j], Total: totals[j], Scores: per[j*ns : (j+1)*ns : (j+1)*ns]}
-		r.CachedBlocks, r.Mode = req.predicted(j)
+		r.CachedBlocks, r.Mode, r.Rank = req.predicted(j)
 	}
 	rank(&ranked[0], pick)
 	for k, j := range order {

@@ -127,9 +127,9 @@ func TestOutsideScorerReadsPrefixPredictions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// cpu_weight 0.75: 6 GPU blocks + 2 x 0.75.
+	// cpu_weight 0.75: 6 GPU blocks + 2 x 0.75, all on rank 0.
 	want := map[string]scheduler.Prediction{
-		"a": {Blocks: 8, Credit: 7.5, Mode: scheduler.ModeExact},
+		"a": {Blocks: 8, Credit: 7.5, Mode: scheduler.ModeExact, Rank: scheduler.RankHit{Rank: 0, Blocks: 8}},
 		"b": {Blocks: 0, Credit: 0, Mode: scheduler.ModeExact},
 	}
 	for id, w := range want {

@@ -55,6 +55,7 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 			UpstreamTimeout:    s.cfg.UpstreamTimeout,
 			ExposeRouteHeaders: s.cfg.HTTP.ExposeRouteHeaders,
 			Migration:          gateway.Migration(s.cfg.Migration),
+			DisableRankPinning: !s.cfg.PinDataParallelRank,
 		},
 	})
 	if err != nil {

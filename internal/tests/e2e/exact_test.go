@@ -18,6 +18,7 @@ import (
 	"github.com/llmgw/llmgw/driver/kvevents/forward"
 	"github.com/llmgw/llmgw/driver/kvevents/intake"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
+	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/server"
 )
@@ -42,11 +43,32 @@ func startFleet(t *testing.T) *fleet { return startFleetWith(t, nil, nil, nil) }
 // extra vllm-sim arguments.
 func startFleetWith(t *testing.T, extra ...[]string) *fleet {
 	t.Helper()
+	specs := make([]replicaSpec, len(extra))
+	for i, args := range extra {
+		specs[i] = replicaSpec{args: args}
+	}
+	return startFleetSpecs(t, specs...)
+}
+
+// replicaSpec is one replica of a fleet: its extra vllm-sim arguments and
+// its data-parallel ranks (0 means 1), each with its own event listener in
+// the driver's intake, as the driver opens them for data_parallel_size.
+type replicaSpec struct {
+	args []string
+	dp   int
+}
+
+// startFleetSpecs runs one replica per spec.
+func startFleetSpecs(t *testing.T, specs ...replicaSpec) *fleet {
+	t.Helper()
 	f := &fleet{agent: consultest.Start(t), sims: map[string]*sim{}, store: kvevents.NewStore(), intakes: map[string]*intake.Intake{}}
 	store := f.store
-	for i, args := range extra {
-		id := fmt.Sprintf("alloc-%d/main", i)
-		in, err := intake.Open(intake.Config{Replica: id}, store)
+	for i, spec := range specs {
+		id, args := fmt.Sprintf("alloc-%d/main", i), spec.args
+		if spec.dp > 1 {
+			args = append([]string{"--data-parallel-size", strconv.Itoa(spec.dp)}, args...)
+		}
+		in, err := intake.Open(intake.Config{Replica: id, DataParallelSize: spec.dp}, store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,6 +116,12 @@ func registerReplica(t *testing.T, client *api.Client, id string, s *sim, kvEven
 
 func (f *fleet) router(t *testing.T, serviceID string) *server.Server {
 	t.Helper()
+	return f.routerWith(t, serviceID, nil)
+}
+
+// routerWith is router with edit applied to its configuration.
+func (f *fleet) routerWith(t *testing.T, serviceID string, edit func(*config.Config)) *server.Server {
+	t.Helper()
 	c := routerConfig(token)
 	c.Consul.Address = f.agent.Addr
 	c.Consul.Services = []string{"vllm"}
@@ -105,6 +133,9 @@ func (f *fleet) router(t *testing.T, serviceID string) *server.Server {
 		Filters: []scheduler.Spec{{Type: "model"}, {Type: "healthy"}},
 		Scorers: []scheduler.Spec{{Type: "prefix", Weight: 2, Params: []byte(`{"speculative_ttl":"0s"}`)}, {Type: "load", Weight: 1}},
 		Picker:  scheduler.Spec{Type: "max-score"},
+	}
+	if edit != nil {
+		edit(&c)
 	}
 	return startRouter(t, c)
 }

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -88,6 +89,11 @@ type Request struct {
 	// when its prompt is computed, with one final Token carrying no id
 	// and no output tokens counted; Output is unused.
 	Pool bool
+	// Left, when set, is called once on the engine's goroutine as the
+	// request leaves the engine (finished, pooled or aborted): the
+	// server's data-parallel balancer counts its in-flight requests per
+	// rank with it, as vLLM's client does from finished_requests.
+	Left func()
 
 	seq         kvcache.Seq
 	admitted    bool
@@ -119,6 +125,7 @@ type Engine struct {
 
 	// Read by the server for load balancing and /metrics.
 	numRunning, numWaiting atomic.Int64
+	kvUsage                atomic.Uint64 // math.Float64bits of the pool's usage
 }
 
 // New returns an engine over pool; Run drives it.
@@ -149,6 +156,12 @@ func (e *Engine) Submit(r *Request) error {
 
 // Load is the number of requests the engine holds, running or waiting.
 func (e *Engine) Load() int64 { return e.numRunning.Load() + e.numWaiting.Load() }
+
+// Stats is what the engine reports to vLLM's DP coordinator after a
+// step: its waiting and running requests and its KV-cache usage (0..1).
+func (e *Engine) Stats() (waiting, running int64, kvUsage float64) {
+	return e.numWaiting.Load(), e.numRunning.Load(), math.Float64frombits(e.kvUsage.Load())
+}
 
 // Do runs f on the engine's goroutine between steps, with the cache to itself.
 func (e *Engine) Do(ctx context.Context, f func(*kvcache.Pool)) error {
@@ -221,6 +234,7 @@ func (e *Engine) enqueue(r *Request) {
 func (e *Engine) abortAll() {
 	for _, r := range append(e.running, e.waiting...) {
 		e.pool.Free(&r.seq)
+		r.left()
 		r.Out <- Token{Final: true, FinishReason: "abort", CachedTokens: r.cached}
 	}
 	e.running, e.waiting = nil, nil

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"slices"
 	"time"
 )
@@ -177,6 +178,7 @@ func (e *Engine) apply(plan []work, now time.Time) {
 			e.metrics.finished(r.FinishReason, now.Sub(r.Arrival), len(r.Prompt), r.generated)
 			r.done = true
 			finished++
+			r.left()
 		}
 		r.Out <- t
 	}
@@ -193,6 +195,7 @@ func (e *Engine) pooled(r *Request, now time.Time) {
 	e.pool.Free(&r.seq)
 	e.metrics.finished("stop", now.Sub(r.Arrival), len(r.Prompt), 0)
 	r.done = true
+	r.left()
 	r.Out <- Token{Final: true, FinishReason: "stop", CachedTokens: r.cached, Step: e.steps}
 }
 
@@ -203,6 +206,7 @@ func (e *Engine) dropAborted() {
 			return false
 		}
 		e.pool.Free(&r.seq)
+		r.left()
 		r.Out <- Token{Final: true, FinishReason: "abort", CachedTokens: r.cached}
 		e.metrics.finished("abort", time.Since(r.Arrival), len(r.Prompt), r.generated)
 		return true
@@ -215,5 +219,15 @@ func (e *Engine) dropAborted() {
 func (e *Engine) publishLoad() {
 	e.numRunning.Store(int64(len(e.running)))
 	e.numWaiting.Store(int64(len(e.waiting)) + int64(len(e.incoming)))
-	e.metrics.setLoad(len(e.running), len(e.waiting), e.pool.Usage())
+	usage := e.pool.Usage()
+	e.kvUsage.Store(math.Float64bits(usage))
+	e.metrics.setLoad(len(e.running), len(e.waiting), usage)
+}
+
+// left calls r.Left once, if set.
+func (r *Request) left() {
+	if r.Left != nil {
+		r.Left()
+		r.Left = nil
+	}
 }

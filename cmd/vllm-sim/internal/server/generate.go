@@ -66,8 +66,8 @@ type generation struct {
 	held   [][]int // the blocks held for a decode instance, once finished
 }
 
-// submit spends the API overhead, then hands the request to the least loaded
-// engine; salt is the request's cache_salt ("" for none), kv its
+// submit spends the API overhead, then hands the request to the rank its
+// X-data-parallel-rank header names, else the least loaded (pick); salt is the request's cache_salt ("" for none), kv its
 // kv_transfer_params and stream whether it is streamed.
 func (s *Server) submit(ctx context.Context, model, salt string, prompt []uint32, out []uint32, reason string, kv kvxfer.Params, stream bool) (*generation, error) {
 	arrival := time.Now()
@@ -82,11 +82,16 @@ func (s *Server) submit(ctx context.Context, model, salt string, prompt []uint32
 	if l, ok := s.lora(model); ok {
 		r.LoRA, r.LoRAID = l.Name, l.ID
 	}
-	rank := s.pick()
+	rank, err := s.pick(ctx, r)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.prepareTransfer(ctx, rank, r, kv, stream); err != nil {
+		r.Left()
 		return nil, err
 	}
 	if err := rank.Engine.Submit(r); err != nil {
+		r.Left()
 		return nil, &apiError{status: 503, typ: "ServiceUnavailableError", msg: fmt.Sprintf("engine overloaded: %v", err)}
 	}
 	return &generation{req: r, prompt: len(prompt), rank: rank}, nil

@@ -94,7 +94,12 @@ func (s *Server) runPooling(ctx context.Context, model, salt string, prompts [][
 		if l, ok := s.lora(model); ok {
 			r.LoRA, r.LoRAID = l.Name, l.ID
 		}
-		if err := s.pick().Engine.Submit(r); err != nil {
+		rank, err := s.pick(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := rank.Engine.Submit(r); err != nil {
+			r.Left()
 			return nil, &apiError{status: http.StatusServiceUnavailable, typ: "ServiceUnavailableError", msg: fmt.Sprintf("engine overloaded: %v", err)}
 		}
 		reqs[i] = r

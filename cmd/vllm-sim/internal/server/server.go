@@ -8,6 +8,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,6 +108,7 @@ type Server struct {
 	mux     *http.ServeMux
 	keys    apiKeys
 	store   *responseStore
+	dp      *balancer
 }
 
 // New builds the server's routes.
@@ -119,7 +121,7 @@ func New(opts Options, ranks []Rank, tok Tokenizer, reg *prometheus.Registry, lo
 	}
 	rt := newRoutes()
 	s := &Server{opts: opts, ranks: ranks, tok: tok, reg: reg, log: log, mux: rt.mux, keys: newAPIKeys(opts.APIKeys),
-		store: newResponseStore(opts.ResponsesStore)}
+		store: newResponseStore(opts.ResponsesStore), dp: newBalancer(len(ranks), engineStats(ranks))}
 	rt.handleFunc("GET", "/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	rt.handleFunc("GET", "/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"version": opts.Version})
@@ -141,6 +143,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.keys.allows(r) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
 		return
+	}
+	if ctx := withDPRank(r.Context(), r); ctx != r.Context() {
+		r = r.WithContext(ctx)
 	}
 	s.mux.ServeHTTP(w, r)
 }
@@ -301,16 +306,17 @@ func decodeBody(r *http.Request, v any) ([]byte, *apiError) {
 	return body, nil
 }
 
-// pick chooses the data-parallel rank with the fewest requests, like vLLM's
-// internal load balancer.
-func (s *Server) pick() Rank {
-	best := s.ranks[0]
-	for _, r := range s.ranks[1:] {
-		if r.Engine.Load() < best.Engine.Load() {
-			best = r
-		}
+// pick chooses the data-parallel rank of a request of ctx as vLLM's
+// internal load balancer does (balancer), and makes r leave the rank's
+// in-flight count as it leaves the engine; if the request is never
+// submitted, the caller calls r.Left itself.
+func (s *Server) pick(ctx context.Context, r *engine.Request) (Rank, error) {
+	i, leave, err := s.dp.pick(ctx)
+	if err != nil {
+		return Rank{}, err
 	}
-	return best
+	r.Left = leave
+	return s.ranks[i], nil
 }
 
 func (s *Server) resetPrefixCache(w http.ResponseWriter, r *http.Request) {
