@@ -66,6 +66,7 @@ type ApplyStats struct {
 	Unresolved     uint64 // blocks stored whose parent chain is unknown: tracked, not published
 	UnknownRemoves uint64 // removes of a hash (or tier) the state does not hold
 	OtherMedia     uint64 // events for a medium that is not indexed
+	Untrusted      uint64 // replicas found to send a schema with a Gap (their keys are withheld)
 }
 
 func (s *ApplyStats) add(o ApplyStats) {
@@ -75,6 +76,7 @@ func (s *ApplyStats) add(o ApplyStats) {
 	s.Unresolved += o.Unresolved
 	s.UnknownRemoves += o.UnknownRemoves
 	s.OtherMedia += o.OtherMedia
+	s.Untrusted += o.Untrusted
 }
 
 func (rs *rankState) hold(e engineEntry, ti int) {

@@ -19,6 +19,11 @@ type eventFields struct {
 	hasTag  bool
 	bad     error
 	extraAt int // payload offset of a non-nil extra_keys value, -1 when none
+	// What schemaGaps needs: the array form's field count (-1 in the map
+	// form), whether lora_id was non-nil and whether lora_name was sent.
+	fields   int
+	loraID   bool
+	loraName bool
 }
 
 // Positional fields of BlockStored after the tag, as the reference lists.
@@ -33,7 +38,7 @@ var removedFieldNames = []string{"block_hashes", "medium", "group_idx"}
 
 func (d *Decoder) decodeEvent(r *reader) error {
 	mark := [4]int{len(d.hashes), len(d.tokens), len(d.extras), len(d.xbytes)}
-	f := eventFields{extraAt: -1}
+	f := eventFields{extraAt: -1, fields: -1}
 	c, err := r.peek()
 	if err != nil {
 		return err
@@ -51,6 +56,9 @@ func (d *Decoder) decodeEvent(r *reader) error {
 	}
 	if f.bad == nil {
 		f.bad = check(&f.ev)
+	}
+	if f.bad == nil {
+		f.ev.Gaps = schemaGaps(&f)
 	}
 	if f.bad != nil {
 		if errors.Is(f.bad, errUnknownTag) {
@@ -90,7 +98,7 @@ func (d *Decoder) decodeEventArray(r *reader, f *eventFields) error {
 	var names []string
 	switch f.ev.Type {
 	case kvevents.BlockStored:
-		names = storedFieldNames
+		names, f.fields = storedFieldNames, n-1
 	case kvevents.BlockRemoved:
 		names = removedFieldNames
 	}
@@ -261,6 +269,7 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 			ev.Medium = kvevents.MediumOther
 		}
 	case "lora_name":
+		f.loraName = true
 		if r.nextIsNil() {
 			return nil
 		}
@@ -310,10 +319,38 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 		}
 		ev.Window = int(v)
 	case "lora_id":
-		return r.skip() // known, not needed for keys or routing
+		// Not needed for keys (lora_name is), only to see that an adapter
+		// block came without its name (schemaGaps).
+		if r.nextIsNil() {
+			return nil
+		}
+		f.loraID = true
+		return r.skip()
 	default:
 		d.Stats.UnknownFields++
 		return r.skip()
 	}
 	return nil
+}
+
+// extraKeysField is where extra_keys sits in BlockStored's array form
+// (after the tag): an array of no more fields comes from a vLLM without it.
+var extraKeysField = slices.Index(storedFieldNames, "extra_keys")
+
+// schemaGaps says which key-deciding fields a good event's schema lacks.
+// Only the array form can lack them: the map form came with a vLLM that has
+// every field, and leaves out only None-defaulted ones (extra_keys of a
+// plain block), which are absent, not unknown.
+func schemaGaps(f *eventFields) kvevents.Gap {
+	if f.ev.Type != kvevents.BlockStored {
+		return 0
+	}
+	var g kvevents.Gap
+	if f.fields >= 0 && f.fields <= extraKeysField {
+		g |= kvevents.GapExtraKeys
+	}
+	if f.loraID && !f.loraName {
+		g |= kvevents.GapLoRAName
+	}
+	return g
 }
