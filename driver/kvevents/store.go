@@ -193,11 +193,14 @@ func (s *Store) ClearRank(replica string, rank int) {
 // for it. Snapshots list it from now on, and every session is sent it as a
 // reset, so routers route it exact at once instead of waiting for its first
 // event; an idle engine may send none for a long time, and what a router
-// knows for certain about it, that it holds nothing, is worth using.
+// knows for certain about it, that it holds nothing, is worth using. A new
+// engine may speak another event schema, so the replica is trusted until
+// its events show a gap again.
 func (s *Store) Announce(replica string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.replica(replica)
+	r.gaps = 0
 	if len(s.sessions) > 0 {
 		s.log.append(change{rep: r, op: opReset})
 	}

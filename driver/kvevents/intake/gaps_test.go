@@ -141,6 +141,13 @@ func TestStoreWithholdsUntrustedReplica(t *testing.T) {
 			if tt.reason != "" && len(s.Blocks("r")) != 1 {
 				t.Errorf("store holds %v; want the block still tracked", s.Blocks("r"))
 			}
+			s.Announce("r") // a new engine, maybe of a newer vLLM
+			if got := s.Untrusted("r"); got != "" {
+				t.Errorf("after a new engine's announcement: untrusted %q; want trusted", got)
+			}
+			if reps := ss.Drain().Replicas; len(reps) != 1 || !reps[0].Reset || reps[0].Approx != "" {
+				t.Errorf("after the announcement drained %+v; want a reset without a reason", reps)
+			}
 		})
 	}
 }
