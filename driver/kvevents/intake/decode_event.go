@@ -211,41 +211,7 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 		}
 		ev.Parent, ev.HasParent = h, true
 	case "token_ids":
-		n, err := r.arrayLen()
-		if err != nil {
-			return err
-		}
-		base := len(d.tokens)
-		d.tokens = slices.Grow(d.tokens, n)
-		for range n {
-			// Fast path for the widths msgspec uses for token ids.
-			if p := r.b[r.off:]; len(p) >= 5 {
-				switch c := p[0]; {
-				case c <= 0x7f:
-					d.tokens = append(d.tokens, uint32(c))
-					r.off++
-					continue
-				case c == 0xcc:
-					d.tokens = append(d.tokens, uint32(p[1]))
-					r.off += 2
-					continue
-				case c == 0xcd:
-					d.tokens = append(d.tokens, uint32(p[1])<<8|uint32(p[2]))
-					r.off += 3
-					continue
-				case c == 0xce:
-					d.tokens = append(d.tokens, uint32(p[1])<<24|uint32(p[2])<<16|uint32(p[3])<<8|uint32(p[4]))
-					r.off += 5
-					continue
-				}
-			}
-			v, err := r.intIn("token id", 0, math.MaxUint32)
-			if err != nil {
-				return err
-			}
-			d.tokens = append(d.tokens, uint32(v))
-		}
-		ev.Tokens = d.tokens[base:len(d.tokens):len(d.tokens)]
+		return d.tokenIDs(r, ev)
 	case "block_size":
 		v, err := r.intIn("block_size", 1, maxBlockSize)
 		if err != nil {
@@ -270,54 +236,15 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 		}
 	case "lora_name":
 		f.loraName = true
-		if r.nextIsNil() {
-			return nil
-		}
-		s, err := r.strBytes()
-		if err != nil {
-			return err
-		}
-		if len(s) > maxLoRAName {
-			return fmt.Errorf("lora_name of %d bytes", len(s))
-		}
-		if !bytes.Equal(s, d.lora) || d.loraS == "" {
-			d.lora = append(d.lora[:0], s...)
-			d.loraS = string(s)
-		}
-		ev.LoRAName = d.loraS
+		return d.loraName(r, ev)
 	case "extra_keys":
 		if r.nextIsNil() {
 			return nil
 		}
 		f.extraAt = r.off
 		return r.skip()
-	case "group_idx":
-		if r.nextIsNil() {
-			return nil
-		}
-		v, err := r.intIn("group_idx", 0, kvwire.MaxKVGroups-1)
-		if err != nil {
-			return err
-		}
-		ev.GroupIdx = int(v)
-	case "kv_cache_spec_kind":
-		if r.nextIsNil() {
-			return nil
-		}
-		s, err := r.strBytes()
-		if err != nil {
-			return err
-		}
-		ev.Kind, ev.HasKind = kindOf(s), true
-	case "kv_cache_spec_sliding_window":
-		if r.nextIsNil() {
-			return nil
-		}
-		v, err := r.intIn("kv_cache_spec_sliding_window", 1, maxWindow)
-		if err != nil {
-			return err
-		}
-		ev.Window = int(v)
+	case "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window":
+		return groupField(r, ev, name)
 	case "lora_id":
 		// Not needed for keys (lora_name is), only to see that an adapter
 		// block came without its name (schemaGaps).
@@ -353,4 +280,100 @@ func schemaGaps(f *eventFields) kvevents.Gap {
 		g |= kvevents.GapLoRAName
 	}
 	return g
+}
+
+// tokenIDs decodes token_ids into ev, with a fast path for the widths
+// msgspec uses for token ids.
+func (d *Decoder) tokenIDs(r *reader, ev *kvevents.Event) error {
+	n, err := r.arrayLen()
+	if err != nil {
+		return err
+	}
+	base := len(d.tokens)
+	d.tokens = slices.Grow(d.tokens, n)
+	for range n {
+		// Fast path for the widths msgspec uses for token ids.
+		if p := r.b[r.off:]; len(p) >= 5 {
+			switch c := p[0]; {
+			case c <= 0x7f:
+				d.tokens = append(d.tokens, uint32(c))
+				r.off++
+				continue
+			case c == 0xcc:
+				d.tokens = append(d.tokens, uint32(p[1]))
+				r.off += 2
+				continue
+			case c == 0xcd:
+				d.tokens = append(d.tokens, uint32(p[1])<<8|uint32(p[2]))
+				r.off += 3
+				continue
+			case c == 0xce:
+				d.tokens = append(d.tokens, uint32(p[1])<<24|uint32(p[2])<<16|uint32(p[3])<<8|uint32(p[4]))
+				r.off += 5
+				continue
+			}
+		}
+		v, err := r.intIn("token id", 0, math.MaxUint32)
+		if err != nil {
+			return err
+		}
+		d.tokens = append(d.tokens, uint32(v))
+	}
+	ev.Tokens = d.tokens[base:len(d.tokens):len(d.tokens)]
+	return nil
+}
+
+// groupField decodes a hybrid model's KV-cache group fields into ev.
+func groupField(r *reader, ev *kvevents.Event, name string) error {
+	switch name {
+	case "group_idx":
+		if r.nextIsNil() {
+			return nil
+		}
+		v, err := r.intIn("group_idx", 0, kvwire.MaxKVGroups-1)
+		if err != nil {
+			return err
+		}
+		ev.GroupIdx = int(v)
+	case "kv_cache_spec_kind":
+		if r.nextIsNil() {
+			return nil
+		}
+		s, err := r.strBytes()
+		if err != nil {
+			return err
+		}
+		ev.Kind, ev.HasKind = kindOf(s), true
+	case "kv_cache_spec_sliding_window":
+		if r.nextIsNil() {
+			return nil
+		}
+		v, err := r.intIn("kv_cache_spec_sliding_window", 1, maxWindow)
+		if err != nil {
+			return err
+		}
+		ev.Window = int(v)
+	}
+	return nil
+}
+
+// loraName decodes lora_name into ev, reusing the previous event's string
+// when the name repeats.
+func (d *Decoder) loraName(r *reader, ev *kvevents.Event) error {
+	if r.nextIsNil() {
+		return nil
+	}
+	s, err := r.strBytes()
+	if err != nil {
+		return err
+	}
+	if len(s) > maxLoRAName {
+		return fmt.Errorf("lora_name of %d bytes", len(s))
+	}
+	if !bytes.Equal(s, d.lora) || d.loraS == "" {
+		d.lora = append(d.lora[:0], s...)
+		d.loraS = string(s)
+	}
+	ev.LoRAName = d.loraS
+	return nil
 }
