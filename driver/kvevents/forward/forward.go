@@ -318,8 +318,7 @@ func (s *routerSession) run(ctx context.Context) {
 		case err == nil:
 			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
 		case version > 1 && kvwire.RefusedVersion(err):
-			// A router of an older version: speak the one before, from a
-			// snapshot, until it accepts.
+			// An older router: speak the version before, from a snapshot.
 			version, pending, next = version-1, nil, 0
 			s.log.Info("router refused the kv protocol version; stepping down", "router", s.ep.String(), "version", version)
 			s.sess.Resync()
