@@ -62,6 +62,9 @@ type Event struct {
 	Kind    kvwire.Kind
 	Window  int
 	HasKind bool
+	// Gaps are the key-deciding fields the event's schema lacks (BlockStored
+	// only); a replica that sends one is untrusted (Store.Untrusted).
+	Gaps Gap
 }
 
 // Batch is one decoded payload frame (vLLM's KVEventBatch).

@@ -80,7 +80,7 @@ func (ss *Session) Drain() Drained {
 	ss.cursor = s.log.end()
 	sizes := make(map[string]replicaMeta, len(s.replicas))
 	for id, r := range s.replicas {
-		sizes[id] = replicaMeta{blockSize: r.blockSize, layout: r.layout.specs()}
+		sizes[id] = replicaMeta{blockSize: r.blockSize, layout: r.layout.specs(), approx: r.gaps.Reason()}
 	}
 	s.trimLocked()
 	s.mu.Unlock()
@@ -98,6 +98,7 @@ type itemKey struct {
 type replicaMeta struct {
 	blockSize int
 	layout    []kvwire.KVGroupSpec
+	approx    string // why its keys are withheld (Store.Untrusted)
 }
 
 // flips records the first and last transition of one item in a window.
@@ -168,7 +169,7 @@ func netEffect(chunks [][]change, meta map[string]replicaMeta) []kvwire.Replica 
 			continue
 		}
 		m := meta[id]
-		rep := kvwire.Replica{ID: id, BlockSize: m.blockSize, Reset: rn.reset, Layout: m.layout}
+		rep := kvwire.Replica{ID: id, BlockSize: m.blockSize, Reset: rn.reset, Layout: m.layout, Approx: m.approx}
 		for _, g := range groups {
 			rep.Groups = append(rep.Groups, *g)
 		}

@@ -25,8 +25,13 @@ func tierOf(m Medium) (kvwire.Tier, bool) {
 // connector), so they are counted, not assumed away.
 type engineEntry struct {
 	key      blockkey.Key
+	parent   uint64    // engine hash of the block before (hasParent)
 	ref      [2]uint16 // per tier: GPU, CPU
 	resolved bool      // false: parent chain unknown, key meaningless
+	// hasParent: parent is known. An offloaded block larger than the GPU
+	// block is named by its last GPU block's hash and covers the blocks
+	// before it (offloaded); they are found through these links.
+	hasParent bool
 }
 
 // holders counts, per tier, the engine entries that hold a canonical key.
@@ -38,10 +43,17 @@ type holders [2]uint16
 // engine hashes, and each removes its own, so each group counts its own
 // references: a removal in one never ends another's residency.
 type rankState struct {
-	rank   int
-	engine map[uint64]engineEntry   // engine hash -> entry
-	held   map[blockkey.Key]holders // canonical key -> holders per tier
-	emit   func(rank int, t kvwire.Tier, k blockkey.Key, add bool)
+	rank int
+	// blockSize is the engine block size of this group's stores with
+	// tokens (0 before any): an offloaded store of a multiple of it covers
+	// that many of its blocks.
+	blockSize int
+	// offloadSize is the block size of its offloaded stores (0 before
+	// any); BlockRemoved carries none, so removals are read at it.
+	offloadSize int
+	engine      map[uint64]engineEntry   // engine hash -> entry
+	held        map[blockkey.Key]holders // canonical key -> holders per tier
+	emit        func(rank int, t kvwire.Tier, k blockkey.Key, add bool)
 	// sibling finds an engine hash in the rank's other KV-cache groups:
 	// a group that keeps only some blocks (Mamba states, a sliding window)
 	// chains them on parents it never stored itself, and a hash names the
@@ -60,12 +72,17 @@ func newRankState(rank int, emit func(int, kvwire.Tier, blockkey.Key, bool)) *ra
 
 // ApplyStats counts what applying events did beyond the plain case.
 type ApplyStats struct {
-	Stored         uint64 // blocks stored
-	Removed        uint64 // blocks removed
-	Cleared        uint64 // AllBlocksCleared events
-	Unresolved     uint64 // blocks stored whose parent chain is unknown: tracked, not published
-	UnknownRemoves uint64 // removes of a hash (or tier) the state does not hold
-	OtherMedia     uint64 // events for a medium that is not indexed
+	Stored     uint64 // blocks stored
+	Removed    uint64 // blocks removed
+	Cleared    uint64 // AllBlocksCleared events
+	Unresolved uint64 // blocks stored whose parent chain is unknown: tracked, not published
+	// OffloadUnmapped counts offloaded blocks whose size is not a multiple
+	// of the GPU block size (or came before any GPU store): the GPU blocks
+	// they cover cannot be named, so they are not published.
+	OffloadUnmapped uint64
+	UnknownRemoves  uint64 // removes of a hash (or tier) the state does not hold
+	OtherMedia      uint64 // events for a medium that is not indexed
+	Untrusted       uint64 // replicas found to send a schema with a Gap (their keys are withheld)
 }
 
 func (s *ApplyStats) add(o ApplyStats) {
@@ -73,8 +90,10 @@ func (s *ApplyStats) add(o ApplyStats) {
 	s.Removed += o.Removed
 	s.Cleared += o.Cleared
 	s.Unresolved += o.Unresolved
+	s.OffloadUnmapped += o.OffloadUnmapped
 	s.UnknownRemoves += o.UnknownRemoves
 	s.OtherMedia += o.OtherMedia
+	s.Untrusted += o.Untrusted
 }
 
 func (rs *rankState) hold(e engineEntry, ti int) {
@@ -111,16 +130,10 @@ func (rs *rankState) store(ev *Event, st *ApplyStats) {
 	}
 	ti := tierIndex(tier)
 	if len(ev.Tokens) == 0 {
-		// An offloaded copy: the blocks are known by engine hash only.
-		for _, h := range ev.Hashes {
-			e, known := rs.engine[h]
-			if !known || !e.resolved {
-				st.Unresolved++
-			}
-			rs.addRef(h, e, ti, st)
-		}
+		rs.storeOffloaded(ev, ti, st)
 		return
 	}
+	rs.blockSize = ev.BlockSize
 	parent, resolved := blockkey.Root(ev.LoRAName), true
 	if ev.HasParent {
 		p, ok := rs.engine[ev.Parent]
@@ -179,9 +192,23 @@ func (rs *rankState) store(ev *Event, st *ApplyStats) {
 				e = engineEntry{key: key, resolved: true}
 			}
 		}
+		linkParent(&e, ev, i, skip)
 		rs.addRef(h, e, ti, st)
 		parent = e.key
 		resolved = e.resolved
+	}
+}
+
+// linkParent records the engine hash before block i of ev, where the
+// event names it: the block before in the event, or its parent when no
+// null blocks lie between.
+func linkParent(e *engineEntry, ev *Event, i, skip int) {
+	switch {
+	case e.hasParent:
+	case i > 0:
+		e.parent, e.hasParent = ev.Hashes[i-1], true
+	case ev.HasParent && skip == 0:
+		e.parent, e.hasParent = ev.Parent, true
 	}
 }
 
@@ -196,7 +223,56 @@ func (rs *rankState) addRef(h uint64, e engineEntry, ti int, st *ApplyStats) {
 	rs.engine[h] = e
 }
 
-// remove applies a BlockRemoved event.
+// covered lists the engine hashes of the GPU blocks an offloaded block of
+// size blockSize named h covers, last first: h and the blocks before it
+// (vLLM's offloading connector names a block of block_size_factor GPU
+// blocks by its last one's hash). It is nil when they cannot all be
+// named: a size that is not a multiple of the GPU block size, or a chain
+// this rank does not know.
+func (rs *rankState) covered(h uint64, blockSize int, buf []uint64) []uint64 {
+	if rs.blockSize <= 0 || blockSize%rs.blockSize != 0 {
+		return nil
+	}
+	buf = append(buf[:0], h)
+	for n := blockSize / rs.blockSize; len(buf) < n; {
+		e, ok := rs.engine[buf[len(buf)-1]]
+		if !ok || !e.hasParent {
+			return nil
+		}
+		buf = append(buf, e.parent)
+	}
+	return buf
+}
+
+// storeOffloaded applies a store without tokens: an offloaded copy of
+// blocks known by engine hash. A copy of the GPU block size is that block;
+// a larger one (the offloading connector's offloaded_block_size) is the
+// GPU blocks it covers, each held in the tier.
+func (rs *rankState) storeOffloaded(ev *Event, ti int, st *ApplyStats) {
+	rs.offloadSize = ev.BlockSize
+	var buf []uint64
+	for _, h := range ev.Hashes {
+		hs := []uint64{h}
+		if rs.blockSize > 0 && ev.BlockSize != rs.blockSize {
+			if buf = rs.covered(h, ev.BlockSize, buf); buf == nil {
+				st.OffloadUnmapped++
+				continue
+			}
+			hs = buf
+		}
+		for _, c := range hs {
+			e, known := rs.engine[c]
+			if !known || !e.resolved {
+				st.Unresolved++
+			}
+			rs.addRef(c, e, ti, st)
+		}
+	}
+}
+
+// remove applies a BlockRemoved event. A removal names blocks as their
+// stores did: an offloaded block larger than the GPU block by its last GPU
+// block, so the CPU tier removes what that block covered.
 func (rs *rankState) remove(ev *Event, st *ApplyStats) {
 	tier, ok := tierOf(ev.Medium)
 	if !ok {
@@ -205,21 +281,41 @@ func (rs *rankState) remove(ev *Event, st *ApplyStats) {
 	}
 	ti := tierIndex(tier)
 	for _, h := range ev.Hashes {
-		e, known := rs.engine[h]
-		if !known || e.ref[ti] == 0 {
-			st.UnknownRemoves++
+		if tier == kvwire.TierCPU && rs.blockSize > 0 && rs.offloadSize > 0 && rs.offloadSize != rs.blockSize {
+			rs.removeCovered(h, ti, st)
 			continue
 		}
-		st.Removed++
-		e.ref[ti]--
-		if e.ref[ti] == 0 && e.resolved {
-			rs.release(e, ti)
-		}
-		if e.ref == ([2]uint16{}) {
-			delete(rs.engine, h)
-		} else {
-			rs.engine[h] = e
-		}
+		rs.removeOne(h, ti, st)
+	}
+}
+
+// removeCovered removes the GPU blocks an offloaded block named h covers.
+func (rs *rankState) removeCovered(h uint64, ti int, st *ApplyStats) {
+	hs := rs.covered(h, rs.offloadSize, nil)
+	if hs == nil {
+		st.UnknownRemoves++
+		return
+	}
+	for _, c := range hs {
+		rs.removeOne(c, ti, st)
+	}
+}
+
+func (rs *rankState) removeOne(h uint64, ti int, st *ApplyStats) {
+	e, known := rs.engine[h]
+	if !known || e.ref[ti] == 0 {
+		st.UnknownRemoves++
+		return
+	}
+	st.Removed++
+	e.ref[ti]--
+	if e.ref[ti] == 0 && e.resolved {
+		rs.release(e, ti)
+	}
+	if e.ref == ([2]uint16{}) {
+		delete(rs.engine, h)
+	} else {
+		rs.engine[h] = e
 	}
 }
 

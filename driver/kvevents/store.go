@@ -34,6 +34,9 @@ type replicaState struct {
 	blockSize int
 	ranks     map[rankGroup]*rankState
 	layout    layout
+	// gaps are the key-deciding fields its engine's events lack: when any,
+	// its keys are withheld from sessions and it is sent untrusted.
+	gaps Gap
 }
 
 // rankGroup names the state of one KV-cache group of one rank.
@@ -102,8 +105,8 @@ func (s *Store) rankOf(r *replicaState, rank, group int) *rankState {
 	rs, ok := r.ranks[rankGroup{rank, group}]
 	if !ok {
 		rs = newRankState(rank, func(rank int, t kvwire.Tier, k blockkey.Key, add bool) {
-			if len(s.sessions) == 0 {
-				return // nobody to tell; a new session starts with a snapshot
+			if len(s.sessions) == 0 || r.gaps != 0 {
+				return // nobody to tell, or keys that may be wrong
 			}
 			o := opDel
 			if add {
@@ -137,6 +140,9 @@ func (s *Store) Apply(replica string, rank int, b *Batch) {
 		if ev.Type == BlockStored && len(ev.Tokens) > 0 {
 			r.learn(ev)
 		}
+		if ev.Gaps&^r.gaps != 0 {
+			s.distrustLocked(r, ev.Gaps)
+		}
 		if ev.Type == AllBlocksCleared {
 			st.Cleared++
 			r.clearRank(rank)
@@ -146,6 +152,31 @@ func (s *Store) Apply(replica string, rank int, b *Batch) {
 	}
 	s.stats.add(st)
 	s.trimLocked()
+}
+
+// distrustLocked adds gaps to r's and tells sessions it holds nothing
+// they may use: what it published before may have been
+// keyed wrong too (a salted block looks like a plain one), and a reset with
+// the reason (Untrusted) routes it approx.
+func (s *Store) distrustLocked(r *replicaState, gaps Gap) {
+	if r.gaps == 0 {
+		s.stats.Untrusted++
+	}
+	r.gaps |= gaps
+	if len(s.sessions) > 0 { // a reset also carries a new reason out
+		s.log.append(change{rep: r, op: opReset})
+	}
+}
+
+// Untrusted says why replica's keys cannot be trusted: its engine's event
+// schema lacks a field some keys depend on (Gap). Empty when they can.
+func (s *Store) Untrusted(replica string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.replicas[replica]; ok {
+		return r.gaps.Reason()
+	}
+	return ""
 }
 
 // ClearRank drops every block of one rank of replica: the engine behind it
@@ -162,11 +193,14 @@ func (s *Store) ClearRank(replica string, rank int) {
 // for it. Snapshots list it from now on, and every session is sent it as a
 // reset, so routers route it exact at once instead of waiting for its first
 // event; an idle engine may send none for a long time, and what a router
-// knows for certain about it, that it holds nothing, is worth using.
+// knows for certain about it, that it holds nothing, is worth using. A new
+// engine may speak another event schema, so the replica is trusted until
+// its events show a gap again.
 func (s *Store) Announce(replica string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.replica(replica)
+	r.gaps = 0
 	if len(s.sessions) > 0 {
 		s.log.append(change{rep: r, op: opReset})
 	}
@@ -294,8 +328,11 @@ func (s *Store) trimLocked() {
 func (s *Store) snapshotLocked() []kvwire.Replica {
 	out := make([]kvwire.Replica, 0, len(s.replicas))
 	for _, r := range s.replicas {
-		rep := kvwire.Replica{ID: r.id, BlockSize: r.blockSize, Layout: r.layout.specs()}
+		rep := kvwire.Replica{ID: r.id, BlockSize: r.blockSize, Layout: r.layout.specs(), Approx: r.gaps.Reason()}
 		for rg, rs := range r.ranks {
+			if r.gaps != 0 {
+				break // its keys may be wrong: it is listed holding nothing
+			}
 			var add [2][]uint64
 			for k, h := range rs.held {
 				for ti := range h {

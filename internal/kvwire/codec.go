@@ -18,12 +18,15 @@ var (
 // MaxBody bounds an encoded Update: a snapshot of a few million blocks.
 const MaxBody = 64 << 20
 
-// Encode returns u's msgpack encoding, in version 1's shape when
-// u.Version is 1 (see toV1: only each replica's Primary group).
+// Encode returns u's msgpack encoding, in the shape of u.Version (toV1:
+// only each replica's Primary group; toV2: no Approx).
 func Encode(u *Update) ([]byte, error) {
 	var v any = u
-	if u.Version == 1 {
+	switch u.Version {
+	case 1:
 		v = toV1(u)
+	case 2:
+		v = toV2(u)
 	}
 	b, err := msgpack.Marshal(v)
 	if err != nil {
@@ -48,13 +51,18 @@ func Decode(body []byte) (*Update, error) {
 	var (
 		u  *Update
 		v1 updateV1
+		v2 updateV2
 	)
 	r := bytes.NewReader(body)
 	dec := msgpack.NewDecoder(r)
-	if ver == 1 {
+	switch ver {
+	case 1:
 		err = dec.Decode(&v1)
 		u = fromV1(&v1)
-	} else {
+	case 2:
+		err = dec.Decode(&v2)
+		u = fromV2(&v2)
+	default:
 		u = new(Update)
 		err = dec.Decode(u)
 	}

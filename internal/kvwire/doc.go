@@ -3,7 +3,7 @@
 // router's ingest endpoint wraps: decoding, authentication with the shared
 // token, and per-driver session sequencing.
 //
-// # Protocol (version 2)
+// # Protocol (version 3)
 //
 // A driver keeps one session per router instance. Every flush it sends one
 // Update as the body of an HTTP POST to Path, msgpack-encoded (Content-Type
@@ -35,6 +35,12 @@
 // version 1 body means one full-attention group. A sender that a version
 // 1 router refuses (RefusedVersion) speaks version 1 to it, sending each
 // replica's Primary group only, which is what such a router can index.
+//
+// Version 3 adds a replica's Approx: the reason its driver cannot key its
+// blocks (an engine whose event schema lacks a field some keys depend on).
+// Such a replica is sent holding nothing, and the router routes it approx
+// with the reason. A sender refused by an older router steps down one
+// version at a time; a version 2 router is not told the reason.
 //
 // Structs encode as msgpack arrays; fields are only ever appended, and a
 // change in meaning bumps Version. The package is a leaf: it imports nothing

@@ -9,10 +9,31 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// The version 1 shapes. A struct encoded as an array must be decoded into
-// one with the same number of fields, so the versions have their own types;
-// a version 1 body is decoded into these and converted.
+// The version 1 and 2 shapes. A struct encoded as an array must be
+// decoded into one with the same number of fields, so the versions have
+// their own types; an older body is decoded into these and converted.
 type (
+	updateV2 struct {
+		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
+		_msgpack struct{} `msgpack:",as_array"`
+
+		Version  int
+		Driver   string
+		Epoch    uint64
+		Seq      uint64
+		Snapshot bool
+		Replicas []replicaV2
+	}
+	replicaV2 struct {
+		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
+		_msgpack struct{} `msgpack:",as_array"`
+
+		ID        string
+		BlockSize int
+		Reset     bool
+		Groups    []Group
+		Layout    []KVGroupSpec
+	}
 	updateV1 struct {
 		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
 		_msgpack struct{} `msgpack:",as_array"`
@@ -105,6 +126,29 @@ func fromV1(v *updateV1) *Update {
 	return u
 }
 
+// toV2 is u in version 2's shape, without the replicas' Approx: a version
+// 2 router cannot be told why a replica's blocks are withheld, and routes
+// it as one holding nothing.
+func toV2(u *Update) *updateV2 {
+	v := &updateV2{Version: 2, Driver: u.Driver, Epoch: u.Epoch, Seq: u.Seq, Snapshot: u.Snapshot,
+		Replicas: make([]replicaV2, 0, len(u.Replicas))}
+	for _, r := range u.Replicas {
+		v.Replicas = append(v.Replicas, replicaV2{ID: r.ID, BlockSize: r.BlockSize, Reset: r.Reset, Groups: r.Groups, Layout: r.Layout})
+	}
+	return v
+}
+
+func fromV2(v *updateV2) *Update {
+	u := &Update{Version: v.Version, Driver: v.Driver, Epoch: v.Epoch, Seq: v.Seq, Snapshot: v.Snapshot}
+	if v.Replicas != nil {
+		u.Replicas = make([]Replica, len(v.Replicas))
+	}
+	for i, r := range v.Replicas {
+		u.Replicas[i] = Replica{ID: r.ID, BlockSize: r.BlockSize, Reset: r.Reset, Groups: r.Groups, Layout: r.Layout}
+	}
+	return u
+}
+
 // peekVersion reads the Version, the first element of an encoded Update.
 func peekVersion(body []byte) (int, error) {
 	d := msgpack.NewDecoder(bytes.NewReader(body))
@@ -125,7 +169,7 @@ func peekVersion(body []byte) (int, error) {
 // RefusedVersion reports whether err (from Send) is a router refusing the
 // version of the update sent: a router of an older version answers a
 // newer body with 400, naming the version it speaks or failing to decode
-// the longer arrays. The sender then speaks version 1 to it.
+// the longer arrays. The sender then speaks the version before to it.
 func RefusedVersion(err error) bool {
 	if !errors.Is(err, ErrMalformed) {
 		return false

@@ -20,6 +20,43 @@ func hybridUpdate() *Update {
 	}}}
 }
 
+// Version 3 carries a replica's Approx; version 2 bytes are those a
+// version 2 sender writes (no Approx), and decode as version 2.
+func TestVersion3Approx(t *testing.T) {
+	t.Parallel()
+	u := hybridUpdate()
+	u.Replicas[0].Approx = "engine's KV events carry no extra_keys"
+	got, err := Decode(mustEncode(t, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, u) {
+		t.Errorf("decoded %+v; want %+v", got, u)
+	}
+
+	u.Version = 2
+	b := mustEncode(t, u)
+	r := u.Replicas[0]
+	v2, err := msgpack.Marshal(&updateV2{Version: 2, Driver: u.Driver, Epoch: u.Epoch, Seq: u.Seq,
+		Replicas: []replicaV2{{ID: r.ID, BlockSize: r.BlockSize, Groups: r.Groups, Layout: r.Layout}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b, v2) {
+		t.Errorf("version 2 bytes differ from a version 2 sender's")
+	}
+	got, err = Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *u
+	want.Replicas = []Replica{r}
+	want.Replicas[0].Approx = ""
+	if !reflect.DeepEqual(got, &want) {
+		t.Errorf("decoded %+v; want %+v", got, &want)
+	}
+}
+
 func TestVersion2RoundTrip(t *testing.T) {
 	t.Parallel()
 	u := hybridUpdate()

@@ -1,11 +1,11 @@
 package kvwire
 
 // Version is the protocol version this package speaks. Version 2 adds the
-// engine's KV-cache groups (Group.KVGroup, Replica.Layout); a receiver
-// accepts MinVersion to Version, and Encode writes an Update of Version 1
-// in version 1's shape (see Downgrade), so drivers and routers of either
-// version work together.
-const Version = 2
+// engine's KV-cache groups (Group.KVGroup, Replica.Layout), version 3 a
+// replica's Approx reason; a receiver accepts MinVersion to Version, and
+// Encode writes an Update of an older Version in that version's shape
+// (toV1, toV2), so drivers and routers of any of them work together.
+const Version = 3
 
 // MinVersion is the oldest version a receiver accepts.
 const MinVersion = 1
@@ -63,6 +63,11 @@ type Replica struct {
 	// means one full-attention group. Sent with every entry of a replica
 	// whose layout is known: it is a few bytes.
 	Layout []KVGroupSpec
+	// Approx, when set, says why the driver cannot key this replica's
+	// blocks correctly (its engine's event schema lacks a field some keys
+	// depend on, version 3). The driver then sends none of its blocks, and
+	// the router routes it approx with this reason. Sent with every entry.
+	Approx string
 }
 
 // Group is the change to one (data-parallel rank, tier) of a replica.

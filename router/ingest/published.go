@@ -69,11 +69,11 @@ func (s *Sink) stateOf(replica string) (published, bool) {
 	if _, owned := s.sessions.owner[replica]; !owned {
 		return published{}, false
 	}
-	bs := s.sessions.blockSz[replica]
+	bs, why := s.sessions.blockSz[replica], s.sessions.untrusted[replica]
 	if rf := s.refusals.byID[replica]; rf != nil {
-		return published{refused: true, reason: rf.reason, blockSize: bs}, true
+		return published{refused: true, reason: rf.reason, blockSize: bs, untrusted: why}, true
 	}
-	return published{blockSize: bs}, true
+	return published{blockSize: bs, untrusted: why}, true
 }
 
 // Synced reports whether a live driver session holds replica's KV state,
@@ -81,7 +81,15 @@ func (s *Sink) stateOf(replica string) (published, bool) {
 // It takes no lock: an update being applied does not delay it.
 func (s *Sink) Synced(replica string) bool {
 	st, ok := s.published.get(replica)
-	return ok && !st.refused
+	return ok && !st.refused && st.untrusted == ""
+}
+
+// Untrusted reports why replica's driver cannot key its blocks, when it
+// says so (its engine's KV events lack a field some keys depend on): it
+// then routes in approx mode, and its driver sends none of its blocks.
+func (s *Sink) Untrusted(replica string) (string, bool) {
+	st, _ := s.published.get(replica)
+	return st.untrusted, st.untrusted != ""
 }
 
 // Refused reports why replica's KV state is not in the index, when it was

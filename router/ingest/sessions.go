@@ -12,10 +12,13 @@ type sessions struct {
 	drivers map[string]map[string]bool // driver -> replicas it holds state for
 	owner   map[string]string          // replica -> driver with live state
 	blockSz map[string]int             // replica -> block size drivers report
+	// untrusted: replica -> why its driver cannot key its blocks.
+	untrusted map[string]string
 }
 
 func newSessions() sessions {
-	return sessions{drivers: map[string]map[string]bool{}, owner: map[string]string{}, blockSz: map[string]int{}}
+	return sessions{drivers: map[string]map[string]bool{}, owner: map[string]string{}, blockSz: map[string]int{},
+		untrusted: map[string]string{}}
 }
 
 // claim makes driver the owner of replica's KV state. It returns the
@@ -42,6 +45,7 @@ func (ss *sessions) release(replica string) {
 		delete(ss.owner, replica)
 	}
 	delete(ss.blockSz, replica)
+	delete(ss.untrusted, replica)
 }
 
 // end forgets driver's session and returns the replicas it held: a
@@ -60,6 +64,21 @@ func (ss *sessions) noteBlockSize(replica string, size int) bool {
 		return false
 	}
 	ss.blockSz[replica] = size
+	return true
+}
+
+// noteUntrusted records the reason a driver gives for not keying
+// replica's blocks ("" when it keys them: every entry says which). It
+// says whether the reason changed, so that the Sink publishes it.
+func (ss *sessions) noteUntrusted(replica, why string) bool {
+	if ss.untrusted[replica] == why {
+		return false
+	}
+	if why == "" {
+		delete(ss.untrusted, replica)
+	} else {
+		ss.untrusted[replica] = why
+	}
 	return true
 }
 

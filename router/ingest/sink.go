@@ -193,6 +193,12 @@ func (s *Sink) applyReplica(driver string, version int, r *kvwire.Replica, snaps
 	if s.sessions.noteBlockSize(r.ID, r.BlockSize) {
 		s.published.touch(r.ID)
 	}
+	if s.sessions.noteUntrusted(r.ID, r.Approx) {
+		s.published.touch(r.ID)
+		if r.Approx != "" {
+			s.log.Warn("driver cannot key a replica's blocks; it routes in approx mode", "replica", r.ID, "driver", driver, "reason", r.Approx)
+		}
+	}
 	layout := s.layoutLocked(version, r)
 	if rf, ok := s.refusals.byID[r.ID]; ok && !full {
 		// Its state is not in the index: a delta cannot apply.

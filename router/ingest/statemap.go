@@ -20,6 +20,9 @@ import (
 type published struct {
 	refused bool
 	reason  string
+	// untrusted is why its driver cannot key its blocks (kvwire's
+	// Replica.Approx): it routes approx, though a session holds it.
+	untrusted string
 	// blockSize is the block size the replica's engine reports in its
 	// events (0: none yet): it decides the size its keys are cut at.
 	blockSize int

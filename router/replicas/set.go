@@ -314,10 +314,17 @@ func (s *Set) Mode(replica string) scheduler.Mode {
 
 // ModeReason says why replica is in approx mode though a driver sends its
 // KV state: the index had no room for it (see router/ingest's refusals),
-// or its block size is not its model's key size. Empty otherwise.
+// its driver cannot key its blocks (an engine's event schema without a
+// field some keys depend on), or its block size is not its model's key
+// size. Empty otherwise.
 func (s *Set) ModeReason(replica string) string {
 	if r, ok := s.kv.(interface{ Refused(string) (string, bool) }); ok {
 		if why, refused := r.Refused(replica); refused {
+			return why
+		}
+	}
+	if u, ok := s.kv.(interface{ Untrusted(string) (string, bool) }); ok {
+		if why, untrusted := u.Untrusted(replica); untrusted {
 			return why
 		}
 	}

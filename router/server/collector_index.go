@@ -17,9 +17,11 @@ var (
 		"Entries of removed holders not yet swept from each model's index (unseen by lookups; swept at a sixteenth of the live ones).", []string{"model"}, nil)
 	descReplicaRefused = prometheus.NewDesc("llmgw_replica_kv_refused",
 		"1 for each replica whose KV state its model's index had no room for: it routes in approx mode until room frees and its driver resends a snapshot (alarm).", []string{"replica", "model"}, nil)
+	descReplicaUntrusted = prometheus.NewDesc("llmgw_replica_kv_untrusted",
+		"1 for each replica whose driver cannot key its blocks (its engine's KV events lack a field some keys depend on; the reason is in /admin/replicas): it routes in approx mode until its engine is upgraded.", []string{"replica", "model"}, nil)
 )
 
-var indexDescs = []*prometheus.Desc{descIndexHolders, descIndexMaxHolders, descIndexUnswept, descReplicaRefused}
+var indexDescs = []*prometheus.Desc{descIndexHolders, descIndexMaxHolders, descIndexUnswept, descReplicaRefused, descReplicaUntrusted}
 
 // collectIndex sends the index bounds' metrics.
 func (c *collector) collectIndex(ch chan<- prometheus.Metric) {
@@ -36,6 +38,9 @@ func (c *collector) collectIndex(ch chan<- prometheus.Metric) {
 	for _, r := range s.set.All() {
 		if _, refused := s.sink.Refused(r.ID); refused {
 			gauge(descReplicaRefused, 1, r.ID, r.Model)
+		}
+		if _, untrusted := s.sink.Untrusted(r.ID); untrusted {
+			gauge(descReplicaUntrusted, 1, r.ID, r.Model)
 		}
 	}
 }

@@ -318,9 +318,9 @@ func (s *routerSession) run(ctx context.Context) {
 		case err == nil:
 			pending, lastSent, backoff, joined = nil, time.Now(), s.cfg.MinBackoff, true
 		case version > 1 && kvwire.RefusedVersion(err):
-			// A router of the previous version: speak it, from a snapshot.
-			s.log.Info("router speaks kv protocol version 1; sending it version 1", "router", s.ep.String())
-			version, pending, next = 1, nil, 0
+			// An older router: speak the version before, from a snapshot.
+			version, pending, next = version-1, nil, 0
+			s.log.Info("router refused the kv protocol version; stepping down", "router", s.ep.String(), "version", version)
 			s.sess.Resync()
 		case errors.Is(err, kvwire.ErrSnapshotRequired):
 			// The router restarted or lost our session: start over, in the

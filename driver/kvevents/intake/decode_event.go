@@ -19,6 +19,11 @@ type eventFields struct {
 	hasTag  bool
 	bad     error
 	extraAt int // payload offset of a non-nil extra_keys value, -1 when none
+	// What schemaGaps needs: the array form's field count (-1 in the map
+	// form), whether lora_id was non-nil and whether lora_name was sent.
+	fields   int
+	loraID   bool
+	loraName bool
 }
 
 // Positional fields of BlockStored after the tag, as the reference lists.
@@ -33,7 +38,7 @@ var removedFieldNames = []string{"block_hashes", "medium", "group_idx"}
 
 func (d *Decoder) decodeEvent(r *reader) error {
 	mark := [4]int{len(d.hashes), len(d.tokens), len(d.extras), len(d.xbytes)}
-	f := eventFields{extraAt: -1}
+	f := eventFields{extraAt: -1, fields: -1}
 	c, err := r.peek()
 	if err != nil {
 		return err
@@ -51,6 +56,9 @@ func (d *Decoder) decodeEvent(r *reader) error {
 	}
 	if f.bad == nil {
 		f.bad = check(&f.ev)
+	}
+	if f.bad == nil {
+		f.ev.Gaps = schemaGaps(&f)
 	}
 	if f.bad != nil {
 		if errors.Is(f.bad, errUnknownTag) {
@@ -90,7 +98,7 @@ func (d *Decoder) decodeEventArray(r *reader, f *eventFields) error {
 	var names []string
 	switch f.ev.Type {
 	case kvevents.BlockStored:
-		names = storedFieldNames
+		names, f.fields = storedFieldNames, n-1
 	case kvevents.BlockRemoved:
 		names = removedFieldNames
 	}
@@ -203,41 +211,7 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 		}
 		ev.Parent, ev.HasParent = h, true
 	case "token_ids":
-		n, err := r.arrayLen()
-		if err != nil {
-			return err
-		}
-		base := len(d.tokens)
-		d.tokens = slices.Grow(d.tokens, n)
-		for range n {
-			// Fast path for the widths msgspec uses for token ids.
-			if p := r.b[r.off:]; len(p) >= 5 {
-				switch c := p[0]; {
-				case c <= 0x7f:
-					d.tokens = append(d.tokens, uint32(c))
-					r.off++
-					continue
-				case c == 0xcc:
-					d.tokens = append(d.tokens, uint32(p[1]))
-					r.off += 2
-					continue
-				case c == 0xcd:
-					d.tokens = append(d.tokens, uint32(p[1])<<8|uint32(p[2]))
-					r.off += 3
-					continue
-				case c == 0xce:
-					d.tokens = append(d.tokens, uint32(p[1])<<24|uint32(p[2])<<16|uint32(p[3])<<8|uint32(p[4]))
-					r.off += 5
-					continue
-				}
-			}
-			v, err := r.intIn("token id", 0, math.MaxUint32)
-			if err != nil {
-				return err
-			}
-			d.tokens = append(d.tokens, uint32(v))
-		}
-		ev.Tokens = d.tokens[base:len(d.tokens):len(d.tokens)]
+		return d.tokenIDs(r, ev)
 	case "block_size":
 		v, err := r.intIn("block_size", 1, maxBlockSize)
 		if err != nil {
@@ -261,27 +235,97 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 			ev.Medium = kvevents.MediumOther
 		}
 	case "lora_name":
-		if r.nextIsNil() {
-			return nil
-		}
-		s, err := r.strBytes()
-		if err != nil {
-			return err
-		}
-		if len(s) > maxLoRAName {
-			return fmt.Errorf("lora_name of %d bytes", len(s))
-		}
-		if !bytes.Equal(s, d.lora) || d.loraS == "" {
-			d.lora = append(d.lora[:0], s...)
-			d.loraS = string(s)
-		}
-		ev.LoRAName = d.loraS
+		f.loraName = true
+		return d.loraName(r, ev)
 	case "extra_keys":
 		if r.nextIsNil() {
 			return nil
 		}
 		f.extraAt = r.off
 		return r.skip()
+	case "group_idx", "kv_cache_spec_kind", "kv_cache_spec_sliding_window":
+		return groupField(r, ev, name)
+	case "lora_id":
+		// Not needed for keys (lora_name is), only to see that an adapter
+		// block came without its name (schemaGaps).
+		if r.nextIsNil() {
+			return nil
+		}
+		f.loraID = true
+		return r.skip()
+	default:
+		d.Stats.UnknownFields++
+		return r.skip()
+	}
+	return nil
+}
+
+// extraKeysField is where extra_keys sits in BlockStored's array form
+// (after the tag): an array of no more fields comes from a vLLM without it.
+var extraKeysField = slices.Index(storedFieldNames, "extra_keys")
+
+// schemaGaps says which key-deciding fields a good event's schema lacks.
+// Only the array form can lack them: the map form came with a vLLM that has
+// every field, and leaves out only None-defaulted ones (extra_keys of a
+// plain block), which are absent, not unknown.
+func schemaGaps(f *eventFields) kvevents.Gap {
+	if f.ev.Type != kvevents.BlockStored {
+		return 0
+	}
+	var g kvevents.Gap
+	if f.fields >= 0 && f.fields <= extraKeysField {
+		g |= kvevents.GapExtraKeys
+	}
+	if f.loraID && !f.loraName {
+		g |= kvevents.GapLoRAName
+	}
+	return g
+}
+
+// tokenIDs decodes token_ids into ev, with a fast path for the widths
+// msgspec uses for token ids.
+func (d *Decoder) tokenIDs(r *reader, ev *kvevents.Event) error {
+	n, err := r.arrayLen()
+	if err != nil {
+		return err
+	}
+	base := len(d.tokens)
+	d.tokens = slices.Grow(d.tokens, n)
+	for range n {
+		// Fast path for the widths msgspec uses for token ids.
+		if p := r.b[r.off:]; len(p) >= 5 {
+			switch c := p[0]; {
+			case c <= 0x7f:
+				d.tokens = append(d.tokens, uint32(c))
+				r.off++
+				continue
+			case c == 0xcc:
+				d.tokens = append(d.tokens, uint32(p[1]))
+				r.off += 2
+				continue
+			case c == 0xcd:
+				d.tokens = append(d.tokens, uint32(p[1])<<8|uint32(p[2]))
+				r.off += 3
+				continue
+			case c == 0xce:
+				d.tokens = append(d.tokens, uint32(p[1])<<24|uint32(p[2])<<16|uint32(p[3])<<8|uint32(p[4]))
+				r.off += 5
+				continue
+			}
+		}
+		v, err := r.intIn("token id", 0, math.MaxUint32)
+		if err != nil {
+			return err
+		}
+		d.tokens = append(d.tokens, uint32(v))
+	}
+	ev.Tokens = d.tokens[base:len(d.tokens):len(d.tokens)]
+	return nil
+}
+
+// groupField decodes a hybrid model's KV-cache group fields into ev.
+func groupField(r *reader, ev *kvevents.Event, name string) error {
+	switch name {
 	case "group_idx":
 		if r.nextIsNil() {
 			return nil
@@ -309,11 +353,27 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 			return err
 		}
 		ev.Window = int(v)
-	case "lora_id":
-		return r.skip() // known, not needed for keys or routing
-	default:
-		d.Stats.UnknownFields++
-		return r.skip()
 	}
+	return nil
+}
+
+// loraName decodes lora_name into ev, reusing the previous event's string
+// when the name repeats.
+func (d *Decoder) loraName(r *reader, ev *kvevents.Event) error {
+	if r.nextIsNil() {
+		return nil
+	}
+	s, err := r.strBytes()
+	if err != nil {
+		return err
+	}
+	if len(s) > maxLoRAName {
+		return fmt.Errorf("lora_name of %d bytes", len(s))
+	}
+	if !bytes.Equal(s, d.lora) || d.loraS == "" {
+		d.lora = append(d.lora[:0], s...)
+		d.loraS = string(s)
+	}
+	ev.LoRAName = d.loraS
 	return nil
 }

@@ -61,6 +61,9 @@ type Config struct {
 	EventSchema      int    // BlockStored array length
 	ReplayFormat     string // "new" or "old"
 	CPUOffloadBlocks int
+	// CPUOffloadBlockSize is the offloading connector's block size in
+	// tokens, a multiple of BlockSize (0: BlockSize).
+	CPUOffloadBlockSize int
 	// KVCacheGroupsFlag is --sim-kv-cache-groups as given; KVCacheGroups
 	// the groups it resolves to (from the list, or from config.json).
 	KVCacheGroupsFlag string
@@ -144,6 +147,9 @@ func (c Config) Validate() error {
 		{c.KVBytesPerToken > 0, fmt.Sprintf("--sim-kv-bytes-per-token must be positive, got %d", c.KVBytesPerToken)},
 		{c.KVBandwidth > 0, fmt.Sprintf("--sim-kv-transfer-bandwidth must be positive (bytes per second), got %v", c.KVBandwidth)},
 		{c.CPUOffloadBlocks >= 0, fmt.Sprintf("--sim-cpu-offload-blocks must not be negative, got %d", c.CPUOffloadBlocks)},
+		// vLLM's OffloadingSpec asserts offloaded_block_size % gpu_block_size == 0.
+		{c.CPUOffloadBlockSize == 0 || c.CPUOffloadBlockSize > 0 && c.BlockSize > 0 && c.CPUOffloadBlockSize%c.BlockSize == 0,
+			fmt.Sprintf("--sim-cpu-offload-block-size %d is not a multiple of --block-size %d", c.CPUOffloadBlockSize, c.BlockSize)},
 		{len(c.LoRAModules) == 0 || c.EnableLoRA, "--lora-modules needs --enable-lora"},
 		{c.Latency.LoadFactor >= 1, fmt.Sprintf("--sim-load-factor must be at least 1, got %v", c.Latency.LoadFactor)},
 		// vLLM refuses to start when one sequence of max-model-len cannot fit.

@@ -48,7 +48,10 @@ type Config struct {
 	NumBlocks int
 	BlockSize int
 	CPUBlocks int // 0: no CPU tier
-	HashSeed  string
+	// CPUBlockSize is the CPU tier's block size, a multiple of BlockSize
+	// (0: BlockSize): vLLM's offloaded_block_size.
+	CPUBlockSize int
+	HashSeed     string
 	// DisableCache is vLLM's --no-enable-prefix-caching: blocks are never
 	// hashed or reused, so nothing is stored and no event is published.
 	DisableCache bool
@@ -91,7 +94,7 @@ func New(cfg Config) (*Pool, error) {
 		p.pushFree(&p.blocks[i])
 	}
 	if cfg.CPUBlocks > 0 {
-		p.cpu = newCPUTier(cfg.CPUBlocks)
+		p.cpu = newCPUTier(cfg.CPUBlocks, max(cfg.CPUBlockSize/p.blockSize, 1))
 	}
 	return p, nil
 }

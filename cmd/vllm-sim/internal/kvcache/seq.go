@@ -92,12 +92,7 @@ func (p *Pool) Lookup(s *Seq) Match {
 	var m Match
 	m.gpu, m.hitGPU = p.findLongest(hashes)
 	if p.cpu != nil {
-		for _, h := range hashes[m.hitGPU:] {
-			if !p.cpu.has(h) {
-				break
-			}
-			m.cpu++
-		}
+		m.cpu = p.cpu.hits(hashes, m.hitGPU)
 	}
 	m.Tokens = (m.hitGPU + m.cpu) * p.blockSize
 	m.CPUTokens = m.cpu * p.blockSize
