@@ -21,6 +21,9 @@ const consulStartTimeout = 60 * time.Second
 // consulAgent is the fleet's `consul agent -dev`, on loopback only.
 type consulAgent struct {
 	p        *proc
+	argv     []string // the agent's command line, for Restart
+	logPath  string   // consul.log, then consul-<n>.log after the n-th restart
+	restarts int
 	httpAddr string
 	dnsAddr  string
 	client   *api.Client
@@ -60,10 +63,24 @@ disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], 
 	if a.client, err = api.NewClient(cfg); err != nil {
 		return nil, fmt.Errorf("consul client: %w", err)
 	}
-	a.p, err = startProc("consul", filepath.Join(dir, "consul.log"), []string{bin, "agent", "-dev",
-		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "llmgw-fleet", "-log-level", "warn", "-hcl", hcl}, nil)
-	if err != nil {
+	// A data dir, even in dev mode, keeps the agent's local services and
+	// checks across a restart, as on a production client agent: a
+	// restarted agent serves them again without the registrants' help.
+	a.argv = []string{bin, "agent", "-dev", "-data-dir", filepath.Join(dir, "consul-data"),
+		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "llmgw-fleet", "-log-level", "warn", "-hcl", hcl}
+	a.logPath = filepath.Join(dir, "consul.log")
+	if err := a.run(ctx); err != nil {
 		return nil, err
+	}
+	return a, nil
+}
+
+// run starts the agent's process and waits until it has elected itself
+// leader; on error the process is stopped.
+func (a *consulAgent) run(ctx context.Context) error {
+	var err error
+	if a.p, err = startProc("consul", a.logPath, a.argv, nil); err != nil {
+		return err
 	}
 	err = poll(ctx, consulStartTimeout, "consul to elect a leader", func() error {
 		if a.p.exited() {
@@ -84,9 +101,9 @@ disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], 
 	})
 	if err != nil {
 		a.p.stop(5 * time.Second)
-		return nil, err
+		return err
 	}
-	return a, nil
+	return nil
 }
 
 // consulPorts chooses the agent's ports; tests replace it to hand the
@@ -95,3 +112,15 @@ var consulPorts = netport.FreeTCPs
 
 // stop ends the agent and reaps it.
 func (a *consulAgent) stop() { a.p.stop(10 * time.Second) }
+
+// restart starts the agent again after it died, with the same command
+// line (ports, data dir), and waits until it leads again. Its log goes to
+// a new file, so the dead agent's log stays readable.
+func (a *consulAgent) restart(ctx context.Context) error {
+	if !a.p.exited() {
+		return errors.New("restart consul: the agent still runs")
+	}
+	a.restarts++
+	a.logPath = filepath.Join(filepath.Dir(a.logPath), fmt.Sprintf("consul-%d.log", a.restarts))
+	return a.run(ctx)
+}

@@ -186,6 +186,9 @@ type Fleet struct {
 	routers []*router
 	shards  []*shard
 	gen     int // router generation, for unique names
+	// scheduler is the routers' scheduler block (startRouters'), for a
+	// router that replaces a killed one.
+	scheduler string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -263,6 +266,7 @@ func (f *Fleet) startRouters(ctx context.Context, scheduler string) error {
 	f.mu.Lock()
 	f.gen++
 	gen := f.gen
+	f.scheduler = scheduler
 	f.mu.Unlock()
 	for i := range f.o.Routers {
 		r, err := f.startRouter(ctx, fmt.Sprintf("router-%d-%d", gen, i), scheduler)
