@@ -18,7 +18,13 @@ import (
 // consulStartTimeout bounds how long the agent may take to elect itself.
 const consulStartTimeout = 60 * time.Second
 
-// consulAgent is the fleet's `consul agent -dev`, on loopback only.
+// consulAgent is the fleet's Consul: one agent that is its own server, on
+// loopback only, with its state in the work dir. Not `consul agent -dev`,
+// whose catalog lives in memory: a dev agent killed and started again
+// comes back knowing no service until the registrants sync, which is no
+// production agent's restart (servers keep the catalog on disk; a client
+// agent keeps its local services in its data dir). serverConfig has the
+// settings that -dev would bring and the fleet relies on.
 type consulAgent struct {
 	p        *proc
 	argv     []string // the agent's command line, for Restart
@@ -51,7 +57,7 @@ func startConsulOnce(ctx context.Context, bin, dir string) (*consulAgent, error)
 		return nil, fmt.Errorf("consul ports: %w", err)
 	}
 	hcl := fmt.Sprintf(`ports { http = %d, dns = %d, serf_lan = %d, serf_wan = %d, server = %d, grpc = %d, grpc_tls = -1, https = -1 }
-disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
+%s`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], serverConfig)
 	a := &consulAgent{
 		httpAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
 		dnsAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
@@ -63,10 +69,7 @@ disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], 
 	if a.client, err = api.NewClient(cfg); err != nil {
 		return nil, fmt.Errorf("consul client: %w", err)
 	}
-	// A data dir, even in dev mode, keeps the agent's local services and
-	// checks across a restart, as on a production client agent: a
-	// restarted agent serves them again without the registrants' help.
-	a.argv = []string{bin, "agent", "-dev", "-data-dir", filepath.Join(dir, "consul-data"),
+	a.argv = []string{bin, "agent", "-data-dir", filepath.Join(dir, "consul-data"),
 		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "llmgw-fleet", "-log-level", "warn", "-hcl", hcl}
 	a.logPath = filepath.Join(dir, "consul.log")
 	if err := a.run(ctx); err != nil {
@@ -106,6 +109,16 @@ func (a *consulAgent) run(ctx context.Context) error {
 	return nil
 }
 
+// serverConfig makes the agent a single server that elects itself at once
+// (bootstrap), with -dev's fast Raft timing and check results synced to
+// the catalog as soon as they change.
+const serverConfig = `server = true
+bootstrap = true
+performance { raft_multiplier = 1 }
+check_update_interval = "0s"
+disable_update_check = true
+disable_anonymous_signature = true`
+
 // consulPorts chooses the agent's ports; tests replace it to hand the
 // agent a port that is taken.
 var consulPorts = netport.FreeTCPs
@@ -114,7 +127,8 @@ var consulPorts = netport.FreeTCPs
 func (a *consulAgent) stop() { a.p.stop(10 * time.Second) }
 
 // restart starts the agent again after it died, with the same command
-// line (ports, data dir), and waits until it leads again. Its log goes to
+// line (ports, data dir), and waits until it leads again: its catalog and
+// local services come back from its data dir. Its log goes to
 // a new file, so the dead agent's log stays readable.
 func (a *consulAgent) restart(ctx context.Context) error {
 	if !a.p.exited() {
