@@ -33,7 +33,9 @@ const settle = 24
 var testClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
 
 // fault is one fault and the fleet's recovery from it. inject returns
-// the shard it hit (0 when it hit none), for restore.
+// the shard it hit (0 when it hit none), for restore, once the fault is
+// whole (a pause has lasted); restore is the restart, from whose start
+// the time until exact routing counts.
 type fault struct {
 	name    string
 	inject  func(f *fleet.Fleet, load *Load) (int, error)
@@ -66,16 +68,16 @@ var faults = []fault{
 		func(f *fleet.Fleet, _ *Load) (int, error) { return 0, f.KillConsul() },
 		func(ctx context.Context, f *fleet.Fleet, _ int) error { return f.RestartConsul(ctx) }},
 	{"consul agent: SIGSTOP for 30 s, SIGCONT",
-		func(f *fleet.Fleet, _ *Load) (int, error) { return 0, f.PauseConsul() },
-		func(ctx context.Context, f *fleet.Fleet, _ int) error {
+		func(f *fleet.Fleet, _ *Load) (int, error) {
+			if err := f.PauseConsul(); err != nil {
+				return 0, err
+			}
 			t := time.NewTimer(consulPause) // the fault's length, not a wait for anything
 			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-			}
-			return f.ResumeConsul()
-		}},
+			<-t.C
+			return 0, nil
+		},
+		func(_ context.Context, f *fleet.Fleet, _ int) error { return f.ResumeConsul() }},
 }
 
 func restartShard(ctx context.Context, f *fleet.Fleet, shard int) error {

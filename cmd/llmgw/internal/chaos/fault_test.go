@@ -32,15 +32,15 @@ func runFault(ctx context.Context, t *testing.T, f *fleet.Fleet, o fleet.Options
 	if err != nil {
 		t.Fatalf("%s: %v", flt.name, err)
 	}
+	restart := time.Now()
 	if err := flt.restore(ctx, f, shard); err != nil {
 		t.Fatalf("%s: restore: %v", flt.name, err)
 	}
-	restored := time.Now()
 	if err := f.WaitExact(ctx); err != nil {
 		row.Exact = -1
 		t.Logf("%s: %v", flt.name, err)
 	} else {
-		row.Exact = time.Since(restored)
+		row.Exact = time.Since(restart)
 	}
 	awaitRequests(t, load, settle)
 	to := time.Now()
@@ -99,7 +99,7 @@ func migrations(ctx context.Context, t *testing.T, f *fleet.Fleet) map[string]in
 }
 
 // fleetProcs walks /proc for the fleet's processes: any whose command
-// line names its bin dir, the Consul binary or its work dir, or whose
+// line names its bin dir or its work dir, or whose
 // working directory lies in the work dir; a zombie counts only when this
 // process is its parent (another's is its parent's to reap). They are
 // keyed by kind: the binary's name, and "supervise" for the driver's
@@ -107,7 +107,9 @@ func migrations(ctx context.Context, t *testing.T, f *fleet.Fleet) map[string]in
 func fleetProcs(o fleet.Options) map[string][]string {
 	out := map[string][]string{}
 	me := strconv.Itoa(os.Getpid())
-	marks := slices.DeleteFunc([]string{o.BinDir, o.WorkDir, os.Getenv("LLMGW_CONSUL_BIN")}, func(s string) bool { return s == "" })
+	// Not the Consul binary's path: other fleets on the machine may run
+	// the same one. This fleet's agent names the work dir (its data dir).
+	marks := slices.DeleteFunc([]string{o.BinDir, o.WorkDir}, func(s string) bool { return s == "" })
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid := e.Name()

@@ -23,14 +23,16 @@ type Row struct {
 	// Plain requests sent in the fault's window, and those failed after
 	// the client's retries.
 	Plain, PlainFailed int
-	// Streams sent in the window, by how they ended.
+	// Streams sent in the window, by how they ended. Cut streams have no
+	// event to end them: only a router's own death should cut one.
 	Streams, StreamsOK, ErrorEvents, Cut, Hung, StreamsFailed int
 	// Migrated is how many streams the routers moved to another replica
 	// mid-way and completed (their metrics, over the window).
 	Migrated int
-	// Exact is the time from the restart (or resume) until every router
-	// routed every replica exact again; negative when it did not within
-	// the fleet's wait.
+	// Exact is the time from the start of the restart (or the resume)
+	// until every router routed every replica exact again, the
+	// restarted process's own start included; negative when it did not
+	// within the fleet's wait.
 	Exact time.Duration
 	// Left are the fleet's processes after the fault that were not there
 	// before it (a restarted process is new, and its predecessor gone).
