@@ -2,7 +2,7 @@
 # four vllm-sim shards under a steady mixed load, faulted one part at a
 # time (SIGKILL and restart of a router, the driver plugin, a shard's
 # supervisor, an engine, the Consul agent; Consul stopped for 30 s), with
-# a table of what the clients saw. About 80 s on two cores, so `make test`
+# a table of what the clients saw. About 100 s on two cores, so `make test`
 # runs it too (in `go test ./...`; `make quick`'s -short skips it); this
 # target runs it alone, verbosely, for the nightly run and its table.
 #
