@@ -166,7 +166,9 @@ type Shard struct {
 
 // Fleet is a running chain. Its methods are safe for concurrent use, but
 // the ones that change the fleet (RestartRouters, KillRouter, StopShard,
-// ResetCaches, Close) run one at a time.
+// ResetCaches, KillDriver, the Restart* of restart.go, Close) run one at
+// a time. The other faults (KillEngine, KillSupervisor, KillConsul,
+// PauseConsul) only send a signal, and a fault run sends one at a time.
 type Fleet struct {
 	o         Options
 	log       hclog.Logger
