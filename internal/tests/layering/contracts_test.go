@@ -163,6 +163,7 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/internal/localproc/pdeathsig",
 		"github.com/llmgw/llmgw/internal/testkit/poll",
 	},
+	"cmd/llmgw/internal/chaos":        nil,
 	"cmd/llmgw/internal/bench/trace":  nil,
 	"cmd/llmgw/internal/bench/oracle": {"github.com/llmgw/llmgw/internal/blockkey"},
 	"cmd/llmgw/internal/bench/workload": {

@@ -81,7 +81,7 @@ func ParseFlags(args []string) (Config, error) {
 	fs.DurationVar(&c.SLO.ITL, "slo-itl", defaultSLO.ITL, "SLO: mean inter-token gap")
 	fs.BoolVar(&c.Progress, "progress", isTerminal(os.Stdout), "draw a progress bar per policy (default: when the output is a terminal)")
 	fs.StringVar(&c.WorkDir, "workdir", "", "keep the processes' logs here (default: a temporary directory, removed)")
-	fs.StringVar(&c.Discovery, "discovery", fleet.DiscoveryConsul, "service discovery: consul (a Consul dev agent) or nomad (Nomad's services API, served in-process by a stand-in; no Consul runs)")
+	fs.StringVar(&c.Discovery, "discovery", fleet.DiscoveryConsul, "service discovery: consul (a local Consul agent) or nomad (Nomad's services API, served in-process by a stand-in; no Consul runs)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			var b strings.Builder

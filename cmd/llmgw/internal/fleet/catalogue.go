@@ -13,7 +13,7 @@ import (
 
 // Where the fleet registers its services (Options.Discovery).
 const (
-	// DiscoveryConsul runs a Consul dev agent; the default.
+	// DiscoveryConsul runs a Consul agent (consul.go); the default.
 	DiscoveryConsul = "consul"
 	// DiscoveryNomad runs the stand-in of Nomad's services API
 	// (cmd/nomad-standin, a process of its own) and plays the Nomad

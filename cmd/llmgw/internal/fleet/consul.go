@@ -18,9 +18,18 @@ import (
 // consulStartTimeout bounds how long the agent may take to elect itself.
 const consulStartTimeout = 60 * time.Second
 
-// consulAgent is the fleet's `consul agent -dev`, on loopback only.
+// consulAgent is the fleet's Consul: one agent that is its own server, on
+// loopback only, with its state in the work dir. Not `consul agent -dev`,
+// whose catalog lives in memory: a dev agent killed and started again
+// comes back knowing no service until the registrants sync, which is no
+// production agent's restart (servers keep the catalog on disk; a client
+// agent keeps its local services in its data dir). serverConfig has the
+// settings that -dev would bring and the fleet relies on.
 type consulAgent struct {
 	p        *proc
+	argv     []string // the agent's command line, for Restart
+	logPath  string   // consul.log, then consul-<n>.log after the n-th restart
+	restarts int
 	httpAddr string
 	dnsAddr  string
 	client   *api.Client
@@ -48,7 +57,7 @@ func startConsulOnce(ctx context.Context, bin, dir string) (*consulAgent, error)
 		return nil, fmt.Errorf("consul ports: %w", err)
 	}
 	hcl := fmt.Sprintf(`ports { http = %d, dns = %d, serf_lan = %d, serf_wan = %d, server = %d, grpc = %d, grpc_tls = -1, https = -1 }
-disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5])
+%s`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5], serverConfig)
 	a := &consulAgent{
 		httpAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
 		dnsAddr:  net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
@@ -60,10 +69,21 @@ disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], 
 	if a.client, err = api.NewClient(cfg); err != nil {
 		return nil, fmt.Errorf("consul client: %w", err)
 	}
-	a.p, err = startProc("consul", filepath.Join(dir, "consul.log"), []string{bin, "agent", "-dev",
-		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "llmgw-fleet", "-log-level", "warn", "-hcl", hcl}, nil)
-	if err != nil {
+	a.argv = []string{bin, "agent", "-data-dir", filepath.Join(dir, "consul-data"),
+		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "llmgw-fleet", "-log-level", "warn", "-hcl", hcl}
+	a.logPath = filepath.Join(dir, "consul.log")
+	if err := a.run(ctx); err != nil {
 		return nil, err
+	}
+	return a, nil
+}
+
+// run starts the agent's process and waits until it has elected itself
+// leader; on error the process is stopped.
+func (a *consulAgent) run(ctx context.Context) error {
+	var err error
+	if a.p, err = startProc("consul", a.logPath, a.argv, nil); err != nil {
+		return err
 	}
 	err = poll(ctx, consulStartTimeout, "consul to elect a leader", func() error {
 		if a.p.exited() {
@@ -84,10 +104,20 @@ disable_update_check = true`, ports[0], ports[1], ports[2], ports[3], ports[4], 
 	})
 	if err != nil {
 		a.p.stop(5 * time.Second)
-		return nil, err
+		return err
 	}
-	return a, nil
+	return nil
 }
+
+// serverConfig makes the agent a single server that elects itself at once
+// (bootstrap), with -dev's fast Raft timing and check results synced to
+// the catalog as soon as they change.
+const serverConfig = `server = true
+bootstrap = true
+performance { raft_multiplier = 1 }
+check_update_interval = "0s"
+disable_update_check = true
+disable_anonymous_signature = true`
 
 // consulPorts chooses the agent's ports; tests replace it to hand the
 // agent a port that is taken.
@@ -95,3 +125,16 @@ var consulPorts = netport.FreeTCPs
 
 // stop ends the agent and reaps it.
 func (a *consulAgent) stop() { a.p.stop(10 * time.Second) }
+
+// restart starts the agent again after it died, with the same command
+// line (ports, data dir), and waits until it leads again: its catalog and
+// local services come back from its data dir. Its log goes to
+// a new file, so the dead agent's log stays readable.
+func (a *consulAgent) restart(ctx context.Context) error {
+	if !a.p.exited() {
+		return errors.New("restart consul: the agent still runs")
+	}
+	a.restarts++
+	a.logPath = filepath.Join(filepath.Dir(a.logPath), fmt.Sprintf("consul-%d.log", a.restarts))
+	return a.run(ctx)
+}

@@ -1,7 +1,8 @@
 // Package fleet runs a whole llmgw chain on one machine, as real processes:
-// a Consul dev agent (bin/consul), nomad-driver-vllm under plugin/pluginhost
-// running vllm-sim shards as driver tasks with KV events (the task config
-// of jobs/demo-sim.nomad.hcl), each shard's Consul service registered the
+// a Consul agent (bin/consul, its own single server, its state in the work
+// dir), nomad-driver-vllm under plugin/pluginhost running vllm-sim shards
+// as driver tasks with KV events (the task config of
+// jobs/demo-sim.nomad.hcl), each shard's Consul service registered the
 // way Nomad registers it from that jobspec's service block (service vllm,
 // tag llmgw, the llmgw-* meta, an HTTP check on /health), and llmgw-router
 // processes with a generated config, registered in Consul as llmgw-router.

@@ -166,7 +166,9 @@ type Shard struct {
 
 // Fleet is a running chain. Its methods are safe for concurrent use, but
 // the ones that change the fleet (RestartRouters, KillRouter, StopShard,
-// ResetCaches, Close) run one at a time.
+// ResetCaches, KillDriver, the Restart* of restart.go, Close) run one at
+// a time. The other faults (KillEngine, KillSupervisor, KillConsul,
+// PauseConsul) only send a signal, and a fault run sends one at a time.
 type Fleet struct {
 	o         Options
 	log       hclog.Logger
@@ -186,6 +188,9 @@ type Fleet struct {
 	routers []*router
 	shards  []*shard
 	gen     int // router generation, for unique names
+	// scheduler is the routers' scheduler block (startRouters'), for a
+	// router that replaces a killed one.
+	scheduler string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -263,6 +268,7 @@ func (f *Fleet) startRouters(ctx context.Context, scheduler string) error {
 	f.mu.Lock()
 	f.gen++
 	gen := f.gen
+	f.scheduler = scheduler
 	f.mu.Unlock()
 	for i := range f.o.Routers {
 		r, err := f.startRouter(ctx, fmt.Sprintf("router-%d-%d", gen, i), scheduler)

@@ -39,6 +39,7 @@ type shard struct {
 	port      int
 	task      *pluginhost.Task
 	taskID    string
+	handle    *drivers.TaskHandle // from StartTask, for RecoverTask
 	serviceID string
 	enginePid int
 	stopped   bool
@@ -52,13 +53,32 @@ type shard struct {
 // this process dies, however it dies (the plugin itself dies with it by
 // its parent-death signal).
 func (f *Fleet) startDriver(ctx context.Context) error {
-	h, err := pluginhost.Launch(filepath.Join(f.o.BinDir, "nomad-driver-vllm"), pluginhost.Options{
-		Logger: f.log.Named("driver"),
-	})
+	h, err := f.launchDriver(ctx)
 	if err != nil {
 		return err
 	}
 	f.driver = h
+	return nil
+}
+
+// launchDriver starts the plugin and configures it (startDriver's
+// config); on error nothing of it is left running.
+func (f *Fleet) launchDriver(ctx context.Context) (*pluginhost.Host, error) {
+	h, err := pluginhost.Launch(filepath.Join(f.o.BinDir, "nomad-driver-vllm"), pluginhost.Options{
+		Logger: f.log.Named("driver"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := f.configureDriver(ctx, h); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// configureDriver sends the plugin config to h.
+func (f *Fleet) configureDriver(ctx context.Context, h *pluginhost.Host) error {
 	cfg := map[string]any{
 		"engine":       filepath.Join(f.o.BinDir, "vllm-sim"),
 		"ingest_token": f.token,
@@ -120,10 +140,12 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 		task.Close()
 		return nil, fmt.Errorf("shard %d: %w", i, err)
 	}
-	if _, err := f.driver.Driver.StartTask(ctx, &drivers.StartTaskRequest{Task: task.Config}); err != nil {
+	resp, err := f.driver.Driver.StartTask(ctx, &drivers.StartTaskRequest{Task: task.Config})
+	if err != nil {
 		task.Close()
 		return nil, fmt.Errorf("shard %d: start task: %w", i, err)
 	}
+	s.handle = resp.GetHandle()
 	return s, nil
 }
 
