@@ -197,3 +197,35 @@ func toU64(keys []blockkey.Key) []uint64 {
 	}
 	return out
 }
+
+// TestDetectRenderer: the renderer follows vLLM's choice for the files a
+// model directory holds.
+func TestDetectRenderer(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+		err   error
+	}{
+		{"tokenizer files only", nil, RendererJinja, nil},
+		{"gpt-oss", map[string]string{"config.json": `{"model_type":"gpt_oss"}`}, RendererHarmony, nil},
+		{"another model", map[string]string{"config.json": `{"model_type":"qwen3"}`}, RendererJinja, nil},
+		{"unreadable config", map[string]string{"config.json": `{`}, RendererJinja, nil},
+		{"tekken", map[string]string{"tekken.json": `{}`, "config.json": `{"model_type":"mistral"}`}, "", ErrMistralFormat},
+		{"sentencepiece v7", map[string]string{"tokenizer.model.v7": ``}, "", ErrMistralFormat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := detectRenderer(dir)
+			if got != tc.want || !errors.Is(err, tc.err) {
+				t.Errorf("detectRenderer = %q, %v; want %q, %v", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}

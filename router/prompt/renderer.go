@@ -52,10 +52,9 @@ func detectRenderer(dir string) (string, error) {
 	var cfg struct {
 		ModelType string `json:"model_type"`
 	}
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return "", fmt.Errorf("read %s/config.json: %w", dir, err)
-	}
-	if cfg.ModelType == "gpt_oss" {
+	// A config.json vLLM could not read serves no model; the tokenizer
+	// files still key completions.
+	if json.Unmarshal(b, &cfg) == nil && cfg.ModelType == "gpt_oss" {
 		return RendererHarmony, nil
 	}
 	return RendererJinja, nil
@@ -69,7 +68,8 @@ func HarmonyDate(now time.Time) string { return now.UTC().Format("2006-01-02") }
 
 // PinStartDate has h write date (YYYY-MM-DD) in every gpt-oss system
 // message, for engines started with the same VLLM_SYSTEM_START_DATE; the
-// router's clock no longer matters then, nor does midnight.
+// router's clock no longer matters then, nor does midnight. Call it
+// before h serves requests.
 func (h *HF) PinStartDate(date string) { h.startDate = date }
 
 // renderHarmony renders a gpt-oss chat request; what the renderer cannot
