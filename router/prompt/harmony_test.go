@@ -229,3 +229,19 @@ func TestDetectRenderer(t *testing.T) {
 		})
 	}
 }
+
+// TestHarmonyStartDateSource: a model's configured Harmony date is pinned
+// on the encoder loaded from its directory.
+func TestHarmonyStartDateSource(t *testing.T) {
+	dir := gptossDir(t)
+	p, errs := New(map[string]Source{"gptoss": {Dir: dir, HarmonyStartDate: "2025-08-05"}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	body := []byte(`{"model":"gptoss","messages":[{"role":"user","content":"Hi"}]}`)
+	got, err := p.encoder("gptoss").RenderChat(&openai.Request{Kind: openai.Chat, Body: body})
+	want, _ := harmony.RenderChat(body, harmony.Options{Date: "2025-08-05"})
+	if err != nil || got != want {
+		t.Errorf("rendered %q (%v); want %q", got, err, want)
+	}
+}

@@ -76,6 +76,10 @@ type Source struct {
 	// Remote tokenizes on the model's engines (their /tokenize), one round
 	// trip per request, when no Dir is set; see engine.go.
 	Remote Remote
+	// HarmonyStartDate pins the date a gpt-oss model's Harmony system
+	// message carries (HF.PinStartDate), for engines started with the same
+	// VLLM_SYSTEM_START_DATE.
+	HarmonyStartDate string
 }
 
 // New loads an encoder per model. A model whose tokenizer cannot be loaded
@@ -108,7 +112,7 @@ func loadEncoder(model string, src Source) (Encoder, error) {
 	case src.Encoder != nil:
 		return src.Encoder, nil
 	case src.Dir != "":
-		return LoadHF(src.Dir)
+		return loadHFPinned(src.Dir, src)
 	case src.Remote != nil:
 		return nil, nil
 	}
@@ -116,11 +120,23 @@ func loadEncoder(model string, src Source) (Encoder, error) {
 	if !ok {
 		return nil, nil
 	}
-	e, err := LoadHF(dir)
+	e, err := loadHFPinned(dir, src)
 	if err != nil {
 		return nil, fmt.Errorf("cached tokenizer %s: %w", dir, err)
 	}
 	return e, nil
+}
+
+// loadHFPinned is LoadHF with src's Harmony date pinned.
+func loadHFPinned(dir string, src Source) (*HF, error) {
+	h, err := LoadHF(dir)
+	if err != nil {
+		return nil, err
+	}
+	if src.HarmonyStartDate != "" {
+		h.PinStartDate(src.HarmonyStartDate)
+	}
+	return h, nil
 }
 
 // encoder returns model's encoder, looking for it again (at most once per
