@@ -111,6 +111,11 @@ type Model struct {
 	// replica's /tokenize (router/enginetok): exact keys without tokenizer
 	// files, at one round trip per request; a failure routes approx.
 	EngineTokenize bool
+	// HarmonyStartDate is the engines' VLLM_SYSTEM_START_DATE for a gpt-oss
+	// model: the date its Harmony system message carries. Empty: the
+	// router writes today's date in UTC, the engines' own clock in a
+	// container.
+	HarmonyStartDate string
 	// Sim says the model's replicas are vllm-sim without a tokenizer
 	// directory. The router tokenizes on them, as with EngineTokenize: it
 	// carries no simulator code.

@@ -42,6 +42,11 @@ model "remote" {
   engine_tokenize = true
 }
 
+model "openai/gpt-oss-20b" {
+  tokenizer_dir      = "/models/gpt-oss-20b"
+  harmony_start_date = "2025-08-05"
+}
+
 replica "a/x" {
   model   = "qwen"
   address = "10.0.0.1:8000"
@@ -78,7 +83,8 @@ func TestParseHCL(t *testing.T) {
 	want.Listen, want.IngestListen, want.KVToken, want.PeerToken = "0.0.0.0:9000", "0.0.0.0:9001", "secret", "between-routers"
 	want.Attempts, want.UpstreamTimeout, want.PinDataParallelRank = 2, 30*time.Second, false
 	want.Consul = Consul{Address: "127.0.0.1:8500", Services: []string{"vllm"}, Register: true, CheckInterval: 2 * time.Second}
-	want.Models = map[string]Model{"qwen": {TokenizerDir: "/models/qwen"}, "sim-model": {Sim: true}, "remote": {EngineTokenize: true}}
+	want.Models = map[string]Model{"qwen": {TokenizerDir: "/models/qwen"}, "sim-model": {Sim: true}, "remote": {EngineTokenize: true},
+		"openai/gpt-oss-20b": {TokenizerDir: "/models/gpt-oss-20b", HarmonyStartDate: "2025-08-05"}}
 	want.Replicas = []StaticReplica{{ID: "a/x", Model: "qwen", Address: "10.0.0.1:8000", BlockSize: 32, KVEvents: true}}
 	want.Scheduler = scheduler.Config{
 		Filters: []scheduler.Spec{{Type: "model"}, {Type: "busy", Params: []byte(`{"max_in_flight":64,"max_kv_usage":0.97}`)}},

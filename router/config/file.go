@@ -73,6 +73,7 @@ type fileModel struct {
 	TokenizerDir string  `hcl:"tokenizer_dir,optional"`
 	Sim          bool    `hcl:"sim,optional"`
 	EngineTok    bool    `hcl:"engine_tokenize,optional"`
+	HarmonyDate  string  `hcl:"harmony_start_date,optional"`
 	EngineAPIKey *string `hcl:"engine_api_key,optional"`
 }
 
@@ -238,7 +239,7 @@ func (c *Config) applyFileFleet(fc *fileConfig) error {
 		if _, dup := c.Models[m.Name]; dup {
 			return fmt.Errorf("config: model %q declared twice", m.Name)
 		}
-		c.Models[m.Name] = Model{TokenizerDir: m.TokenizerDir, Sim: m.Sim, EngineTokenize: m.EngineTok}
+		c.Models[m.Name] = Model{TokenizerDir: m.TokenizerDir, Sim: m.Sim, EngineTokenize: m.EngineTok, HarmonyStartDate: m.HarmonyDate}
 		c.setModelKey(m.Name, m.EngineAPIKey)
 	}
 	for _, r := range fc.Replicas {

@@ -11,8 +11,12 @@
 // The request follows vLLM's TokenizeCompletionRequest {model, prompt,
 // add_special_tokens} and TokenizeChatRequest {model, messages,
 // add_generation_prompt, continue_final_message, add_special_tokens, plus
-// the client's tools, chat_template and chat_template_kwargs as sent}; the
-// response is TokenizeResponse {count, max_model_len, tokens}. Each call is
+// the client's tools, chat_template and chat_template_kwargs}; the
+// request's documents and reasoning_effort, which TokenizeChatRequest has
+// no field for, go in chat_template_kwargs as vLLM's chat path merges them
+// (with enable_thinking), so the template renders what the chat
+// completion would. The response is TokenizeResponse {count,
+// max_model_len, tokens}. Each call is
 // bounded: a timeout, a response body cap and a check of the ids (see
 // ParseResponse). The model's engine key goes along as on proxied requests.
 // A failure is an error for the caller, which routes the request

@@ -3,6 +3,7 @@ package prompt
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/llmgw/llmgw/router/openai"
 )
@@ -33,7 +34,7 @@ func (p *Prompts) computeRemote(ctx context.Context, rem Remote, r *openai.Reque
 	if r.Kind == openai.Chat {
 		// The engine would fetch and process the media; placeholder tokens
 		// are its processor's, as with a local tokenizer: route on text.
-		if hasMedia(r.Body) {
+		if hasMedia(r.Body) || harmonyByName(t.Model) {
 			return p.approx(r, t)
 		}
 	}
@@ -48,6 +49,18 @@ func (p *Prompts) computeRemote(ctx context.Context, rem Remote, r *openai.Reque
 	res := Result{Tokenize: took}
 	p.key(&res, ids, r, t)
 	return res
+}
+
+// harmonyByName reports whether model is named as a gpt-oss model is
+// served by default ("openai/gpt-oss-20b"). vLLM's /tokenize renders chat
+// messages with the Jinja template even for gpt-oss, whose chat path
+// renders Harmony (router/harmony): engine ids would key every chat
+// prompt wrongly, so such a model is keyed approximately unless its
+// tokenizer_dir, whose config.json names it gpt_oss, lets the router
+// render Harmony itself. A gpt-oss model served under another name is not
+// recognised here; give it a tokenizer_dir.
+func harmonyByName(model string) bool {
+	return strings.Contains(strings.ToLower(model), "gpt-oss")
 }
 
 // textParts are the content part types that carry only text; any other

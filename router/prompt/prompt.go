@@ -76,6 +76,10 @@ type Source struct {
 	// Remote tokenizes on the model's engines (their /tokenize), one round
 	// trip per request, when no Dir is set; see engine.go.
 	Remote Remote
+	// HarmonyStartDate pins the date a gpt-oss model's Harmony system
+	// message carries (HF.PinStartDate), for engines started with the same
+	// VLLM_SYSTEM_START_DATE.
+	HarmonyStartDate string
 }
 
 // New loads an encoder per model. A model whose tokenizer cannot be loaded
@@ -108,7 +112,7 @@ func loadEncoder(model string, src Source) (Encoder, error) {
 	case src.Encoder != nil:
 		return src.Encoder, nil
 	case src.Dir != "":
-		return LoadHF(src.Dir)
+		return loadHFPinned(src.Dir, src)
 	case src.Remote != nil:
 		return nil, nil
 	}
@@ -116,11 +120,23 @@ func loadEncoder(model string, src Source) (Encoder, error) {
 	if !ok {
 		return nil, nil
 	}
-	e, err := LoadHF(dir)
+	e, err := loadHFPinned(dir, src)
 	if err != nil {
 		return nil, fmt.Errorf("cached tokenizer %s: %w", dir, err)
 	}
 	return e, nil
+}
+
+// loadHFPinned is LoadHF with src's Harmony date pinned.
+func loadHFPinned(dir string, src Source) (*HF, error) {
+	h, err := LoadHF(dir)
+	if err != nil {
+		return nil, err
+	}
+	if src.HarmonyStartDate != "" {
+		h.PinStartDate(src.HarmonyStartDate)
+	}
+	return h, nil
 }
 
 // encoder returns model's encoder, looking for it again (at most once per
@@ -204,8 +220,9 @@ func (p *Prompts) ComputeContext(ctx context.Context, r *openai.Request, t Targe
 			var err error
 			text, err = enc.RenderChat(r)
 			res.Render = p.now().Sub(t0)
-			if errors.Is(err, chattemplate.ErrMultimodal) {
-				// Media placeholders are the model processor's: route on text.
+			if errors.Is(err, chattemplate.ErrMultimodal) || errors.Is(err, ErrApprox) {
+				// Media placeholders are the model processor's, and some
+				// prompts the renderer cannot vouch for: route on text.
 				approx := p.approx(r, t)
 				approx.Render = res.Render
 				return approx, nil
@@ -306,30 +323,47 @@ func textKeysFrom(dst []uint64, parent uint64, text string) []uint64 {
 	return dst
 }
 
-// HF is a Hugging Face tokenizer with its chat template.
+// HF is a Hugging Face tokenizer with the renderer vLLM uses for its chat
+// prompts: the chat template, or Harmony for gpt-oss.
 type HF struct {
-	tok  *tokenizer.PrefixCache
-	tmpl *chattemplate.Template // nil: the model has no chat template
+	tok       *tokenizer.PrefixCache
+	tmpl      *chattemplate.Template // nil: the model has no chat template
+	renderer  string                 // RendererJinja or RendererHarmony
+	now       func() time.Time       // Harmony's current date, unless pinned
+	startDate string                 // pinned by PinStartDate
 }
 
-// LoadHF loads dir's tokenizer.json and chat template.
+// LoadHF loads dir's tokenizer.json and chat template, and reads its
+// config.json for the renderer vLLM picks (see detectRenderer). A
+// Mistral-format directory is ErrMistralFormat.
 func LoadHF(dir string) (*HF, error) {
+	renderer, err := detectRenderer(dir)
+	if err != nil {
+		return nil, err
+	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}
-	h := &HF{tok: tokenizer.NewPrefixCache(tok, 1024)}
+	h := &HF{tok: tokenizer.NewPrefixCache(tok, 1024), renderer: renderer, now: time.Now}
 	if t, err := chattemplate.Load(dir); err == nil {
 		h.tmpl = t
 	}
 	return h, nil
 }
 
+// Renderer says how h renders chat prompts: RendererJinja or
+// RendererHarmony.
+func (h *HF) Renderer() string { return h.renderer }
+
 // Encode implements Encoder.
 func (h *HF) Encode(text string, addSpecial bool) []uint32 { return h.tok.Encode(text, addSpecial) }
 
 // RenderChat implements Encoder.
 func (h *HF) RenderChat(r *openai.Request) (string, error) {
+	if h.renderer == RendererHarmony {
+		return h.renderHarmony(r.Body)
+	}
 	if h.tmpl == nil {
 		return "", errors.New("the model has no chat template; use /v1/completions")
 	}

@@ -34,7 +34,7 @@ func (s *Server) promptSources(opts []Option) (map[string]prompt.Source, *engine
 	}
 	sources := map[string]prompt.Source{}
 	for name, m := range s.cfg.Models {
-		src := prompt.Source{Dir: m.TokenizerDir}
+		src := prompt.Source{Dir: m.TokenizerDir, HarmonyStartDate: m.HarmonyStartDate}
 		if m.TokenizesOnEngines() {
 			src.Remote = etok
 			if m.Sim && !m.EngineTokenize {

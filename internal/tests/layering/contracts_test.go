@@ -119,9 +119,11 @@ var contracts = map[string][]string{
 		"github.com/cespare/xxhash/v2",
 		"github.com/llmgw/llmgw/internal/blockkey",
 		"github.com/llmgw/llmgw/router/chattemplate",
+		"github.com/llmgw/llmgw/router/harmony",
 		"github.com/llmgw/llmgw/router/openai",
 		"github.com/llmgw/llmgw/router/tokenizer",
 	},
+	"router/harmony": nil, // the standard library only
 	"cmd/vllm-sim/simencoder": { // test support: no production binary links it
 		"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer",
 		"github.com/llmgw/llmgw/router/openai",

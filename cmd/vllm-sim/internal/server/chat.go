@@ -38,6 +38,12 @@ func normalize(msgs []chatMessage) ([]Message, *apiError) {
 // renderChat renders and tokenizes a conversation as vLLM does: the template
 // output is tokenized without adding special tokens unless asked.
 func (s *Server) renderChat(body []byte, msgs []chatMessage, addGen *bool, continueFinal, addSpecial bool) ([]uint32, *apiError) {
+	return s.renderChatAs(body, msgs, addGen, continueFinal, addSpecial, false)
+}
+
+// renderChatAs is renderChat, with template forcing the chat template as
+// vLLM's /tokenize and pooling endpoints do (Chat.Template).
+func (s *Server) renderChatAs(body []byte, msgs []chatMessage, addGen *bool, continueFinal, addSpecial, template bool) ([]uint32, *apiError) {
 	norm, err := normalize(msgs)
 	if err != nil {
 		return nil, err
@@ -46,7 +52,7 @@ func (s *Server) renderChat(body []byte, msgs []chatMessage, addGen *bool, conti
 	if gen && continueFinal {
 		return nil, badRequest("Cannot set both `continue_final_message` and `add_generation_prompt` to True.")
 	}
-	text, rerr := s.tok.RenderChat(Chat{Body: body, Messages: norm, AddGenerationPrompt: gen, ContinueFinal: continueFinal})
+	text, rerr := s.tok.RenderChat(Chat{Body: body, Messages: norm, AddGenerationPrompt: gen, ContinueFinal: continueFinal, Template: template})
 	if rerr != nil {
 		return nil, badRequest("rendering the chat template: %v", rerr)
 	}

@@ -138,7 +138,7 @@ func (s *Server) poolingPrompts(body []byte, req *poolingRequest, operation stri
 	var prompts [][]uint32
 	if chat {
 		gen := req.AddGenerationPrompt != nil && *req.AddGenerationPrompt
-		ids, err := s.renderChat(body, msgs, &gen, req.ContinueFinalMessage, req.AddSpecialTokens != nil && *req.AddSpecialTokens)
+		ids, err := s.renderChatAs(body, msgs, &gen, req.ContinueFinalMessage, req.AddSpecialTokens != nil && *req.AddSpecialTokens, true)
 		if err != nil {
 			return nil, err
 		}

@@ -43,6 +43,10 @@ type Chat struct {
 	Messages            []Message
 	AddGenerationPrompt bool
 	ContinueFinal       bool
+	// Template asks for the chat template whatever the model's chat path
+	// renders: vLLM's /tokenize and pooling endpoints render with it even
+	// for gpt-oss, whose chat completions render Harmony.
+	Template bool
 }
 
 // Message is a chat turn after vLLM's normalisation.

@@ -4,7 +4,8 @@ import "net/http"
 
 // tokenize serves vLLM's /tokenize in both forms: a prompt (special tokens
 // added by default) or messages (rendered with the chat template; special
-// tokens not added by default).
+// tokens not added by default). Messages render with the chat template even
+// for gpt-oss, as vLLM's /tokenize goes through its Jinja path.
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	var req tokenizeRequest
 	body, ok := s.readRequest(w, r, &req)
@@ -20,7 +21,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		ids = s.tok.Encode(*req.Prompt, req.AddSpecialTokens == nil || *req.AddSpecialTokens)
 	case req.Messages != nil:
 		var err *apiError
-		ids, err = s.renderChat(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens != nil && *req.AddSpecialTokens)
+		ids, err = s.renderChatAs(body, req.Messages, req.AddGenerationPrompt, req.ContinueFinalMessage, req.AddSpecialTokens != nil && *req.AddSpecialTokens, true)
 		if err != nil {
 			writeError(w, err)
 			return

@@ -1,13 +1,18 @@
 package sim
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/vllm-sim/internal/server"
 	"github.com/llmgw/llmgw/cmd/vllm-sim/simtokenizer"
 	"github.com/llmgw/llmgw/router/chattemplate"
+	"github.com/llmgw/llmgw/router/harmony"
 	"github.com/llmgw/llmgw/router/tokenizer"
 )
 
@@ -30,9 +35,31 @@ func loadTokenizer(dir string, log *slog.Logger) (server.Tokenizer, error) {
 	log.Info("loaded tokenizer", "dir", dir, "took", time.Since(start).Round(time.Millisecond))
 	// Like vLLM, a model without a usable chat template still serves
 	// completions; chat requests then fail with the template's error.
-	h := &hf{tok: tok}
+	h := &hf{tok: tok, harmony: isGptOss(dir)}
 	h.tmpl, h.tmplErr = chattemplate.Load(dir)
 	return h, nil
+}
+
+// isGptOss reports whether dir's config.json has model_type "gpt_oss",
+// vLLM's test for rendering chat completions with Harmony.
+func isGptOss(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		return false
+	}
+	var cfg struct {
+		ModelType string `json:"model_type"`
+	}
+	return json.Unmarshal(b, &cfg) == nil && cfg.ModelType == "gpt_oss"
+}
+
+// harmonyDate is the date vLLM writes in a gpt-oss system message:
+// VLLM_SYSTEM_START_DATE, else the local date now.
+func harmonyDate() string {
+	if d := os.Getenv("VLLM_SYSTEM_START_DATE"); d != "" {
+		return d
+	}
+	return time.Now().Format("2006-01-02")
 }
 
 // builtin adapts the shared deterministic tokenizer, which routers use too
@@ -47,11 +74,13 @@ func (builtin) RenderChat(c server.Chat) (string, error) {
 	return simtokenizer.RenderChat(m, c.AddGenerationPrompt, c.ContinueFinal), nil
 }
 
-// hf is a model's own tokenizer and chat template.
+// hf is a model's own tokenizer and chat template; harmony says its chat
+// completions render in the Harmony format, as vLLM renders gpt-oss.
 type hf struct {
 	tok     *tokenizer.Tokenizer
 	tmpl    *chattemplate.Template
 	tmplErr error // why there is no template
+	harmony bool
 }
 
 func (h *hf) Encode(text string, addSpecial bool) []uint32 { return h.tok.Encode(text, addSpecial) }
@@ -66,6 +95,15 @@ func (h *hf) Decode(ids []uint32, skipSpecial bool) (string, error) {
 }
 
 func (h *hf) RenderChat(c server.Chat) (string, error) {
+	if h.harmony && !c.Template {
+		text, err := harmony.RenderChat(c.Body, harmony.Options{Date: harmonyDate()})
+		// What the router's renderer will not vouch for (prompts vLLM
+		// releases render differently, or refuse) the simulator serves
+		// with the template, so such requests still run.
+		if !errors.Is(err, harmony.ErrUnsupported) {
+			return text, err
+		}
+	}
 	if h.tmpl == nil {
 		return "", h.tmplErr
 	}
