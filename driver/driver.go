@@ -180,7 +180,8 @@ func (d *Driver) pluginConfig() Config {
 	defer d.mu.Unlock()
 	if d.config == nil {
 		return Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", RouterService: "llmgw-router",
-			KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second}
+			KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second,
+			DefaultUser: defaultEngineUser, DeniedUsers: []string{"root"}}
 	}
 	return *d.config
 }

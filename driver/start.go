@@ -47,11 +47,15 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	pc := d.pluginConfig()
+	runAs, err := admit(cfg, task, pc)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	replica := cfg.GetAllocId() + "/" + cfg.GetName()
 	log := d.log.With("task_id", id, "replica", replica)
 
 	st := TaskState{Version: taskStateVersion, Replica: replica, Task: task, Engine: pc.Engine,
-		Dir: filepath.Join(cfg.GetAllocDir(), cfg.GetName()), User: cfg.GetUser()}
+		Dir: filepath.Join(cfg.GetAllocDir(), cfg.GetName()), User: runAs}
 	if task.rank() == 0 {
 		p := ports[task.Port]
 		// The host port: with host networking there is no namespace in
