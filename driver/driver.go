@@ -162,7 +162,8 @@ func (d *Driver) SetConfig(_ context.Context, req *base.SetConfigRequest) (*base
 		d.nomad = req.GetNomadConfig()
 	}
 	d.mu.Unlock()
-	d.log.Info("plugin configured", "engine", c.Engine, "router_service", c.RouterService, "owner_pid", c.OwnerPid)
+	d.log.Info("plugin configured", "engine", c.Engine, "router_service", c.RouterService, "owner_pid", c.OwnerPid,
+		"default_user", c.DefaultUser, "denied_users", c.DeniedUsers)
 	// Only the long-lived instance gets nomad_config; the validation
 	// processes must stay cheap.
 	if req.GetNomadConfig() != nil {
