@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -121,8 +122,9 @@ func (c *Config) validate() error {
 	return c.validUsers()
 }
 
-// validUsers checks the user lists and that default_user exists and is
-// allowed, so a bad config fails at agent start rather than at each task.
+// validUsers checks the user lists and, when the plugin runs as root (the
+// only case in which it is used), that default_user exists and is allowed,
+// so a bad config fails at agent start rather than at each task.
 func (c *Config) validUsers() error {
 	if err := validUserSpecs("allowed_users", c.AllowedUsers); err != nil {
 		return err
@@ -130,7 +132,7 @@ func (c *Config) validUsers() error {
 	if err := validUserSpecs("denied_users", c.DeniedUsers); err != nil {
 		return err
 	}
-	if c.DefaultUser != "" {
+	if c.DefaultUser != "" && os.Geteuid() == 0 {
 		if err := checkUser(c.DefaultUser, *c); err != nil {
 			return fmt.Errorf("default_user: %w", err)
 		}

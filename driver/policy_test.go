@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -134,5 +135,30 @@ func TestCodeAllowancesValidated(t *testing.T) {
 	ok := Config{AllowedCodeEnv: []string{"LD_PRELOAD", "LD_*"}, AllowedCodeArgs: []string{"--trust-remote-code"}}
 	if err := ok.validCodeAllowances(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDefaultUserChecked: as root, a plugin config whose default_user is
+// denied, or does not exist, fails; the defaults pass.
+func TestDefaultUserChecked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("default_user is checked only when the plugin runs as root; this test does not")
+	}
+	base := Config{Engine: "vllm", KVFlushInterval: 1, KVKeepAlive: 1, RouterService: "r", Discovery: discoveryConsul}
+	for _, tc := range []struct {
+		user    string
+		denied  []string
+		wantErr string
+	}{
+		{"nobody", []string{"root"}, ""},
+		{"root", []string{"root"}, `default_user: user "root" (uid 0) is denied`},
+		{"no-such-user-llmgw", nil, `default_user: user "no-such-user-llmgw"`},
+	} {
+		c := base
+		c.DefaultUser, c.DeniedUsers = tc.user, tc.denied
+		err := c.validate()
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("default_user %q: got %v; want %q", tc.user, err, tc.wantErr)
+		}
 	}
 }
