@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,11 @@ var configSpec = spec.Object(map[string]*hclspec.Spec{
 	"ingest_token":      spec.Attr("", "string", false),
 	"ingest_ca_file":    spec.Attr("", "string", false),
 	"owner_pid":         spec.Optional("owner_pid", "number", "0"),
+	"default_user":      spec.Optional("default_user", "string", `"nobody"`),
+	"allowed_users":     spec.Attr("", "list(string)", false),
+	"denied_users":      spec.Optional("denied_users", "list(string)", `["root"]`),
+	"allowed_code_env":  spec.Attr("", "list(string)", false),
+	"allowed_code_args": spec.Attr("", "list(string)", false),
 })
 
 // Config is the decoded plugin config.
@@ -72,6 +78,26 @@ type Config struct {
 	// fleets (`llmgw demo`, tests) set their own pid. Off by default: under
 	// Nomad, tasks must outlive plugin and agent restarts.
 	OwnerPid int `codec:"owner_pid"`
+	// DefaultUser is who engines run as when the task sets no user and the
+	// plugin runs as root; a plugin that is not root cannot switch users
+	// and runs them as itself.
+	DefaultUser string `codec:"default_user"`
+	// AllowedUsers, when not empty, lists the only users engines may run
+	// as; DeniedUsers those they may not (root by default), whatever
+	// AllowedUsers says. Entries are names, uids or uid ranges "lo-hi".
+	// A task whose engine user is refused fails at StartTask.
+	AllowedUsers []string `codec:"allowed_users"`
+	DeniedUsers  []string `codec:"denied_users"`
+	// AllowedCodeEnv and AllowedCodeArgs name the environment variables
+	// and vLLM flags that change what code an engine runs (codeEnv,
+	// codeArgs) which jobs may set all the same; none by default.
+	AllowedCodeEnv  []string `codec:"allowed_code_env"`
+	AllowedCodeArgs []string `codec:"allowed_code_args"`
+}
+
+// codePolicy is what the config lets jobs set that changes engine code.
+func (c *Config) codePolicy() CodePolicy {
+	return CodePolicy{AllowedEnv: c.AllowedCodeEnv, AllowedArgs: c.AllowedCodeArgs}
 }
 
 func (c *Config) validate() error {
@@ -93,7 +119,25 @@ func (c *Config) validate() error {
 	if c.Discovery != discoveryConsul && c.Discovery != discoveryNomad {
 		return fmt.Errorf("discovery: want consul or nomad, got %q", c.Discovery)
 	}
-	return nil
+	return c.validUsers()
+}
+
+// validUsers checks the user lists and, when the plugin runs as root (the
+// only case in which it is used), that default_user exists and is allowed,
+// so a bad config fails at agent start rather than at each task.
+func (c *Config) validUsers() error {
+	if err := validUserSpecs("allowed_users", c.AllowedUsers); err != nil {
+		return err
+	}
+	if err := validUserSpecs("denied_users", c.DeniedUsers); err != nil {
+		return err
+	}
+	if c.DefaultUser != "" && os.Geteuid() == 0 {
+		if err := checkUser(c.DefaultUser, *c); err != nil {
+			return fmt.Errorf("default_user: %w", err)
+		}
+	}
+	return c.validCodeAllowances()
 }
 
 // taskSpec is the job's task "x" { driver = "vllm" config {...} } schema.

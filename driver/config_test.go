@@ -45,7 +45,8 @@ func TestPluginConfigDefaults(t *testing.T) {
 	if err := ctymsgpack.Decode(b, &c); err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", Discovery: "consul", RouterService: "llmgw-router", KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second}
+	want := Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", Discovery: "consul", RouterService: "llmgw-router", KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second,
+		DefaultUser: "nobody", DeniedUsers: []string{"root"}}
 	if d := cmp.Diff(want, c); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}

@@ -162,7 +162,8 @@ func (d *Driver) SetConfig(_ context.Context, req *base.SetConfigRequest) (*base
 		d.nomad = req.GetNomadConfig()
 	}
 	d.mu.Unlock()
-	d.log.Info("plugin configured", "engine", c.Engine, "router_service", c.RouterService, "owner_pid", c.OwnerPid)
+	d.log.Info("plugin configured", "engine", c.Engine, "router_service", c.RouterService, "owner_pid", c.OwnerPid,
+		"default_user", c.DefaultUser, "denied_users", c.DeniedUsers)
 	// Only the long-lived instance gets nomad_config; the validation
 	// processes must stay cheap.
 	if req.GetNomadConfig() != nil {
@@ -180,7 +181,8 @@ func (d *Driver) pluginConfig() Config {
 	defer d.mu.Unlock()
 	if d.config == nil {
 		return Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", RouterService: "llmgw-router",
-			KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second}
+			KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second,
+			DefaultUser: defaultEngineUser, DeniedUsers: []string{"root"}}
 	}
 	return *d.config
 }

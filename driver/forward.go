@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 
 	"github.com/llmgw/llmgw/driver/kvevents/forward"
 )
@@ -32,7 +33,7 @@ func (d *Driver) startForwarding(c Config) error {
 	}
 	d.fwdMu.Lock()
 	defer d.fwdMu.Unlock()
-	if d.fwd != nil && d.fwd.config == c {
+	if d.fwd != nil && reflect.DeepEqual(d.fwd.config, c) {
 		return nil // SetConfig repeated with the same config
 	}
 	if d.fwd != nil {

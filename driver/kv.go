@@ -35,6 +35,9 @@ type KVCounters struct {
 	// Restarts counts engine restarts the listener saw by itself (the
 	// sequence went backwards), not those EngineRestarted announced.
 	Restarts uint64
+	// Disconnects counts engine connections that ended: an engine exiting,
+	// or one cut off for a message over the intake's size cap.
+	Disconnects uint64
 	// BlockSize is the block size the engine's events carry (0: none
 	// yet), which routers key the replica at.
 	BlockSize int
@@ -100,6 +103,7 @@ func (l storeListener) Counters() KVCounters {
 		c.Replayed += st.Replayed
 		c.Lost += st.Lost
 		c.Restarts += st.Restarts
+		c.Disconnects += st.Disconnects
 	}
 	return c
 }

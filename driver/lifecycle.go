@@ -160,6 +160,7 @@ func (d *Driver) InspectTask(_ context.Context, req *drivers.InspectTaskRequest)
 		attrs["kv_replayed"] = strconv.FormatUint(c.Replayed, 10)
 		attrs["kv_lost"] = strconv.FormatUint(c.Lost, 10)
 		attrs["kv_restarts"] = strconv.FormatUint(c.Restarts, 10)
+		attrs["kv_disconnects"] = strconv.FormatUint(c.Disconnects, 10)
 	}
 	return &drivers.InspectTaskResponse{Task: ts, Driver: &drivers.TaskDriverStatus{Attributes: attrs}}, nil
 }

@@ -42,6 +42,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Readable by all: as root, the plugin runs engines as default_user.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	pluginBin, simBin = filepath.Join(dir, "nomad-driver-vllm"), filepath.Join(dir, "vllm-sim")
 	for bin, pkg := range map[string]string{pluginBin: "./cmd/nomad-driver-vllm", simBin: "./cmd/vllm-sim"} {
 		cmd := exec.Command("go", "build", "-o", bin, pkg)
@@ -104,7 +109,7 @@ func ctx(t *testing.T) context.Context {
 // newTask allocates a task with an "http" port and encodes config.
 func newTask(t *testing.T, h *pluginhost.Host, config map[string]any) *pluginhost.Task {
 	t.Helper()
-	task, err := pluginhost.NewTask(t.TempDir(), pluginhost.TaskSpec{
+	task, err := pluginhost.NewTask(reachableTempDir(t), pluginhost.TaskSpec{
 		Name:  "shard",
 		Ports: []*drivers.PortMapping{{Label: "http", Value: int32(netport.FreeTCP(t)), HostIp: "127.0.0.1"}},
 		Env:   map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-test-0"},
@@ -383,4 +388,18 @@ func TestExecStreaming(t *testing.T) {
 	if _, err := tty.Recv(); status.Code(err) != codes.Unimplemented {
 		t.Errorf("tty exec: %v; want Unimplemented", err)
 	}
+}
+
+// reachableTempDir is a test directory that every user can enter, as a
+// Nomad client's alloc directories are: as root the plugin runs engines
+// (and exec sessions) as default_user, who must reach the task directory.
+func reachableTempDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

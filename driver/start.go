@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -23,10 +24,11 @@ import (
 	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
-// StartTask decodes and validates the task config, opens the replica's KV
-// listener when the shard should publish events (never failing the start
-// for it), and starts the engine under a supervisor writing to Nomad's log
-// FIFOs.
+// StartTask decodes and validates the task config, refuses what the plugin
+// config does not allow (the engine's user, env keys and args that load
+// code), opens the replica's KV listener when the shard should publish
+// events (never failing the start for it), and starts the engine under a
+// supervisor writing to Nomad's log FIFOs.
 func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*drivers.StartTaskResponse, error) {
 	cfg := req.GetTask()
 	id := cfg.GetId()
@@ -36,22 +38,16 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	if _, ok := d.tasks.get(id); ok {
 		return nil, status.Errorf(codes.AlreadyExists, "task %s is already started", id)
 	}
-	ports := map[string]*drivers.PortMapping{}
-	var labels []string
-	for _, p := range cfg.GetResources().GetPorts() {
-		ports[p.GetLabel()] = p
-		labels = append(labels, p.GetLabel())
-	}
-	task, err := ParseTaskConfig(cfg.GetMsgpackDriverConfig(), labels)
-	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
-	}
 	pc := d.pluginConfig()
+	task, ports, runAs, err := parseStart(cfg, pc)
+	if err != nil {
+		return nil, err
+	}
 	replica := cfg.GetAllocId() + "/" + cfg.GetName()
 	log := d.log.With("task_id", id, "replica", replica)
 
 	st := TaskState{Version: taskStateVersion, Replica: replica, Task: task, Engine: pc.Engine,
-		Dir: filepath.Join(cfg.GetAllocDir(), cfg.GetName()), User: cfg.GetUser()}
+		Dir: filepath.Join(cfg.GetAllocDir(), cfg.GetName()), User: runAs}
 	if task.rank() == 0 {
 		p := ports[task.Port]
 		// The host port: with host networking there is no namespace in
@@ -59,36 +55,12 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		st.HTTPHost, st.HTTPPort = hostFor(p.GetHostIp()), int(p.GetValue())
 	}
 
-	var kv KVListener
-	var cleanup []func()
+	kv, release := d.openKV(cfg, task, &st, log)
 	defer func() {
-		for _, f := range cleanup {
-			f()
+		if release != nil {
+			release()
 		}
 	}()
-	if ok, why := kvDecision(task, pc.Engine); !ok {
-		d.events.emit(cfg, "KV events off: "+why, map[string]string{"kv_events": "off"})
-	} else {
-		lo, hi := d.kvPortRange()
-		l, prev, err := d.kv.getInRange(replica, id, task.DataParallelSize, lo, hi)
-		if err != nil {
-			// Never fail a start for an optimisation (docs/ARCHITECTURE.md, behaviour 3).
-			log.Warn("kv listener unavailable; starting without kv events", "error", err)
-			d.events.emit(cfg, "KV events off: listener failed: "+err.Error(), map[string]string{"kv_events": "off"})
-		} else {
-			kv = l
-			if prev == "" {
-				cleanup = append(cleanup, func() { d.kv.release(replica, id) })
-			} else {
-				log.Info("reusing the replica's kv listener", "port", l.Port(), "previous_task", prev)
-				d.events.emit(cfg, "restart seen: keeping the replica's KV listener on port "+strconv.Itoa(l.Port()),
-					map[string]string{"previous_task": prev})
-				cleanup = append(cleanup, func() { d.kv.giveBack(replica, id, prev) })
-			}
-			st.KVPort, st.ReplayPort = l.Port(), max(l.ReplayPort(), 0)
-		}
-	}
-
 	if kv != nil {
 		// Before the engine runs: its first event must find the old
 		// engine's state gone, and routers learn at once that it holds
@@ -97,14 +69,7 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	}
 	var side map[string]string
 	if roleDecision(task, pc.Engine) {
-		p := ports[task.SideChannelPort]
-		host := p.GetHostIp()
-		if host == "" {
-			host = st.HTTPHost
-		}
-		side = sideChannelEnv(task, host, int(p.GetValue()))
-		d.events.emit(cfg, "disaggregated: role "+task.Role+", NIXL side channel on port "+strconv.Itoa(int(p.GetValue())),
-			map[string]string{"role": task.Role, "kv_role": task.kvRole(), "side_channel_port": strconv.Itoa(int(p.GetValue()))})
+		side = d.sideChannel(cfg, task, ports[task.SideChannelPort], st.HTTPHost)
 	}
 	if st.Env, err = withEngineKey(buildEnv(cfg.GetEnv(), cfg.GetDeviceEnv(), task.Env, side), task.APIKeyEnv); err != nil {
 		return nil, err
@@ -117,13 +82,9 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		ExitFile: filepath.Join(st.Dir, "private", "vllm-"+sanitize(id)+".exit.json"),
 	})
 	if err != nil {
-		err = fmt.Errorf("start engine %s: %w", pc.Engine, err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return nil, err // a node or job problem: restarting will not help
-		}
-		return nil, plugin.Recoverable(err) // e.g. out of processes: let the restart policy retry
+		return nil, startErr(pc.Engine, err)
 	}
-	cleanup = nil // the shard runs: keep the listener
+	release = nil // the shard runs: keep the listener
 	if kv != nil {
 		d.events.emit(cfg, "KV events on: listening on port "+strconv.Itoa(st.KVPort),
 			map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
@@ -138,7 +99,6 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	}
 	log.Info("engine started", "pid", proc.EnginePid(), "argv", strings.Join(argv, " "))
 	d.events.emit(cfg, "engine started", map[string]string{"pid": strconv.Itoa(proc.EnginePid())})
-
 	state, err := json.Marshal(st)
 	if err != nil {
 		return nil, fmt.Errorf("encode driver state: %w", err)
@@ -146,6 +106,80 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	return &drivers.StartTaskResponse{Handle: &drivers.TaskHandle{
 		Version: taskStateVersion, Config: cfg, State: drivers.TaskState_RUNNING, DriverState: state,
 	}}, nil
+}
+
+// parseStart decodes and validates the task config, given the ports
+// allocated to its group, and admits it under the plugin config's policy
+// (admit); it returns the ports by label and the user the engine runs as.
+// Its errors are InvalidArgument: the job is at fault.
+func parseStart(cfg *drivers.TaskConfig, pc Config) (TaskConfig, map[string]*drivers.PortMapping, string, error) {
+	ports := map[string]*drivers.PortMapping{}
+	var labels []string
+	for _, p := range cfg.GetResources().GetPorts() {
+		ports[p.GetLabel()] = p
+		labels = append(labels, p.GetLabel())
+	}
+	task, err := ParseTaskConfig(cfg.GetMsgpackDriverConfig(), labels)
+	if err != nil {
+		return TaskConfig{}, nil, "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	runAs, err := admit(cfg, task, pc)
+	if err != nil {
+		return TaskConfig{}, nil, "", status.Error(codes.InvalidArgument, err.Error())
+	}
+	return task, ports, runAs, nil
+}
+
+// openKV opens (or, after a restart of the task, takes over) the
+// replica's KV listener when the shard should publish events, recording
+// its ports in st. A failure only turns KV events off: a start never fails
+// for an optimisation (docs/ARCHITECTURE.md, behaviour 3). release, when
+// not nil, undoes the opening if the start fails.
+func (d *Driver) openKV(cfg *drivers.TaskConfig, task TaskConfig, st *TaskState, log hclog.Logger) (KVListener, func()) {
+	if ok, why := kvDecision(task, st.Engine); !ok {
+		d.events.emit(cfg, "KV events off: "+why, map[string]string{"kv_events": "off"})
+		return nil, nil
+	}
+	id, replica := cfg.GetId(), st.Replica
+	lo, hi := d.kvPortRange()
+	l, prev, err := d.kv.getInRange(replica, id, task.DataParallelSize, lo, hi)
+	if err != nil {
+		log.Warn("kv listener unavailable; starting without kv events", "error", err)
+		d.events.emit(cfg, "KV events off: listener failed: "+err.Error(), map[string]string{"kv_events": "off"})
+		return nil, nil
+	}
+	st.KVPort, st.ReplayPort = l.Port(), max(l.ReplayPort(), 0)
+	if prev == "" {
+		return l, func() { d.kv.release(replica, id) }
+	}
+	log.Info("reusing the replica's kv listener", "port", l.Port(), "previous_task", prev)
+	d.events.emit(cfg, "restart seen: keeping the replica's KV listener on port "+strconv.Itoa(l.Port()),
+		map[string]string{"previous_task": prev})
+	return l, func() { d.kv.giveBack(replica, id, prev) }
+}
+
+// sideChannel is the NIXL side channel's environment for a prefill or
+// decode shard, on port p (its host IP, else the API's host).
+func (d *Driver) sideChannel(cfg *drivers.TaskConfig, task TaskConfig, p *drivers.PortMapping, apiHost string) map[string]string {
+	host := p.GetHostIp()
+	if host == "" {
+		host = apiHost
+	}
+	port := strconv.Itoa(int(p.GetValue()))
+	d.events.emit(cfg, "disaggregated: role "+task.Role+", NIXL side channel on port "+port,
+		map[string]string{"role": task.Role, "kv_role": task.kvRole(), "side_channel_port": port})
+	return sideChannelEnv(task, host, int(p.GetValue()))
+}
+
+// startErr classifies a failure to start the engine: a missing or
+// forbidden binary is a node or job problem that restarting will not help;
+// anything else (out of processes, say) is left to the restart policy.
+func startErr(engine string, err error) error {
+	err = fmt.Errorf("start engine %s: %w", engine, err)
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return plugin.Recoverable(err)
 }
 
 // newHandle starts watching a shard. exited says it ended before this

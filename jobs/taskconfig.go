@@ -93,6 +93,7 @@ func (c *checker) taskConfig(t *hclsyntax.Block, ports []string) (vllmTask, bool
 		c.add(fieldRange(configs[0], "kv_events"), "task %q: kv_events: shard rank %d is not the leader; only rank 0 publishes KV events, so set it on the leader alone", name, cfg.Shard.Rank)
 	}
 	c.apiKeyTemplate(t, configs[0], task)
+	c.codePolicy(t, configs[0], cfg)
 	return task, true
 }
 

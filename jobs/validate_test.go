@@ -42,6 +42,12 @@ func TestBrokenJobspecs(t *testing.T) {
 		{"args-block-size", []string{`:14:9: task "vllm": args[1]: --block-size: the driver passes block_size (16)`}},
 		{"args-served-model-name", []string{`:14:9: task "vllm": args[0]: --served-model-name (as --served_model_name): the driver serves the model as served_model_name`}},
 		{"args-kv-events-config", []string{`:14:9: task "vllm": args[0]: --kv-events-config (as --kv-events-config.endpoint): kv_events is set`}},
+		{"args-trust-remote-code", []string{`:14:9: task "vllm": args[2]: --trust-remote-code is refused: it runs the Python code that comes with a hub model; the plugin config's allowed_code_args must name it (refused under the driver's default plugin config)`}},
+		{"code-env", []string{
+			`:14:9: task "vllm": env: PYTHONPATH is refused`,
+			`:35:7: task "vllm": task env: LD_PRELOAD is refused: the dynamic loader`,
+		}},
+		{"user-root", []string{`:10:7: task "vllm": user "root": denied_users denies root (refused under the driver's default plugin config)`}},
 		{"kv-events-worker", []string{`:9:9: task "vllm": kv_events: shard rank 1 is not the leader`}},
 		{"api-key-no-template", []string{`:13:9: task "vllm": api_key_env: no template block with env = true sets VLLM_API_KEY`}},
 		{"missing-tag", []string{`:19:9: task "vllm": service "vllm": tags must include "llmgw"`}},

@@ -10,6 +10,12 @@ plugin "nomad-driver-vllm" {
     router_service    = "llmgw-router"
     kv_flush_interval = "250ms"
     ingest_token      = "change-me"
+
+    # Who engines run as, and what jobs may load (the defaults, spelt out).
+    default_user      = "nobody"
+    denied_users      = ["root"]
+    allowed_code_env  = []
+    allowed_code_args = []
   }
 }
 

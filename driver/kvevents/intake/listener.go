@@ -71,6 +71,10 @@ type ListenerStats struct {
 	Announced   uint64
 	ReplayFails uint64 // replay attempts that failed or timed out
 	BadFrames   uint64 // messages without 3 frames or an 8-byte sequence
+	// Disconnects counts publisher connections that ended: an engine
+	// exiting, or libzmq cutting one off for a message over
+	// MaxMessageBytes, which it drops unread.
+	Disconnects uint64
 	Malformed   uint64 // payloads the decoder rejected
 	LastSeq     int64  // last applied sequence number, -1 before the first
 	Decode      DecodeStats
@@ -86,6 +90,7 @@ type Listener struct {
 	log    hclog.Logger
 	zctx   *zmq.Context
 	sub    *zmq.Socket
+	mon    *zmq.Socket // reports sub's disconnects
 	port   int
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -134,9 +139,15 @@ func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
 		_ = zctx.Term()
 		return nil, fmt.Errorf("kv events listener for %s rank %d: %w", cfg.Replica, cfg.Rank, err)
 	}
+	mon, err := watchDisconnects(zctx, sub)
+	if err != nil {
+		_ = sub.Close()
+		_ = zctx.Term()
+		return nil, fmt.Errorf("kv events listener for %s rank %d: %w", cfg.Replica, cfg.Rank, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{
-		cfg: cfg, sink: sink, log: log, zctx: zctx, sub: sub, port: port,
+		cfg: cfg, sink: sink, log: log, zctx: zctx, sub: sub, mon: mon, port: port,
 		cancel: cancel, done: make(chan struct{}), liveLast: -1,
 		reset:  make(chan struct{}, 1),
 		badLog: lograte.Limiter{Every: 10 * time.Second},
@@ -158,8 +169,8 @@ func bindSub(zctx *zmq.Context, port int, topic string) (*zmq.Socket, int, error
 	if err := sub.SetLinger(0); err != nil {
 		return fail(fmt.Errorf("set linger: %w", err))
 	}
-	if err := sub.SetRcvhwm(100_000); err != nil {
-		return fail(fmt.Errorf("set receive high-water mark: %w", err))
+	if err := limitSocket(sub); err != nil {
+		return fail(err)
 	}
 	if err := sub.SetSubscribe(topic); err != nil {
 		return fail(fmt.Errorf("subscribe %q: %w", topic, err))
@@ -241,10 +252,12 @@ func (l *Listener) run(ctx context.Context) {
 	defer close(l.done)
 	defer func() {
 		_ = l.sub.Close()
+		_ = l.mon.Close()
 		_ = l.zctx.Term()
 	}()
 	poller := zmq.NewPoller()
 	poller.Add(l.sub, zmq.POLLIN)
+	poller.Add(l.mon, zmq.POLLIN)
 	lastHeard := time.Now()
 	for ctx.Err() == nil {
 		l.takeReset()
@@ -256,7 +269,7 @@ func (l *Listener) run(ctx context.Context) {
 			l.log.Error("kv events poll failed; listener stops", "error", err)
 			return
 		}
-		if len(polled) == 0 {
+		if l.monitorOnly(polled) {
 			if time.Since(lastHeard) >= l.cfg.CatchUpEvery {
 				l.catchUp(ctx)
 				lastHeard = time.Now()

@@ -110,6 +110,9 @@ func launchPlugin(t *testing.T, bin string, config map[string]any) *pluginhost.H
 		}
 		return []int{st.Supervisor.SupervisorPid, st.Supervisor.EnginePid}
 	})
+	// As the one-machine fleet does, run engines as the test's own user,
+	// root included: the engine binary lives in a directory only it reads.
+	config["default_user"], config["denied_users"] = "", []string{}
 	if err := h.SetConfig(testCtx(t), config, &base.NomadConfig{Driver: &base.NomadDriverConfig{}}); err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,10 @@ func (f *Fleet) configureDriver(ctx context.Context, h *pluginhost.Host) error {
 		"engine":       filepath.Join(f.o.BinDir, "vllm-sim"),
 		"ingest_token": f.token,
 		"owner_pid":    os.Getpid(),
+		// A one-machine fleet runs engines as the user who runs it, root
+		// included: it is that user's own machine, not a shared node.
+		"default_user": "",
+		"denied_users": []string{},
 	}
 	f.cat.driverConfig(cfg)
 	if f.o.FlushInterval > 0 {

@@ -1,0 +1,38 @@
+# args pass --trust-remote-code, which runs the code a hub model ships
+job "broken" {
+  group "engine" {
+    network {
+      port "http" {}
+    }
+
+    task "vllm" {
+      driver = "vllm"
+
+      config {
+        model     = "m"
+        kv_events = true
+        args      = ["--dtype", "auto", "--trust-remote-code"]
+      }
+
+      service {
+        name = "vllm"
+        port = "http"
+        tags = ["llmgw"]
+        meta {
+          llmgw-model      = "m"
+          llmgw-replica    = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
+          llmgw-block-size = "16"
+          llmgw-kv-events  = "true"
+        }
+        check {
+          type     = "http"
+          path     = "/health"
+          interval = "10s"
+          timeout  = "5s"
+        }
+      }
+
+      shutdown_delay = "5s"
+    }
+  }
+}
