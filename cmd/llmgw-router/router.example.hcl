@@ -36,12 +36,13 @@ max_connections     = 4096 # per listener
 
 max_body_bytes   = 8388608
 attempts         = 3 # replicas tried before the first byte reaches the client
-# Pin requests to the data-parallel rank predicted to cache their prefix.
-pin_data_parallel_rank = true
 upstream_timeout = "5m"
 driver_expiry    = "30s"
 scrape_interval  = "1s"
 log_level        = "info"
+
+# Pin requests to the data-parallel rank predicted to cache their prefix.
+pin_data_parallel_rank = true
 
 # Responses API conversations this router keeps for previous_response_id.
 responses_store_bytes = 268435456
