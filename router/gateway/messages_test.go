@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/anthropic"
 	"github.com/llmgw/llmgw/router/auth"
 	"github.com/llmgw/llmgw/router/scheduler"
@@ -101,11 +103,19 @@ func TestMessagesErrorsInAnthropicShape(t *testing.T) {
 			t.Errorf("request %d: the client's key reached the engine: %v", i, hd)
 		}
 	}
-	_, mb := get(t, h.admin.URL+"/metrics")
-	for _, s := range []string{`llmgw_requests_total{code="200",endpoint="messages"} 2`, `llmgw_requests_total{code="401",endpoint="messages"} 2`,
-		`llmgw_requests_total{code="404",endpoint="count_tokens"} 1`} {
-		if !strings.Contains(string(mb), s) {
-			t.Errorf("/metrics lacks %s", s)
+	// A request is counted once its handler returns, which may be just
+	// after the client has read the whole answer.
+	want := []string{`llmgw_requests_total{code="200",endpoint="messages"} 2`, `llmgw_requests_total{code="401",endpoint="messages"} 2`,
+		`llmgw_requests_total{code="404",endpoint="count_tokens"} 1`}
+	var mb []byte
+	if !poll.Within(poll.Timeout, func() bool {
+		_, mb = get(t, h.admin.URL+"/metrics")
+		return !slices.ContainsFunc(want, func(s string) bool { return !strings.Contains(string(mb), s) })
+	}) {
+		for _, s := range want {
+			if !strings.Contains(string(mb), s) {
+				t.Errorf("/metrics lacks %s", s)
+			}
 		}
 	}
 }
