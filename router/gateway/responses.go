@@ -101,7 +101,7 @@ func (g *Gateway) createResponse(c *gin.Context, proxy http.Handler) int {
 	}
 	relay := newResponseRelay(c.Writer, respstore.DefaultMaxEntryBytes, req.PreviousResponseID, req.Store)
 	c.Writer = relay
-	status := g.servePlanned(c, route.Input{Kind: openai.Chat, Body: chat, Forward: fwd}, proxy, responseErrorEvent)
+	status := g.servePlanned(c, route.Input{Kind: openai.Chat, Body: chat, Forward: fwd, Responses: true}, proxy, responseErrorEvent)
 	relay.finish()
 	if req.Store {
 		g.keepResponse(id, ten.Name, whole, relay.result())

@@ -68,6 +68,12 @@ type Request struct {
 	// Responses or Messages request is keyed by its chat rendering (Body)
 	// but goes to the engine's own endpoint as the client's API.
 	Forward []byte
+	// Responses marks the chat rendering of a /v1/responses request. vLLM
+	// renders chat and Responses input alike through a chat template, but
+	// for gpt-oss the Responses API has a Harmony path of its own
+	// (previous_input_messages, reasoning items, built-in tools), which an
+	// Encoder may not mirror.
+	Responses bool
 }
 
 // Wire returns the body the engine is sent: Forward when set, else Body.

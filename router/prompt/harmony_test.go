@@ -245,3 +245,34 @@ func TestHarmonyStartDateSource(t *testing.T) {
 		t.Errorf("rendered %q (%v); want %q", got, err, want)
 	}
 }
+
+// TestHarmonyResponsesApprox: a gpt-oss request that came through the
+// Responses API is keyed approximately, since vLLM renders it on its own
+// Harmony path; the same conversation as a chat completion keeps exact
+// keys.
+func TestHarmonyResponsesApprox(t *testing.T) {
+	h, err := LoadHF(gptossDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := New(map[string]Source{"gptoss": {Encoder: h}})
+	body := `{"model":"gptoss","messages":[{"role":"user","content":"Plan a three-day trip to Lisbon with a budget for each day."}]}`
+	for _, tc := range []struct {
+		name      string
+		responses bool
+		exact     bool
+	}{
+		{"chat completion", false, true},
+		{"responses", true, false},
+	} {
+		r := parse(t, openai.Chat, body)
+		r.Responses = tc.responses
+		res, err := p.Compute(r, 16)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if exact := len(res.Keys) > 0 && res.ApproxKeys == nil; exact != tc.exact {
+			t.Errorf("%s: %d exact keys, %d approx keys; want exact %v", tc.name, len(res.Keys), len(res.ApproxKeys), tc.exact)
+		}
+	}
+}

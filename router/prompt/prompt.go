@@ -362,7 +362,7 @@ func (h *HF) Encode(text string, addSpecial bool) []uint32 { return h.tok.Encode
 // RenderChat implements Encoder.
 func (h *HF) RenderChat(r *openai.Request) (string, error) {
 	if h.renderer == RendererHarmony {
-		return h.renderHarmony(r.Body)
+		return h.renderHarmony(r)
 	}
 	if h.tmpl == nil {
 		return "", errors.New("the model has no chat template; use /v1/completions")

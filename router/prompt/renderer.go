@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/router/harmony"
+	"github.com/llmgw/llmgw/router/openai"
 )
 
 // ErrApprox marks a prompt an Encoder cannot reproduce exactly: the
@@ -72,14 +73,26 @@ func HarmonyDate(now time.Time) string { return now.UTC().Format("2006-01-02") }
 // before h serves requests.
 func (h *HF) PinStartDate(date string) { h.startDate = date }
 
+// errHarmonyResponses is why a gpt-oss Responses request is keyed
+// approximately: vLLM builds its Harmony messages on the Responses path
+// (vllm/entrypoints/openai/responses/harmony.py), not from the chat
+// request the router converts it to. Assistant input is pinned to the
+// final channel, reasoning items become analysis messages and tool
+// outputs are named from earlier function calls there, so keys from the
+// chat rendering could claim hits the engine does not have.
+var errHarmonyResponses = errors.New("gpt-oss Responses input is rendered on vLLM's Responses path, which the router does not mirror")
+
 // renderHarmony renders a gpt-oss chat request; what the renderer cannot
 // vouch for is ErrApprox.
-func (h *HF) renderHarmony(body []byte) (string, error) {
+func (h *HF) renderHarmony(r *openai.Request) (string, error) {
+	if r.Responses {
+		return "", fmt.Errorf("%w: %w", ErrApprox, errHarmonyResponses)
+	}
 	date := h.startDate
 	if date == "" {
 		date = HarmonyDate(h.now())
 	}
-	text, err := harmony.RenderChat(body, harmony.Options{Date: date})
+	text, err := harmony.RenderChat(r.Body, harmony.Options{Date: date})
 	if errors.Is(err, harmony.ErrUnsupported) {
 		return "", fmt.Errorf("%w: %w", ErrApprox, err)
 	}

@@ -35,7 +35,7 @@ func (pl *Planner) plan(ctx context.Context, in Input, fallbacks int) (*Plan, *E
 	if err != nil {
 		return nil, &Error{Status: http.StatusBadRequest, Message: err.Error()}
 	}
-	req.Forward = in.Forward
+	req.Forward, req.Responses = in.Forward, in.Responses
 	ten := tenant.FromContext(ctx)
 	if e := forTenant(ten, req); e != nil {
 		return nil, e

@@ -66,6 +66,8 @@ type Input struct {
 	// Body is then the chat rendering of a Responses or Messages request,
 	// which is what the prompt's keys are computed from.
 	Forward []byte
+	// Responses says Body is a /v1/responses request rendered as chat.
+	Responses bool
 }
 
 // Error is a request the planner refuses, with the HTTP status and, where
