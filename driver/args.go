@@ -30,7 +30,7 @@ type launch struct {
 // prefill or decode task of a vLLM engine.
 func roleDecision(t TaskConfig, engine string) bool { return t.disaggregated() && isVLLM(engine) }
 
-// kvDecision says whether a shard gets a KV-event port, and why not when it
+// kvDecision says whether a shard gets a KV-event socket, and why not when it
 // does not (docs/ARCHITECTURE.md, behaviour 1): only when its config asks for events, its
 // engine is vLLM, and it is the replica's leader shard.
 func kvDecision(t TaskConfig, engine string) (bool, string) {

@@ -218,8 +218,8 @@ func (d *Driver) newHandle(cfg *drivers.TaskConfig, st TaskState, proc *supervis
 
 // RecoverTask re-attaches to a shard from driver_state alone (after an
 // agent restart the raw task config is gone): the supervisor by pid, the
-// KV listener on the same port, so a running engine reconnects and the
-// listener replays what it missed.
+// KV listener on the same sockets or port, so a running engine's events
+// reach it again and the listener replays what it missed.
 func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest) (*drivers.RecoverTaskResponse, error) {
 	hd := req.GetHandle()
 	id := hd.GetConfig().GetId()

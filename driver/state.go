@@ -164,7 +164,8 @@ func (s *kvSet) release(replica, owner string) {
 }
 
 // closeAll closes every listener at plugin shutdown, without forgetting:
-// the shards run on and the next plugin process binds the same ports.
+// the shards run on and the next plugin process opens the same sockets or
+// ports.
 func (s *kvSet) closeAll() {
 	s.mu.Lock()
 	open := s.open
