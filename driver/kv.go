@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"strconv"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/driver/kvevents"
@@ -70,6 +72,30 @@ type KVListener interface {
 	Resumed()
 	Counters() KVCounters
 	Close() error
+}
+
+// kvWhere says where a shard's listener meets its engine, for events.
+func kvWhere(st TaskState) string {
+	if st.KVDir != "" {
+		return "ipc sockets in " + st.KVDir
+	}
+	return "port " + strconv.Itoa(st.KVPort)
+}
+
+// kvOnWhere completes "KV events on: ".
+func kvOnWhere(st TaskState) string {
+	if st.KVDir != "" {
+		return "engine binds ipc sockets in " + st.KVDir
+	}
+	return "listening on port " + strconv.Itoa(st.KVPort)
+}
+
+// kvEventAttrs are the details of a "KV events on" or "resumed" event.
+func kvEventAttrs(st TaskState) map[string]string {
+	if st.KVDir != "" {
+		return map[string]string{"kv_events": "on", "kv_socket_dir": st.KVDir}
+	}
+	return map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)}
 }
 
 // StoreIntake is the KVIntake on a kvevents.Store, from which the router

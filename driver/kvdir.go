@@ -8,13 +8,33 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/llmgw/llmgw/driver/kvevents/intake"
 	"github.com/llmgw/llmgw/driver/supervisor"
+	"github.com/llmgw/llmgw/plugin/proto/drivers"
 )
 
 // kvDirName is the directory, in a task's own directory, that holds its
 // engine's KV-event sockets.
 const kvDirName = "llmgw-kv"
+
+// kvDir makes the task's KV socket directory when the plugin config asks
+// for ipc sockets, and returns it; "" means loopback TCP, and when ipc was
+// asked for, a task event says why not.
+func (d *Driver) kvDir(cfg *drivers.TaskConfig, task TaskConfig, st *TaskState, log hclog.Logger) string {
+	if d.pluginConfig().KVTransport != kvTransportIPC {
+		return ""
+	}
+	dir, err := kvSocketDir(st.Dir, st.User, task.DataParallelSize)
+	if err != nil {
+		log.Warn("kv events fall back to loopback TCP, which any local process can reach", "error", err)
+		d.events.emit(cfg, "KV events over loopback TCP, reachable by any local process: "+err.Error(),
+			map[string]string{"kv_transport": kvTransportTCP})
+		return ""
+	}
+	return dir
+}
 
 // kvSocketDir makes the directory of a replica's ipc:// KV-event sockets
 // in its task directory: mode 0700, owned by runAs (the engine's user; ""

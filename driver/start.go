@@ -158,31 +158,6 @@ func (d *Driver) openKV(cfg *drivers.TaskConfig, task TaskConfig, st *TaskState,
 	return l, func() { d.kv.giveBack(replica, id, prev) }
 }
 
-// kvDir makes the task's KV socket directory when the plugin config asks
-// for ipc sockets, and returns it; "" means loopback TCP, and when ipc was
-// asked for, a task event says why not.
-func (d *Driver) kvDir(cfg *drivers.TaskConfig, task TaskConfig, st *TaskState, log hclog.Logger) string {
-	if d.pluginConfig().KVTransport != kvTransportIPC {
-		return ""
-	}
-	dir, err := kvSocketDir(st.Dir, st.User, task.DataParallelSize)
-	if err != nil {
-		log.Warn("kv events fall back to loopback TCP, which any local process can reach", "error", err)
-		d.events.emit(cfg, "KV events over loopback TCP, reachable by any local process: "+err.Error(),
-			map[string]string{"kv_transport": kvTransportTCP})
-		return ""
-	}
-	return dir
-}
-
-// kvWhere says where a shard's listener meets its engine, for events.
-func kvWhere(st TaskState) string {
-	if st.KVDir != "" {
-		return "ipc sockets in " + st.KVDir
-	}
-	return "port " + strconv.Itoa(st.KVPort)
-}
-
 // sideChannel is the NIXL side channel's environment for a prefill or
 // decode shard, on port p (its host IP, else the API's host).
 func (d *Driver) sideChannel(cfg *drivers.TaskConfig, task TaskConfig, p *drivers.PortMapping, apiHost string) map[string]string {
@@ -290,22 +265,6 @@ func (d *Driver) resumeKV(cfg *drivers.TaskConfig, id string, st TaskState) {
 		l.Resumed() // a listener opened just now, beside a running engine
 	}
 	d.events.emit(cfg, "KV events resumed on "+kvWhere(st), kvEventAttrs(st))
-}
-
-// kvOnWhere completes "KV events on: ".
-func kvOnWhere(st TaskState) string {
-	if st.KVDir != "" {
-		return "engine binds ipc sockets in " + st.KVDir
-	}
-	return "listening on port " + strconv.Itoa(st.KVPort)
-}
-
-// kvEventAttrs are the details of a "KV events on" or "resumed" event.
-func kvEventAttrs(st TaskState) map[string]string {
-	if st.KVDir != "" {
-		return map[string]string{"kv_events": "on", "kv_socket_dir": st.KVDir}
-	}
-	return map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)}
 }
 
 // exited reports whether proc's supervisor has exited already.
