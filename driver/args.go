@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/llmgw/llmgw/driver/kvevents/intake"
 )
 
 // launch is everything that decides an engine's command line. It is plain
@@ -16,8 +18,11 @@ type launch struct {
 	Engine string // engine binary, as configured
 	Host   string // address to serve the API on
 	Port   int    // the allocated HTTP port (leader only)
-	// KVPort is the replica's KV-event listener port, 0 when the shard
-	// publishes no events; ReplayPort is the engine's replay port, 0 for none.
+	// KVDir is the directory of the engine's ipc:// KV-event sockets.
+	// Without it, KVPort is the replica's KV-event listener port, 0 when
+	// the shard publishes no events, and ReplayPort the engine's replay
+	// port, 0 for none.
+	KVDir              string
 	KVPort, ReplayPort int
 }
 
@@ -25,7 +30,7 @@ type launch struct {
 // prefill or decode task of a vLLM engine.
 func roleDecision(t TaskConfig, engine string) bool { return t.disaggregated() && isVLLM(engine) }
 
-// kvDecision says whether a shard gets a KV-event port, and why not when it
+// kvDecision says whether a shard gets a KV-event socket, and why not when it
 // does not (docs/ARCHITECTURE.md, behaviour 1): only when its config asks for events, its
 // engine is vLLM, and it is the replica's leader shard.
 func kvDecision(t TaskConfig, engine string) (bool, string) {
@@ -46,9 +51,12 @@ func isVLLM(engine string) bool {
 	return b == "vllm" || b == "vllm-sim"
 }
 
-// kvEventsConfig is vLLM's --kv-events-config JSON. The endpoint names a
-// loopback address (no "*"), so the engine's PUB socket connects to the SUB
-// socket the driver bound; the replay ROUTER binds on the engine side.
+// kvEventsConfig is vLLM's --kv-events-config JSON. With a socket
+// directory both endpoints are ipc://, which vLLM binds (its PUB and its
+// replay ROUTER) and the driver's listeners connect to. Otherwise the
+// endpoint names a loopback address (no "*"), so the engine's PUB socket
+// connects to the SUB socket the driver bound; the replay ROUTER binds on
+// the engine side.
 type kvEventsConfig struct {
 	Enable         bool   `json:"enable_kv_cache_events"`
 	Publisher      string `json:"publisher"`
@@ -102,11 +110,7 @@ func buildArgs(l launch) []string {
 		add("--master-addr", host)
 		add("--master-port", port)
 	}
-	if ok, _ := kvDecision(t, l.Engine); ok && l.KVPort > 0 {
-		c := kvEventsConfig{Enable: true, Publisher: "zmq", Endpoint: "tcp://127.0.0.1:" + strconv.Itoa(l.KVPort)}
-		if l.ReplayPort > 0 {
-			c.ReplayEndpoint = "tcp://127.0.0.1:" + strconv.Itoa(l.ReplayPort)
-		}
+	if c, ok := engineKVConfig(l); ok {
 		b, _ := json.Marshal(c) // plain struct: cannot fail
 		add("--kv-events-config", string(b))
 	}
@@ -114,6 +118,26 @@ func buildArgs(l launch) []string {
 		add("--kv-transfer-config", kvTransferConfig(t))
 	}
 	return append(args, t.Args...)
+}
+
+// engineKVConfig is the shard's --kv-events-config, when it publishes.
+func engineKVConfig(l launch) (kvEventsConfig, bool) {
+	if ok, _ := kvDecision(l.Task, l.Engine); !ok {
+		return kvEventsConfig{}, false
+	}
+	c := kvEventsConfig{Enable: true, Publisher: "zmq"}
+	switch {
+	case l.KVDir != "":
+		c.Endpoint, c.ReplayEndpoint = intake.IPCEndpoints(l.KVDir)
+	case l.KVPort > 0:
+		c.Endpoint = "tcp://127.0.0.1:" + strconv.Itoa(l.KVPort)
+		if l.ReplayPort > 0 {
+			c.ReplayEndpoint = "tcp://127.0.0.1:" + strconv.Itoa(l.ReplayPort)
+		}
+	default:
+		return kvEventsConfig{}, false
+	}
+	return c, true
 }
 
 // buildEnv returns the engine's environment: the task's environment from

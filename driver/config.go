@@ -39,6 +39,7 @@ var configSpec = spec.Object(map[string]*hclspec.Spec{
 	"denied_users":      spec.Optional("denied_users", "list(string)", `["root"]`),
 	"allowed_code_env":  spec.Attr("", "list(string)", false),
 	"allowed_code_args": spec.Attr("", "list(string)", false),
+	"kv_transport":      spec.Optional("kv_transport", "string", `"ipc"`),
 })
 
 // Config is the decoded plugin config.
@@ -93,7 +94,21 @@ type Config struct {
 	// codeArgs) which jobs may set all the same; none by default.
 	AllowedCodeEnv  []string `codec:"allowed_code_env"`
 	AllowedCodeArgs []string `codec:"allowed_code_args"`
+	// KVTransport is how engines reach the KV-event listeners: "ipc" (the
+	// default) makes each engine bind ipc:// sockets in a directory of its
+	// task's own that only its user may enter, to which the listeners
+	// connect, so no other local process can reach them; "tcp" binds the
+	// listeners on loopback, where any local process can connect. "ipc"
+	// falls back to "tcp", with a task event saying why, when the
+	// directory cannot be made or its socket paths are too long.
+	KVTransport string `codec:"kv_transport"`
 }
+
+// The values of kv_transport.
+const (
+	kvTransportIPC = "ipc"
+	kvTransportTCP = "tcp"
+)
 
 // codePolicy is what the config lets jobs set that changes engine code.
 func (c *Config) codePolicy() CodePolicy {
@@ -118,6 +133,9 @@ func (c *Config) validate() error {
 	}
 	if c.Discovery != discoveryConsul && c.Discovery != discoveryNomad {
 		return fmt.Errorf("discovery: want consul or nomad, got %q", c.Discovery)
+	}
+	if c.KVTransport != kvTransportIPC && c.KVTransport != kvTransportTCP {
+		return fmt.Errorf("kv_transport: want ipc or tcp, got %q", c.KVTransport)
 	}
 	return c.validUsers()
 }

@@ -46,7 +46,7 @@ func TestPluginConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", Discovery: "consul", RouterService: "llmgw-router", KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second,
-		DefaultUser: "nobody", DeniedUsers: []string{"root"}}
+		DefaultUser: "nobody", DeniedUsers: []string{"root"}, KVTransport: "ipc"}
 	if d := cmp.Diff(want, c); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
@@ -103,6 +103,7 @@ func TestPluginConfigValidate(t *testing.T) {
 		{Config{Engine: "vllm", KVFlushInterval: time.Second, KVKeepAlive: time.Minute}, "router_service"},
 		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Minute, OwnerPid: -1}, "owner_pid"},
 		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Minute, Discovery: "dns"}, "discovery"},
+		{Config{Engine: "vllm", RouterService: "r", KVFlushInterval: time.Second, KVKeepAlive: time.Minute, Discovery: "consul", KVTransport: "udp"}, "kv_transport"},
 	}
 	for _, tt := range tests {
 		if err := tt.c.validate(); err == nil || !strings.HasPrefix(err.Error(), tt.want) {

@@ -37,11 +37,18 @@ type TaskState struct {
 	StartedAt  time.Time        `json:"started_at"`
 	HTTPHost   string           `json:"http_host,omitempty"`
 	HTTPPort   int              `json:"http_port,omitempty"`
-	// KVPort and ReplayPort are bound again after a plugin restart, so a
-	// running engine reconnects by itself (0: the shard has no events).
-	KVPort     int `json:"kv_port,omitempty"`
-	ReplayPort int `json:"replay_port,omitempty"`
+	// KVDir is the directory of the engine's ipc:// KV-event sockets;
+	// after a plugin restart the listeners connect there again. Without
+	// it, KVPort and ReplayPort are bound again after a plugin restart, so
+	// a running engine reconnects by itself. Neither: the shard has no
+	// events.
+	KVDir      string `json:"kv_dir,omitempty"`
+	KVPort     int    `json:"kv_port,omitempty"`
+	ReplayPort int    `json:"replay_port,omitempty"`
 }
+
+// hasKV reports whether the shard publishes KV events to a listener.
+func (st TaskState) hasKV() bool { return st.KVDir != "" || st.KVPort > 0 }
 
 // Options tune a Driver; zero values take the defaults.
 type Options struct {
@@ -182,7 +189,7 @@ func (d *Driver) pluginConfig() Config {
 	if d.config == nil {
 		return Config{Engine: "vllm", ConsulAddress: "127.0.0.1:8500", RouterService: "llmgw-router",
 			KVFlushInterval: 250 * time.Millisecond, KVKeepAlive: 10 * time.Second,
-			DefaultUser: defaultEngineUser, DeniedUsers: []string{"root"}}
+			DefaultUser: defaultEngineUser, DeniedUsers: []string{"root"}, KVTransport: kvTransportIPC}
 	}
 	return *d.config
 }

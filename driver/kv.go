@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"strconv"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/llmgw/llmgw/driver/kvevents"
@@ -11,16 +13,28 @@ import (
 // StoreIntake implements it with driver/kvevents/intake; the driver needs
 // nothing else from that package.
 type KVIntake interface {
-	// Open binds a listener for replica's leader shard: one SUB socket per
-	// data-parallel rank on consecutive ports starting at port (0: pick
-	// free ones), and reserves the engine's replay ports likewise
-	// (replayPort 0: pick; -1: no replay).
-	Open(replica string, dataParallel, port, replayPort int) (KVListener, error)
+	// Open opens the listeners of replica's leader shard, one SUB socket
+	// per data-parallel rank, where o says.
+	Open(replica string, o KVOpen) (KVListener, error)
 	// Forget tells every router that replica holds nothing.
 	Forget(replica string)
 	// Summary describes what the driver holds for replica, for operators
 	// (InspectTask) and for comparing with an engine's ground truth.
 	Summary(replica string) KVSummary
+}
+
+// KVOpen says where a replica's listeners meet its engine.
+type KVOpen struct {
+	DataParallel int
+	// Dir, when set, is a directory only the engine's user may enter:
+	// the engine binds its ipc:// event and replay sockets there and the
+	// listeners connect, so no other local process reaches them. Port and
+	// ReplayPort are then unused.
+	Dir string
+	// Port is rank 0's loopback port to bind, consecutive ports for the
+	// other ranks (0: pick free ones); ReplayPort the engine's replay
+	// ports likewise (0: pick; -1: no replay).
+	Port, ReplayPort int
 }
 
 // KVSummary is a replica's block state in brief.
@@ -45,8 +59,9 @@ type KVCounters struct {
 
 // KVListener is one replica's open intake.
 type KVListener interface {
-	Port() int       // rank 0's event port, persisted to bind again after a restart
-	ReplayPort() int // rank 0's replay port, -1 for none
+	Port() int       // rank 0's event port, persisted to bind again after a restart (0 with Dir)
+	ReplayPort() int // rank 0's replay port, -1 for none (0 with Dir)
+	Dir() string     // the ipc:// sockets' directory, persisted to connect again after a restart ("" over TCP)
 	// EngineRestarted says a new engine process publishes from now on
 	// (called before it starts): the replica holds nothing, and routers are
 	// told so at once. It does not count in Counters().Restarts.
@@ -59,6 +74,30 @@ type KVListener interface {
 	Close() error
 }
 
+// kvWhere says where a shard's listener meets its engine, for events.
+func kvWhere(st TaskState) string {
+	if st.KVDir != "" {
+		return "ipc sockets in " + st.KVDir
+	}
+	return "port " + strconv.Itoa(st.KVPort)
+}
+
+// kvOnWhere completes "KV events on: ".
+func kvOnWhere(st TaskState) string {
+	if st.KVDir != "" {
+		return "engine binds ipc sockets in " + st.KVDir
+	}
+	return "listening on port " + strconv.Itoa(st.KVPort)
+}
+
+// kvEventAttrs are the details of a "KV events on" or "resumed" event.
+func kvEventAttrs(st TaskState) map[string]string {
+	if st.KVDir != "" {
+		return map[string]string{"kv_events": "on", "kv_socket_dir": st.KVDir}
+	}
+	return map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)}
+}
+
 // StoreIntake is the KVIntake on a kvevents.Store, from which the router
 // sessions drain.
 type StoreIntake struct {
@@ -66,10 +105,10 @@ type StoreIntake struct {
 	Logger hclog.Logger
 }
 
-// Open binds the replica's listeners into the store.
-func (s StoreIntake) Open(replica string, dataParallel, port, replayPort int) (KVListener, error) {
+// Open opens the replica's listeners into the store.
+func (s StoreIntake) Open(replica string, o KVOpen) (KVListener, error) {
 	in, err := intake.Open(intake.Config{
-		Replica: replica, DataParallelSize: dataParallel, Port: port, ReplayPort: replayPort, Logger: s.Logger,
+		Replica: replica, DataParallelSize: o.DataParallel, Dir: o.Dir, Port: o.Port, ReplayPort: o.ReplayPort, Logger: s.Logger,
 	}, s.Store)
 	if err != nil {
 		return nil, err

@@ -146,9 +146,11 @@ func (d *Driver) InspectTask(_ context.Context, req *drivers.InspectTaskRequest)
 		"engine_pid": strconv.Itoa(h.proc.EnginePid()),
 		"replica":    h.state.Replica,
 		"ready":      strconv.FormatBool(ready),
-		"kv_events":  strconv.FormatBool(h.state.KVPort > 0),
+		"kv_events":  strconv.FormatBool(h.state.hasKV()),
 	}
-	if h.state.KVPort > 0 {
+	if h.state.KVDir != "" {
+		attrs["kv_socket_dir"] = h.state.KVDir
+	} else if h.state.KVPort > 0 {
 		attrs["kv_port"] = strconv.Itoa(h.state.KVPort)
 	}
 	if l, ok := d.kv.lookup(h.state.Replica); ok {

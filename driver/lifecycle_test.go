@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == supervisor.Mode {
 		os.Exit(supervisor.Run(os.Args[2:]))
 	}
+	// A process of another user, trying the KV-event sockets.
+	if len(os.Args) > 1 && os.Args[1] == connectProbeMode {
+		os.Exit(connectProbe(os.Args[2:]))
+	}
 	dir, err := os.MkdirTemp("", "driver-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -76,6 +80,12 @@ func (w testWriter) Write(p []byte) (int, error) {
 // no supervisor or engine running.
 func launch(t *testing.T, engine string) *pluginhost.Host {
 	t.Helper()
+	return launchWith(t, engine, nil)
+}
+
+// launchWith is launch with more plugin config, e.g. kv_transport.
+func launchWith(t *testing.T, engine string, extra map[string]any) *pluginhost.Host {
+	t.Helper()
 	h, err := pluginhost.Launch(pluginBin, pluginhost.Options{
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "plugin", Output: testWriter{t}, Level: hclog.Debug}),
 	})
@@ -84,10 +94,24 @@ func launch(t *testing.T, engine string) *pluginhost.Host {
 	}
 	h.CloseAtEnd(t, shardGroups)
 	nomad := &base.NomadConfig{Driver: &base.NomadDriverConfig{ClientMinPort: 14000, ClientMaxPort: 14512}}
-	if err := h.SetConfig(ctx(t), map[string]any{"engine": engine}, nomad); err != nil {
+	config := map[string]any{"engine": engine}
+	for k, v := range extra {
+		config[k] = v
+	}
+	if err := h.SetConfig(ctx(t), config, nomad); err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// kvWhere is where InspectTask says a shard's listener meets its engine:
+// its socket directory, else its port; "" without KV events. Events name
+// it at their end.
+func kvWhere(attrs map[string]string) string {
+	if d := attrs["kv_socket_dir"]; d != "" {
+		return d
+	}
+	return attrs["kv_port"]
 }
 
 // shardGroups names the two process groups of a shard: the supervisor's
@@ -109,7 +133,13 @@ func ctx(t *testing.T) context.Context {
 // newTask allocates a task with an "http" port and encodes config.
 func newTask(t *testing.T, h *pluginhost.Host, config map[string]any) *pluginhost.Task {
 	t.Helper()
-	task, err := pluginhost.NewTask(reachableTempDir(t), pluginhost.TaskSpec{
+	return newTaskIn(t, h, reachableTempDir(t), config)
+}
+
+// newTaskIn is newTask with its alloc directory under root.
+func newTaskIn(t *testing.T, h *pluginhost.Host, root string, config map[string]any) *pluginhost.Task {
+	t.Helper()
+	task, err := pluginhost.NewTask(root, pluginhost.TaskSpec{
 		Name:  "shard",
 		Ports: []*drivers.PortMapping{{Label: "http", Value: int32(netport.FreeTCP(t)), HostIp: "127.0.0.1"}},
 		Env:   map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-test-0"},
@@ -249,10 +279,7 @@ func TestLifecycle(t *testing.T) {
 	if !bytes.Contains(environ, []byte("CUDA_VISIBLE_DEVICES=GPU-test-0\x00")) {
 		t.Error("engine environment lacks CUDA_VISIBLE_DEVICES from NVIDIA_VISIBLE_DEVICES")
 	}
-	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if !bytes.Contains(cmdline, []byte(`"endpoint":"tcp://127.0.0.1:`)) {
-		t.Errorf("engine command line lacks a loopback kv endpoint: %q", cmdline)
-	}
+	assertIPCEndpoint(t, pid, task)
 	complete(t, engineURL(task), strings.Repeat("the quick brown fox jumps over the lazy dog ", 8))
 
 	stats, err := h.Driver.TaskStats(ctx(t), &drivers.TaskStatsRequest{TaskId: id, CollectionInterval: durationpb.New(50 * time.Millisecond)})
@@ -390,16 +417,32 @@ func TestExecStreaming(t *testing.T) {
 	}
 }
 
+// assertIPCEndpoint checks that the engine's command line names an ipc://
+// KV-event endpoint in its task's socket directory.
+func assertIPCEndpoint(t *testing.T, pid int, task *pluginhost.Task) {
+	t.Helper()
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	sockets := filepath.Join(task.Config.GetAllocDir(), task.Config.GetName(), "llmgw-kv")
+	if !bytes.Contains(cmdline, []byte(`"endpoint":"ipc://`+sockets+`/inproc-events"`)) {
+		t.Errorf("engine command line lacks an ipc kv endpoint in %s: %q", sockets, cmdline)
+	}
+}
+
 // reachableTempDir is a test directory that every user can enter, as a
 // Nomad client's alloc directories are: as root the plugin runs engines
 // (and exec sessions) as default_user, who must reach the task directory.
+// Its path is short whatever the test's name, so the KV-event sockets in
+// a task directory under it fit a Unix socket address (kv_transport
+// "ipc" falls back to TCP for longer paths).
 func reachableTempDir(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	dir, err := os.MkdirTemp("", "drv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }

@@ -114,7 +114,9 @@ func TestPolicyRefusals(t *testing.T) {
 func TestOversizedFramesDropped(t *testing.T) {
 	const floods = 40               // 40 × 9 MiB offered: 360 MiB
 	const rssGrowthBound = 64 << 20 // bytes
-	h := launch(t, simBin)
+	// Over ipc no other process can connect to send anything; the cap
+	// shows over TCP, where any can.
+	h := launchWith(t, simBin, map[string]any{"kv_transport": "tcp"})
 	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
 	start(t, h, task.Config)

@@ -144,7 +144,7 @@ func TestDefaultUserChecked(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("default_user is checked only when the plugin runs as root; this test does not")
 	}
-	base := Config{Engine: "vllm", KVFlushInterval: 1, KVKeepAlive: 1, RouterService: "r", Discovery: discoveryConsul}
+	base := Config{Engine: "vllm", KVFlushInterval: 1, KVKeepAlive: 1, RouterService: "r", Discovery: discoveryConsul, KVTransport: kvTransportIPC}
 	for _, tc := range []struct {
 		user    string
 		denied  []string

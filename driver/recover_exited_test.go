@@ -19,7 +19,8 @@ import (
 // not bind it, or the running shard recovered next loses its KV events;
 // nor emit events for it after the end Nomad recorded.
 func TestRecoverExitedTaskLeavesItsPort(t *testing.T) {
-	h1 := launch(t, simBin)
+	tcp := map[string]any{"kv_transport": "tcp"} // ports are what this is about
+	h1 := launchWith(t, simBin, tcp)
 	kvTask := map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}}
 	old := newTask(t, h1, kvTask)
 	oldHandle := start(t, h1, old.Config)
@@ -43,7 +44,7 @@ func TestRecoverExitedTaskLeavesItsPort(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h2 := launch(t, simBin)
+	h2 := launchWith(t, simBin, tcp)
 	ev := watchEvents(t, h2)
 	all := watchEvents(t, h2)
 	for _, hd := range []*drivers.TaskHandle{stale, liveHandle} {

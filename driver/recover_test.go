@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,10 +110,17 @@ func waitInSync(t *testing.T, get func() map[string]string, url string) {
 
 // TestRecoverAfterPluginCrash: kill -9 the plugin while a shard runs; a new
 // plugin process recovers it from driver_state alone, KV events resume on
-// the same port with no block lost, its recovery events reach Nomad once
-// Nomad has a handler for them, and WaitTask reports the true exit.
+// the same socket directory (over ipc) or port (over TCP) with no block
+// lost, its recovery events reach Nomad once Nomad has a handler for them,
+// and WaitTask reports the true exit.
 func TestRecoverAfterPluginCrash(t *testing.T) {
-	h1 := launch(t, simBin)
+	for _, transport := range []string{"ipc", "tcp"} {
+		t.Run(transport, func(t *testing.T) { recoverAfterPluginCrash(t, map[string]any{"kv_transport": transport}) })
+	}
+}
+
+func recoverAfterPluginCrash(t *testing.T, plugin map[string]any) {
+	h1 := launchWith(t, simBin, plugin)
 	ev := watchEvents(t, h1)
 	task := newTask(t, h1, map[string]any{"model": "sim", "kv_events": true, "args": []string{"--sim-latency=false"}})
 	id := task.Config.GetId()
@@ -120,7 +128,7 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	ev.next(t, "model ready")
 	url := engineURL(task)
 	pid := enginePid(t, h1, id)
-	port1 := inspect(t, h1, id).GetDriver().GetAttributes()["kv_port"]
+	port1 := kvWhereFor(t, h1, task, plugin["kv_transport"] == "ipc")
 	complete(t, url, strings.Repeat("alpha beta gamma delta ", 12))
 	waitInSync(t, func() map[string]string { return inspect(t, h1, id).GetDriver().GetAttributes() }, url)
 
@@ -133,7 +141,7 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	// Blocks stored while no plugin listens: only replay can deliver them.
 	complete(t, url, strings.Repeat("epsilon zeta eta theta ", 12))
 
-	h2 := launch(t, simBin)
+	h2 := launchWith(t, simBin, plugin)
 	ev2 := watchEvents(t, h2)
 	// After an agent restart Nomad has lost the raw task config.
 	handle := proto.Clone(started).(*drivers.TaskHandle)
@@ -155,15 +163,15 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	// The task runner's first call, which it keeps open.
 	waited := h2.WaitAsync(ctx(t), id)
 	if e := ev2.next(t, "KV events resumed"); !strings.HasSuffix(e.GetMessage(), port1) {
-		t.Errorf("event %q; want the same port %s", e.GetMessage(), port1)
+		t.Errorf("event %q; want the same socket directory or port %s", e.GetMessage(), port1)
 	}
 	ev2.next(t, "recovered after plugin restart")
 	if d := ev2.e.Dropped(); len(d) > 0 {
 		t.Errorf("events Nomad would drop for want of a handler: %v", d)
 	}
 	attrs := inspect(t, h2, id).GetDriver().GetAttributes()
-	if attrs["kv_port"] != port1 || attrs["engine_pid"] != strconv.Itoa(pid) {
-		t.Errorf("recovered attrs %v; want port %s and pid %d", attrs, port1, pid)
+	if kvWhere(attrs) != port1 || attrs["engine_pid"] != strconv.Itoa(pid) {
+		t.Errorf("recovered attrs %v; want socket directory or port %s and pid %d", attrs, port1, pid)
 	}
 	// New traffic makes the engine publish; the listener sees the sequence
 	// gap and replays everything it missed.
@@ -189,6 +197,17 @@ func TestRecoverAfterPluginCrash(t *testing.T) {
 	if _, err := h2.Driver.DestroyTask(ctx(t), &drivers.DestroyTaskRequest{TaskId: id, Force: true}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// kvWhereFor is kvWhere of task, checked: its socket directory over ipc,
+// a port over TCP.
+func kvWhereFor(t *testing.T, h *pluginhost.Host, task *pluginhost.Task, ipc bool) string {
+	t.Helper()
+	where := kvWhere(inspect(t, h, task.Config.GetId()).GetDriver().GetAttributes())
+	if dir := filepath.Join(task.Config.GetAllocDir(), task.Config.GetName(), "llmgw-kv"); where == "" || ipc != (where == dir) {
+		t.Fatalf("kv socket directory or port %q; want %s over ipc, a port over tcp", where, dir)
+	}
+	return where
 }
 
 // TestRecoverRejectsBadState: garbage driver_state fails recovery with a
@@ -218,8 +237,8 @@ func TestRecoverRejectsBadState(t *testing.T) {
 	}
 }
 
-// TestListenerBindFailure: with Nomad's plugin port range taken, the
-// listener cannot bind; the shard starts anyway, with a Driver event.
+// TestListenerBindFailure: over TCP with Nomad's plugin port range taken,
+// the listener cannot bind; the shard starts anyway, with a Driver event.
 func TestListenerBindFailure(t *testing.T) {
 	h := launch(t, simBin)
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -228,7 +247,7 @@ func TestListenerBindFailure(t *testing.T) {
 	}
 	defer busy.Close()
 	p := uint32(busy.Addr().(*net.TCPAddr).Port)
-	if err := h.SetConfig(ctx(t), map[string]any{"engine": simBin}, nomadRange(p, p)); err != nil {
+	if err := h.SetConfig(ctx(t), map[string]any{"engine": simBin, "kv_transport": "tcp"}, nomadRange(p, p)); err != nil {
 		t.Fatal(err)
 	}
 	ev := watchEvents(t, h)
@@ -295,7 +314,7 @@ func stop(t *testing.T, h *pluginhost.Host, id string) {
 }
 
 // TestRestartReusesListener: a shard started again for the same replica
-// while its listener is open reuses the listener and its port
+// while its listener is open reuses the listener and its socket directory
 // (docs/ARCHITECTURE.md, behaviour 2); destroying the old task does not take it away.
 func TestRestartReusesListener(t *testing.T) {
 	h := launch(t, simBin)
@@ -304,7 +323,10 @@ func TestRestartReusesListener(t *testing.T) {
 	first := task.Config.GetId()
 	start(t, h, task.Config)
 	ev.next(t, "model ready")
-	port := inspect(t, h, first).GetDriver().GetAttributes()["kv_port"]
+	port := kvWhere(inspect(t, h, first).GetDriver().GetAttributes())
+	if port == "" {
+		t.Fatal("no kv socket directory or port")
+	}
 	if err := syscall.Kill(enginePid(t, h, first), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +347,7 @@ func TestRestartReusesListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	attrs := inspect(t, h, again.GetId()).GetDriver().GetAttributes()
-	if attrs["kv_port"] != port || attrs["kv_listening"] != "true" {
+	if kvWhere(attrs) != port || attrs["kv_listening"] != "true" {
 		t.Fatalf("after destroying the old task: %v", attrs)
 	}
 	ev.next(t, "model ready")
@@ -370,19 +392,32 @@ func TestSupervisorLost(t *testing.T) {
 }
 
 // TestDataParallelEvents: with data_parallel_size 2 each rank publishes on
-// its own port (the listener's port plus the rank), and the driver's state
-// covers both ranks.
+// its own socket (over ipc, the rank's "_dp1" path; over TCP, the
+// listener's port plus the rank), and the driver's state covers both
+// ranks.
 func TestDataParallelEvents(t *testing.T) {
-	h := launch(t, simBin)
-	ev := watchEvents(t, h)
-	// With the latency model on, concurrent requests overlap and the
-	// engine's least-loaded rank choice spreads them over both ranks.
-	task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "data_parallel_size": 2})
-	id := task.Config.GetId()
-	start(t, h, task.Config)
-	defer stop(t, h, id)
-	ev.next(t, "model ready")
-	url := engineURL(task)
+	for _, transport := range []string{"ipc", "tcp"} {
+		t.Run(transport, func(t *testing.T) {
+			h := launchWith(t, simBin, map[string]any{"kv_transport": transport})
+			ev := watchEvents(t, h)
+			task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "data_parallel_size": 2})
+			id := task.Config.GetId()
+			start(t, h, task.Config)
+			defer stop(t, h, id)
+			ev.next(t, "model ready")
+			url := engineURL(task)
+			spreadOverRanks(t, url)
+			waitInSync(t, func() map[string]string { return inspect(t, h, id).GetDriver().GetAttributes() }, url)
+			assertBothRanks(t, url)
+		})
+	}
+}
+
+// spreadOverRanks sends concurrent requests: with the latency model on
+// they overlap and the engine's least-loaded rank choice spreads them over
+// both ranks.
+func spreadOverRanks(t *testing.T, url string) {
+	t.Helper()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
@@ -398,7 +433,12 @@ func TestDataParallelEvents(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitInSync(t, func() map[string]string { return inspect(t, h, id).GetDriver().GetAttributes() }, url)
+}
+
+// assertBothRanks checks that the engine holds blocks on both ranks, so a
+// driver in sync with it received both ranks' events.
+func assertBothRanks(t *testing.T, url string) {
+	t.Helper()
 	ranks := map[int]bool{}
 	for _, b := range engineBlocks(t, url) {
 		ranks[b.DPRank] = true

@@ -75,7 +75,7 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 		return nil, err
 	}
 	argv := append([]string{pc.Engine}, buildArgs(launch{Task: task, Engine: pc.Engine,
-		Host: st.HTTPHost, Port: st.HTTPPort, KVPort: st.KVPort, ReplayPort: st.ReplayPort})...)
+		Host: st.HTTPHost, Port: st.HTTPPort, KVDir: st.KVDir, KVPort: st.KVPort, ReplayPort: st.ReplayPort})...)
 	proc, err := supervisor.Start(supervisor.Spec{
 		Supervisor: d.opts.Supervisor, Argv: argv, Env: st.Env, Dir: st.Dir,
 		Stdout: cfg.GetStdoutPath(), Stderr: cfg.GetStderrPath(), User: st.User, Owner: d.taskOwner(),
@@ -86,8 +86,7 @@ func (d *Driver) StartTask(_ context.Context, req *drivers.StartTaskRequest) (*d
 	}
 	release = nil // the shard runs: keep the listener
 	if kv != nil {
-		d.events.emit(cfg, "KV events on: listening on port "+strconv.Itoa(st.KVPort),
-			map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
+		d.events.emit(cfg, "KV events on: "+kvOnWhere(st), kvEventAttrs(st))
 	}
 	st.Supervisor, st.StartedAt = proc.State(), time.Now()
 	h := d.newHandle(cfg, st, proc, false)
@@ -132,28 +131,29 @@ func parseStart(cfg *drivers.TaskConfig, pc Config) (TaskConfig, map[string]*dri
 
 // openKV opens (or, after a restart of the task, takes over) the
 // replica's KV listener when the shard should publish events, recording
-// its ports in st. A failure only turns KV events off: a start never fails
-// for an optimisation (docs/ARCHITECTURE.md, behaviour 3). release, when
-// not nil, undoes the opening if the start fails.
+// where it meets the engine in st. A failure only turns KV events off: a
+// start never fails for an optimisation (docs/ARCHITECTURE.md, behaviour
+// 3). release, when not nil, undoes the opening if the start fails.
 func (d *Driver) openKV(cfg *drivers.TaskConfig, task TaskConfig, st *TaskState, log hclog.Logger) (KVListener, func()) {
 	if ok, why := kvDecision(task, st.Engine); !ok {
 		d.events.emit(cfg, "KV events off: "+why, map[string]string{"kv_events": "off"})
 		return nil, nil
 	}
 	id, replica := cfg.GetId(), st.Replica
+	o := KVOpen{DataParallel: task.DataParallelSize, Dir: d.kvDir(cfg, task, st, log)}
 	lo, hi := d.kvPortRange()
-	l, prev, err := d.kv.getInRange(replica, id, task.DataParallelSize, lo, hi)
+	l, prev, err := d.kv.getInRange(replica, id, o, lo, hi)
 	if err != nil {
 		log.Warn("kv listener unavailable; starting without kv events", "error", err)
 		d.events.emit(cfg, "KV events off: listener failed: "+err.Error(), map[string]string{"kv_events": "off"})
 		return nil, nil
 	}
-	st.KVPort, st.ReplayPort = l.Port(), max(l.ReplayPort(), 0)
+	st.KVDir, st.KVPort, st.ReplayPort = l.Dir(), l.Port(), max(l.ReplayPort(), 0)
 	if prev == "" {
 		return l, func() { d.kv.release(replica, id) }
 	}
-	log.Info("reusing the replica's kv listener", "port", l.Port(), "previous_task", prev)
-	d.events.emit(cfg, "restart seen: keeping the replica's KV listener on port "+strconv.Itoa(l.Port()),
+	log.Info("reusing the replica's kv listener", "where", kvWhere(*st), "previous_task", prev)
+	d.events.emit(cfg, "restart seen: keeping the replica's KV listener on "+kvWhere(*st),
 		map[string]string{"previous_task": prev})
 	return l, func() { d.kv.giveBack(replica, id, prev) }
 }
@@ -193,8 +193,8 @@ func (d *Driver) newHandle(cfg *drivers.TaskConfig, st TaskState, proc *supervis
 
 // RecoverTask re-attaches to a shard from driver_state alone (after an
 // agent restart the raw task config is gone): the supervisor by pid, the
-// KV listener on the same port, so a running engine reconnects and the
-// listener replays what it missed.
+// KV listener on the same sockets or port, so a running engine's events
+// reach it again and the listener replays what it missed.
 func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest) (*drivers.RecoverTaskResponse, error) {
 	hd := req.GetHandle()
 	id := hd.GetConfig().GetId()
@@ -229,21 +229,8 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 	// "recovered" or "engine exited" after the task's "Killed" would only
 	// mislead.
 	gone := exited(proc)
-	if st.KVPort > 0 && !gone {
-		replay := st.ReplayPort
-		if replay == 0 {
-			replay = -1
-		}
-		if l, prev, err := d.kv.get(st.Replica, id, st.Task.DataParallelSize, st.KVPort, replay); err != nil {
-			d.log.Warn("kv listener not re-bound after recovery", "task_id", id, "port", st.KVPort, "error", err)
-			d.events.emit(cfg, "KV events off after recovery: "+err.Error(), map[string]string{"kv_events": "off"})
-		} else {
-			if prev == "" {
-				l.Resumed() // a listener opened just now, beside a running engine
-			}
-			d.events.emit(cfg, "KV events resumed on port "+strconv.Itoa(st.KVPort),
-				map[string]string{"kv_events": "on", "kv_port": strconv.Itoa(st.KVPort)})
-		}
+	if st.hasKV() && !gone {
+		d.resumeKV(cfg, id, st)
 	}
 	h := d.newHandle(cfg, st, proc, gone)
 	if !d.tasks.add(h) {
@@ -255,6 +242,29 @@ func (d *Driver) RecoverTask(_ context.Context, req *drivers.RecoverTaskRequest)
 		d.events.emit(cfg, "recovered after plugin restart", nil)
 	}
 	return &drivers.RecoverTaskResponse{}, nil
+}
+
+// resumeKV opens a recovered shard's listener where its driver state says
+// the engine publishes: the same socket directory or the same ports, so
+// the running engine's events reach it again, and replays what it missed.
+func (d *Driver) resumeKV(cfg *drivers.TaskConfig, id string, st TaskState) {
+	o := KVOpen{DataParallel: st.Task.DataParallelSize, Dir: st.KVDir}
+	if o.Dir == "" {
+		o.Port, o.ReplayPort = st.KVPort, st.ReplayPort
+		if o.ReplayPort == 0 {
+			o.ReplayPort = -1
+		}
+	}
+	l, prev, err := d.kv.get(st.Replica, id, o)
+	if err != nil {
+		d.log.Warn("kv listener not opened again after recovery", "task_id", id, "where", kvWhere(st), "error", err)
+		d.events.emit(cfg, "KV events off after recovery: "+err.Error(), map[string]string{"kv_events": "off"})
+		return
+	}
+	if prev == "" {
+		l.Resumed() // a listener opened just now, beside a running engine
+	}
+	d.events.emit(cfg, "KV events resumed on "+kvWhere(st), kvEventAttrs(st))
 }
 
 // exited reports whether proc's supervisor has exited already.

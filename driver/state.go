@@ -73,10 +73,10 @@ func newKVSet(intake KVIntake, log hclog.Logger) *kvSet {
 
 var errNoIntake = errors.New("this plugin has no KV-event intake configured")
 
-// get returns replica's listener for task owner, opening it on
-// port/replayPort if there is none. prev is the owner before (empty when
-// the listener is new), for restore if the start fails.
-func (s *kvSet) get(replica, owner string, dataParallel, port, replayPort int) (l KVListener, prev string, err error) {
+// get returns replica's listener for task owner, opening it where o says
+// if there is none. prev is the owner before (empty when the listener is
+// new), for restore if the start fails.
+func (s *kvSet) get(replica, owner string, o KVOpen) (l KVListener, prev string, err error) {
 	if s.intake == nil {
 		return nil, "", errNoIntake
 	}
@@ -86,7 +86,7 @@ func (s *kvSet) get(replica, owner string, dataParallel, port, replayPort int) (
 		prev, e.owner = e.owner, owner
 		return e.l, prev, nil
 	}
-	l, err = s.intake.Open(replica, dataParallel, port, replayPort)
+	l, err = s.intake.Open(replica, o)
 	if err != nil {
 		return nil, "", err
 	}
@@ -94,17 +94,17 @@ func (s *kvSet) get(replica, owner string, dataParallel, port, replayPort int) (
 	return l, "", nil
 }
 
-// getInRange is get for a new shard: with a port range [lo, hi] (from
-// Nomad's client_min_port/client_max_port) the listener binds inside it,
-// else anywhere.
-func (s *kvSet) getInRange(replica, owner string, dataParallel, lo, hi int) (KVListener, string, error) {
-	if lo <= 0 || hi < lo {
-		return s.get(replica, owner, dataParallel, 0, 0)
+// getInRange is get for a new shard: over TCP with a port range [lo, hi]
+// (from Nomad's client_min_port/client_max_port) the listener binds inside
+// it, else anywhere; with o.Dir it uses no port.
+func (s *kvSet) getInRange(replica, owner string, o KVOpen, lo, hi int) (KVListener, string, error) {
+	if o.Dir != "" || lo <= 0 || hi < lo {
+		return s.get(replica, owner, o)
 	}
-	n := max(dataParallel, 1)
+	n := max(o.DataParallel, 1)
 	err := fmt.Errorf("port range %d-%d is smaller than %d ranks", lo, hi, n)
 	for p := lo; p+n-1 <= hi; p++ {
-		l, prev, e := s.get(replica, owner, dataParallel, p, 0)
+		l, prev, e := s.get(replica, owner, KVOpen{DataParallel: o.DataParallel, Port: p})
 		if e == nil {
 			return l, prev, nil
 		}
@@ -164,7 +164,8 @@ func (s *kvSet) release(replica, owner string) {
 }
 
 // closeAll closes every listener at plugin shutdown, without forgetting:
-// the shards run on and the next plugin process binds the same ports.
+// the shards run on and the next plugin process opens the same sockets or
+// ports.
 func (s *kvSet) closeAll() {
 	s.mu.Lock()
 	open := s.open

@@ -22,9 +22,10 @@
 //
 // For each leader shard that asks for events: intake.Open (an error means
 // "start the engine without events" and is never fatal), pass
-// Intake.EngineFlag() as --kv-events-config, remember Intake.Port() and
-// ReplayPort() in the task state to bind them again after a plugin
-// restart, and call Intake.EngineRestarted() before starting each new
+// Intake.EngineFlag() as --kv-events-config, remember Intake.Dir() (the
+// engine's ipc:// sockets, which the listeners connect to again after a
+// plugin restart) or, over TCP, Intake.Port() and ReplayPort() (bound
+// again after a plugin restart) in the task state, and call Intake.EngineRestarted() before starting each new
 // engine process: it announces the replica, holding nothing, so routers
 // route an engine that has published nothing yet exact at once; after a
 // plugin restart, beside a running engine, call Intake.Resumed() instead.

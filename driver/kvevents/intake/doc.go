@@ -1,6 +1,7 @@
 // Package intake takes KV-cache events from the vLLM engines into a
 // kvevents.Store: a ZeroMQ SUB listener per leader shard and data-parallel
-// rank, the replay client for vLLM's ROUTER socket, per-publisher sequence
+// rank, connected to the ipc:// socket the engine binds in a directory only
+// its user may enter (ipc.go) or bound on loopback TCP, the replay client for vLLM's ROUTER socket, per-publisher sequence
 // tracking, and the decoder for every vLLM event schema (with its own
 // msgpack reader, msgpack.go). It hands each decoded batch to a Sink,
 // which the Store is.

@@ -2,7 +2,9 @@ package intake
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -258,8 +260,9 @@ func (r oneRouter) Current() []forward.RouterEndpoint {
 
 // TestEndToEndFormatsAndRanks runs shorter workloads against vllm-sim in
 // other wire variants: map-encoded events with old-style replay replies,
-// the oldest array schema, and two data-parallel ranks, each with a drop
-// repaired by replay.
+// the oldest array schema, and two data-parallel ranks, over loopback TCP
+// and over ipc:// sockets that the engine binds, each with a drop repaired
+// by replay.
 func TestEndToEndFormatsAndRanks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts vllm-sim processes")
@@ -267,20 +270,27 @@ func TestEndToEndFormatsAndRanks(t *testing.T) {
 	tests := []struct {
 		name  string
 		ranks int
+		ipc   bool
 		args  []string
 	}{
-		{"map events, old replay replies", 1, []string{"--sim-event-format=map", "--sim-replay-format=old"}},
-		{"array schema 6", 1, []string{"--sim-event-format=array", "--sim-event-schema=6"}},
+		{"map events, old replay replies", 1, false, []string{"--sim-event-format=map", "--sim-replay-format=old"}},
+		{"array schema 6", 1, false, []string{"--sim-event-format=array", "--sim-event-schema=6"}},
 		// The simulator sends each request to the least-loaded rank, so this
 		// case runs with latency on and requests four at a time.
-		{"array schema 9, two ranks", 2, []string{"--sim-event-schema=9", "--data-parallel-size", "2",
+		{"array schema 9, two ranks", 2, false, []string{"--sim-event-schema=9", "--data-parallel-size", "2",
+			"--sim-latency=true", "--sim-overhead", "20ms", "--sim-inter-token-latency", "2ms"}},
+		{"ipc sockets, two ranks", 2, true, []string{"--data-parallel-size", "2",
 			"--sim-latency=true", "--sim-overhead", "20ms", "--sim-inter-token-latency", "2ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const replica = "alloc-2/main"
 			s := kvevents.NewStore()
-			in, err := Open(Config{Replica: replica, DataParallelSize: tt.ranks}, s)
+			cfg := Config{Replica: replica, DataParallelSize: tt.ranks}
+			if tt.ipc {
+				cfg.Dir = t.TempDir()
+			}
+			in, err := Open(cfg, s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,6 +314,9 @@ func TestEndToEndFormatsAndRanks(t *testing.T) {
 			if len(ranks) != tt.ranks {
 				t.Errorf("blocks on ranks %v; want %d ranks", ranks, tt.ranks)
 			}
+			if tt.ipc {
+				assertSockets(t, cfg.Dir, tt.ranks)
+			}
 			var replayed uint64
 			for _, st := range in.Stats() {
 				replayed += st.Replayed
@@ -315,5 +328,20 @@ func TestEndToEndFormatsAndRanks(t *testing.T) {
 				t.Error("no batch came by replay after the drop")
 			}
 		})
+	}
+}
+
+// assertSockets checks that the engine bound every rank's event and replay
+// socket in dir.
+func assertSockets(t *testing.T, dir string, ranks int) {
+	t.Helper()
+	events, replay := IPCEndpoints(dir)
+	for rank := range ranks {
+		for _, ep := range []string{events, replay} {
+			path := strings.TrimPrefix(RankEndpoint(ep, rank), "ipc://")
+			if fi, err := os.Stat(path); err != nil || fi.Mode().Type() != os.ModeSocket {
+				t.Errorf("rank %d socket %s: %v; want a socket the engine bound", rank, path, err)
+			}
+		}
 	}
 }

@@ -13,16 +13,24 @@ import (
 )
 
 // Config configures the KV-event intake of one replica's leader
-// shard: one listener per data-parallel rank on consecutive ports, as vLLM
-// offsets its event and replay ports by the rank.
+// shard: one listener per data-parallel rank, on the endpoints vLLM derives
+// for each rank (RankEndpoint).
 type Config struct {
 	Replica string
 	// DataParallelSize is the number of ranks publishing (0 means 1).
 	DataParallelSize int
-	// Port is rank 0's event port; rank r uses Port+r. 0 picks a free range.
+	// Dir, when set, is a directory that only the engine's user (and root)
+	// may enter: the engine binds its event and replay sockets there as
+	// ipc:// endpoints (IPCEndpoints) and every listener connects to them,
+	// so no other local process can reach them. Port and ReplayPort are
+	// then unused, and replay is always on. Check it with CheckIPCDir.
+	Dir string
+	// Port is rank 0's event port without Dir; rank r uses Port+r. 0 picks
+	// a free range.
 	Port int
-	// ReplayPort is rank 0's replay port, bound by the engine; rank r uses
-	// ReplayPort+r. 0 picks a free range; -1 asks the engine for no replay.
+	// ReplayPort is rank 0's replay port without Dir, bound by the engine;
+	// rank r uses ReplayPort+r. 0 picks a free range; -1 asks the engine
+	// for no replay.
 	ReplayPort int
 	Topic      string
 	Logger     hclog.Logger
@@ -57,14 +65,17 @@ func Open(cfg Config, sink Sink) (*Intake, error) {
 			return in, nil
 		}
 		lastErr = err
-		if cfg.Port != 0 && cfg.ReplayPort != 0 {
-			break // fixed ports: retrying cannot help
+		if cfg.Dir != "" || (cfg.Port != 0 && cfg.ReplayPort != 0) {
+			break // fixed endpoints: retrying cannot help
 		}
 	}
 	return nil, fmt.Errorf("kv events intake for %s: %w", cfg.Replica, lastErr)
 }
 
 func openOnce(cfg Config, sink Sink) (*Intake, error) {
+	if cfg.Dir != "" {
+		return openIPC(cfg, sink)
+	}
 	if cfg.ReplayPort == 0 {
 		p, err := freeRange(cfg.DataParallelSize)
 		if err != nil {
@@ -91,6 +102,27 @@ func openOnce(cfg Config, sink Sink) (*Intake, error) {
 		in.listeners = append(in.listeners, l)
 	}
 	in.cfg.Port = in.listeners[0].Port()
+	return in, nil
+}
+
+// openIPC opens one listener per rank, each connecting to the rank's
+// ipc:// socket in cfg.Dir.
+func openIPC(cfg Config, sink Sink) (*Intake, error) {
+	if err := CheckIPCDir(cfg.Dir, cfg.DataParallelSize); err != nil {
+		return nil, err
+	}
+	cfg.Port, cfg.ReplayPort = 0, 0
+	events, replay := IPCEndpoints(cfg.Dir)
+	in := &Intake{cfg: cfg, sink: sink}
+	for rank := range cfg.DataParallelSize {
+		l, err := Listen(ListenerConfig{Replica: cfg.Replica, Rank: rank, Topic: cfg.Topic, Logger: cfg.Logger,
+			Endpoint: RankEndpoint(events, rank), ReplayEndpoint: RankEndpoint(replay, rank)}, sink)
+		if err != nil {
+			_ = in.Close()
+			return nil, err
+		}
+		in.listeners = append(in.listeners, l)
+	}
 	return in, nil
 }
 
@@ -125,11 +157,18 @@ func freeRange(n int) (int, error) {
 	return 0, fmt.Errorf("no %d consecutive free ports", n)
 }
 
-// Port is rank 0's event port, to reuse after a plugin restart.
+// Port is rank 0's event port, to reuse after a plugin restart (0 with
+// Dir).
 func (in *Intake) Port() int { return in.cfg.Port }
 
-// ReplayPort is rank 0's replay port (-1 without replay).
+// ReplayPort is rank 0's replay port (-1 without replay, 0 with Dir).
 func (in *Intake) ReplayPort() int { return in.cfg.ReplayPort }
+
+// Dir is the directory of the ipc:// sockets, "" over TCP.
+func (in *Intake) Dir() string { return in.cfg.Dir }
+
+// replays reports whether the engine is asked for a replay socket.
+func (in *Intake) replays() bool { return in.cfg.Dir != "" || in.cfg.ReplayPort > 0 }
 
 // EngineKVConfig is vLLM's --kv-events-config JSON.
 type EngineKVConfig struct {
@@ -140,15 +179,21 @@ type EngineKVConfig struct {
 	Topic               string `json:"topic"`
 }
 
-// EngineConfig is what the engine needs to publish to this intake. The
-// endpoint names 127.0.0.1 (no "*"), so vLLM's PUB connects to the bound
-// SUB; its replay ROUTER always binds. vLLM adds the rank to both ports.
+// EngineConfig is what the engine needs to publish to this intake. With
+// Dir both endpoints are ipc://, which vLLM's PUB and replay ROUTER bind
+// and the listeners connect to. Without, the endpoint names 127.0.0.1 (no
+// "*"), so vLLM's PUB connects to the bound SUB; its replay ROUTER always
+// binds. vLLM derives each rank's endpoints from these (RankEndpoint).
 func (in *Intake) EngineConfig() EngineKVConfig {
 	c := EngineKVConfig{
 		EnableKVCacheEvents: true,
 		Publisher:           "zmq",
 		Endpoint:            "tcp://127.0.0.1:" + strconv.Itoa(in.cfg.Port),
 		Topic:               in.cfg.Topic,
+	}
+	if in.cfg.Dir != "" {
+		c.Endpoint, c.ReplayEndpoint = IPCEndpoints(in.cfg.Dir)
+		return c
 	}
 	if in.cfg.ReplayPort > 0 {
 		c.ReplayEndpoint = "tcp://127.0.0.1:" + strconv.Itoa(in.cfg.ReplayPort)
@@ -186,7 +231,7 @@ func (in *Intake) EngineRestarted() {
 // after its first event. Without replay nothing is announced: nothing
 // then tells an idle engine from one whose events are gone.
 func (in *Intake) Resumed() {
-	if in.cfg.ReplayPort <= 0 {
+	if !in.replays() {
 		return
 	}
 	log := in.cfg.Logger

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"strconv"
 	"sync"
 	"syscall"
@@ -36,9 +35,15 @@ var _ Sink = (*kvevents.Store)(nil)
 type ListenerConfig struct {
 	Replica string
 	Rank    int
-	// Port is the loopback port to bind the SUB socket on; 0 picks a free
-	// one. After a plugin restart pass the port used before, so a running
-	// engine reconnects by itself.
+	// Endpoint, when set, is where the SUB socket connects: an ipc://
+	// socket the engine's PUB binds (IPCEndpoints). ZeroMQ retries the
+	// connection until the socket exists and again whenever the engine
+	// binds it anew, so the listener may open before the engine starts and
+	// outlives its restarts. Port is then unused.
+	Endpoint string
+	// Port is the loopback port to bind the SUB socket on when Endpoint is
+	// empty; 0 picks a free one. After a plugin restart pass the port used
+	// before, so a running engine reconnects by itself.
 	Port int
 	// ReplayEndpoint is the engine's replay ROUTER socket for this rank,
 	// e.g. tcp://127.0.0.1:5600; empty when the engine has none.
@@ -80,8 +85,8 @@ type ListenerStats struct {
 	Decode      DecodeStats
 }
 
-// Listener receives one engine publisher's KV events on a SUB socket bound
-// on 127.0.0.1, tracks its sequence numbers, repairs gaps by replay, and
+// Listener receives one engine publisher's KV events on a SUB socket,
+// connected to the engine's ipc:// socket or bound on 127.0.0.1, tracks its sequence numbers, repairs gaps by replay, and
 // applies the batches to a Sink. Its goroutine owns the sockets; Close stops
 // it and waits.
 type Listener struct {
@@ -109,7 +114,7 @@ type Listener struct {
 	caughtUp func()
 }
 
-// Listen binds the SUB socket and starts receiving. It returns at once: an
+// Listen connects or binds the SUB socket and starts receiving. It returns at once: an
 // error means the socket could not be opened, and the caller should start
 // the engine without events (docs/ARCHITECTURE.md, behaviour 3).
 func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
@@ -134,7 +139,7 @@ func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kv events listener: zmq context: %w", err)
 	}
-	sub, port, err := bindSub(zctx, cfg.Port, cfg.Topic)
+	sub, port, err := openSub(zctx, cfg)
 	if err != nil {
 		_ = zctx.Term()
 		return nil, fmt.Errorf("kv events listener for %s rank %d: %w", cfg.Replica, cfg.Rank, err)
@@ -157,7 +162,10 @@ func Listen(cfg ListenerConfig, sink Sink) (*Listener, error) {
 	return l, nil
 }
 
-func bindSub(zctx *zmq.Context, port int, topic string) (*zmq.Socket, int, error) {
+// openSub opens the SUB socket, limited and subscribed, and connects it
+// to cfg.Endpoint or binds it on cfg.Port; it returns the bound port (0
+// when it connected).
+func openSub(zctx *zmq.Context, cfg ListenerConfig) (*zmq.Socket, int, error) {
 	sub, err := zctx.NewSocket(zmq.SUB)
 	if err != nil {
 		return nil, 0, fmt.Errorf("SUB socket: %w", err)
@@ -172,36 +180,55 @@ func bindSub(zctx *zmq.Context, port int, topic string) (*zmq.Socket, int, error
 	if err := limitSocket(sub); err != nil {
 		return fail(err)
 	}
-	if err := sub.SetSubscribe(topic); err != nil {
-		return fail(fmt.Errorf("subscribe %q: %w", topic, err))
+	if err := sub.SetSubscribe(cfg.Topic); err != nil {
+		return fail(fmt.Errorf("subscribe %q: %w", cfg.Topic, err))
 	}
+	if cfg.Endpoint != "" {
+		if err := sub.Connect(cfg.Endpoint); err != nil {
+			return fail(fmt.Errorf("connect %s: %w", cfg.Endpoint, err))
+		}
+		return sub, 0, nil
+	}
+	port, err := bindLoopback(sub, cfg.Port)
+	if err != nil {
+		return fail(err)
+	}
+	return sub, port, nil
+}
+
+// bindLoopback binds sub on 127.0.0.1:port (0: any free port) and returns
+// the port bound.
+func bindLoopback(sub *zmq.Socket, port int) (int, error) {
 	ep := "tcp://127.0.0.1:*"
 	if port > 0 {
 		ep = "tcp://127.0.0.1:" + strconv.Itoa(port)
 	}
 	if err := sub.Bind(ep); err != nil {
-		return fail(fmt.Errorf("bind %s: %w", ep, err))
+		return 0, fmt.Errorf("bind %s: %w", ep, err)
 	}
 	last, err := sub.GetLastEndpoint()
 	if err != nil {
-		return fail(fmt.Errorf("bound endpoint: %w", err))
+		return 0, fmt.Errorf("bound endpoint: %w", err)
 	}
-	_, p, err := net.SplitHostPort(last[len("tcp://"):])
+	_, got, err := splitTCP(last)
 	if err != nil {
-		return fail(fmt.Errorf("bound endpoint %q: %w", last, err))
+		return 0, fmt.Errorf("bound endpoint: %w", err)
 	}
-	got, err := strconv.Atoi(p)
-	if err != nil {
-		return fail(fmt.Errorf("bound endpoint %q: %w", last, err))
-	}
-	return sub, got, nil
+	return got, nil
 }
 
-// Port is the bound loopback port.
+// Port is the bound loopback port, 0 when the listener connects.
 func (l *Listener) Port() int { return l.port }
 
-// Endpoint is the address the engine's PUB socket must connect to.
-func (l *Listener) Endpoint() string { return "tcp://127.0.0.1:" + strconv.Itoa(l.port) }
+// Endpoint is the engine's PUB endpoint: the ipc:// socket the listener
+// connects to, or the loopback address it bound, to which the engine
+// connects.
+func (l *Listener) Endpoint() string {
+	if l.cfg.Endpoint != "" {
+		return l.cfg.Endpoint
+	}
+	return "tcp://127.0.0.1:" + strconv.Itoa(l.port)
+}
 
 // Stats returns a copy of the listener's counters.
 func (l *Listener) Stats() ListenerStats {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -29,8 +30,9 @@ import (
 // plugin announces it holding nothing once the replay comes back empty.
 // The router is started after the restart, so what it knows comes from
 // the new plugin alone (as after its driver_expiry, or for a router
-// upgraded later). Real Consul agent, router, plugin binary under the
-// plugin host, vllm-sim.
+// upgraded later). The engine publishes on ipc:// sockets in its task
+// directory, which the new plugin connects to again. Real Consul agent,
+// router, plugin binary under the plugin host, vllm-sim.
 func TestIdleReplicaExactAfterPluginRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul, the plugin and vllm-sim processes")
@@ -40,7 +42,7 @@ func TestIdleReplicaExactAfterPluginRestart(t *testing.T) {
 	cfg := map[string]any{"engine": simBinary(t), "consul_address": agent.Addr, "ingest_token": token, "kv_flush_interval": "50ms"}
 	h1 := launchPlugin(t, plugin, cfg)
 	port := netport.FreeTCP(t)
-	task, err := pluginhost.NewTask(t.TempDir(), pluginhost.TaskSpec{
+	task, err := pluginhost.NewTask(shortTempDir(t), pluginhost.TaskSpec{
 		Name: "shard", Ports: []*drivers.PortMapping{{Label: "http", Value: int32(port), HostIp: "127.0.0.1"}},
 	})
 	if err != nil {
@@ -55,6 +57,10 @@ func TestIdleReplicaExactAfterPluginRestart(t *testing.T) {
 	resp, err := h1.Driver.StartTask(c, &drivers.StartTaskRequest{Task: task.Config})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var st driver.TaskState
+	if err := json.Unmarshal(resp.GetHandle().GetDriverState(), &st); err != nil || st.KVDir == "" {
+		t.Fatalf("driver state %+v, %v; want KV events over ipc sockets, which the new plugin connects to again", st, err)
 	}
 	replica := task.Config.GetAllocId() + "/" + task.Config.GetName()
 	registerReplica(t, agent.Client, replica, &sim{addr: "127.0.0.1:" + strconv.Itoa(port)}, true)
@@ -79,6 +85,19 @@ func TestIdleReplicaExactAfterPluginRestart(t *testing.T) {
 	poll.Until(t, "the idle replica exact on the first router again", func() bool {
 		return r1.Replicas().Mode(replica) == scheduler.ModeExact
 	})
+}
+
+// shortTempDir is a test directory whose path is short whatever the
+// test's name, so the KV-event sockets of a task directory under it fit a
+// Unix socket address and the plugin uses them rather than loopback TCP.
+func shortTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
 
 // buildPlugin builds nomad-driver-vllm from this tree.

@@ -221,6 +221,9 @@ func TestEndpointRules(t *testing.T) {
 		{"tcp://[::1]:6000", 0, "tcp://[::1]:6000", true},
 		{"inproc://kv", 1, "inproc://kv_dp1", true},
 		{"ipc:///tmp/kv", 0, "ipc:///tmp/kv", true},
+		// vLLM's tests are substring tests: "inproc" anywhere suffixes.
+		{"ipc:///task/llmgw-kv/inproc-events", 1, "ipc:///task/llmgw-kv/inproc-events_dp1", true},
+		{"ipc:///task/llmgw-kv/inproc-replay", 3, "ipc:///task/llmgw-kv/inproc-replay_dp3", true},
 	}
 	for _, tt := range tests {
 		got, err := OffsetEndpointPort(tt.endpoint, tt.rank)
@@ -231,7 +234,9 @@ func TestEndpointRules(t *testing.T) {
 			t.Errorf("binds(%q) = %v; want %v", tt.endpoint, !tt.binds, tt.binds)
 		}
 	}
-	for _, bad := range []string{"ipc:///tmp/kv", "tcp://host:port"} {
+	// No "inproc" and no "tcp": ValueError in vLLM; "tcp" in an ipc path
+	// sends it to the port branch, where the path is no port.
+	for _, bad := range []string{"ipc:///tmp/kv", "tcp://host:port", "ipc:///tmp/tcp-kv"} {
 		if _, err := OffsetEndpointPort(bad, 1); err == nil {
 			t.Errorf("OffsetEndpointPort(%q, 1) succeeded; want an error", bad)
 		}
