@@ -67,6 +67,10 @@ type PublisherOptions struct {
 	// Tenants, when set, returns this router's use of its tenants' limits
 	// (ratelimit.Limiter.Own); messages then have version 2.
 	Tenants func() map[string]ratelimit.Usage
+	// JSONOnly keeps to the JSON wire with every peer, as routers from
+	// before the compact wire do (for tests and benchmarks of mixed
+	// fleets).
+	JSONOnly bool
 	// Client posts the messages; default one with a 2 s timeout.
 	Client *http.Client
 	Logger hclog.Logger
@@ -83,10 +87,21 @@ type Publisher struct {
 
 	mu      sync.Mutex
 	seq     uint64
-	body    []byte            // the message of seq
+	msg     Message           // the message of seq
+	body    []byte            // msg as JSON, made when a target needs it
+	compact compactBody       // msg on the compact wire, less the names
+	dir     *directory        // the ids compact messages index
 	sent    map[string]uint64 // per target: the seq it has
 	busy    map[string]bool   // per target: a post is running
 	failing map[string]string // per target: the error of its last post
+	wire    map[string]bool   // per target: it reads the compact wire
+	holds   map[string]held   // per target: the directory names it holds
+}
+
+// held is how much of the publisher's directory a target acknowledged.
+type held struct {
+	gen   uint64
+	names int
 }
 
 // StartPublisher starts publishing until ctx ends or Close is called.
@@ -110,7 +125,8 @@ func StartPublisher(ctx context.Context, opts PublisherOptions) (*Publisher, err
 		opts.Logger = hclog.NewNullLogger()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &Publisher{opts: opts, cancel: cancel, sent: map[string]uint64{}, busy: map[string]bool{}, failing: map[string]string{}}
+	p := &Publisher{opts: opts, cancel: cancel, sent: map[string]uint64{}, busy: map[string]bool{}, failing: map[string]string{},
+		wire: map[string]bool{}, holds: map[string]held{}, dir: newDirectory()}
 	p.wg.Add(1)
 	go p.run(ctx)
 	return p, nil
@@ -188,19 +204,43 @@ func (p *Publisher) next(own map[string]load.Peer, tenants map[string]ratelimit.
 		}
 		m.Tenants = tenantsOf(tenants, names)
 	}
-	for _, id := range slices.Sorted(maps.Keys(own)) {
+	ids := slices.Sorted(maps.Keys(own))
+	for _, id := range ids {
 		l := own[id]
 		m.Replicas = append(m.Replicas, Replica{ID: id, InFlight: l.InFlight, InFlightTokens: l.InFlightTokens, PrefillTokens: l.PrefillTokens})
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	m.Seq = p.seq + 1
-	body, err := m.encode()
-	if err != nil {
-		return err
+	reps := make([]compactReplica, len(ids))
+	for i, x := range p.dir.indices(ids) {
+		r := m.Replicas[i]
+		reps[i] = compactReplica{Index: x, InFlight: r.InFlight, InFlightTokens: r.InFlightTokens, PrefillTokens: r.PrefillTokens}
 	}
-	p.seq, p.body = m.Seq, body
+	slices.SortFunc(reps, func(a, b compactReplica) int { return a.Index - b.Index })
+	p.seq, p.msg, p.body = m.Seq, m, nil
+	p.compact = compactBody{router: m.Router, seq: m.Seq, gen: p.dir.gen, tail: appendCompactTail(nil, reps, m.Tenants)}
 	return nil
+}
+
+// bodyLocked is the current message for a target: compact with the
+// directory names it lacks where it reads that wire, else JSON.
+func (p *Publisher) bodyLocked(id string) (body []byte, names int, compact bool, err error) {
+	if p.wire[id] && !p.opts.JSONOnly {
+		from := 0
+		if h := p.holds[id]; h.gen == p.compact.gen && h.names <= len(p.dir.names) {
+			from = h.names
+		}
+		return p.compact.encode(p.dir.names, from), len(p.dir.names), true, nil
+	}
+	if p.body == nil {
+		b, err := p.msg.encode()
+		if err != nil {
+			return nil, 0, false, err
+		}
+		p.body = b
+	}
+	return p.body, 0, false, nil
 }
 
 // send starts a post of the current message to each target that lacks it
@@ -214,24 +254,54 @@ func (p *Publisher) send(ctx context.Context, targets []Target) {
 		if p.busy[tg.ID] || p.sent[tg.ID] >= p.seq {
 			continue
 		}
+		body, names, compact, err := p.bodyLocked(tg.ID)
+		if err != nil {
+			p.opts.Logger.Error("peer load not sent", "error", err)
+			continue
+		}
 		p.busy[tg.ID] = true
 		p.wg.Add(1)
-		go p.post(ctx, tg, p.seq, p.body)
+		go p.post(ctx, tg, sending{seq: p.seq, body: body, compact: compact, gen: p.compact.gen, names: names})
 	}
 	for id := range p.sent {
 		if !live[id] && !p.busy[id] {
 			delete(p.sent, id)
 			delete(p.failing, id)
+			delete(p.wire, id)
+			delete(p.holds, id)
 		}
 	}
 }
 
-func (p *Publisher) post(ctx context.Context, tg Target, seq uint64, body []byte) {
+// sending is one post: the message and, when compact, the directory it
+// leaves the target holding.
+type sending struct {
+	seq     uint64
+	body    []byte
+	compact bool
+	gen     uint64
+	names   int
+}
+
+func (p *Publisher) post(ctx context.Context, tg Target, s sending) {
 	defer p.wg.Done()
-	err := p.do(ctx, tg.URL+Path, body)
+	code, wire, err := p.do(ctx, tg.URL+Path, s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.busy, tg.ID)
+	switch {
+	case code == http.StatusConflict && s.compact:
+		// It lost the directory (it restarted, or a post failed on the
+		// way back): restate it at the next tick.
+		delete(p.holds, tg.ID)
+	case code == http.StatusNoContent && s.compact:
+		p.holds[tg.ID] = held{gen: s.gen, names: s.names}
+	}
+	if code != 0 {
+		// An answer says which wire the target reads; one without the
+		// header is from a router that reads only JSON.
+		p.wire[tg.ID] = wire == WireCompact
+	}
 	if err != nil {
 		// Warn once per kind of failure (a wrong token or an unreachable
 		// peer would otherwise log at every tick), then retry quietly.
@@ -245,24 +315,29 @@ func (p *Publisher) post(ctx context.Context, tg Target, seq uint64, body []byte
 		delete(p.failing, tg.ID)
 		p.opts.Logger.Info("peer load accepted again", "peer", tg.ID)
 	}
-	p.sent[tg.ID] = max(p.sent[tg.ID], seq)
+	p.sent[tg.ID] = max(p.sent[tg.ID], s.seq)
 }
 
-func (p *Publisher) do(ctx context.Context, url string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// do posts one message; code is the answer's status (0 when none came)
+// and wire its HeaderWire.
+func (p *Publisher) do(ctx context.Context, url string, s sending) (code int, wire string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(s.body))
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if s.compact {
+		req.Header.Set("Content-Type", ContentTypeCompact)
+	}
 	req.Header.Set("Authorization", "Bearer "+p.opts.Token)
 	resp, err := p.opts.Client.Do(req)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("%s answered %s: %s", url, resp.Status, bytes.TrimSpace(msg))
+		return resp.StatusCode, resp.Header.Get(HeaderWire), fmt.Errorf("%s answered %s: %s", url, resp.Status, bytes.TrimSpace(msg))
 	}
-	return nil
+	return resp.StatusCode, resp.Header.Get(HeaderWire), nil
 }
