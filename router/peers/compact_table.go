@@ -31,28 +31,32 @@ func (t *Table) putCompact(m compactMessage, ip netip.Addr) (bool, error) {
 		return false, errDirectory
 	}
 	size := m.DirFrom + len(m.Names)
-	if n := len(m.Replicas); n > 0 && m.Replicas[n-1].Index >= size {
+	if n := len(m.Replicas); n > 0 && int(m.Replicas[n-1].Index) >= size {
 		return false, fmt.Errorf("peer load: replica index %d beyond the directory's %d names", m.Replicas[n-1].Index, size)
 	}
 	dir, err := t.extendLocked(old, m)
 	if err != nil {
 		return false, err
 	}
-	rep := &report{seq: m.Seq, at: t.now(), ip: ip, dirGen: m.DirGen, dir: dir,
-		slots: make([]int32, len(m.Replicas)), vals: make([]load.Peer, len(m.Replicas))}
-	for i, r := range m.Replicas {
-		rep.slots[i] = dir[r.Index]
-		rep.vals[i] = load.Peer{InFlight: r.InFlight, InFlightTokens: r.InFlightTokens, PrefillTokens: r.PrefillTokens}
-	}
+	var slotBuf []int32
+	var valBuf []load.Peer
 	if old != nil {
 		// The directory entries kept from old now belong to dir: drop
-		// only the references old holds beyond them.
+		// only the references old holds beyond them. Its arrays are
+		// reused for the new report.
 		t.releaseLocked(old, false)
 		if m.DirFrom == 0 {
 			t.slots.unref(old.dir)
 		} else {
 			t.slots.unref(old.dir[m.DirFrom:])
 		}
+		slotBuf, valBuf = old.slots[:0], old.vals[:0]
+	}
+	rep := &report{seq: m.Seq, at: t.now(), ip: ip, dirGen: m.DirGen, dir: dir,
+		slots: slices.Grow(slotBuf, len(m.Replicas)), vals: slices.Grow(valBuf, len(m.Replicas))}
+	for _, r := range m.Replicas {
+		rep.slots = append(rep.slots, dir[r.Index])
+		rep.vals = append(rep.vals, load.Peer{InFlight: int(r.InFlight), InFlightTokens: int(r.InFlightTokens), PrefillTokens: int(r.PrefillTokens)})
 	}
 	t.acceptLocked(m.Router, rep, m.Tenants)
 	return true, nil

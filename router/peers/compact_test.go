@@ -62,7 +62,7 @@ func TestDecodeCompactRefusesBadMessages(t *testing.T) {
 		{"zero generation", "non-zero generation", uv(uv(head(0, 0, 0), 0), 0)},
 		{"directory too long", "at most 8192 names", uv(uv(head(1, 8000, 500), 0), 0)},
 		{"empty name", "names[0] must have 1 to 512 bytes", uv(head(1, 0, 1), 0)},
-		{"count out of range", "in_flight 1000000001 out of range", uv(uv(uv(uv(uv(head(1, 0, 0), 1), 0), 1_000_000_001), 0), 0)},
+		{"count out of range", "in_flight 1000000001, in_flight_tokens 0, prefill_tokens 0: each must be within 0..1000000000", uv(uv(uv(uv(uv(head(1, 0, 0), 1), 0), 1_000_000_001), 0), 0)},
 		{"more replicas than bytes", "4000 replicas in", uv(head(1, 0, 0), 4000)},
 		{"tenant twice", `tenant "t" listed twice`, compactOf("r1", 1, 9, nil, 0, nil, []Tenant{{Name: "t"}, {Name: "t"}})},
 	} {

@@ -1,8 +1,11 @@
 package peers
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/llmgw/llmgw/router/load"
 )
 
 // directory is a publisher's list of the replica ids its compact messages
@@ -38,27 +41,28 @@ func (d *directory) restart(live []string) {
 	}
 }
 
-// indices returns the index of each of ids, appending the ones it lacks,
-// or restarting when the list has grown too stale.
-func (d *directory) indices(ids []string) []int {
+// fit makes room for the ids of live: when adding the ones the list
+// lacks would make it too stale (or pass MaxDirectory), it restarts with
+// live's ids alone.
+func (d *directory) fit(live map[string]load.Peer) {
 	fresh := 0
-	for _, id := range ids {
+	for id := range live {
 		if _, ok := d.index[id]; !ok {
 			fresh++
 		}
 	}
-	if n := len(d.names) + fresh; n > MaxDirectory || n > 2*len(ids)+directoryFloor {
-		d.restart(ids)
+	if n := len(d.names) + fresh; n > MaxDirectory || n > 2*len(live)+directoryFloor {
+		d.restart(slices.Collect(maps.Keys(live)))
 	}
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		x, ok := d.index[id]
-		if !ok {
-			x = len(d.names)
-			d.names = append(d.names, id)
-			d.index[id] = x
-		}
-		out[i] = x
+}
+
+// at is id's index, appending it when the list lacks it.
+func (d *directory) at(id string) int {
+	x, ok := d.index[id]
+	if !ok {
+		x = len(d.names)
+		d.names = append(d.names, id)
+		d.index[id] = x
 	}
-	return out
+	return x
 }

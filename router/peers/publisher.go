@@ -87,8 +87,9 @@ type Publisher struct {
 
 	mu      sync.Mutex
 	seq     uint64
-	msg     Message           // the message of seq
-	body    []byte            // msg as JSON, made when a target needs it
+	own     map[string]load.Peer // the load of seq
+	tenants []Tenant             // and the tenants' usage
+	body    []byte               // the JSON message, made when a target needs it
 	compact compactBody       // msg on the compact wire, less the names
 	dir     *directory        // the ids compact messages index
 	sent    map[string]uint64 // per target: the seq it has
@@ -192,35 +193,49 @@ func (p *Publisher) gap(peers int) time.Duration {
 	return min(time.Duration(peers)*time.Second/time.Duration(p.opts.MaxRate), p.opts.KeepAlive)
 }
 
-// next makes own and tenants the message to send.
+// next makes own and tenants the message to send. The compact form is
+// made at once; the JSON one only when a target needs it (bodyLocked).
 func (p *Publisher) next(own map[string]load.Peer, tenants map[string]ratelimit.Usage) error {
-	m := Message{Version: MinVersion, Router: p.opts.Self, Replicas: make([]Replica, 0, len(own))}
+	var ts []Tenant
 	if p.opts.Tenants != nil {
-		m.Version = Version
 		names := slices.Sorted(maps.Keys(tenants))
 		if len(names) > MaxTenants {
 			p.opts.Logger.Warn("more active tenants than one peer message carries; the rest are limited per router", "active", len(names), "max", MaxTenants)
 			names = names[:MaxTenants]
 		}
-		m.Tenants = tenantsOf(tenants, names)
-	}
-	ids := slices.Sorted(maps.Keys(own))
-	for _, id := range ids {
-		l := own[id]
-		m.Replicas = append(m.Replicas, Replica{ID: id, InFlight: l.InFlight, InFlightTokens: l.InFlightTokens, PrefillTokens: l.PrefillTokens})
+		ts = tenantsOf(tenants, names)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m.Seq = p.seq + 1
-	reps := make([]compactReplica, len(ids))
-	for i, x := range p.dir.indices(ids) {
-		r := m.Replicas[i]
-		reps[i] = compactReplica{Index: x, InFlight: r.InFlight, InFlightTokens: r.InFlightTokens, PrefillTokens: r.PrefillTokens}
+	p.seq++
+	p.own, p.tenants, p.body = own, ts, nil
+	p.dir.fit(own)
+	reps := make([]compactReplica, 0, len(own))
+	for id, l := range own {
+		reps = append(reps, compactReplica{Index: uint32(p.dir.at(id)),
+			InFlight: clampCount(l.InFlight), InFlightTokens: clampCount(l.InFlightTokens), PrefillTokens: clampCount(l.PrefillTokens)})
 	}
-	slices.SortFunc(reps, func(a, b compactReplica) int { return a.Index - b.Index })
-	p.seq, p.msg, p.body = m.Seq, m, nil
-	p.compact = compactBody{router: m.Router, seq: m.Seq, gen: p.dir.gen, tail: appendCompactTail(nil, reps, m.Tenants)}
+	slices.SortFunc(reps, func(a, b compactReplica) int { return int(a.Index) - int(b.Index) })
+	p.compact = compactBody{router: p.opts.Self, seq: p.seq, gen: p.dir.gen, tail: appendCompactTail(nil, reps, ts)}
 	return nil
+}
+
+// clampCount is a count as a peer takes it: a count past maxCount is a
+// bug the receiver would refuse the whole message for.
+func clampCount(v int) uint32 { return uint32(min(max(v, 0), maxCount)) }
+
+// jsonLocked is the current message on the JSON wire: version 2 with
+// tenants when the router has limits to share, else version 1.
+func (p *Publisher) jsonLocked() ([]byte, error) {
+	m := Message{Version: MinVersion, Router: p.opts.Self, Seq: p.seq, Replicas: make([]Replica, 0, len(p.own)), Tenants: p.tenants}
+	if p.opts.Tenants != nil {
+		m.Version = Version
+	}
+	for _, id := range slices.Sorted(maps.Keys(p.own)) {
+		l := p.own[id]
+		m.Replicas = append(m.Replicas, Replica{ID: id, InFlight: l.InFlight, InFlightTokens: l.InFlightTokens, PrefillTokens: l.PrefillTokens})
+	}
+	return m.encode()
 }
 
 // bodyLocked is the current message for a target: compact with the
@@ -234,7 +249,7 @@ func (p *Publisher) bodyLocked(id string) (body []byte, names int, compact bool,
 		return p.compact.encode(p.dir.names, from), len(p.dir.names), true, nil
 	}
 	if p.body == nil {
-		b, err := p.msg.encode()
+		b, err := p.jsonLocked()
 		if err != nil {
 			return nil, 0, false, err
 		}

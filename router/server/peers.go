@@ -57,8 +57,8 @@ func (s *Server) startPeerTable(ctx context.Context) error {
 }
 
 // peerPublishEvery is how often at most the peers' sum reaches the load
-// tracker: a tenth of the publishers' default interval behind at worst.
-const peerPublishEvery = 20 * time.Millisecond
+// tracker: one publisher interval (the default) behind at worst.
+const peerPublishEvery = 50 * time.Millisecond
 
 // startPublisher sends this router's load to every other router Consul
 // (or Nomad) lists. It leaves itself out by its service id when it registered itself
