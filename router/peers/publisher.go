@@ -90,13 +90,13 @@ type Publisher struct {
 	own     map[string]load.Peer // the load of seq
 	tenants []Tenant             // and the tenants' usage
 	body    []byte               // the JSON message, made when a target needs it
-	compact compactBody       // msg on the compact wire, less the names
-	dir     *directory        // the ids compact messages index
-	sent    map[string]uint64 // per target: the seq it has
-	busy    map[string]bool   // per target: a post is running
-	failing map[string]string // per target: the error of its last post
-	wire    map[string]bool   // per target: it reads the compact wire
-	holds   map[string]held   // per target: the directory names it holds
+	compact compactBody          // msg on the compact wire, less the names
+	dir     *directory           // the ids compact messages index
+	sent    map[string]uint64    // per target: the seq it has
+	busy    map[string]bool      // per target: a post is running
+	failing map[string]string    // per target: the error of its last post
+	wire    map[string]bool      // per target: it reads the compact wire
+	holds   map[string]held      // per target: the directory names it holds
 }
 
 // held is how much of the publisher's directory a target acknowledged.
@@ -141,12 +141,11 @@ func (p *Publisher) Close() {
 	p.closeOnce.Do(func() {
 		p.cancel()
 		p.wg.Wait()
-		if err := p.next(nil, nil); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			p.send(ctx, p.opts.Targets())
-			p.wg.Wait()
-			cancel()
-		}
+		p.next(nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		p.send(ctx, p.opts.Targets())
+		p.wg.Wait()
+		cancel()
 		p.opts.Client.CloseIdleConnections()
 	})
 }
@@ -159,18 +158,20 @@ func (p *Publisher) run(ctx context.Context) {
 	var lastTenants map[string]ratelimit.Usage
 	var lastAt time.Time
 	for {
-		own := p.opts.Own()
-		var tenants map[string]ratelimit.Usage
-		if p.opts.Tenants != nil {
-			tenants = p.opts.Tenants()
-		}
 		targets := p.opts.Targets()
 		now := time.Now()
-		changed := last == nil || !maps.Equal(own, last) || !maps.Equal(tenants, lastTenants)
-		if since := now.Sub(lastAt); changed && since >= p.gap(len(targets)) || since >= p.opts.KeepAlive {
-			if err := p.next(own, tenants); err != nil {
-				p.opts.Logger.Error("peer load not sent", "error", err)
-			} else {
+		// The own load is read only when a message may go out: within the
+		// gap nothing would be sent, and at a few thousand replicas
+		// reading and comparing it costs a millisecond.
+		if since := now.Sub(lastAt); last == nil || since >= p.gap(len(targets)) {
+			own := p.opts.Own()
+			var tenants map[string]ratelimit.Usage
+			if p.opts.Tenants != nil {
+				tenants = p.opts.Tenants()
+			}
+			changed := last == nil || !maps.Equal(own, last) || !maps.Equal(tenants, lastTenants)
+			if changed || since >= p.opts.KeepAlive {
+				p.next(own, tenants)
 				last, lastTenants, lastAt = own, tenants, now
 			}
 		}
@@ -195,7 +196,7 @@ func (p *Publisher) gap(peers int) time.Duration {
 
 // next makes own and tenants the message to send. The compact form is
 // made at once; the JSON one only when a target needs it (bodyLocked).
-func (p *Publisher) next(own map[string]load.Peer, tenants map[string]ratelimit.Usage) error {
+func (p *Publisher) next(own map[string]load.Peer, tenants map[string]ratelimit.Usage) {
 	var ts []Tenant
 	if p.opts.Tenants != nil {
 		names := slices.Sorted(maps.Keys(tenants))
@@ -217,7 +218,6 @@ func (p *Publisher) next(own map[string]load.Peer, tenants map[string]ratelimit.
 	}
 	slices.SortFunc(reps, func(a, b compactReplica) int { return int(a.Index) - int(b.Index) })
 	p.compact = compactBody{router: p.opts.Self, seq: p.seq, gen: p.dir.gen, tail: appendCompactTail(nil, reps, ts)}
-	return nil
 }
 
 // clampCount is a count as a peer takes it: a count past maxCount is a

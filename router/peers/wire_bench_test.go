@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -41,9 +42,7 @@ func BenchmarkPeerMessage(b *testing.B) {
 				defer srv.Close()
 				p := &Publisher{opts: PublisherOptions{Self: "a", Token: "secret", Client: srv.Client()},
 					dir: newDirectory(), wire: map[string]bool{"b": compact}, holds: map[string]held{}}
-				if err := p.next(fleetLoad(n), nil); err != nil {
-					b.Fatal(err)
-				}
+				p.next(fleetLoad(n), nil)
 				// Each message a new seq, made without re-encoding it: the
 				// compact header is rebuilt, JSON's seq is patched in.
 				jsonBody, err := p.jsonLocked()
@@ -95,9 +94,7 @@ func BenchmarkPeerBuild(b *testing.B) {
 				own := fleetLoad(n)
 				var size int
 				for range b.N {
-					if err := p.next(own, nil); err != nil {
-						b.Fatal(err)
-					}
+					p.next(own, nil)
 					body, names, _, err := p.bodyLocked("b")
 					if err != nil {
 						b.Fatal(err)
@@ -148,4 +145,27 @@ func wireName(compact bool) string {
 		return "compact"
 	}
 	return "json"
+}
+
+// BenchmarkPeerTick is a publisher's tick while nothing goes out: it reads
+// the router's own load (load.Tracker.Own) and compares it with what it
+// sent last, 20 times a second at the default interval.
+func BenchmarkPeerTick(b *testing.B) {
+	for _, n := range []int{64, 1024, 4096} {
+		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
+			tr := load.NewTracker(load.WithPrefillRate(0)) // queued prefill held still
+			for id := range fleetLoad(n) {
+				_, end := tr.BeginPrefill(id, 1000, 10)
+				defer end()
+			}
+			last := tr.Own()
+			b.ResetTimer()
+			for range b.N {
+				own := tr.Own()
+				if !maps.Equal(own, last) {
+					b.Fatal("the load changed")
+				}
+			}
+		})
+	}
 }

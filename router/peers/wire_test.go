@@ -136,3 +136,31 @@ func TestPublisherRestatesTheDirectory(t *testing.T) {
 		t.Errorf("restarted table: %+v; want the directory refused once, then compact messages", st)
 	}
 }
+
+// TestPublisherReadsItsLoadOnlyWhenItMaySend: within the gap its rate
+// budget sets, a tick sends nothing new, so it does not read the own
+// load either (at thousands of replicas a read costs a millisecond).
+func TestPublisherReadsItsLoadOnlyWhenItMaySend(t *testing.T) {
+	t.Parallel()
+	b := newPeer(t, "b", "secret")
+	own := load.NewTracker(load.WithPrefillRate(0))
+	_, end := own.BeginPrefill("r1", 100, 1)
+	defer end()
+	var reads, ticks atomic.Int64
+	p, err := StartPublisher(context.Background(), PublisherOptions{
+		Self: "a", Token: "secret", Interval: time.Millisecond, KeepAlive: time.Hour, MaxRate: 1, // one peer: a message a second
+		Own:     func() map[string]load.Peer { reads.Add(1); return own.Own() },
+		Targets: func() []Target { ticks.Add(1); return []Target{{ID: "b", URL: b.srv.URL}} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	poll.Until(t, "200 ticks", func() bool { return ticks.Load() >= 200 })
+	if r, n := reads.Load(), ticks.Load(); r > n/10 {
+		t.Fatalf("%d reads of the own load in %d ticks; want at most one a second", r, n)
+	}
+	if got := b.tracker.PeerLoad("r1").InFlight; got != 1 {
+		t.Fatalf("b counts %d in flight to r1; want the first message's 1", got)
+	}
+}
