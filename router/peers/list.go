@@ -19,9 +19,9 @@ func (t *Table) List() []Peer {
 	defer t.mu.Unlock()
 	out := make([]Peer, 0, len(t.peers))
 	for id, r := range t.peers {
-		p := Peer{ID: id, LastSeen: r.at, Replicas: len(r.replicas)}
-		for _, rep := range r.replicas {
-			p.InFlight += rep.InFlight
+		p := Peer{ID: id, LastSeen: r.at, Replicas: len(r.slots)}
+		for _, v := range r.vals {
+			p.InFlight += v.InFlight
 		}
 		out = append(out, p)
 	}

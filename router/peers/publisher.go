@@ -67,6 +67,10 @@ type PublisherOptions struct {
 	// Tenants, when set, returns this router's use of its tenants' limits
 	// (ratelimit.Limiter.Own); messages then have version 2.
 	Tenants func() map[string]ratelimit.Usage
+	// JSONOnly keeps to the JSON wire with every peer, as routers from
+	// before the compact wire do (for tests and benchmarks of mixed
+	// fleets).
+	JSONOnly bool
 	// Client posts the messages; default one with a 2 s timeout.
 	Client *http.Client
 	Logger hclog.Logger
@@ -83,10 +87,22 @@ type Publisher struct {
 
 	mu      sync.Mutex
 	seq     uint64
-	body    []byte            // the message of seq
-	sent    map[string]uint64 // per target: the seq it has
-	busy    map[string]bool   // per target: a post is running
-	failing map[string]string // per target: the error of its last post
+	own     map[string]load.Peer // the load of seq
+	tenants []Tenant             // and the tenants' usage
+	body    []byte               // the JSON message, made when a target needs it
+	compact compactBody          // msg on the compact wire, less the names
+	dir     *directory           // the ids compact messages index
+	sent    map[string]uint64    // per target: the seq it has
+	busy    map[string]bool      // per target: a post is running
+	failing map[string]string    // per target: the error of its last post
+	wire    map[string]bool      // per target: it reads the compact wire
+	holds   map[string]held      // per target: the directory names it holds
+}
+
+// held is how much of the publisher's directory a target acknowledged.
+type held struct {
+	gen   uint64
+	names int
 }
 
 // StartPublisher starts publishing until ctx ends or Close is called.
@@ -110,7 +126,8 @@ func StartPublisher(ctx context.Context, opts PublisherOptions) (*Publisher, err
 		opts.Logger = hclog.NewNullLogger()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &Publisher{opts: opts, cancel: cancel, sent: map[string]uint64{}, busy: map[string]bool{}, failing: map[string]string{}}
+	p := &Publisher{opts: opts, cancel: cancel, sent: map[string]uint64{}, busy: map[string]bool{}, failing: map[string]string{},
+		wire: map[string]bool{}, holds: map[string]held{}, dir: newDirectory()}
 	p.wg.Add(1)
 	go p.run(ctx)
 	return p, nil
@@ -124,12 +141,11 @@ func (p *Publisher) Close() {
 	p.closeOnce.Do(func() {
 		p.cancel()
 		p.wg.Wait()
-		if err := p.next(nil, nil); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			p.send(ctx, p.opts.Targets())
-			p.wg.Wait()
-			cancel()
-		}
+		p.next(nil, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		p.send(ctx, p.opts.Targets())
+		p.wg.Wait()
+		cancel()
 		p.opts.Client.CloseIdleConnections()
 	})
 }
@@ -142,18 +158,20 @@ func (p *Publisher) run(ctx context.Context) {
 	var lastTenants map[string]ratelimit.Usage
 	var lastAt time.Time
 	for {
-		own := p.opts.Own()
-		var tenants map[string]ratelimit.Usage
-		if p.opts.Tenants != nil {
-			tenants = p.opts.Tenants()
-		}
 		targets := p.opts.Targets()
 		now := time.Now()
-		changed := last == nil || !maps.Equal(own, last) || !maps.Equal(tenants, lastTenants)
-		if since := now.Sub(lastAt); changed && since >= p.gap(len(targets)) || since >= p.opts.KeepAlive {
-			if err := p.next(own, tenants); err != nil {
-				p.opts.Logger.Error("peer load not sent", "error", err)
-			} else {
+		// The own load is read only when a message may go out: within the
+		// gap nothing would be sent, and at a few thousand replicas
+		// reading and comparing it costs a millisecond.
+		if since := now.Sub(lastAt); last == nil || since >= p.gap(len(targets)) {
+			own := p.opts.Own()
+			var tenants map[string]ratelimit.Usage
+			if p.opts.Tenants != nil {
+				tenants = p.opts.Tenants()
+			}
+			changed := last == nil || !maps.Equal(own, last) || !maps.Equal(tenants, lastTenants)
+			if changed || since >= p.opts.KeepAlive {
+				p.next(own, tenants)
 				last, lastTenants, lastAt = own, tenants, now
 			}
 		}
@@ -176,31 +194,68 @@ func (p *Publisher) gap(peers int) time.Duration {
 	return min(time.Duration(peers)*time.Second/time.Duration(p.opts.MaxRate), p.opts.KeepAlive)
 }
 
-// next makes own and tenants the message to send.
-func (p *Publisher) next(own map[string]load.Peer, tenants map[string]ratelimit.Usage) error {
-	m := Message{Version: MinVersion, Router: p.opts.Self, Replicas: make([]Replica, 0, len(own))}
+// next makes own and tenants the message to send. The compact form is
+// made at once; the JSON one only when a target needs it (bodyLocked).
+func (p *Publisher) next(own map[string]load.Peer, tenants map[string]ratelimit.Usage) {
+	var ts []Tenant
 	if p.opts.Tenants != nil {
-		m.Version = Version
 		names := slices.Sorted(maps.Keys(tenants))
 		if len(names) > MaxTenants {
 			p.opts.Logger.Warn("more active tenants than one peer message carries; the rest are limited per router", "active", len(names), "max", MaxTenants)
 			names = names[:MaxTenants]
 		}
-		m.Tenants = tenantsOf(tenants, names)
-	}
-	for _, id := range slices.Sorted(maps.Keys(own)) {
-		l := own[id]
-		m.Replicas = append(m.Replicas, Replica{ID: id, InFlight: l.InFlight, InFlightTokens: l.InFlightTokens, PrefillTokens: l.PrefillTokens})
+		ts = tenantsOf(tenants, names)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m.Seq = p.seq + 1
-	body, err := m.encode()
-	if err != nil {
-		return err
+	p.seq++
+	p.own, p.tenants, p.body = own, ts, nil
+	p.dir.fit(own)
+	reps := make([]compactReplica, 0, len(own))
+	for id, l := range own {
+		reps = append(reps, compactReplica{Index: uint32(p.dir.at(id)),
+			InFlight: clampCount(l.InFlight), InFlightTokens: clampCount(l.InFlightTokens), PrefillTokens: clampCount(l.PrefillTokens)})
 	}
-	p.seq, p.body = m.Seq, body
-	return nil
+	slices.SortFunc(reps, func(a, b compactReplica) int { return int(a.Index) - int(b.Index) })
+	p.compact = compactBody{router: p.opts.Self, seq: p.seq, gen: p.dir.gen, tail: appendCompactTail(nil, reps, ts)}
+}
+
+// clampCount is a count as a peer takes it: a count past maxCount is a
+// bug the receiver would refuse the whole message for.
+func clampCount(v int) uint32 { return uint32(min(max(v, 0), maxCount)) }
+
+// jsonLocked is the current message on the JSON wire: version 2 with
+// tenants when the router has limits to share, else version 1.
+func (p *Publisher) jsonLocked() ([]byte, error) {
+	m := Message{Version: MinVersion, Router: p.opts.Self, Seq: p.seq, Replicas: make([]Replica, 0, len(p.own)), Tenants: p.tenants}
+	if p.opts.Tenants != nil {
+		m.Version = Version
+	}
+	for _, id := range slices.Sorted(maps.Keys(p.own)) {
+		l := p.own[id]
+		m.Replicas = append(m.Replicas, Replica{ID: id, InFlight: l.InFlight, InFlightTokens: l.InFlightTokens, PrefillTokens: l.PrefillTokens})
+	}
+	return m.encode()
+}
+
+// bodyLocked is the current message for a target: compact with the
+// directory names it lacks where it reads that wire, else JSON.
+func (p *Publisher) bodyLocked(id string) (body []byte, names int, compact bool, err error) {
+	if p.wire[id] && !p.opts.JSONOnly {
+		from := 0
+		if h := p.holds[id]; h.gen == p.compact.gen && h.names <= len(p.dir.names) {
+			from = h.names
+		}
+		return p.compact.encode(p.dir.names, from), len(p.dir.names), true, nil
+	}
+	if p.body == nil {
+		b, err := p.jsonLocked()
+		if err != nil {
+			return nil, 0, false, err
+		}
+		p.body = b
+	}
+	return p.body, 0, false, nil
 }
 
 // send starts a post of the current message to each target that lacks it
@@ -214,24 +269,54 @@ func (p *Publisher) send(ctx context.Context, targets []Target) {
 		if p.busy[tg.ID] || p.sent[tg.ID] >= p.seq {
 			continue
 		}
+		body, names, compact, err := p.bodyLocked(tg.ID)
+		if err != nil {
+			p.opts.Logger.Error("peer load not sent", "error", err)
+			continue
+		}
 		p.busy[tg.ID] = true
 		p.wg.Add(1)
-		go p.post(ctx, tg, p.seq, p.body)
+		go p.post(ctx, tg, sending{seq: p.seq, body: body, compact: compact, gen: p.compact.gen, names: names})
 	}
 	for id := range p.sent {
 		if !live[id] && !p.busy[id] {
 			delete(p.sent, id)
 			delete(p.failing, id)
+			delete(p.wire, id)
+			delete(p.holds, id)
 		}
 	}
 }
 
-func (p *Publisher) post(ctx context.Context, tg Target, seq uint64, body []byte) {
+// sending is one post: the message and, when compact, the directory it
+// leaves the target holding.
+type sending struct {
+	seq     uint64
+	body    []byte
+	compact bool
+	gen     uint64
+	names   int
+}
+
+func (p *Publisher) post(ctx context.Context, tg Target, s sending) {
 	defer p.wg.Done()
-	err := p.do(ctx, tg.URL+Path, body)
+	code, wire, err := p.do(ctx, tg.URL+Path, s)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.busy, tg.ID)
+	switch {
+	case code == http.StatusConflict && s.compact:
+		// It lost the directory (it restarted, or a post failed on the
+		// way back): restate it at the next tick.
+		delete(p.holds, tg.ID)
+	case code == http.StatusNoContent && s.compact:
+		p.holds[tg.ID] = held{gen: s.gen, names: s.names}
+	}
+	if code != 0 {
+		// An answer says which wire the target reads; one without the
+		// header is from a router that reads only JSON.
+		p.wire[tg.ID] = wire == WireCompact
+	}
 	if err != nil {
 		// Warn once per kind of failure (a wrong token or an unreachable
 		// peer would otherwise log at every tick), then retry quietly.
@@ -245,24 +330,29 @@ func (p *Publisher) post(ctx context.Context, tg Target, seq uint64, body []byte
 		delete(p.failing, tg.ID)
 		p.opts.Logger.Info("peer load accepted again", "peer", tg.ID)
 	}
-	p.sent[tg.ID] = max(p.sent[tg.ID], seq)
+	p.sent[tg.ID] = max(p.sent[tg.ID], s.seq)
 }
 
-func (p *Publisher) do(ctx context.Context, url string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// do posts one message; code is the answer's status (0 when none came)
+// and wire its HeaderWire.
+func (p *Publisher) do(ctx context.Context, url string, s sending) (code int, wire string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(s.body))
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if s.compact {
+		req.Header.Set("Content-Type", ContentTypeCompact)
+	}
 	req.Header.Set("Authorization", "Bearer "+p.opts.Token)
 	resp, err := p.opts.Client.Do(req)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("%s answered %s: %s", url, resp.Status, bytes.TrimSpace(msg))
+		return resp.StatusCode, resp.Header.Get(HeaderWire), fmt.Errorf("%s answered %s: %s", url, resp.Status, bytes.TrimSpace(msg))
 	}
-	return nil
+	return resp.StatusCode, resp.Header.Get(HeaderWire), nil
 }

@@ -90,7 +90,7 @@ func (t *Table) dropLocked(id string) {
 		return
 	}
 	delete(t.peers, id)
-	t.addLocked(r.replicas, -1)
+	t.releaseLocked(r, true)
 	if t.tenants != nil {
 		t.tenants.ForgetPeer(id)
 	}

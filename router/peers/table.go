@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -35,18 +34,31 @@ type Table struct {
 
 	mu      sync.Mutex
 	peers   map[string]*report
-	sum     map[string]load.Peer // over peers, kept as reports come and go
+	slots   *slots // the replicas reported and their sum over peers
 	tenants TenantSink
 	lister  Lister
 
-	accepted, rejected, stale, own, unlisted, replaced atomic.Uint64
+	// publishEvery, when set, coalesces what the sink is given: at most
+	// one sum per publishEvery, the rest left to Flush.
+	publishEvery time.Duration
+	lastPublish  time.Time
+	dirty        bool
+
+	accepted, rejected, stale, own, unlisted, replaced, compact atomic.Uint64
 }
 
 type report struct {
-	seq      uint64
-	at       time.Time
-	ip       netip.Addr // where it came from; zero when Put directly
-	replicas []Replica
+	seq uint64
+	at  time.Time
+	ip  netip.Addr // where it came from; zero when Put directly
+	// slots and vals are the replicas reported and their loads. A JSON
+	// report holds a reference to each slot; a compact one holds them
+	// through dir, the sender's directory as slots, of generation dirGen.
+	slots  []int32
+	vals   []load.Peer
+	json   bool
+	dirGen uint64
+	dir    []int32
 }
 
 // NewTable returns a Table for the router whose instance id is self (its
@@ -61,7 +73,7 @@ func NewTable(self, token string, sink Sink, expiry time.Duration) (*Table, erro
 	case expiry <= 0:
 		return nil, fmt.Errorf("peer table: expiry %s must be positive", expiry)
 	}
-	return &Table{self: self, token: []byte("Bearer " + token), sink: sink, expiry: expiry, now: time.Now, peers: map[string]*report{}, sum: map[string]load.Peer{}}, nil
+	return &Table{self: self, token: []byte("Bearer " + token), sink: sink, expiry: expiry, now: time.Now, peers: map[string]*report{}, slots: newSlots()}, nil
 }
 
 // SetTenantSink makes the table hand every accepted message's tenants to
@@ -101,16 +113,39 @@ func (t *Table) put(m Message, ip netip.Addr, checkSource bool) (bool, error) {
 		t.stale.Add(1)
 		return false, nil
 	}
-	if r := t.peers[m.Router]; r != nil {
-		t.addLocked(r.replicas, -1)
+	rep := &report{seq: m.Seq, at: t.now(), ip: ip, json: true,
+		slots: make([]int32, len(m.Replicas)), vals: make([]load.Peer, len(m.Replicas))}
+	for i, r := range m.Replicas {
+		rep.slots[i] = t.slots.ref(r.ID)
+		rep.vals[i] = load.Peer{InFlight: r.InFlight, InFlightTokens: r.InFlightTokens, PrefillTokens: r.PrefillTokens}
 	}
-	t.peers[m.Router] = &report{seq: m.Seq, at: t.now(), ip: ip, replicas: m.Replicas}
-	t.addLocked(m.Replicas, 1)
-	t.publishLocked()
-	if t.tenants != nil {
-		t.tenants.SetPeer(m.Router, usageOf(m.Tenants))
+	if old := t.peers[m.Router]; old != nil {
+		t.releaseLocked(old, true)
 	}
+	t.acceptLocked(m.Router, rep, m.Tenants)
 	return true, nil
+}
+
+// acceptLocked makes rep the peer's report and adds it to the sum.
+func (t *Table) acceptLocked(peer string, rep *report, tenants []Tenant) {
+	t.peers[peer] = rep
+	t.slots.add(rep.slots, rep.vals, 1)
+	t.changedLocked()
+	if t.tenants != nil {
+		t.tenants.SetPeer(peer, usageOf(tenants))
+	}
+}
+
+// releaseLocked takes a report out of the sum and drops its references;
+// a compact report's directory too when withDir.
+func (t *Table) releaseLocked(r *report, withDir bool) {
+	t.slots.add(r.slots, r.vals, -1)
+	if r.json {
+		t.slots.unref(r.slots)
+	}
+	if withDir {
+		t.slots.unref(r.dir)
+	}
 }
 
 // Expire forgets the peers that sent nothing for the expiry and returns
@@ -131,6 +166,26 @@ func (t *Table) Expire() []string {
 		t.publishLocked()
 	}
 	return gone
+}
+
+// SetPublishEvery coalesces the sums the sink is given: at most one per
+// d, as the first message after a quiet d; what arrives sooner waits for
+// Flush, which the owner calls every d. A router taking a hundred
+// messages a second of thousands of replicas would otherwise hand its
+// load tracker a hundred copies of the sum. Call it before serving.
+func (t *Table) SetPublishEvery(d time.Duration) {
+	t.mu.Lock()
+	t.publishEvery = d
+	t.mu.Unlock()
+}
+
+// Flush gives the sink the sum if it changed since it was last given.
+func (t *Table) Flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.dirty {
+		t.publishLocked()
+	}
 }
 
 // Peers is how many peers are reporting.
@@ -157,33 +212,30 @@ type Stats struct {
 	// address, with as many routers listed there as peers held: a
 	// restarted router, or one that claims ids it should not.
 	Replaced uint64
+	// Compact counts the accepted messages that came on the compact wire.
+	Compact uint64
 }
 
 // Stats returns the message counts.
 func (t *Table) Stats() Stats {
 	return Stats{Accepted: t.accepted.Load(), Rejected: t.rejected.Load(), Stale: t.stale.Load(), Own: t.own.Load(),
-		Unlisted: t.unlisted.Load(), Replaced: t.replaced.Load()}
+		Unlisted: t.unlisted.Load(), Replaced: t.replaced.Load(), Compact: t.compact.Load()}
 }
 
-// addLocked adds a report's replicas to the sum (sign 1) or takes them
-// out of it (-1): a message costs its own size, not every peer's.
-func (t *Table) addLocked(rs []Replica, sign int) {
-	for _, rep := range rs {
-		p := t.sum[rep.ID]
-		p.InFlight += sign * rep.InFlight
-		p.InFlightTokens += sign * rep.InFlightTokens
-		p.PrefillTokens += sign * rep.PrefillTokens
-		if p == (load.Peer{}) {
-			delete(t.sum, rep.ID)
-		} else {
-			t.sum[rep.ID] = p
-		}
+// changedLocked publishes the sum, or leaves it to Flush when one went
+// out less than publishEvery ago.
+func (t *Table) changedLocked() {
+	if t.publishEvery > 0 && t.now().Sub(t.lastPublish) < t.publishEvery {
+		t.dirty = true
+		return
 	}
+	t.publishLocked()
 }
 
-// publishLocked hands the sink a copy of the sum, which it keeps.
+// publishLocked hands the sink the sum, a map of its own.
 func (t *Table) publishLocked() {
-	t.sink.SetPeerLoads(maps.Clone(t.sum))
+	t.dirty, t.lastPublish = false, t.now()
+	t.sink.SetPeerLoads(t.slots.loads())
 }
 
 // ServeHTTP accepts one message at Path (see the package doc for the
@@ -207,27 +259,53 @@ func (t *Table) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.fail(w, code, fmt.Errorf("peer load: %w", err))
 		return
 	}
-	if err := checkReplicaCount(body); err != nil {
-		t.fail(w, http.StatusBadRequest, err)
-		return
-	}
-	m, err := Decode(bytes.NewReader(body))
-	if err != nil {
-		t.fail(w, http.StatusBadRequest, err)
-		return
-	}
-	ok, err := t.put(m, remoteIP(r.RemoteAddr), true)
+	// Every answer says this router reads the compact wire, so a sender
+	// moves to it from the next message.
+	w.Header().Set(HeaderWire, WireCompact)
+	router, ok, err := t.take(r, body)
 	if err != nil {
 		var se *sourceError
-		errors.As(err, &se)
-		t.unlisted.Add(1)
-		writeError(w, se.code, fmt.Errorf("peer load from router %q: %w", m.Router, err))
+		switch {
+		case errors.As(err, &se):
+			t.unlisted.Add(1)
+			writeError(w, se.code, fmt.Errorf("peer load from router %q: %w", router, err))
+		case errors.Is(err, errDirectory):
+			t.fail(w, http.StatusConflict, fmt.Errorf("%w from router %q: send it again from its first name", err, router))
+		default:
+			t.fail(w, http.StatusBadRequest, err)
+		}
 		return
 	}
 	if ok {
 		t.accepted.Add(1)
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// take decodes body as its Content-Type says, JSON unless compact, and
+// puts it in the table.
+func (t *Table) take(r *http.Request, body []byte) (router string, ok bool, err error) {
+	ip := remoteIP(r.RemoteAddr)
+	if r.Header.Get("Content-Type") == ContentTypeCompact {
+		m, err := decodeCompact(body)
+		if err != nil {
+			return "", false, err
+		}
+		ok, err := t.putCompact(m, ip)
+		if ok {
+			t.compact.Add(1)
+		}
+		return m.Router, ok, err
+	}
+	if err := checkReplicaCount(body); err != nil {
+		return "", false, err
+	}
+	m, err := Decode(bytes.NewReader(body))
+	if err != nil {
+		return "", false, err
+	}
+	ok, err = t.put(m, ip, true)
+	return m.Router, ok, err
 }
 
 func (t *Table) fail(w http.ResponseWriter, code int, err error) {

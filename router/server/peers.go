@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/router/config"
@@ -43,6 +44,10 @@ func (s *Server) startPeerTable(ctx context.Context) error {
 	if s.limiter != nil { // tenants' limits hold across the fleet
 		s.peerTable.SetTenantSink(s.limiter)
 	}
+	// Hand the load tracker the peers' sum at most every tick, however
+	// many messages arrive in between.
+	s.peerTable.SetPublishEvery(peerPublishEvery)
+	s.goLoop(ctx, peerPublishEvery, s.peerTable.Flush)
 	s.goLoop(ctx, s.cfg.PeerExpiry/4, func() {
 		for _, p := range s.peerTable.Expire() {
 			s.log.Info("peer router went silent; its requests no longer count", "peer", p)
@@ -50,6 +55,10 @@ func (s *Server) startPeerTable(ctx context.Context) error {
 	})
 	return nil
 }
+
+// peerPublishEvery is how often at most the peers' sum reaches the load
+// tracker: one publisher interval (the default) behind at worst.
+const peerPublishEvery = 50 * time.Millisecond
 
 // startPublisher sends this router's load to every other router Consul
 // (or Nomad) lists. It leaves itself out by its service id when it registered itself

@@ -45,3 +45,31 @@ func rateName(r int) string {
 	}
 	return "alone"
 }
+
+// BenchmarkPeerSharingFleet measures 32 routers sharing the load of a
+// large fleet, each router with requests in flight to nearly every
+// replica (four per replica, to random ones), so every message lists
+// them all: the JSON design before the compact wire (json), the compact
+// wire (compact), and the same routers sending nothing (alone). Run it
+// with -benchtime=1x; %core-at-nominal is the figure, HTTP included.
+func BenchmarkPeerSharingFleet(b *testing.B) {
+	for _, reps := range []int{1024, 4096} {
+		for _, wire := range []string{"json", "compact", "alone"} {
+			b.Run(fmt.Sprintf("replicas=%d/wire=%s", reps, wire), func(b *testing.B) {
+				var res Result
+				for range b.N {
+					var err error
+					o := Options{Routers: 32, Replicas: reps, InFlight: 4 * reps, Tenants: 8, Legacy: wire == "json", Alone: wire == "alone"}
+					if res, err = Run(context.Background(), o); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(res.MessagesPerSec, "msgs/s/router")
+				b.ReportMetric(res.BytesPerSec, "B/s/router")
+				b.ReportMetric(100*res.CPUPerRouter, "%core/router")
+				b.ReportMetric(float64(res.CPUPerMessage.Microseconds()), "cpu-µs/msg")
+				b.ReportMetric(100*res.AtNominal, "%core-at-nominal")
+			})
+		}
+	}
+}

@@ -35,6 +35,10 @@ type Options struct {
 	// (default the package's, 50 ms); MaxRate their MaxRate (0: theirs).
 	Interval time.Duration
 	MaxRate  int
+	// Legacy runs the design before the compact wire: JSON between every
+	// pair, and the table handing the load tracker its sum on every
+	// message.
+	Legacy bool
 	// Alone runs the routers and their load without sending anything:
 	// what is left of CPUPerRouter is the load generators' and the
 	// publishers' ticks, to subtract from a run that shares.
@@ -128,6 +132,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return Result{}, err
 		}
 		rs[i] = r
+		if !o.Legacy { // as router/server runs its table
+			r.table.SetPublishEvery(publishEvery)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				flush(ctx, r.table)
+			}()
+		}
 	}
 	if err := startPublishers(ctx, rs, token, o, &wg); err != nil {
 		return Result{}, err
@@ -167,7 +179,7 @@ func startPublishers(ctx context.Context, rs []*router, token string, o Options,
 			others = nil
 		}
 		opts := peers.PublisherOptions{
-			Self: r.id, Token: token, Interval: o.Interval, MaxRate: o.MaxRate,
+			Self: r.id, Token: token, Interval: o.Interval, MaxRate: o.MaxRate, JSONOnly: o.Legacy,
 			Own: r.tracker.Own, Targets: func() []peers.Target { return others },
 		}
 		if o.Tenants > 0 {
@@ -266,8 +278,26 @@ func newRouter(id, token string, wire *counters) (*router, error) {
 	return &router{id: id, tracker: tr, table: tab, srv: srv, url: "http://" + ln.Addr().String()}, nil
 }
 
-// churn keeps o.InFlight requests in flight on r, replacing the oldest by
-// one to a random replica every o.Churn.
+// publishEvery is router/server's: the peers' sum reaches the load
+// tracker at most every 50 ms.
+const publishEvery = 50 * time.Millisecond
+
+// flush hands tab's sum to its tracker every publishEvery until ctx ends.
+func flush(ctx context.Context, tab *peers.Table) {
+	t := time.NewTicker(publishEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			tab.Flush()
+		}
+	}
+}
+
+// churn keeps o.InFlight requests in flight on r, from the start,
+// replacing the oldest by one to a random replica every o.Churn.
 func churn(ctx context.Context, r *router, o Options) {
 	t := time.NewTicker(o.Churn)
 	defer t.Stop()
@@ -277,9 +307,15 @@ func churn(ctx context.Context, r *router, o Options) {
 			end()
 		}
 	}()
-	for {
+	begin := func() {
 		_, end := r.tracker.BeginPrefill(fmt.Sprintf("replica-%04d", rand.IntN(o.Replicas)), 1000+rand.IntN(8000), rand.IntN(4000))
 		ends = append(ends, end)
+	}
+	for len(ends) < o.InFlight-1 { // start in the steady state
+		begin()
+	}
+	for {
+		begin()
 		if len(ends) > o.InFlight {
 			ends[0]()
 			ends = ends[1:]
