@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -60,6 +61,10 @@ func TestOwnerStopsShards(t *testing.T) {
 	if s := inspect(t, h2, id).GetTask().GetState(); s != drivers.TaskState_RUNNING {
 		t.Fatalf("task %v while its owner lives", s)
 	}
+	// The clean exit below needs the engine to have installed its
+	// SIGTERM handler; a SIGTERM during its start kills it (143), as it
+	// would kill vLLM while Python starts.
+	poll.Until(t, "the engine to catch SIGTERM", func() bool { return catchesSIGTERM(pid) })
 	_ = owner.Process.Kill()
 	_ = owner.Wait()
 	r, err := h2.Driver.WaitTask(ctx(t), &drivers.WaitTaskRequest{TaskId: id})
@@ -96,4 +101,20 @@ func TestOwnerPidChecked(t *testing.T) {
 func procCmdline(pid int) string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	return strings.ReplaceAll(string(b), "\x00", " ")
+}
+
+// catchesSIGTERM reports whether process pid has a handler for SIGTERM,
+// from the caught-signals mask in /proc/PID/status.
+func catchesSIGTERM(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if mask, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+			v, err := strconv.ParseUint(strings.TrimSpace(mask), 16, 64)
+			return err == nil && v&(1<<(15-1)) != 0 // SIGTERM is 15
+		}
+	}
+	return false
 }
