@@ -422,7 +422,7 @@ until_ok "the client log shows \"task recovered\" for alloc $first" 30 recovered
 # calls for the task, when it has a handler for them.
 recovery_events() {
   out=$("$NOMAD" alloc status "$first" 2>&1) &&
-    grep -q 'recovered after plugin restart' <<<"$out" && grep -q 'KV events resumed on port' <<<"$out"
+    grep -q 'recovered after plugin restart' <<<"$out" && grep -q 'KV events resumed on ipc sockets in' <<<"$out"
 }
 until_ok "nomad alloc status $first shows the recovery events" 30 recovery_events
 printf '%s\n' "$out" | grep -E 'recovered after plugin restart|KV events resumed' | sed 's/^/    /'

@@ -72,7 +72,7 @@ func (t *Table) admitLocked(id string, ip netip.Addr) error {
 			continue
 		}
 		held++
-		if oldest == "" || r.at.Before(t.peers[oldest].at) {
+		if oldest == "" || r.order < t.peers[oldest].order {
 			oldest = pid
 		}
 	}

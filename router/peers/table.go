@@ -40,6 +40,7 @@ type Table struct {
 
 	// publishEvery, when set, coalesces what the sink is given: at most
 	// one sum per publishEvery, the rest left to Flush.
+	arrivals     uint64 // messages accepted, for report.order
 	publishEvery time.Duration
 	lastPublish  time.Time
 	dirty        bool
@@ -54,9 +55,12 @@ type report struct {
 	// slots and vals are the replicas reported and their loads. A JSON
 	// report holds a reference to each slot; a compact one holds them
 	// through dir, the sender's directory as slots, of generation dirGen.
-	slots  []int32
-	vals   []load.Peer
-	json   bool
+	slots []int32
+	vals  []load.Peer
+	json  bool
+	// order is when it was accepted, counted in messages: which peer was
+	// heard from least recently, where clock readings can tie.
+	order  uint64
 	dirGen uint64
 	dir    []int32
 }
@@ -128,6 +132,8 @@ func (t *Table) put(m Message, ip netip.Addr, checkSource bool) (bool, error) {
 
 // acceptLocked makes rep the peer's report and adds it to the sum.
 func (t *Table) acceptLocked(peer string, rep *report, tenants []Tenant) {
+	t.arrivals++
+	rep.order = t.arrivals
 	t.peers[peer] = rep
 	t.slots.add(rep.slots, rep.vals, 1)
 	t.changedLocked()
