@@ -359,10 +359,12 @@ router_alloc() { "$NOMAD" job allocs -json llmgw-router | jq -r '[.[] | select(.
 # migrated FROM: the router logged the move of a stream away from FROM.
 migrated() { "$NOMAD" alloc logs -stderr "$(router_alloc)" router 2>&1 | grep "stream migrated: .*from=$1"; }
 # restarted REPLICA: Nomad restarted the killed task and its engine
-# answers /health again (its last event is the driver's "model ready").
+# answers /health again: the driver's "model ready" follows the last
+# "Restarting" (the client's own "Started" may come before or after it).
 restarted() {
   "$NOMAD" alloc status -json "${1%%/*}" | jq -e --arg t "${1#*/}" \
-    '.TaskStates[$t] | .Restarts >= 1 and .State == "running" and .Events[-1].DisplayMessage == "model ready"'
+    '.TaskStates[$t] | .Restarts >= 1 and .State == "running" and
+     (.Events | .[(map(.Type) | rindex("Restarting")):] | any(.DisplayMessage == "model ready"))'
 }
 
 log "== 8a. mid-stream migration (aggregated): the stream's engine is killed"
