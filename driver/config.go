@@ -249,7 +249,7 @@ func (t *TaskConfig) validate(ports map[string]bool) error {
 		return fmt.Errorf("port: no port labelled %q is allocated to this task", t.Port)
 	}
 	if !validBlockSize(t.BlockSize) {
-		return fmt.Errorf("block_size: %d is not a power of two between 1 and 256", t.BlockSize)
+		return fmt.Errorf("block_size: %d is not within 1..%d", t.BlockSize, maxBlockSize)
 	}
 	for _, f := range []struct {
 		name string
@@ -296,6 +296,10 @@ func (t *TaskConfig) validate(ports map[string]bool) error {
 	return t.validArgs()
 }
 
-func validBlockSize(n int) bool {
-	return n >= 1 && n <= 256 && n&(n-1) == 0
-}
+// maxBlockSize is the largest block_size a task may set: vLLM takes any
+// size above 0 (CacheConfig.block_size; hybrid models align theirs to the
+// Mamba page, 528 or 1056 tokens and the like), and Consul's
+// llmgw-block-size, which routers read, stops at this.
+const maxBlockSize = 4096
+
+func validBlockSize(n int) bool { return n >= 1 && n <= maxBlockSize }

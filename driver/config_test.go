@@ -36,6 +36,21 @@ func TestTaskConfigDefaults(t *testing.T) {
 	}
 }
 
+// TestBlockSizesVLLMTakes: any size vLLM's CacheConfig takes passes, the
+// Mamba-aligned sizes of hybrid models included; it reaches the engine's
+// --block-size as written.
+func TestBlockSizesVLLMTakes(t *testing.T) {
+	for _, n := range []int{1, 16, 24, 64, 528, 1056, 4096} {
+		got, err := decodeTask(t, map[string]any{"model": "m", "block_size": n})
+		if err != nil {
+			t.Fatalf("block_size %d: %v", n, err)
+		}
+		if err := got.validate(map[string]bool{"http": true}); err != nil || got.BlockSize != n {
+			t.Errorf("block_size %d: %v, decoded %d", n, err, got.BlockSize)
+		}
+	}
+}
+
 func TestPluginConfigDefaults(t *testing.T) {
 	b, err := nomadconfig.EncodeConfig(configSpec, nil, nil)
 	if err != nil {
@@ -70,7 +85,7 @@ func TestInvalidTaskConfigs(t *testing.T) {
 		{"wrong type", map[string]any{"model": "m", "kv_events": "perhaps"}, "kv_events"},
 		{"fractional int", map[string]any{"model": "m", "block_size": 1.5}, "block_size: want a whole number"},
 		{"bad port label", map[string]any{"model": "m", "port": "grpc"}, `port: no port labelled "grpc"`},
-		{"block size", map[string]any{"model": "m", "block_size": 12}, "block_size: 12 is not a power of two"},
+		{"block size", map[string]any{"model": "m", "block_size": 5000}, "block_size: 5000 is not within 1..4096"},
 		{"tp", map[string]any{"model": "m", "tensor_parallel_size": 0}, "tensor_parallel_size: 0 is out of range"},
 		{"gpu util", map[string]any{"model": "m", "gpu_memory_utilization": 1.5}, "gpu_memory_utilization: 1.5"},
 		{"max len", map[string]any{"model": "m", "max_model_len": -1}, "max_model_len"},

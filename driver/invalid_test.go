@@ -28,7 +28,7 @@ func TestInvalidTaskConfigs(t *testing.T) {
 		{"garbage", []byte("\xdd\xff\xff\xff\xff"), nil, "malformed msgpack"},
 		{"empty", []byte{}, nil, "empty config"},
 		{"bad port label", nil, map[string]any{"model": "m", "port": "grpc"}, `port: no port labelled "grpc"`},
-		{"bad block size", nil, map[string]any{"model": "m", "block_size": 3}, "block_size"},
+		{"bad block size", nil, map[string]any{"model": "m", "block_size": 5000}, "block_size"},
 		{"args set the port", nil, map[string]any{"model": "m", "args": []string{"--port", "9000"}},
 			`args[0]: --port: the driver serves the API on the port Nomad allocated to label "http"`},
 		{"args set the block size", nil, map[string]any{"model": "m", "args": []string{"--enforce-eager", "--block-size=32"}},

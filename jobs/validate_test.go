@@ -37,7 +37,7 @@ func TestBrokenJobspecs(t *testing.T) {
 		{"wrong-type", []string{`:14:22: task "vllm": Incorrect attribute value type: Inappropriate value for attribute "block_size": a number is required`}},
 		{"missing-model", []string{`:11:14: task "vllm": Missing required argument: The argument "model" is required`}},
 		{"unknown-port", []string{`:14:9: task "vllm": port: no port labelled "api"`}},
-		{"bad-block-size", []string{`:14:9: task "vllm": block_size: 24 is not a power of two`}},
+		{"bad-block-size", []string{`:14:9: task "vllm": block_size: 8192 is not within 1..4096`}},
 		{"args-port", []string{`:14:9: task "vllm": args[0]: --port: the driver serves the API on the port Nomad allocated to label "http", which the service advertises; set port in the task config instead`}},
 		{"args-block-size", []string{`:14:9: task "vllm": args[1]: --block-size: the driver passes block_size (16)`}},
 		{"args-served-model-name", []string{`:14:9: task "vllm": args[0]: --served-model-name (as --served_model_name): the driver serves the model as served_model_name`}},

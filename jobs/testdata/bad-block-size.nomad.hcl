@@ -1,4 +1,4 @@
-# the driver allows powers of two only
+# the driver allows 1..4096
 job "broken" {
   group "engine" {
     network {
@@ -11,7 +11,7 @@ job "broken" {
       config {
         model     = "m"
         kv_events = true
-        block_size = 24
+        block_size = 8192
       }
 
       service {
@@ -21,7 +21,7 @@ job "broken" {
         meta {
           llmgw-model      = "m"
           llmgw-replica    = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
-          llmgw-block-size = "24"
+          llmgw-block-size = "8192"
           llmgw-kv-events  = "true"
         }
         check {
