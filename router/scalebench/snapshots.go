@@ -139,4 +139,23 @@ func WriteSnapshots(w io.Writer, ps []SnapshotPoint) {
 	}
 	join, resync := SnapshotGrowth(ps)
 	fmt.Fprintf(w, "\nSnapshot apply against replicas: join %s, resync %s.\n", join, resync)
+	if s, ok := TargetSlope(ps); ok {
+		fmt.Fprintf(w, "Join's log-log slope over 256, 1,024 and 4,096 replicas (the target: at most 1.1): %.2f.\n", s)
+	}
+}
+
+// TargetSlope is the log-log slope of join's whole-snapshot time over the
+// 256, 1,024 and 4,096 replica points, the figure issue 42's target
+// (at most 1.1) is stated in; ok is false unless all three were measured.
+func TargetSlope(ps []SnapshotPoint) (slope float64, ok bool) {
+	var x, y []float64
+	for _, p := range ps {
+		if p.Replicas == 256 || p.Replicas == 1024 || p.Replicas == 4096 {
+			x, y = append(x, float64(p.Replicas)), append(y, p.JoinMS)
+		}
+	}
+	if len(x) != 3 {
+		return 0, false
+	}
+	return growthOf(x, y).Slope, true
 }

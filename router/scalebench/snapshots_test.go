@@ -53,3 +53,15 @@ func TestFleetSnapshotsApply(t *testing.T) {
 		t.Errorf("replica 3 holds %d blocks; want %d", gpu, snapshotOwn+snapshotShared)
 	}
 }
+
+// TestTargetSlope: the slope of a curve doubling per quadrupling of
+// replicas is 0.5; without all three points there is none.
+func TestTargetSlope(t *testing.T) {
+	ps := []SnapshotPoint{{Replicas: 64, JoinMS: 100}, {Replicas: 256, JoinMS: 1}, {Replicas: 1024, JoinMS: 2}, {Replicas: 4096, JoinMS: 4}}
+	if s, ok := TargetSlope(ps); !ok || s < 0.499 || s > 0.501 {
+		t.Errorf("slope %.3f, %v; want 0.5", s, ok)
+	}
+	if _, ok := TargetSlope(ps[:3]); ok {
+		t.Error("a slope without the 4,096 point")
+	}
+}
