@@ -40,7 +40,11 @@
 // unknown service read as 200 [], an unknown allocation's checks as 404
 // `Unknown allocation "<id>"`, an unknown deregistration as 500 "service
 // registration not found", ?wait=bad as 400 "Invalid wait time", and a
-// read at the current index returning after wait plus jitter.
+// read at the current index returning after wait plus jitter. Blocking
+// on that agent (2026-12-05, raw_exec jobs each with one service): a
+// /v1/services read at the current index returned as soon as another
+// job's service registered, and a /v1/service/svc-a read stayed blocked
+// while another service registered, as here.
 package nomadtest
 
 import (
