@@ -102,42 +102,39 @@ func Instance(r *api.ServiceRegistration, health string) consul.Instance {
 
 // fetch returns q's registrations as instances with their health,
 // blocking until Nomad's service index passes waitIndex or wait elapses
-// (waitIndex 0: no blocking). The instances are sorted by node, then id.
-// An allocation whose checks cannot be read makes its instances critical
-// and is reported in unread.
-func fetch(ctx context.Context, s servicesAPI, c checksAPI, q Query, waitIndex uint64, wait time.Duration) (_ []consul.Instance, index uint64, unread []error, _ error) {
+// (waitIndex 0: no blocking), health as of the checks health holds after
+// its refresh. The instances are sorted by node, then id. An allocation
+// whose checks could not be read makes its instances critical; the reads
+// that failed in this call are returned in unread.
+func fetch(ctx context.Context, s servicesAPI, health *healthCache, q Query, waitIndex uint64, wait time.Duration) (_ []consul.Instance, index uint64, unread []error, _ error) {
 	opts := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: wait}).WithContext(ctx)
 	regs, meta, err := s.Get(q.Service, opts)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("nomad services query for %q: %w", q.Service, err)
 	}
-	type allocChecks struct {
-		checks api.AllocCheckStatuses
-		ok     bool
-	}
-	read := map[string]allocChecks{} // by alloc id, read once per query
-	out := make([]consul.Instance, 0, len(regs))
+	kept := make([]*api.ServiceRegistration, 0, len(regs))
+	var allocs []string
+	seen := map[string]bool{}
 	for _, r := range regs {
 		if r == nil || q.Tag != "" && !slices.Contains(r.Tags, q.Tag) {
 			continue
 		}
-		ac, seen := read[r.AllocID]
-		if !seen {
-			cs, err := c.Checks(r.AllocID, (&api.QueryOptions{}).WithContext(ctx))
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, 0, nil, ctx.Err()
-				}
-				unread = append(unread, fmt.Errorf("checks of allocation %s (service %s): %w", r.AllocID, r.ServiceName, err))
-			}
-			ac = allocChecks{cs, err == nil}
-			read[r.AllocID] = ac
+		kept = append(kept, r)
+		if !seen[r.AllocID] {
+			seen[r.AllocID] = true
+			allocs = append(allocs, r.AllocID)
 		}
-		health := consul.HealthCritical
-		if ac.ok {
-			health = Health(r.ServiceName, ac.checks)
+	}
+	if unread, err = health.refresh(ctx, allocs); err != nil {
+		return nil, 0, nil, err
+	}
+	out := make([]consul.Instance, 0, len(kept))
+	for _, r := range kept {
+		h := consul.HealthCritical
+		if ac := health.get(r.AllocID); ac != nil && ac.err == nil {
+			h = Health(r.ServiceName, ac.checks)
 		}
-		out = append(out, Instance(r, health))
+		out = append(out, Instance(r, h))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Node != out[j].Node {

@@ -15,9 +15,19 @@ import (
 // WatchOptions tune a Watcher; zero values take the defaults.
 type WatchOptions struct {
 	Logger hclog.Logger
-	// WaitTime is how long one blocking query may wait, and so how soon a
-	// change of a check's result shows (default 5 s).
+	// WaitTime is how long one blocking query may wait, and so the least
+	// time between two reads of one allocation's checks (default 5 s).
 	WaitTime time.Duration
+	// HealthRate is how many allocations' checks the watcher reads per
+	// second on average to refresh health (default 20): a fleet of up to
+	// HealthRate × WaitTime allocations is read whole every WaitTime,
+	// a larger one every allocations / HealthRate seconds. An allocation
+	// new to the watcher is read at once, outside this rate.
+	HealthRate float64
+	// MinInterval is the least time between two service queries (default
+	// 1 s, at most WaitTime), so that a fleet whose registrations change
+	// often still costs at most one query per interval.
+	MinInterval time.Duration
 	// MinBackoff and MaxBackoff bound the retry delay after errors
 	// (defaults 100 ms and 10 s); the delay doubles per consecutive error.
 	MinBackoff, MaxBackoff time.Duration
@@ -74,29 +84,63 @@ func watch[T any](ctx context.Context, s servicesAPI, c checksAPI, q Query, conv
 	if opts.WaitTime <= 0 {
 		opts.WaitTime = defaultWaitTime
 	}
+	if opts.HealthRate <= 0 {
+		opts.HealthRate = defaultHealthRate
+	}
+	if opts.MinInterval <= 0 {
+		opts.MinInterval = defaultMinInterval
+	}
+	src := &registrations{services: s, query: q, log: log, gap: min(opts.MinInterval, opts.WaitTime), pause: pause, now: time.Now,
+		health: newHealthCache(c, opts.HealthRate, opts.WaitTime, time.Now)}
 	// The backoff defaults are consul's.
-	return consul.WatchSource(ctx, registrations{services: s, checks: c, query: q, log: log}, convert, consul.WatchOptions{
+	return consul.WatchSource(ctx, src, convert, consul.WatchOptions{
 		Logger: log, WaitTime: opts.WaitTime, MinBackoff: opts.MinBackoff, MaxBackoff: opts.MaxBackoff,
 	})
 }
 
+// defaultMinInterval is WatchOptions.MinInterval's default.
+const defaultMinInterval = time.Second
+
 // registrations is a consul.Source on Nomad's service registrations and
-// their allocations' checks.
+// their allocations' checks. The watcher's loop calls Query from one
+// goroutine.
 type registrations struct {
 	services servicesAPI
-	checks   checksAPI
+	health   *healthCache
 	query    Query
 	log      hclog.Logger
+	gap      time.Duration // least time between two service queries
+	pause    func(context.Context, time.Duration) bool
+	now      func() time.Time
+	last     time.Time // when the last service query started
 }
 
-func (r registrations) Query(ctx context.Context, index uint64, wait time.Duration) ([]consul.Instance, uint64, error) {
-	instances, next, unread, err := fetch(ctx, r.services, r.checks, r.query, index, wait)
+func (r *registrations) Query(ctx context.Context, index uint64, wait time.Duration) ([]consul.Instance, uint64, error) {
+	if !r.last.IsZero() {
+		if d := r.gap - r.now().Sub(r.last); d > 0 && !r.pause(ctx, d) {
+			return nil, 0, ctx.Err()
+		}
+	}
+	r.last = r.now()
+	instances, next, unread, err := fetch(ctx, r.services, r.health, r.query, index, wait)
 	for _, e := range unread {
 		r.log.Warn("nomad checks unreadable; the instance counts as critical", "error", e)
 	}
 	return instances, next, err
 }
 
-func (r registrations) String() string {
+// pause sleeps for d, or until ctx ends (then it reports false).
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *registrations) String() string {
 	return fmt.Sprintf("nomad watch %s tag=%q", r.query.Service, r.query.Tag)
 }

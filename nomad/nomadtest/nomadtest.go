@@ -13,10 +13,14 @@
 // ?wait=. As in Nomad, the index is the service table's (one counter for
 // every registration, moved by deletes too): a read whose index is below
 // the table's answers at once; one at or above it waits until a
-// registration of the service read changes, or until wait (default 5 min,
-// at most 10 min, plus up to wait/16 of jitter) passes, and then answers
-// the current list with the table's index in X-Nomad-Index. Check
-// results have no index, as in Nomad. With a token set, every request
+// registration it lists changes (of the service read, or for /v1/services
+// any of the namespace read), or until wait (default 5 min, at most 10
+// min, plus up to wait/16 of jitter) passes, and then answers the current
+// list with the table's index in X-Nomad-Index. This is Nomad's
+// blockingRPC (nomad/rpc.go) over the memdb watch sets of its List and
+// GetService endpoints (nomad/service_registration_endpoint.go). Check
+// results have no index, as in Nomad. Calls counts the requests per
+// endpoint, for measuring what discovery costs the Nomad servers. With a token set, every request
 // must carry it in X-Nomad-Token, else 403 "Permission denied".
 //
 // Nomad registers services only from jobs (there is no HTTP endpoint for
@@ -36,7 +40,11 @@
 // unknown service read as 200 [], an unknown allocation's checks as 404
 // `Unknown allocation "<id>"`, an unknown deregistration as 500 "service
 // registration not found", ?wait=bad as 400 "Invalid wait time", and a
-// read at the current index returning after wait plus jitter.
+// read at the current index returning after wait plus jitter. Blocking
+// on that agent (2026-12-05, raw_exec jobs each with one service): a
+// /v1/services read at the current index returned as soon as another
+// job's service registered, and a /v1/service/svc-a read stayed blocked
+// while another service registered, as here.
 package nomadtest
 
 import (
@@ -92,6 +100,7 @@ type Server struct {
 	// named by its key changes.
 	changed map[string]chan struct{}
 	waiting int // blocked reads
+	calls   Calls
 
 	ln  net.Listener
 	srv *http.Server
@@ -149,7 +158,7 @@ func (s *Server) Register(r api.ServiceRegistration) {
 	r.Tags = slices.Clone(r.Tags)
 	s.regs[r.ID] = r
 	s.allocs[r.AllocID] = true
-	s.notify(r.ServiceName)
+	s.notify(r)
 }
 
 // Deregister removes the registration id, as Nomad does when its
@@ -167,7 +176,7 @@ func (s *Server) deregister(id string) bool {
 	}
 	delete(s.regs, id)
 	s.index++
-	s.notify(r.ServiceName)
+	s.notify(r)
 	return true
 }
 
@@ -201,10 +210,40 @@ func (s *Server) Waiting() int {
 	return s.waiting
 }
 
-func (s *Server) notify(service string) {
-	if ch, ok := s.changed[service]; ok {
-		close(ch)
-		delete(s.changed, service)
+// Calls counts the API requests the stand-in answered, per endpoint.
+type Calls struct {
+	Services int // GET /v1/services
+	Service  int // GET /v1/service/:name
+	Checks   int // GET /v1/client/allocation/:alloc_id/checks
+}
+
+// Total is every counted request.
+func (c Calls) Total() int { return c.Services + c.Service + c.Checks }
+
+// Calls returns the requests answered so far.
+func (s *Server) Calls() Calls {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+func (s *Server) count(f func(*Calls)) {
+	s.mu.Lock()
+	f(&s.calls)
+	s.mu.Unlock()
+}
+
+// listKey is the changed key of /v1/services reads of namespace ns.
+func listKey(ns string) string { return "\x00" + ns }
+
+// notify wakes the reads that list r: of its service, and of the
+// service lists of its namespace and of every namespace.
+func (s *Server) notify(r api.ServiceRegistration) {
+	for _, key := range []string{r.ServiceName, listKey(r.Namespace), listKey("*")} {
+		if ch, ok := s.changed[key]; ok {
+			close(ch)
+			delete(s.changed, key)
+		}
 	}
 }
 
@@ -221,7 +260,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Invalid method", http.StatusMethodNotAllowed)
 			return
 		}
-		s.read(w, r, "", s.list)
+		s.count(func(c *Calls) { c.Services++ })
+		s.read(w, r, listKey(namespace(r)), s.list)
 	case strings.HasPrefix(path, "/v1/service/"):
 		parts := strings.Split(strings.TrimPrefix(path, "/v1/service/"), "/")
 		switch {
@@ -231,6 +271,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "missing service name", http.StatusBadRequest)
 		case len(parts) == 1:
 			name, _ := url.PathUnescape(parts[0])
+			s.count(func(c *Calls) { c.Service++ })
 			s.read(w, r, name, func(ns string) any { return s.get(ns, name) })
 		case len(parts) == 2 && parts[1] == "":
 			http.Error(w, "missing service id", http.StatusBadRequest)
@@ -249,20 +290,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "invalid URI", http.StatusBadRequest)
 		}
 	case strings.HasPrefix(path, "/v1/client/allocation/") && strings.HasSuffix(path, "/checks"):
+		s.count(func(c *Calls) { c.Checks++ })
 		s.allocChecks(w, strings.TrimSuffix(strings.TrimPrefix(path, "/v1/client/allocation/"), "/checks"))
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-// read answers a blocking read of service (every service for ""),
-// rendered by body under the lock.
-func (s *Server) read(w http.ResponseWriter, r *http.Request, service string, body func(ns string) any) {
-	q := r.URL.Query()
-	ns := q.Get("namespace")
-	if ns == "" {
-		ns = "default"
+// namespace is a read's ?namespace=, "default" when absent.
+func namespace(r *http.Request) string {
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		return ns
 	}
+	return "default"
+}
+
+// read answers a blocking read that changes of key wake (a service name,
+// or listKey for the service list), rendered by body under the lock.
+func (s *Server) read(w http.ResponseWriter, r *http.Request, key string, body func(ns string) any) {
+	q := r.URL.Query()
+	ns := namespace(r)
 	var after uint64
 	if v := q.Get("index"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -290,10 +337,10 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request, service string, bo
 			if s.index > after {
 				break // answered below, still locked
 			}
-			ch := s.changed[service]
+			ch := s.changed[key]
 			if ch == nil {
 				ch = make(chan struct{})
-				s.changed[service] = ch
+				s.changed[key] = ch
 			}
 			s.waiting++
 			s.mu.Unlock()

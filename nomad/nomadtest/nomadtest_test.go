@@ -184,3 +184,38 @@ func TestBlocking(t *testing.T) {
 		t.Errorf("timed-out read: %d after %v", resp.StatusCode, time.Since(start))
 	}
 }
+
+// TestBlockingListWakesOnAnyService: a blocking read of /v1/services
+// watches every registration of its namespace, as Nomad's List does: a
+// registration of any service there wakes it, one in another namespace
+// does not. Calls counts each endpoint's requests.
+func TestBlockingListWakesOnAnyService(t *testing.T) {
+	s := start(t, "")
+	s.Register(api.ServiceRegistration{ID: "a", ServiceName: "vllm", AllocID: "x"})
+	resp, _ := get(t, s.Addr()+"/v1/services")
+	idx := resp.Header.Get("X-Nomad-Index")
+	done := make(chan []api.ServiceRegistrationListStub, 1)
+	go func() {
+		_, b := get(t, s.Addr()+"/v1/services?index="+idx+"&wait=1m")
+		var stubs []api.ServiceRegistrationListStub
+		_ = json.Unmarshal(b, &stubs)
+		done <- stubs
+	}()
+	poll.Until(t, "the list read to block", func() bool { return s.Waiting() == 1 })
+	s.Register(api.ServiceRegistration{ID: "c", ServiceName: "vllm", AllocID: "z", Namespace: "other"})
+	select {
+	case stubs := <-done:
+		t.Fatalf("woken by another namespace: %+v", stubs)
+	case <-time.After(100 * time.Millisecond): // a negative check: the read must still be waiting
+	}
+	s.Register(api.ServiceRegistration{ID: "b", ServiceName: "metrics", AllocID: "y"})
+	stubs := <-done
+	if len(stubs) != 1 || len(stubs[0].Services) != 2 {
+		t.Errorf("woken list %+v; want both services of default", stubs)
+	}
+	get(t, s.Addr()+"/v1/service/vllm")
+	get(t, s.Addr()+"/v1/client/allocation/x/checks")
+	if got, want := s.Calls(), (Calls{Services: 2, Service: 1, Checks: 1}); got != want || got.Total() != 4 {
+		t.Errorf("calls %+v; want %+v", got, want)
+	}
+}

@@ -23,11 +23,13 @@ type Oversize struct {
 func (ix *Index) Oversized(capacity func(replica string) (gpu, cpu int, ok bool), slack float64) []Oversize {
 	ix.wmu.Lock()
 	held := map[string][2]int{}
-	for h, s := range ix.slots {
-		c := held[h.replica]
-		c[GPU] += ix.counts[s][GPU]
-		c[CPU] += ix.counts[s][CPU]
-		held[h.replica] = c
+	for replica, ranks := range ix.slots {
+		c := held[replica]
+		for _, s := range ranks {
+			c[GPU] += ix.counts[s][GPU]
+			c[CPU] += ix.counts[s][CPU]
+		}
+		held[replica] = c
 	}
 	ix.wmu.Unlock()
 

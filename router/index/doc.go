@@ -72,8 +72,16 @@
 //
 // Replace fills fresh slots and swaps them in while slots are free, and
 // replaces each rank in its own slot when none is (it never needs a second
-// slot). Remove hides a replica at once and sweeps the map when removed
-// holders' entries reach a sixteenth of the live ones.
+// slot). Remove hides a replica at once, and so does Replace its old
+// slots; both leave the map to be swept when removed holders' entries
+// reach a sixteenth of the live ones. A fleet applying every replica's
+// snapshot thus pays a few sweeps of the map, not one per replica, and
+// the rest of a Replace costs the replica's keys and ranks: the slot
+// table's holder names are pages shared between tables, and its replica
+// names are split into parts, so that publishing a table copies only what
+// changed (BenchmarkReplaceFleet, docs/notes/2026-12-05-scale-snapshots.md).
+// Only the in-place path, taken when all MaxHolders slots are live, still
+// passes over the map for each replica it replaces.
 //
 // # Memory
 //

@@ -63,7 +63,7 @@ func resolve(tab *table, replicas []string) ([]int32, *[]int32) {
 	out := (*buf)[:len(replicas)]
 	for i, name := range replicas {
 		out[i] = -1
-		if s, ok := tab.byName[name]; ok {
+		if s, ok := tab.byName.get(name); ok {
 			out[i] = s
 		}
 	}
@@ -100,7 +100,7 @@ func (c *groupCache) remember(tab *table, replicas []string) []int32 {
 	g := &groupsOf{tab: tab, names: append([]string(nil), replicas...), group: make([]int32, len(replicas))}
 	for i, name := range replicas {
 		g.group[i] = -1
-		if s, ok := tab.byName[name]; ok {
+		if s, ok := tab.byName.get(name); ok {
 			g.group[i] = s
 		}
 	}

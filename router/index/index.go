@@ -97,9 +97,9 @@ type Index struct {
 
 	// Writer state, under wmu.
 	wmu        sync.Mutex
-	retired    []*table       // replaced tables that may still have readers
-	used       slotSet        // slots allocated (live, dead but unswept, or being built)
-	slots      map[holder]int // live holder -> slot
+	retired    []*table // replaced tables that may still have readers
+	used       slotSet  // slots allocated (live, dead but unswept, or being built)
+	slots      slotMap  // live holder -> slot
 	counts     [MaxHolders][2]int
 	entries    int     // (key, holder) entries of live holders
 	dead       slotSet // removed holders' slots, not swept yet
@@ -114,12 +114,12 @@ const readGroup = 32
 
 // New returns an empty Index.
 func New(opts Options) *Index {
-	ix := &Index{opts: opts, slots: map[holder]int{}}
+	ix := &Index{opts: opts, slots: slotMap{}}
 	for i := range ix.shards {
 		ix.shards[i].t.sets = &ix.sets
 		ix.shards[i].t.init()
 	}
-	ix.tab.Store(&table{live: make([]uint64, 1), holders: make([]holder, 64), group: make([]int32, 64), byName: map[string]int32{}})
+	ix.tab.Store(&table{live: make([]uint64, 1), holders: make(holderPages, 1), group: make([]int32, 64)})
 	return ix
 }
 
@@ -138,7 +138,7 @@ func (ix *Index) Update(replica string, changes []Change) error {
 			return fmt.Errorf("update %s rank %d: %w", replica, c.Rank, err)
 		}
 		h := holder{replica, c.Rank}
-		slot, ok := ix.slots[h]
+		slot, ok := ix.slots.get(h)
 		if !ok {
 			if len(c.Add) == 0 {
 				continue // deleting from an unknown holder changes nothing
@@ -147,8 +147,8 @@ func (ix *Index) Update(replica string, changes []Change) error {
 			if slot, err = ix.alloc(); err != nil {
 				return fmt.Errorf("update %s rank %d: %w", replica, c.Rank, err)
 			}
-			ix.slots[h] = slot
-			ix.publish(func(live *slotSet, hs []holder) { live.add(slot); hs[slot] = h })
+			ix.slots.set(h, slot)
+			ix.publish(func(live *slotSet, name func(int, holder)) { live.add(slot); name(slot, h) })
 		}
 		ix.del(slot, c.Tier, c.Del)
 		dropped += ix.add(slot, c.Tier, c.Add)
@@ -166,29 +166,33 @@ func keyCapErr(op, replica string, dropped int) error {
 // Replace makes blocks the complete state of replica (a snapshot, or a reset
 // followed by additions). While free slots remain, readers see either the
 // old state or the new one, never a mixture: the new holders are filled
-// while invisible, then swapped in with the old ones retired in one step,
-// then the old bits are swept. When no slot is free, each of the replica's
-// ranks is replaced in its own slot instead (a rank the replica did not
-// hold before still needs one): readers then see the old and new keys
-// together until the stale ones are cleared, which still never credits a
-// key the replica holds in neither state.
+// while invisible, then swapped in with the old ones retired in one step.
+// The retired slots' bits are swept as Remove's are, once removed holders'
+// entries reach a sixteenth of the live ones, so a fleet resending every
+// snapshot pays a few sweeps of the map, not one per replica. When no slot
+// is free, each of the replica's ranks is replaced in its own slot instead
+// (a rank the replica did not hold before still needs one): readers then
+// see the old and new keys together until the stale ones are cleared,
+// which still never credits a key the replica holds in neither state.
+//
+// At the key cap the new keys are added before the old ones leave, so the
+// two states together may not fit where the new one alone does: the keys
+// cut then are stored again once the old state is out, and only those that
+// still do not fit count as rejected.
 func (ix *Index) Replace(replica string, blocks []Blocks) error {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
+	ranks := map[holder]bool{}
 	for _, b := range blocks {
 		if err := checkTier(b.Tier); err != nil {
 			return fmt.Errorf("replace %s rank %d: %w", replica, b.Rank, err)
 		}
-	}
-	ranks := map[holder]bool{}
-	for _, b := range blocks {
 		ranks[holder{replica, b.Rank}] = true
 	}
 	need := 0
 	for h := range ranks {
-		need++
-		if _, ok := ix.slots[h]; ok {
-			need-- // in place, if it must
+		if _, ok := ix.slots.get(h); !ok {
+			need++ // in place, if it must
 		}
 	}
 	if ix.free() < len(ranks) && !ix.dead.empty() {
@@ -201,7 +205,7 @@ func (ix *Index) Replace(replica string, blocks []Blocks) error {
 		return ix.replaceInPlace(replica, blocks)
 	}
 	fresh := map[holder]int{}
-	dropped := 0
+	var cut []cutKeys
 	for _, b := range blocks {
 		h := holder{replica, b.Rank}
 		slot, ok := fresh[h]
@@ -209,22 +213,66 @@ func (ix *Index) Replace(replica string, blocks []Blocks) error {
 			slot, _ = ix.alloc() // free() >= len(ranks)
 			fresh[h] = slot
 		}
-		dropped += ix.add(slot, b.Tier, b.Keys)
+		cut = ix.addCut(slot, b.Tier, b.Keys, cut)
 	}
 	old, _ := ix.retire(replica)
 	for h, s := range fresh {
-		ix.slots[h] = s
+		ix.slots.set(h, s)
 	}
-	ix.publish(func(live *slotSet, hs []holder) {
+	ix.publish(func(live *slotSet, name func(int, holder)) {
 		live.andNot(&old)
 		for h, s := range fresh {
 			live.add(s)
-			hs[s] = h
+			name(s, h)
 		}
 	})
-	ix.forget(&old)
-	ix.sweep(&old)
-	return keyCapErr("replace", replica, dropped)
+	ix.bury(&old)
+	if len(cut) > 0 {
+		ix.sweepDead() // the old state's keys make room for the cut ones
+	}
+	return keyCapErr("replace", replica, ix.readd(cut))
+}
+
+// cutKeys are keys a Replace could not store at the key cap before the
+// replica's old state left.
+type cutKeys struct {
+	slot int
+	tier Tier
+	keys []uint64
+}
+
+// addCut is add for Replace: keys the cap refuses are appended to cut,
+// not counted as rejected (readd counts those that stay out).
+func (ix *Index) addCut(slot int, t Tier, keys []uint64, cut []cutKeys) []cutKeys {
+	var c []uint64
+	ix.store(slot, t, keys, &c)
+	if len(c) > 0 {
+		cut = append(cut, cutKeys{slot, t, c})
+	}
+	return cut
+}
+
+// readd stores the cut keys again and returns how many the cap still
+// refused (counted as rejected).
+func (ix *Index) readd(cut []cutKeys) int {
+	dropped := 0
+	for _, c := range cut {
+		dropped += ix.add(c.slot, c.tier, c.keys)
+	}
+	return dropped
+}
+
+// bury makes retired slots dead: their entries leave the live count and
+// are swept out when Remove's rule says (see Remove).
+func (ix *Index) bury(old *slotSet) {
+	if old.empty() {
+		return
+	}
+	ix.dead.or(old)
+	ix.unswept += ix.forget(old)
+	if ix.keys.Load() <= smallIndex || ix.unswept*16 >= ix.entries {
+		ix.sweepDead()
+	}
 }
 
 // forget drops the counts of retired slots and returns their entries.
@@ -247,19 +295,19 @@ func (ix *Index) forget(old *slotSet) int {
 // the keys it no longer holds; ranks the replica no longer has are removed.
 func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
 	keep := map[int]map[uint64][2]bool{} // slot -> key -> tiers held
-	dropped := 0
+	var cut []cutKeys
 	for _, b := range blocks {
 		h := holder{replica, b.Rank}
-		slot, ok := ix.slots[h]
+		slot, ok := ix.slots.get(h)
 		if !ok {
 			var err error
 			if slot, err = ix.alloc(); err != nil {
 				return fmt.Errorf("replace %s rank %d: %w", replica, b.Rank, err)
 			}
-			ix.slots[h] = slot
-			ix.publish(func(live *slotSet, hs []holder) { live.add(slot); hs[slot] = h })
+			ix.slots.set(h, slot)
+			ix.publish(func(live *slotSet, name func(int, holder)) { live.add(slot); name(slot, h) })
 		}
-		dropped += ix.add(slot, b.Tier, b.Keys)
+		cut = ix.addCut(slot, b.Tier, b.Keys, cut)
 		m := keep[slot]
 		if m == nil {
 			m = map[uint64][2]bool{}
@@ -272,14 +320,14 @@ func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
 		}
 	}
 	var gone slotSet
-	for h, s := range ix.slots {
-		if h.replica == replica && keep[s] == nil {
+	for rank, s := range ix.slots[replica] {
+		if keep[s] == nil {
 			gone.add(s)
-			delete(ix.slots, h)
+			ix.slots.del(holder{replica, rank})
 		}
 	}
 	if !gone.empty() {
-		ix.publish(func(live *slotSet, _ []holder) { live.andNot(&gone) })
+		ix.publish(func(live *slotSet, _ func(int, holder)) { live.andNot(&gone) })
 		ix.sweep(&gone)
 	}
 	for i := range ix.shards {
@@ -289,7 +337,7 @@ func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
 		sh.end()
 		ix.dropped(n)
 	}
-	return keyCapErr("replace", replica, dropped)
+	return keyCapErr("replace", replica, ix.readd(cut))
 }
 
 // Room reports whether a holder the index refused could fit now: a slot
@@ -325,12 +373,8 @@ func (ix *Index) Remove(replica string) {
 	if !any {
 		return
 	}
-	ix.publish(func(live *slotSet, _ []holder) { live.andNot(&old) })
-	ix.dead.or(&old)
-	ix.unswept += ix.forget(&old)
-	if ix.keys.Load() <= smallIndex || ix.unswept*16 >= ix.entries {
-		ix.sweepDead()
-	}
+	ix.publish(func(live *slotSet, _ func(int, holder)) { live.andNot(&old) })
+	ix.bury(&old)
 }
 
 // smallIndex is the size up to which Remove sweeps at once: a sweep of so
@@ -374,11 +418,9 @@ func (ix *Index) Stats() Stats {
 func (ix *Index) ReplicaBlocks(replica string) (gpu, cpu int) {
 	ix.wmu.Lock()
 	defer ix.wmu.Unlock()
-	for h, s := range ix.slots {
-		if h.replica == replica {
-			gpu += ix.counts[s][GPU]
-			cpu += ix.counts[s][CPU]
-		}
+	for _, s := range ix.slots[replica] {
+		gpu += ix.counts[s][GPU]
+		cpu += ix.counts[s][CPU]
 	}
 	return gpu, cpu
 }
@@ -445,6 +487,13 @@ func (ix *Index) change(keys []uint64, fn func(sh *shard, k uint64)) {
 
 // add stores keys for slot hs and returns how many it dropped at MaxKeys.
 func (ix *Index) add(hs int, t Tier, keys []uint64) int {
+	return ix.store(hs, t, keys, nil)
+}
+
+// store stores keys for slot hs and returns how many it dropped at
+// MaxKeys: counted as rejected, or (cut not nil) appended to *cut for the
+// caller to try again.
+func (ix *Index) store(hs int, t Tier, keys []uint64, cut *[]uint64) int {
 	max := int64(ix.opts.MaxKeys)
 	if max > 0 && ix.keys.Load()+int64(len(keys)) >= max && !ix.dead.empty() {
 		ix.sweepDead() // the dead holders' keys make room first
@@ -456,6 +505,9 @@ func (ix *Index) add(hs int, t Tier, keys []uint64) int {
 		if max > 0 && ix.keys.Load()+added >= max {
 			if s = sh.t.ref(k, false); s == nil {
 				rejected++
+				if cut != nil {
+					*cut = append(*cut, k)
+				}
 				return
 			}
 		} else {
@@ -471,8 +523,10 @@ func (ix *Index) add(hs int, t Tier, keys []uint64) int {
 		}
 	})
 	ix.keys.Add(added)
-	for range rejected {
-		ix.reject()
+	if cut == nil {
+		for range rejected {
+			ix.reject()
+		}
 	}
 	return rejected
 }

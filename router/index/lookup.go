@@ -186,8 +186,8 @@ func (w *walk) best(tab *table) [64]int8 {
 			continue
 		}
 		g := tab.group[s]
-		if b := best[g]; b < 0 || better(depth[s], depth[s]-cpuOnly[s], tab.holders[s].rank,
-			depth[b], depth[b]-cpuOnly[b], tab.holders[b].rank) {
+		if b := best[g]; b < 0 || better(depth[s], depth[s]-cpuOnly[s], tab.holders.at(s).rank,
+			depth[b], depth[b]-cpuOnly[b], tab.holders.at(int(b)).rank) {
 			best[g] = int8(s)
 		}
 	}
@@ -196,7 +196,7 @@ func (w *walk) best(tab *table) [64]int8 {
 
 // match is the Match of slot s.
 func (w *walk) match(tab *table, s int8) Match {
-	h := tab.holders[s]
+	h := tab.holders.at(int(s))
 	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.depth[s]), GPUBlocks: int(w.depth[s] - w.cpuOnly[s])}
 }
 

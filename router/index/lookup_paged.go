@@ -288,8 +288,8 @@ func (w *pagedWalk) pickBest(tab *table) {
 				w.groups = append(w.groups, g)
 				continue
 			}
-			if o := w.st[g].best; better(w.st[s].depth, w.st[s].depth-w.st[s].cpuOnly, tab.holders[s].rank,
-				w.st[o].depth, w.st[o].depth-w.st[o].cpuOnly, tab.holders[o].rank) {
+			if o := w.st[g].best; better(w.st[s].depth, w.st[s].depth-w.st[s].cpuOnly, tab.holders.at(int(s)).rank,
+				w.st[o].depth, w.st[o].depth-w.st[o].cpuOnly, tab.holders.at(int(o)).rank) {
 				w.st[g].best = s
 			}
 		}
@@ -297,7 +297,7 @@ func (w *pagedWalk) pickBest(tab *table) {
 }
 
 func (w *pagedWalk) match(tab *table, s int32) Match {
-	h := tab.holders[s]
+	h := tab.holders.at(int(s))
 	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.st[s].depth), GPUBlocks: int(w.st[s].depth - w.st[s].cpuOnly)}
 }
 
@@ -371,7 +371,7 @@ func (ix *Index) lookupReplicasPaged(tab *table, keys []uint64, replicas []strin
 		// list to see whether to remember it).
 		at := 0
 		for _, g := range w.groups {
-			i, ok := gallop(replicas, at, tab.holders[g].replica)
+			i, ok := gallop(replicas, at, tab.holders.at(int(g)).replica)
 			if ok {
 				out[i] = w.match(tab, w.st[g].best)
 			}

@@ -1,8 +1,6 @@
 package ingest
 
 import (
-	"errors"
-
 	"github.com/llmgw/llmgw/internal/kvwire"
 	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/kvgroups"
@@ -59,7 +57,7 @@ func (s *Sink) replaceLocked(replica, model string, byName map[string][]index.Bl
 		if name != model {
 			s.noteGroupLocked(replica, name)
 		}
-		if err := replaceAtCap(s.models.For(name), replica, blocks); err != nil {
+		if err := s.models.For(name).Replace(replica, blocks); err != nil {
 			return err
 		}
 	}
@@ -78,22 +76,4 @@ func (s *Sink) updateLocked(replica, model string, changes map[string][]index.Ch
 		}
 	}
 	return nil
-}
-
-// replaceAtCap is Index.Replace, taken twice when the first reaches the
-// key cap. Replace adds the new keys before it drops the old ones, so near
-// the cap (a full cache that churns, or the resnapshot repair of a replica
-// whose removals were missed) the old and new states together exceed it
-// though the new one alone fits. The first pass leaves the new state in,
-// cut at the cap, and the old one out; the second only adds what was cut,
-// so it fails only if the new state alone does not fit. Readers see a
-// subset of the new state in between, never a key it does not hold. The
-// index counts the first pass's cut keys as rejected (and may log its
-// overflow once), though the second stores them.
-func replaceAtCap(ix *index.Index, replica string, blocks []index.Blocks) error {
-	err := ix.Replace(replica, blocks)
-	if errors.Is(err, index.ErrKeyCap) {
-		err = ix.Replace(replica, blocks)
-	}
-	return err
 }

@@ -100,16 +100,19 @@ func TestRefusedQueuesBounded(t *testing.T) {
 // index, whose new keys land before the old ones leave. Near the key cap
 // (a full cache churning, a resnapshot repair of an oversized replica)
 // old and new together exceed it though the new state alone fits: that
-// snapshot is taken, not refused. One too large on its own is refused.
+// snapshot is taken, not refused, and no key counts as rejected. One too
+// large on its own is refused, and only the keys that stayed out count
+// (llmgw_index_rejected_total).
 func TestSnapshotAtTheKeyCap(t *testing.T) {
 	tests := []struct {
-		name    string
-		next    []uint64 // a/1's second snapshot
-		refused bool
+		name     string
+		next     []uint64 // a/1's second snapshot
+		refused  bool
+		rejected uint64
 	}{
-		{"fits alone", keys(100, 8), false},
-		{"fits alone, sharing keys", append(keys(3, 3), keys(100, 5)...), false},
-		{"too large alone", keys(100, 11), true},
+		{"fits alone", keys(100, 8), false, 0},
+		{"fits alone, sharing keys", append(keys(3, 3), keys(100, 5)...), false, 0},
+		{"too large alone", keys(100, 11), true, 3}, // b/1's 2 and 8 of 11 fit
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,6 +137,9 @@ func TestSnapshotAtTheKeyCap(t *testing.T) {
 			}
 			if got := holders(f.ms, "m", keys(50, 2)...); !cmp.Equal(got, map[string]int{"b/1": 2}) {
 				t.Errorf("b/1's keys held by %v; want b/1 unchanged", got)
+			}
+			if got := f.ms.For("m").Stats().Rejected; got != tc.rejected {
+				t.Errorf("%d keys counted rejected; want %d", got, tc.rejected)
 			}
 		})
 	}

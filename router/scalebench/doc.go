@@ -4,15 +4,21 @@
 // process, and the decision set against its physical floor on the same
 // machine in the same minutes.
 //
-// Four axes, each swept from a baseline of 64 replicas, 1,000,000 indexed
-// blocks, an 8k-token prompt and one router:
+// Five axes, the first four swept from a baseline of 64 replicas,
+// 1,000,000 indexed blocks, an 8k-token prompt and one router:
 //
 //   - replicas 8 to 4,096: decision p50/p99, index bytes per block, ingest
 //     block events per CPU-second;
 //   - indexed blocks 100k to 10M: the same;
 //   - prompt length 1k to 128k tokens: decision p50/p99;
 //   - routers 1 to 32: peer-load bytes per second and CPU per router,
-//     computed from router/peers' message at the publisher's tick.
+//     computed from router/peers' message at the publisher's tick;
+//   - snapshot apply against replicas 64 to 4,096: the time to apply a
+//     whole fleet's snapshots (Index.Replace per replica) to an empty
+//     index and to one holding the fleet, with its log-log slope, which
+//     must stay at most 1.1 (O(replicas)). It is printed, and kept in
+//     results.json, not in docs/BENCHMARKS.md; `bench-scale -only
+//     snapshots` runs it alone.
 //
 // The decision is what the gateway runs per request after tokenization:
 // hash the prompt into block keys (internal/blockkey), build the candidates

@@ -19,6 +19,7 @@ type Config struct {
 	Tokens       []int // prompt length axis
 	Routers      []int // routers axis
 	PeerReplicas []int // replicas per peer message, one curve each
+	Snapshots    []int // replicas axis of snapshot apply
 	// Base is (replicas, blocks, tokens) where the other axes are held.
 	BaseReplicas, BaseBlocks, BaseTokens int
 	// Prompts is how many prompts the decision takes in turn.
@@ -39,6 +40,7 @@ func DefaultConfig() Config {
 		Tokens:       []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10},
 		Routers:      []int{1, 2, 4, 8, 16, 32},
 		PeerReplicas: []int{64, 1024, 4096},
+		Snapshots:    []int{64, 128, 256, 512, 1024, 2048, 4096},
 		BaseReplicas: 64, BaseBlocks: 1_000_000, BaseTokens: 8 << 10,
 		Prompts: 64, Runs: 5, RunTime: 300 * time.Millisecond, Seed: 1,
 	}
@@ -52,7 +54,9 @@ type Results struct {
 	Blocks   []Point     `json:"blocks"`
 	Tokens   []Point     `json:"tokens"`
 	Peers    []PeerPoint `json:"peers"`
-	Took     float64     `json:"took_s"`
+	// Snapshots is snapshot apply against replicas (SnapshotSweep).
+	Snapshots []SnapshotPoint `json:"snapshots"`
+	Took      float64         `json:"took_s"`
 }
 
 // Machine describes where the sweep ran.
@@ -112,6 +116,13 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	var err error
 	if res.Peers, err = peerPoints(cfg); err != nil {
 		return nil, err
+	}
+	if res.Snapshots, err = SnapshotSweep(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Log != nil {
+		join, resync := SnapshotGrowth(res.Snapshots)
+		fmt.Fprintf(cfg.Log, "snapshot apply against replicas: join %s, resync %s\n", join, resync)
 	}
 	res.Machine.LoadAfter = loadAvg()
 	res.Took = time.Since(start).Seconds()

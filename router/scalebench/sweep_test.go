@@ -16,7 +16,7 @@ import (
 func smallConfig() Config {
 	return Config{
 		Replicas: []int{8, 96}, Blocks: []int{20_000, 60_000}, Tokens: []int{1 << 10, 32 << 10},
-		Routers: []int{1, 4}, PeerReplicas: []int{64},
+		Routers: []int{1, 4}, PeerReplicas: []int{64}, Snapshots: []int{8, 32},
 		BaseReplicas: 8, BaseBlocks: 20_000, BaseTokens: 1 << 10,
 		Prompts: 2, Runs: 2, RunTime: 20 * time.Millisecond, Seed: 1,
 	}
@@ -34,8 +34,8 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("report", func(t *testing.T) { checkReport(t, res) })
-	if len(res.Replicas) != 2 || len(res.Blocks) != 2 || len(res.Tokens) != 2 || len(res.Peers) != 2 {
-		t.Fatalf("points per axis %d, %d, %d, %d; want 2 each", len(res.Replicas), len(res.Blocks), len(res.Tokens), len(res.Peers))
+	if len(res.Replicas) != 2 || len(res.Blocks) != 2 || len(res.Tokens) != 2 || len(res.Peers) != 2 || len(res.Snapshots) != 2 {
+		t.Fatalf("points per axis %d, %d, %d, %d, %d; want 2 each", len(res.Replicas), len(res.Blocks), len(res.Tokens), len(res.Peers), len(res.Snapshots))
 	}
 	for _, p := range append(append(res.Replicas, res.Blocks...), res.Tokens...) {
 		if p.P50 <= 0 || p.P99 < p.P50 || p.Floor <= 0 || p.HeapPerBlock <= 0 || p.IngestPerCore <= 0 {

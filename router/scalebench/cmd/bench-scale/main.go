@@ -1,7 +1,8 @@
 // Command bench-scale runs the router's growth sweep (router/scalebench)
 // and writes its results: CSV, JSON and PNG plots into -out, and the
 // markdown section of -doc between the sweep's markers. `make
-// bench-scale` runs it with the paths docs/BENCHMARKS.md expects.
+// bench-scale` runs it with the paths docs/BENCHMARKS.md expects;
+// -only snapshots runs the snapshot-apply sweep alone and prints it.
 package main
 
 import (
@@ -35,9 +36,23 @@ func run() error {
 	flag.IntVar(&cfg.Runs, "runs", cfg.Runs, "runs per figure (the figure is their median)")
 	flag.DurationVar(&cfg.RunTime, "run-time", cfg.RunTime, "how long each run samples the decision")
 	render := flag.String("render", "", "write the plots and the section from this results.json instead of sweeping")
+	only := flag.String("only", "", `run one sweep and print its table, writing no file ("snapshots": snapshot apply against replicas)`)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	switch *only {
+	case "":
+	case "snapshots":
+		cfg.Log = os.Stderr
+		ps, err := scalebench.SnapshotSweep(cfg)
+		if err != nil {
+			return err
+		}
+		scalebench.WriteSnapshots(os.Stdout, ps)
+		return nil
+	default:
+		return fmt.Errorf("-only %q: the sweeps that run alone are: snapshots", *only)
 	}
 	var res *scalebench.Results
 	if *render != "" {
