@@ -145,8 +145,8 @@ func WriteSnapshots(w io.Writer, ps []SnapshotPoint) {
 }
 
 // TargetSlope is the log-log slope of join's whole-snapshot time over the
-// 256, 1,024 and 4,096 replica points, the figure issue 42's target
-// (at most 1.1) is stated in; ok is false unless all three were measured.
+// 256, 1,024 and 4,096 replica points, the figure the design is held to
+// (at most 1.1: linear); ok is false unless all three were measured.
 func TargetSlope(ps []SnapshotPoint) (slope float64, ok bool) {
 	var x, y []float64
 	for _, p := range ps {
