@@ -39,3 +39,38 @@ func TestEngineBlockSizeEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestOffloadPlaceholdersEvent: an engine whose offloading connector
+// sends its CPU stores without their blocks (vllm-sim
+// --sim-cpu-offload-placeholders, as vLLM without
+// self_describing_kv_events) gets a task event saying its CPU tier is not
+// indexed and what to set; one whose CPU stores describe their blocks
+// gets none.
+func TestOffloadPlaceholdersEvent(t *testing.T) {
+	h := launch(t, simBin)
+	ev := watchEvents(t, h)
+	prompt := strings.Repeat("alpha beta gamma delta ", 40)
+	run := func(args ...string) string {
+		base := []string{"--sim-latency=false", "--sim-cpu-offload-blocks", "64"}
+		task := newTask(t, h, map[string]any{"model": "sim", "kv_events": true, "args": append(base, args...)})
+		start(t, h, task.Config)
+		t.Cleanup(func() { stop(t, h, task.Config.GetId()) })
+		ev.next(t, "model ready")
+		complete(t, engineURL(task), prompt)
+		return task.Config.GetId()
+	}
+	described := run()
+	placeholders := run("--sim-cpu-offload-placeholders")
+	e := ev.next(t, "CPU tier not indexed")
+	if e.GetTaskId() != placeholders || !strings.Contains(e.GetMessage(), "self_describing_kv_events") {
+		t.Errorf("event %q for task %s; want one naming self_describing_kv_events for %s", e.GetMessage(), e.GetTaskId(), placeholders)
+	}
+	if n := e.GetAnnotations()["kv_offload_placeholders"]; n == "" || n == "0" {
+		t.Errorf("annotations %v; want the placeholders counted", e.GetAnnotations())
+	}
+	for _, later := range ev.until(t, marker(t, h)) {
+		if strings.HasPrefix(later.GetMessage(), "CPU tier not indexed") {
+			t.Errorf("event %q on %s; want one event, for %s only (not %s)", later.GetMessage(), later.GetTaskId(), placeholders, described)
+		}
+	}
+}

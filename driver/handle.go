@@ -175,8 +175,10 @@ func (h *taskHandle) result() (*drivers.ExitResult, string) {
 const kvWatchEvery = 5 * time.Second
 
 // watchKV reports, as Driver events, KV batches the listener could not
-// recover and engine restarts it saw: routers route the replica
-// approximately until its state is whole again.
+// recover and engine restarts it saw (routers route the replica
+// approximately until its state is whole again), an engine block size
+// other than block_size, and an offloaded tier the events do not
+// describe.
 func (h *taskHandle) watchKV(ctx context.Context, d *Driver) {
 	l, ok := d.kv.lookup(h.state.Replica)
 	if !ok {
@@ -208,6 +210,11 @@ func (h *taskHandle) watchKV(ctx context.Context, d *Driver) {
 				map[string]string{"kv_restarts": strconv.FormatUint(c.Restarts, 10)})
 		}
 		seenSize = h.reportBlockSize(d, c.BlockSize, seenSize)
+		if c.OffloadPlaceholders > 0 && base.OffloadPlaceholders == 0 {
+			d.events.emit(h.cfg, "CPU tier not indexed: the engine's offloading connector sends its stores without their blocks; "+
+				`set "self_describing_kv_events": true in --kv-transfer-config's kv_connector_extra_config`,
+				map[string]string{"kv_offload_placeholders": strconv.FormatUint(c.OffloadPlaceholders, 10)})
+		}
 		base = c
 	}
 }

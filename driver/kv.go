@@ -55,6 +55,10 @@ type KVCounters struct {
 	// BlockSize is the block size the engine's events carry (0: none
 	// yet), which routers key the replica at.
 	BlockSize int
+	// OffloadPlaceholders counts offloaded-tier stores that describe no
+	// block (intake.DecodeStats.OffloadPlaceholders): the replica's CPU
+	// tier is missing from the index.
+	OffloadPlaceholders uint64
 }
 
 // KVListener is one replica's open intake.
@@ -143,6 +147,7 @@ func (l storeListener) Counters() KVCounters {
 		c.Lost += st.Lost
 		c.Restarts += st.Restarts
 		c.Disconnects += st.Disconnects
+		c.OffloadPlaceholders += st.Decode.OffloadPlaceholders
 	}
 	return c
 }

@@ -17,6 +17,12 @@ type DecodeStats struct {
 	BadEvents     uint64 // events that broke their schema's rules, skipped
 	UnknownEvents uint64 // events with an unknown type tag, skipped
 	UnknownFields uint64 // fields outside the known schemas, ignored
+	// OffloadPlaceholders counts BlockStored events of an offloaded tier
+	// with block_size 0 and no tokens, skipped: vLLM's OffloadingConnector
+	// sends them for CPU stores unless its kv_connector_extra_config sets
+	// self_describing_kv_events, and they name no block a prompt could
+	// be keyed to. The replica's CPU tier is then missing from the index.
+	OffloadPlaceholders uint64
 }
 
 // ErrMalformed wraps every error Decode returns for a bad payload.

@@ -61,9 +61,12 @@ func (d *Decoder) decodeEvent(r *reader) error {
 		f.ev.Gaps = schemaGaps(&f)
 	}
 	if f.bad != nil {
-		if errors.Is(f.bad, errUnknownTag) {
+		switch {
+		case errors.Is(f.bad, errUnknownTag):
 			d.Stats.UnknownEvents++
-		} else {
+		case isOffloadPlaceholder(&f.ev):
+			d.Stats.OffloadPlaceholders++
+		default:
 			d.Stats.BadEvents++
 		}
 		d.hashes, d.tokens, d.extras, d.xbytes = d.hashes[:mark[0]], d.tokens[:mark[1]], d.extras[:mark[2]], d.xbytes[:mark[3]]
@@ -74,6 +77,13 @@ func (d *Decoder) decodeEvent(r *reader) error {
 }
 
 var errUnknownTag = errors.New("unknown event type")
+
+// isOffloadPlaceholder reports whether ev is a store vLLM's
+// OffloadingConnector sends for an offloaded tier without describing it
+// (block_size 0, no token ids): see DecodeStats.OffloadPlaceholders.
+func isOffloadPlaceholder(ev *kvevents.Event) bool {
+	return ev.Type == kvevents.BlockStored && ev.BlockSize == 0 && len(ev.Tokens) == 0 && ev.Medium != kvevents.MediumGPU
+}
 
 func (d *Decoder) decodeEventArray(r *reader, f *eventFields) error {
 	n, err := r.arrayLen()
@@ -213,7 +223,7 @@ func (d *Decoder) fieldValue(r *reader, f *eventFields, name string) error {
 	case "token_ids":
 		return d.tokenIDs(r, ev)
 	case "block_size":
-		v, err := r.intIn("block_size", 1, maxBlockSize)
+		v, err := r.intIn("block_size", 0, maxBlockSize) // 0: an offload placeholder, or bad (check)
 		if err != nil {
 			return err
 		}

@@ -269,3 +269,31 @@ func TestDecodedKeysMatchPromptKeys(t *testing.T) {
 		t.Errorf("driver key %v; router key %v", got, want)
 	}
 }
+
+// TestDecodeOffloadPlaceholders: a CPU store with block_size 0 and no
+// tokens is the placeholder vLLM's OffloadingConnector sends without
+// self_describing_kv_events: skipped and counted as such, not as a bad
+// event; a GPU store with block_size 0 stays a bad event.
+func TestDecodeOffloadPlaceholders(t *testing.T) {
+	cpu := kvvectors.CPUStoredArray().Payload
+	at := bytes.Index(cpu, []byte{0x04, 0xc0, 0xa3, 'C', 'P', 'U'})
+	if at < 0 {
+		t.Fatal("CPUStoredArray no longer holds block_size 4 before medium CPU")
+	}
+	for _, tc := range []struct {
+		medium            string
+		placeholders, bad uint64
+	}{{"CPU", 1, 0}, {"GPU", 0, 1}} {
+		p := slices.Clone(cpu)
+		p[at] = 0x00
+		copy(p[at+3:], tc.medium)
+		var d Decoder
+		b, err := d.Decode(p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.medium, err)
+		}
+		if len(b.Events) != 0 || d.Stats.OffloadPlaceholders != tc.placeholders || d.Stats.BadEvents != tc.bad {
+			t.Errorf("%s with block_size 0: %d events, stats %+v; want %d placeholders, %d bad", tc.medium, len(b.Events), d.Stats, tc.placeholders, tc.bad)
+		}
+	}
+}

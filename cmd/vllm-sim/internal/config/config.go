@@ -64,6 +64,10 @@ type Config struct {
 	// CPUOffloadBlockSize is the offloading connector's block size in
 	// tokens, a multiple of BlockSize (0: BlockSize).
 	CPUOffloadBlockSize int
+	// CPUOffloadPlaceholders sends the CPU tier's stores as vLLM's
+	// OffloadingConnector does without self_describing_kv_events:
+	// block_size 0 and no tokens.
+	CPUOffloadPlaceholders bool
 	// KVCacheGroupsFlag is --sim-kv-cache-groups as given; KVCacheGroups
 	// the groups it resolves to (from the list, or from config.json).
 	KVCacheGroupsFlag string

@@ -50,6 +50,7 @@ var simHelp = []flagHelp{
 	{"sim-load-factor", "X", "step slowdown when --max-num-seqs sequences run (linear from 1)"},
 	{"sim-cpu-offload-blocks", "N", "a CPU tier of this many blocks, playing vLLM's offloading connector"},
 	{"sim-cpu-offload-block-size", "N", "the CPU tier's block size in tokens, a multiple of --block-size (the connector's block_size)"},
+	{"sim-cpu-offload-placeholders", "", "send the CPU tier's stores with block_size 0, as the connector does without self_describing_kv_events"},
 	{"sim-cpu-load-per-token", "DURATION", "cost of loading one token from the CPU tier"},
 	{"sim-event-format", "array|map", "KV event encoding; map for vLLM's post-#42892 one"},
 	{"sim-event-schema", "N", "BlockStored array length of an older vLLM: 6, 7, 8, 9, 10 or 12"},

@@ -165,17 +165,18 @@ var flags = map[string]flag{
 		return nil
 	}},
 
-	"sim-latency":                boolFlag(func(c *Config) *bool { return &c.Latency.Enabled }),
-	"sim-overhead":               durFlag(func(c *Config) *time.Duration { return &c.Latency.Overhead }),
-	"sim-prefill-per-token":      durFlag(func(c *Config) *time.Duration { return &c.Latency.PrefillPerToken }),
-	"sim-cpu-load-per-token":     durFlag(func(c *Config) *time.Duration { return &c.Latency.CPULoadPerToken }),
-	"sim-inter-token-latency":    durFlag(func(c *Config) *time.Duration { return &c.Latency.InterToken }),
-	"sim-event-format":           strFlag(func(c *Config) *string { return &c.EventFormat }),
-	"sim-event-schema":           intFlag(func(c *Config) *int { return &c.EventSchema }),
-	"sim-replay-format":          strFlag(func(c *Config) *string { return &c.ReplayFormat }),
-	"sim-cpu-offload-blocks":     intFlag(func(c *Config) *int { return &c.CPUOffloadBlocks }),
-	"sim-cpu-offload-block-size": intFlag(func(c *Config) *int { return &c.CPUOffloadBlockSize }),
-	"sim-kv-cache-groups":        strFlag(func(c *Config) *string { return &c.KVCacheGroupsFlag }),
+	"sim-latency":                  boolFlag(func(c *Config) *bool { return &c.Latency.Enabled }),
+	"sim-overhead":                 durFlag(func(c *Config) *time.Duration { return &c.Latency.Overhead }),
+	"sim-prefill-per-token":        durFlag(func(c *Config) *time.Duration { return &c.Latency.PrefillPerToken }),
+	"sim-cpu-load-per-token":       durFlag(func(c *Config) *time.Duration { return &c.Latency.CPULoadPerToken }),
+	"sim-inter-token-latency":      durFlag(func(c *Config) *time.Duration { return &c.Latency.InterToken }),
+	"sim-event-format":             strFlag(func(c *Config) *string { return &c.EventFormat }),
+	"sim-event-schema":             intFlag(func(c *Config) *int { return &c.EventSchema }),
+	"sim-replay-format":            strFlag(func(c *Config) *string { return &c.ReplayFormat }),
+	"sim-cpu-offload-blocks":       intFlag(func(c *Config) *int { return &c.CPUOffloadBlocks }),
+	"sim-cpu-offload-block-size":   intFlag(func(c *Config) *int { return &c.CPUOffloadBlockSize }),
+	"sim-cpu-offload-placeholders": boolFlag(func(c *Config) *bool { return &c.CPUOffloadPlaceholders }),
+	"sim-kv-cache-groups":          strFlag(func(c *Config) *string { return &c.KVCacheGroupsFlag }),
 	"sim-load-factor": {value: func(c *Config) any { return c.Latency.LoadFactor }, set: func(c *Config, v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil {

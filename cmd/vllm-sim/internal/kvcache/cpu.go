@@ -10,8 +10,10 @@ import "container/list"
 type cpuTier struct {
 	cap    int
 	factor int
-	lru    *list.List // front: most recently used; values are *cpuEntry
-	index  map[Hash]*list.Element
+	// placeholders: stores go out with block_size 0 (Config.CPUPlaceholders).
+	placeholders bool
+	lru          *list.List // front: most recently used; values are *cpuEntry
+	index        map[Hash]*list.Element
 }
 
 type cpuEntry struct {
@@ -67,9 +69,13 @@ func (p *Pool) offload(s *Seq, first, full int) {
 	var parent *Hash
 	flush := func() {
 		if len(stored) > 0 {
+			size := p.blockSize * f
+			if c.placeholders {
+				size = 0
+			}
 			p.events = append(p.events, Event{
 				Kind: BlockStored, Hashes: stored, Parent: parent, Tokens: []uint32{},
-				BlockSize: p.blockSize * f, LoRAName: s.LoRA, LoRAID: s.LoRAID, Medium: MediumCPU,
+				BlockSize: size, LoRAName: s.LoRA, LoRAID: s.LoRAID, Medium: MediumCPU,
 			})
 		}
 		stored, parent = nil, nil

@@ -51,7 +51,10 @@ type Config struct {
 	// CPUBlockSize is the CPU tier's block size, a multiple of BlockSize
 	// (0: BlockSize): vLLM's offloaded_block_size.
 	CPUBlockSize int
-	HashSeed     string
+	// CPUPlaceholders sends CPU stores with block_size 0, as vLLM's
+	// OffloadingConnector does unless self_describing_kv_events is set.
+	CPUPlaceholders bool
+	HashSeed        string
 	// DisableCache is vLLM's --no-enable-prefix-caching: blocks are never
 	// hashed or reused, so nothing is stored and no event is published.
 	DisableCache bool
@@ -95,6 +98,7 @@ func New(cfg Config) (*Pool, error) {
 	}
 	if cfg.CPUBlocks > 0 {
 		p.cpu = newCPUTier(cfg.CPUBlocks, max(cfg.CPUBlockSize/p.blockSize, 1))
+		p.cpu.placeholders = cfg.CPUPlaceholders
 	}
 	return p, nil
 }

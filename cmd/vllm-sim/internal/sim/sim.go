@@ -187,7 +187,7 @@ func overhead(l engine.Latency) time.Duration {
 func startRank(ctx context.Context, cfg config.Config, env Env, id int, family *engine.Family, side *sideChannel, log *slog.Logger, wg *sync.WaitGroup) (server.Rank, *kvpub.Publisher, error) {
 	log = log.With("dp_rank", id)
 	pool, err := kvcache.New(kvcache.Config{
-		NumBlocks: cfg.NumGPUBlocks, BlockSize: cfg.BlockSize, CPUBlocks: cfg.CPUOffloadBlocks, CPUBlockSize: cfg.CPUOffloadBlockSize,
+		NumBlocks: cfg.NumGPUBlocks, BlockSize: cfg.BlockSize, CPUBlocks: cfg.CPUOffloadBlocks, CPUBlockSize: cfg.CPUOffloadBlockSize, CPUPlaceholders: cfg.CPUOffloadPlaceholders,
 		HashSeed: env.HashSeed, DisableCache: !cfg.EnablePrefixCaching, Groups: cfg.KVCacheGroups,
 	})
 	if err != nil {
