@@ -16,8 +16,8 @@ type DynamoParams struct {
 	// Dynamo 1.7 calls it prefill_load_scale (and maps the old name onto
 	// it).
 	OverlapScoreWeight float64 `json:"overlap_score_weight"`
-	// OverlapScoreCredit (Dynamo 1.7, default 1) is the share of a cached
-	// block taken off the prefill term: the prefill term is
+	// OverlapScoreCredit (Dynamo 1.7, default 1) is how much of a cached
+	// block is taken off the prefill term: the prefill term is
 	// max(0, queued + prompt - credit x cached).
 	OverlapScoreCredit float64 `json:"overlap_score_credit"`
 	// DecodeActiveRequestWeight (Dynamo 1.7, default 0) adds this many
@@ -33,13 +33,11 @@ func (p *DynamoParams) validate() error {
 	for _, v := range []struct {
 		name string
 		x    float64
-	}{{"overlap_score_weight", p.OverlapScoreWeight}, {"decode_active_request_weight", p.DecodeActiveRequestWeight}} {
+	}{{"overlap_score_weight", p.OverlapScoreWeight}, {"overlap_score_credit", p.OverlapScoreCredit},
+		{"decode_active_request_weight", p.DecodeActiveRequestWeight}} {
 		if v.x < 0 || math.IsInf(v.x, 0) || math.IsNaN(v.x) {
 			return fmt.Errorf("%s %g must be a finite number >= 0", v.name, v.x)
 		}
-	}
-	if !(p.OverlapScoreCredit >= 0 && p.OverlapScoreCredit <= 1) {
-		return fmt.Errorf("overlap_score_credit %g must be in [0, 1]", p.OverlapScoreCredit)
 	}
 	return nil
 }
