@@ -40,7 +40,7 @@ type sweepFlags struct {
 func (s *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.list, "rates", "", "sweep: comma list of rising arrival rates (as -rate); every policy runs at each on one fleet, and the report adds the knee, goodput and oracle-share plots")
 	fs.BoolVar(&s.quick, "quick", false, "sweep: a CI check in a few minutes: only the lowest and highest rate, and at most 48 requests per run")
-	fs.DurationVar(&s.duration, "duration", 0, "sweep: size each rate's workload to about this long a schedule (rate x duration requests: -requests, -bursts, -max-requests, or -sessions/-users x -rounds, -groups x -per-group, -prompts); 0 keeps the workload's flags at every rate")
+	fs.DurationVar(&s.duration, "duration", 0, "sweep: size each rate's workload to about this long a schedule (rate x duration requests: -requests, -bursts, -max-requests, -agent-sessions, or -sessions/-users x -rounds, -groups x -per-group, -b2b-groups x 5, -prompts); 0 keeps the workload's flags at every rate")
 	fs.StringVar(&s.render, "render", "", "sweep: render this sweep.json again (its tables, plot and -doc section, with the current report format and -noise) instead of running")
 	fs.Float64Var(&s.noise, "noise", 0.1, "sweep: relative goodput difference within the run's noise; a peer counts as ahead of the default only beyond it")
 }
@@ -158,6 +158,10 @@ func (c *benchConfig) sized(n float64) {
 		c.stress.bursts = units(1) // -rate counts bursts
 	case "mixed-tenants":
 		c.stress.requests = units(1)
+	case "b2b-saas":
+		c.stress.b2bGroups = units(5)
+	case "coding-agent":
+		c.stress.agentSessions = units(1) // -rate counts sessions
 	}
 }
 

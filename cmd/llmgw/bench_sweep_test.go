@@ -25,6 +25,8 @@ func TestSweepSized(t *testing.T) {
 		{[]string{"-workload", "trace", "-trace", filepath.Join("internal", "bench", "trace", "testdata", "toolagent-synth.jsonl")}, 20, 20},
 		{[]string{"-workload", "fan-out", "-fanout-min", "2", "-fanout-max", "2"}, 40, 40}, // 20 bursts of 2
 		{[]string{"-workload", "siblings", "-samples", "3"}, 60, 60},                       // 20 prompts x 3
+		{[]string{"-workload", "b2b-saas"}, 20, 20},                                        // 4 groups x 5
+		{[]string{"-workload", "coding-agent", "-agent-turns", "1"}, 20, 20},               // 20 sessions of one turn
 	}
 	for _, tt := range tests {
 		c, err := parseBenchFlags(append(tt.args, "-rates", "4", "-duration", "5s"), &bytes.Buffer{}, &bytes.Buffer{})
