@@ -85,6 +85,14 @@ func TestRenderSweep(t *testing.T) {
 	if strings.Contains(string(doc), "old") {
 		t.Errorf("the section was not replaced:\n%s", doc)
 	}
+	// The same sweep twice: the second is a repeat of the first.
+	c.sweep.render = filepath.Join(out, "sweep.json") + "," + filepath.Join(out, "sweep.json")
+	if err := renderSweep(c, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if doc, _ := os.ReadFile(docPath); !strings.Contains(string(doc), "over 2 repeats") {
+		t.Errorf("rendering two sweeps: no capacity over 2 repeats:\n%s", doc)
+	}
 	c.sweep.render = filepath.Join(dir, "missing.json")
 	if err := renderSweep(c, &stdout); err == nil {
 		t.Error("rendering a missing file: no error")
