@@ -2,11 +2,13 @@
 # `llmgw bench`).
 #
 #   make bench-policies        sweeps every policy (the default, round-robin,
-#                              the five peers) over arrival rates, one fleet
+#                              the peers) over arrival rates, one fleet
 #                              per workload, and rewrites the "Rate sweeps"
 #                              sections of docs/BENCHMARKS.md (between marker
 #                              comments) and sweep.json, sweep.md and
-#                              sweep.png in docs/bench/sweep-<workload>/:
+#                              sweep.png in docs/bench/sweep-<workload>/
+#                              (b2b-saas and coding-agent only there:
+#                              BENCHMARKS.md is at its length limit):
 #                              about 27 minutes on 2 cores at load 1-6
 #                              (the 70B-class engine drains longer)
 #   make bench-policies-quick  the same sweeps with -quick (lowest and highest
@@ -43,7 +45,10 @@
 # token). docs/BENCHMARKS.md, "Rate sweeps", gives the reasoning.
 
 BENCH_SIM_70B ?= --sim-prefill-per-token 500us --sim-inter-token-latency 25ms
-BENCH_SWEEP_PEERS ?= dynamo,sglang-cache-aware,llmd-default,llmd-precise,aibrix-prefix
+# The peers' earlier defaults, then their current ones (docs/PEER_POLICIES.md).
+# dynamo-1.7 is not swept: at its defaults it decides as dynamo does, so
+# the dynamo column stands for both.
+BENCH_SWEEP_PEERS ?= dynamo,sglang-cache-aware,llmd-default,llmd-precise,aibrix-prefix,llmd-sticky,smg-1.9
 BENCH_SWEEP_POLICIES ?= round-robin,precise-prefix,$(BENCH_SWEEP_PEERS)
 BENCH_SWEEP_COMMON ?= -seed 1 -duration 10s -slo-ttft 2s -slo-itl 200ms -noise 0.15 -progress=false
 # One agent context (the issue's shape); the default without speculative
@@ -58,10 +63,21 @@ BENCH_TENANTS_FLAGS ?= -workload mixed-tenants -shards 16 -unique-tokens 1500 -r
 # Caches of 768 blocks (12,288 tokens) a shard, so that the sessions'
 # histories overflow them and eviction decides what a replica still holds.
 BENCH_SESSIONS_FLAGS ?= -workload many-session -shards 8 -rounds 4 -rates 4,8,16 -max-model-len 4096 -policies $(BENCH_SWEEP_POLICIES) -sim-args "--num-gpu-blocks-override 768 $(BENCH_SIM_70B)"
+# llm-d's B2B SaaS shape (150 groups of 5 prompts, 6,000-token system
+# prompts, 1,200-token questions) scaled to 3,072-token contexts (2,540 +
+# 508 tokens), so that a cold prompt's 1.5 s of prefill fits the 2 s
+# TTFT SLO as llm-d's does on its H100s.
+BENCH_B2B_FLAGS ?= -workload b2b-saas -shards 8 -max-model-len 3072 -rates 4,8,16 -policies $(BENCH_SWEEP_POLICIES) -sim-args "$(BENCH_SIM_70B)"
+# Coding-agent sessions (-rates in sessions a second), whose contexts grow
+# past 8,192 tokens.
+BENCH_AGENT_FLAGS ?= -workload coding-agent -shards 8 -max-model-len 32768 -rates 0.4,0.8,1.6 -policies $(BENCH_SWEEP_POLICIES) -sim-args "$(BENCH_SIM_70B)"
 BENCH_QUICK_OUT ?= $(or $(TMPDIR),/tmp)/llmgw-bench-quick
 # -quick checks the sweeps' machinery, not the ranking: the baseline, the
 # default and one peer (every peer took 13 minutes for the four sweeps).
 BENCH_QUICK_POLICIES ?= round-robin,precise-prefix,dynamo
+# The b2b-saas and coding-agent quick sweeps run the peers' current
+# defaults instead (dynamo-1.7's rule is dynamo's).
+BENCH_QUICK_NEW_POLICIES ?= round-robin,precise-prefix,llmd-sticky,smg-1.9
 
 BENCH_POLICIES ?= round-robin,least-loaded,approx-prefix,prefix-load,precise-prefix
 BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1 -policies $(BENCH_POLICIES)
@@ -85,12 +101,16 @@ bench-policies: build bin/consul ## sweep every routing policy over arrival rate
 	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-fan-out-agents -doc docs/BENCHMARKS.md -section sweep-fan-out-agents
 	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-mixed-tenants -doc docs/BENCHMARKS.md -section sweep-mixed-tenants
 	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-many-session -doc docs/BENCHMARKS.md -section sweep-many-session
+	./bin/llmgw bench $(BENCH_B2B_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-b2b-saas
+	./bin/llmgw bench $(BENCH_AGENT_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-coding-agent
 
 bench-policies-quick: build bin/consul ## the rate sweeps in a few minutes (-quick), docs untouched
 	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/fan-out
 	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/fan-out-agents
 	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/mixed-tenants
 	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/many-session
+	./bin/llmgw bench $(BENCH_B2B_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_NEW_POLICIES) -out $(BENCH_QUICK_OUT)/b2b-saas
+	./bin/llmgw bench $(BENCH_AGENT_FLAGS) $(BENCH_SWEEP_COMMON) -quick -policies $(BENCH_QUICK_NEW_POLICIES) -out $(BENCH_QUICK_OUT)/coding-agent
 
 bench-policies-single: build bin/consul ## rerun the single-rate routing-policy comparisons into docs/bench/<workload>/
 	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat

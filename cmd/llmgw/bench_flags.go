@@ -14,7 +14,7 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 )
 
-const benchUsage = `usage: llmgw bench [-workload chat|prefix|siblings|trace|many-session|fan-out|mixed-tenants] [-rate R] [-policies LIST] [-out DIR] [-doc FILE] [flags]
+const benchUsage = `usage: llmgw bench [-workload chat|prefix|siblings|trace|many-session|fan-out|mixed-tenants|b2b-saas|coding-agent] [-rate R] [-policies LIST] [-out DIR] [-doc FILE] [flags]
        (llmgw bench -h lists every flag)`
 
 // benchConfig is `llmgw bench` after flag parsing.
@@ -61,7 +61,7 @@ var (
 func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, error) {
 	var c benchConfig
 	fs := flag.NewFlagSet("llmgw bench", flag.ContinueOnError)
-	fs.StringVar(&c.workload, "workload", "chat", "chat (multi-turn, shared system prompt, per-user document), prefix (shared-prefix groups), siblings (n samples of one prompt), trace (Mooncake JSONL replay), many-session (256 chat sessions overflowing the caches), fan-out (agentic sibling bursts) or mixed-tenants (hot tenant prompts among unique ones)")
+	fs.StringVar(&c.workload, "workload", "chat", "chat (multi-turn, shared system prompt, per-user document), prefix (shared-prefix groups), siblings (n samples of one prompt), trace (Mooncake JSONL replay), many-session (256 chat sessions overflowing the caches), fan-out (agentic sibling bursts), mixed-tenants (hot tenant prompts among unique ones), b2b-saas (llm-d's shared-prefix benchmark) or coding-agent (agent sessions with sub-agent groups; needs -max-model-len 32768)")
 	c.stress.register(fs)
 	c.fault.register(fs)
 	c.sweep.register(fs)
@@ -165,7 +165,7 @@ func (c *benchConfig) buildWorkload() (workload.Workload, string, error) {
 	if w, setup, ok, err := c.stress.build(c); ok {
 		return w, setup, err
 	}
-	return workload.Workload{}, "", fmt.Errorf("unknown workload %q (have chat, prefix, siblings, trace, many-session, fan-out, mixed-tenants)", c.workload)
+	return workload.Workload{}, "", fmt.Errorf("unknown workload %q (have chat, prefix, siblings, trace, many-session, fan-out, mixed-tenants, b2b-saas, coding-agent)", c.workload)
 }
 
 func isTerminal(f *os.File) bool {

@@ -8,7 +8,8 @@ import (
 )
 
 // stressFlags are the flags of the workloads that separate good routers
-// from adequate ones (many-session, fan-out, mixed-tenants); they share
+// from adequate ones (many-session, fan-out, mixed-tenants, b2b-saas,
+// coding-agent); they share
 // -rate, -seed and the chat flags for what the workloads have in common.
 type stressFlags struct {
 	sessions                     int
@@ -17,6 +18,8 @@ type stressFlags struct {
 	requests, tenants            int
 	tenantShare                  float64
 	tenantTokens, uniqueTokens   int
+	b2bGroups                    int
+	agentSessions, agentTurns    int
 }
 
 func (s *stressFlags) register(fs *flag.FlagSet) {
@@ -31,6 +34,9 @@ func (s *stressFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&s.tenantShare, "tenant-share", 0.5, "mixed-tenants: share of requests from a tenant; the rest are unique prompts")
 	fs.IntVar(&s.tenantTokens, "tenant-tokens", 3000, "mixed-tenants: each tenant's system prompt tokens")
 	fs.IntVar(&s.uniqueTokens, "unique-tokens", 800, "mixed-tenants: tokens of a unique prompt")
+	fs.IntVar(&s.b2bGroups, "b2b-groups", 150, "b2b-saas: groups of 5 prompts (llm-d's 150), each a shared system prompt and questions scaled to -max-model-len")
+	fs.IntVar(&s.agentSessions, "agent-sessions", 16, "coding-agent: sessions (-rate is sessions per second)")
+	fs.IntVar(&s.agentTurns, "agent-turns", 12, "coding-agent: main-agent turns per session")
 }
 
 // build makes the stress workload c names; ok is false for other names.
@@ -56,6 +62,19 @@ func (s *stressFlags) build(c *benchConfig) (w workload.Workload, setup string, 
 			Rate: c.rate, Seed: c.seed})
 		return w, fmt.Sprintf("%d requests, %.0f%% from %d tenants with %d-token system prompts, the rest unique %d-token prompts, %d-token answers",
 			s.requests, 100*s.tenantShare, s.tenants, s.tenantTokens, s.uniqueTokens, c.outputTokens), true, err
+	case "b2b-saas":
+		w, err = workload.B2BSaaS(workload.B2BSaaSOptions{Groups: s.b2bGroups, MaxModelLen: c.maxModelLen, OutputTokens: c.outputTokens,
+			Rate: c.rate, Seed: c.seed})
+		system, question := workload.B2BSaaSSizes(c.maxModelLen, c.outputTokens)
+		return w, fmt.Sprintf("llm-d's b2b-saas shape: %d groups x 5 requests, %d-token shared system prompt, %d-token questions, %d-token answers",
+			s.b2bGroups, system, question, c.outputTokens), true, err
+	case "coding-agent":
+		o := workload.DefaultAgentOptions()
+		o.Sessions, o.Turns, o.OutputTokens, o.Rate, o.Seed = s.agentSessions, s.agentTurns, c.outputTokens, c.rate, c.seed
+		w, err = workload.CodingAgent(o)
+		return w, fmt.Sprintf("%d coding-agent sessions x %d turns over a %d-token shared head, about %d tokens a turn, calls %s apart at the median, "+
+			"sub-agent groups (median %d, p90 %d) after %.0f%% of turns, %d-token answers",
+			o.Sessions, o.Turns, o.HeadTokens, o.TurnTokens, o.GapMedian, o.GroupMedian, o.GroupP90, 100*o.SubAgentShare, c.outputTokens), true, err
 	}
 	return workload.Workload{}, "", false, nil
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench"
@@ -40,8 +41,8 @@ type sweepFlags struct {
 func (s *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.list, "rates", "", "sweep: comma list of rising arrival rates (as -rate); every policy runs at each on one fleet, and the report adds the knee, goodput and oracle-share plots")
 	fs.BoolVar(&s.quick, "quick", false, "sweep: a CI check in a few minutes: only the lowest and highest rate, and at most 48 requests per run")
-	fs.DurationVar(&s.duration, "duration", 0, "sweep: size each rate's workload to about this long a schedule (rate x duration requests: -requests, -bursts, -max-requests, or -sessions/-users x -rounds, -groups x -per-group, -prompts); 0 keeps the workload's flags at every rate")
-	fs.StringVar(&s.render, "render", "", "sweep: render this sweep.json again (its tables, plot and -doc section, with the current report format and -noise) instead of running")
+	fs.DurationVar(&s.duration, "duration", 0, "sweep: size each rate's workload to about this long a schedule (rate x duration requests: -requests, -bursts, -max-requests, -agent-sessions, or -sessions/-users x -rounds, -groups x -per-group, -b2b-groups x 5, -prompts); 0 keeps the workload's flags at every rate")
+	fs.StringVar(&s.render, "render", "", "sweep: render this sweep.json again (its tables, plot and -doc section, with the current report format and -noise) instead of running; a comma list adds the others as repeats of the first (the capacity table gives the median and range)")
 	fs.Float64Var(&s.noise, "noise", 0.1, "sweep: relative goodput difference within the run's noise; a peer counts as ahead of the default only beyond it")
 }
 
@@ -158,27 +159,39 @@ func (c *benchConfig) sized(n float64) {
 		c.stress.bursts = units(1) // -rate counts bursts
 	case "mixed-tenants":
 		c.stress.requests = units(1)
+	case "b2b-saas":
+		c.stress.b2bGroups = units(5)
+	case "coding-agent":
+		c.stress.agentSessions = units(1) // -rate counts sessions
 	}
 }
 
-// renderSweep writes the report of a sweep run before, from its JSON.
+// renderSweep writes the report of a sweep run before, from its JSON; a
+// comma list renders the first with the others as its repeats (their
+// capacities spread in its capacity table).
 func renderSweep(c benchConfig, stdout io.Writer) error {
-	b, err := os.ReadFile(c.sweep.render)
-	if err != nil {
-		return err
+	var sweeps []*report.Sweep
+	for _, path := range strings.Split(c.sweep.render, ",") {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var s report.Sweep
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if len(s.Rates) == 0 {
+			return fmt.Errorf("%s: no rates", path)
+		}
+		if len(s.Peers) == 0 {
+			s.Peers = bench.PeerNames() // written before sweeps listed them
+		}
+		sweeps = append(sweeps, &s)
 	}
-	var s report.Sweep
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("%s: %w", c.sweep.render, err)
-	}
-	if len(s.Rates) == 0 {
-		return fmt.Errorf("%s: no rates", c.sweep.render)
-	}
-	if len(s.Peers) == 0 {
-		s.Peers = bench.PeerNames() // written before sweeps listed them
-	}
+	s := sweeps[0]
+	s.Repeats = sweeps[1:]
 	s.Noise = c.sweep.noise
-	return writeSweep(&s, c, stdout)
+	return writeSweep(s, c, stdout)
 }
 
 // writeSweep prints the sweep's Markdown and writes the files asked for,

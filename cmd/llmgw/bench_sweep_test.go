@@ -25,6 +25,8 @@ func TestSweepSized(t *testing.T) {
 		{[]string{"-workload", "trace", "-trace", filepath.Join("internal", "bench", "trace", "testdata", "toolagent-synth.jsonl")}, 20, 20},
 		{[]string{"-workload", "fan-out", "-fanout-min", "2", "-fanout-max", "2"}, 40, 40}, // 20 bursts of 2
 		{[]string{"-workload", "siblings", "-samples", "3"}, 60, 60},                       // 20 prompts x 3
+		{[]string{"-workload", "b2b-saas"}, 20, 20},                                        // 4 groups x 5
+		{[]string{"-workload", "coding-agent", "-agent-turns", "1"}, 20, 20},               // 20 sessions of one turn
 	}
 	for _, tt := range tests {
 		c, err := parseBenchFlags(append(tt.args, "-rates", "4", "-duration", "5s"), &bytes.Buffer{}, &bytes.Buffer{})
@@ -82,6 +84,14 @@ func TestRenderSweep(t *testing.T) {
 	}
 	if strings.Contains(string(doc), "old") {
 		t.Errorf("the section was not replaced:\n%s", doc)
+	}
+	// The same sweep twice: the second is a repeat of the first.
+	c.sweep.render = filepath.Join(out, "sweep.json") + "," + filepath.Join(out, "sweep.json")
+	if err := renderSweep(c, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	if doc, _ := os.ReadFile(docPath); !strings.Contains(string(doc), "over 2 repeats") {
+		t.Errorf("rendering two sweeps: no capacity over 2 repeats:\n%s", doc)
 	}
 	c.sweep.render = filepath.Join(dir, "missing.json")
 	if err := renderSweep(c, &stdout); err == nil {

@@ -65,6 +65,8 @@ func TestBenchWorkloads(t *testing.T) {
 		{"-workload", "many-session", "-sessions", "3", "-rounds", "2"},
 		{"-workload", "fan-out", "-bursts", "1", "-fanout-min", "4", "-fanout-max", "4"},
 		{"-workload", "mixed-tenants", "-requests", "6"},
+		{"-workload", "b2b-saas", "-b2b-groups", "1"},
+		{"-workload", "coding-agent", "-agent-sessions", "1", "-agent-turns", "4", "-max-model-len", "32768"},
 	} {
 		c, err := parseBenchFlags(args, &bytes.Buffer{}, &bytes.Buffer{})
 		if err != nil {

@@ -75,7 +75,7 @@ func (e *env) route(t *testing.T, req *scheduler.Request, cands []scheduler.Cand
 	return d
 }
 
-// TestRegister: Register adds exactly the peers' six types beside the
+// TestRegister: Register adds exactly the peers' eight types beside the
 // built-ins, and a second Register into the same registry fails naming
 // the type already there.
 func TestRegister(t *testing.T) {
@@ -90,7 +90,8 @@ func TestRegister(t *testing.T) {
 			added = append(added, typ)
 		}
 	}
-	want := []string{"aibrix-prefix-cache", "dynamo-cost", "llmd-kv-utilization", "llmd-precise-prefix", "llmd-queue", "sglang-cache-aware"}
+	want := []string{"aibrix-prefix-cache", "dynamo-cost", "llmd-kv-utilization", "llmd-precise-prefix", "llmd-queue", "llmd-sticky",
+		"sglang-cache-aware", "smg-cache-aware"}
 	if !slices.Equal(added, want) {
 		t.Errorf("Register added %v; want %v", added, want)
 	}

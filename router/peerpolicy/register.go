@@ -45,6 +45,20 @@ func plugins() []struct {
 		{"llmd-queue", noParams(func(n scheduler.TypedName) scheduler.Plugin { return &QueueScorer{name: n} })},
 		{"llmd-kv-utilization", noParams(func(n scheduler.TypedName) scheduler.Plugin { return &KVUtilizationScorer{name: n} })},
 		{"llmd-precise-prefix", noParams(func(n scheduler.TypedName) scheduler.Plugin { return &PrefixMinMaxScorer{name: n} })},
+		{"llmd-sticky", func(n scheduler.TypedName, raw json.RawMessage, d scheduler.Deps) (scheduler.Plugin, error) {
+			p := defaultLLMDStickyParams()
+			if err := decodeValid(raw, &p); err != nil {
+				return nil, err
+			}
+			return newLLMDStickyScorer(n, p, d.Now), nil
+		}},
+		{"smg-cache-aware", func(n scheduler.TypedName, raw json.RawMessage, _ scheduler.Deps) (scheduler.Plugin, error) {
+			p := defaultSMGParams()
+			if err := decodeValid(raw, &p); err != nil {
+				return nil, err
+			}
+			return &SMGCacheAwareScorer{name: n, p: p}, nil
+		}},
 		{"aibrix-prefix-cache", func(n scheduler.TypedName, raw json.RawMessage, d scheduler.Deps) (scheduler.Plugin, error) {
 			p := defaultAIBrixParams()
 			if err := decodeValid(raw, &p); err != nil {

@@ -4,7 +4,9 @@ package bench
 // configurations (docs/PEER_POLICIES.md gives each rule, its defaults, the
 // version followed and where llmgw's version differs). A scorer of weight
 // 0.001 only feeds the cached-block predictions to the scorer after it;
-// its own score can at most break an exact tie.
+// its own score can at most break an exact tie. The first five are the
+// rules the peers defaulted to before; the last three their current
+// defaults.
 func peerPolicies() []Policy {
 	const picker = "picker \"max-score\" {}\n"
 	// feed is llmgw's precise prefix scorer without speculative credit,
@@ -19,5 +21,12 @@ func peerPolicies() []Policy {
 		{"llmd-precise", filters + feed + "scorer \"llmd-precise-prefix\" {\n  weight = 2\n}\n" +
 			"scorer \"llmd-kv-utilization\" {\n  weight = 1\n}\nscorer \"llmd-queue\" {\n  weight = 1\n}\n" + picker},
 		{"aibrix-prefix", filters + "scorer \"aibrix-prefix-cache\" {\n  weight = 1\n}\n" + picker},
+		// peak_prefill_throughput is the calibration llm-d asks for, done
+		// here for the bench's engine: 500 us a prompt token
+		// (BENCH_SIM_70B in mk/bench.mk) is 2,000 tokens a second.
+		{"llmd-sticky", filters + "scorer \"llmd-sticky\" {\n  weight = 1\n  params = { peak_prefill_throughput = 2000 }\n}\n" + picker},
+		{"dynamo-1.7", filters + feed + "scorer \"dynamo-cost\" {\n  weight = 1\n" +
+			"  params = { overlap_score_weight = 1, overlap_score_credit = 1, decode_active_request_weight = 0 }\n}\n" + picker},
+		{"smg-1.9", filters + feed + "scorer \"smg-cache-aware\" {\n  weight = 1\n}\n" + picker},
 	}
 }

@@ -35,9 +35,9 @@ func TestSummarize(t *testing.T) {
 	s := Summarize("p", results, reusable, SLO{TTFT: time.Second, ITL: 20 * ms}, 2*time.Second)
 	want := Summary{
 		Policy: "p", Duration: 2 * time.Second, Requests: 7, OK: 3, Rejected: 1, Shed: 2, Interrupted: 1,
-		TTFT:    Percentiles{P50: 300, P99: 2000},
-		ITL:     Percentiles{P50: 10, P99: 30},
-		E2E:     Percentiles{P50: 400, P99: 2100},
+		TTFT:    Percentiles{P50: 300, P90: 2000, P99: 2000},
+		ITL:     Percentiles{P50: 10, P90: 30, P99: 30},
+		E2E:     Percentiles{P50: 400, P90: 2100, P99: 2100},
 		Goodput: 0.5, GoodputShare: 1.0 / 7,
 		PromptTokens: 250, CachedTokens: 96, CachedShare: 96.0 / 250,
 		OracleTokens: 176, OracleHitShare: 96.0 / 176,
@@ -83,8 +83,8 @@ func TestPercentileRanks(t *testing.T) {
 	for i := 1; i <= 200; i++ {
 		ds = append(ds, time.Duration(201-i)*time.Millisecond)
 	}
-	if got := percentiles(ds); got != (Percentiles{P50: 100, P99: 198}) {
-		t.Errorf("1..200 ms: got %+v; want p50 100, p99 198", got)
+	if got := percentiles(ds); got != (Percentiles{P50: 100, P90: 180, P99: 198}) {
+		t.Errorf("1..200 ms: got %+v; want p50 100, p90 180, p99 198", got)
 	}
 }
 

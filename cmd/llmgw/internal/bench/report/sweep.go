@@ -31,6 +31,9 @@ type Sweep struct {
 	// the default by more is listed as a win.
 	Noise float64  `json:"noise"`
 	Rates []Report `json:"rates"`
+	// Repeats are other runs of the same sweep (other seeds), whose
+	// capacities the report's capacity table spreads with this one's.
+	Repeats []*Sweep `json:"-"`
 }
 
 // JSON is the sweep as indented JSON. A sweep without its provenance
@@ -189,6 +192,7 @@ func (s *Sweep) Markdown(plots []string) string {
 	s.writeSetup(&b)
 	v := s.Verdict()
 	s.writeVerdict(&b, v)
+	writeCapacity(&b, append([]*Sweep{s}, s.Repeats...)...)
 	s.writeRates(&b)
 	if len(plots) > 0 {
 		b.WriteString("\n")

@@ -1,0 +1,167 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// SLOShare is the share of its requests a policy must serve within the
+// SLO at a rate for the rate to be within its capacity: capacity at the
+// SLO is the highest arrival rate at which at least 90% of requests meet
+// it, the figure operators size fleets by.
+const SLOShare = 0.9
+
+// Capacity is one policy's capacity at the SLO in one sweep, read from
+// its swept rates: the rates are walked upwards until the first whose
+// share of requests within the SLO (GoodputShare) falls under SLOShare,
+// and the capacity is interpolated linearly in rate between that rate and
+// the one before it, where the share crossed SLOShare. A later rate that
+// meets the SLO again does not count (the sweep saw the policy fail
+// below it).
+type Capacity struct {
+	Rate float64
+	// Below: even the lowest rate missed (Rate is 0); Above: the highest
+	// still met it, so Rate, that rate, is only a lower bound.
+	Below, Above bool
+}
+
+// Capacity is the named policy's capacity at the SLO; false when the
+// policy ran at no rate.
+func (s *Sweep) Capacity(policy string) (Capacity, bool) {
+	prevRate, prevShare, ran := 0.0, 0.0, false
+	for _, r := range s.Rates {
+		p, ok := r.policy(policy)
+		if !ok {
+			continue
+		}
+		if p.GoodputShare < SLOShare {
+			if !ran {
+				return Capacity{Below: true}, true
+			}
+			f := (prevShare - SLOShare) / (prevShare - p.GoodputShare)
+			return Capacity{Rate: prevRate + f*(r.Rate-prevRate)}, true
+		}
+		prevRate, prevShare, ran = r.Rate, p.GoodputShare, true
+	}
+	return Capacity{Rate: prevRate, Above: true}, ran
+}
+
+// Spread is a figure's median and range over repeated sweeps.
+type Spread struct {
+	Median, Min, Max float64
+	N                int
+}
+
+func spreadOf(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	xs = slices.Sorted(slices.Values(xs))
+	n := len(xs)
+	return Spread{Median: (xs[(n-1)/2] + xs[n/2]) / 2, Min: xs[0], Max: xs[n-1], N: n}
+}
+
+// String is the median with the range when there is more than one value.
+func (s Spread) String() string {
+	if s.N > 1 && s.Max > s.Min {
+		return fmt.Sprintf("%.3g (%.3g-%.3g)", s.Median, s.Min, s.Max)
+	}
+	return fmt.Sprintf("%.3g", s.Median)
+}
+
+// CapacityRow is one policy's capacity over repeats of a sweep (the same
+// workload and rates, other seeds), beside its goodput, TTFT p90 and share
+// of the oracle at the highest swept rate within its median capacity (At;
+// 0 when even the lowest rate is past it).
+type CapacityRow struct {
+	Policy string
+	// Capacity spreads the repeats' capacities; Below and Above count the
+	// repeats whose capacity lay outside the swept rates (a Below counts
+	// as 0, an Above as the highest rate).
+	Capacity     Spread
+	Below, Above int
+	At           float64
+	Goodput      Spread // req/s
+	TTFTP90      Spread // ms
+	OracleShare  Spread
+}
+
+// Capacities are the capacity rows of every policy the sweeps ran, in the
+// order the first sweep ran them.
+func Capacities(sweeps ...*Sweep) []CapacityRow {
+	if len(sweeps) == 0 {
+		return nil
+	}
+	var rows []CapacityRow
+	for _, name := range sweeps[0].policies() {
+		row := CapacityRow{Policy: name}
+		var caps []float64
+		for _, s := range sweeps {
+			c, ok := s.Capacity(name)
+			if !ok {
+				continue
+			}
+			caps = append(caps, c.Rate)
+			row.Below += b2i(c.Below)
+			row.Above += b2i(c.Above)
+		}
+		row.Capacity = spreadOf(caps)
+		for _, s := range sweeps {
+			for _, r := range s.Rates {
+				if _, ok := r.policy(name); ok && r.Rate <= row.Capacity.Median {
+					row.At = max(row.At, r.Rate)
+				}
+			}
+		}
+		var good, ttft, oracle []float64
+		for _, s := range sweeps {
+			for _, r := range s.Rates {
+				if p, ok := r.policy(name); ok && r.Rate == row.At {
+					good, ttft, oracle = append(good, p.Goodput), append(ttft, float64(p.TTFT.P90)), append(oracle, p.OracleHitShare)
+				}
+			}
+		}
+		row.Goodput, row.TTFTP90, row.OracleShare = spreadOf(good), spreadOf(ttft), spreadOf(oracle)
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeCapacity writes the capacity table of the sweeps (one, or repeats).
+func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
+	fmt.Fprintf(b, "Capacity at the SLO: the highest arrival rate at which at least %.0f%% of requests met it, interpolated linearly "+
+		"between the swept rates where the share crossed %.0f%%", 100*SLOShare, 100*SLOShare)
+	if len(sweeps) > 1 {
+		fmt.Fprintf(b, "; median (range) over %d repeats", len(sweeps))
+	}
+	b.WriteString(". Goodput, TTFT p90 and share of the oracle are at the highest swept rate within it.\n\n")
+	b.WriteString("| policy | capacity at SLO | at | goodput | TTFT p90 | of oracle |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, r := range Capacities(sweeps...) {
+		capacity := r.Capacity.String() + " req/s"
+		switch {
+		case r.Below == r.Capacity.N:
+			capacity = "below the lowest rate"
+		case r.Above == r.Capacity.N:
+			capacity = ">= " + capacity
+		}
+		if r.At == 0 {
+			fmt.Fprintf(b, "| %s | %s | | | | |\n", r.Policy, capacity)
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s | %g req/s | %s req/s | %s ms | %s |\n", r.Policy, capacity, r.At, r.Goodput, r.TTFTP90, pctSpread(r.OracleShare))
+	}
+	b.WriteString("\n")
+}
+
+// pctSpread is a spread of shares as percentages.
+func pctSpread(s Spread) string {
+	return Spread{Median: 100 * s.Median, Min: 100 * s.Min, Max: 100 * s.Max, N: s.N}.String() + "%"
+}
