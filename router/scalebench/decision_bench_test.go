@@ -18,7 +18,8 @@ import (
 // hold none of the prompt; no replica has a request in flight. At 64
 // replicas every replica is scored; at 4,096 the 64 holders and 32
 // sampled others (replicas.Set.AppendCandidatesFor). p50-µs is the median
-// decision, the sweep's p50 of the same point. Run it with -cpu 1.
+// decision, the sweep's p50 of the same point, and cpu-p50-µs its
+// thread CPU time, without waits for a core. Run it with -cpu 1.
 func BenchmarkDecision(b *testing.B) {
 	cfg := DefaultConfig()
 	for _, n := range []int{64, 4096} {
@@ -30,19 +31,30 @@ func BenchmarkDecision(b *testing.B) {
 			d := newDecider(f)
 			ctx := context.Background()
 			lat := make([]float64, 0, 1<<14)
+			cpu := make([]float64, 0, 1<<14)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
+				c0, err := threadCPU()
+				if err != nil {
+					b.Fatal(err)
+				}
 				start := time.Now()
 				if err := d.decide(ctx, i%len(f.prompts)); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, float64(time.Since(start).Nanoseconds())/1e3)
+				c1, err := threadCPU()
+				if err != nil {
+					b.Fatal(err)
+				}
+				cpu = append(cpu, float64(c1-c0)/1e3)
 				i++
 			}
 			b.ReportMetric(quantile(lat, 0.5), "p50-µs")
+			b.ReportMetric(quantile(cpu, 0.5), "cpu-p50-µs")
 		})
 	}
 }
