@@ -3,6 +3,7 @@ package index
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -224,7 +225,8 @@ func TestMaxKeys(t *testing.T) {
 
 // TestReadersSeeWholeStates runs readers against a writer that flips a
 // replica between two snapshots and removes it: a reader must only ever see
-// one of the states, never a mixture or a half-built one.
+// one of the states, never a mixture or a half-built one, and the first
+// block's holders as steady and, while it holds the block, flip.
 func TestReadersSeeWholeStates(t *testing.T) {
 	ix := New(Options{})
 	prompt := seq(1, 64)
@@ -241,7 +243,15 @@ func TestReadersSeeWholeStates(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var buf []Match
+			var names []string
 			for !stop.Load() {
+				names = ix.AppendHolders(prompt[0], names[:0])
+				if !slices.Contains(names, "steady") || len(names) > 2 || len(names) == 2 && names[1] != "flip" {
+					select {
+					case errs <- fmt.Sprintf("reader saw holders %q; want steady, then flip or not", names):
+					default:
+					}
+				}
 				buf = ix.Lookup(prompt, buf[:0])
 				steady := false
 				for _, m := range buf {

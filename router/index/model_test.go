@@ -231,11 +231,20 @@ func checkLookups(t *testing.T, step int, ix *Index, ref refIndex, prompt []uint
 	}
 }
 
-// checkCounts compares HolderCount of key and Stats.Keys with the model.
+// checkCounts compares HolderCount of key and Stats.Keys with the model,
+// and AppendHolders of key with the names of a Lookup of key alone (which
+// checkLookups holds to the model), appended after what dst held.
 func checkCounts(t *testing.T, step int, ix *Index, ref refIndex, key uint64) {
 	t.Helper()
 	if got, want := ix.HolderCount(key), ref.holding(key); got != want {
 		t.Fatalf("step %d: HolderCount = %d; the model has %d ranks holding the key", step, got, want)
+	}
+	want := []string{"kept"}
+	for _, m := range ix.Lookup([]uint64{key}, nil) {
+		want = append(want, m.Replica)
+	}
+	if got := ix.AppendHolders(key, []string{"kept"}); !slices.Equal(got, want) {
+		t.Fatalf("step %d: AppendHolders = %q; want %q, Lookup's names in its order", step, got, want)
 	}
 	distinct := map[uint64]bool{}
 	for _, sets := range ref {

@@ -43,19 +43,19 @@ func (s *Set) appendHolders(sc *narrowed, model string, keys []uint64, tp *templ
 		}
 	}
 	pos := tp.positions()
-	sc.matches = hx.Lookup(model, keys[at:at+1], sc.matches[:0])
-	if len(sc.matches) > limit {
+	sc.holders = hx.AppendHolders(model, keys[at], sc.holders[:0])
+	if len(sc.holders) > limit {
 		// A partial Fisher-Yates shuffle: each holder is taken with the
 		// same chance, whatever its name or slot.
 		for k := range limit {
-			j := k + rand.IntN(len(sc.matches)-k)
-			sc.matches[k], sc.matches[j] = sc.matches[j], sc.matches[k]
-			sc.pick(pos, sc.matches[k].Replica)
+			j := k + rand.IntN(len(sc.holders)-k)
+			sc.holders[k], sc.holders[j] = sc.holders[j], sc.holders[k]
+			sc.pick(pos, sc.holders[k])
 		}
 		return
 	}
-	for _, m := range sc.matches {
-		sc.pick(pos, m.Replica)
+	for _, h := range sc.holders {
+		sc.pick(pos, h)
 	}
 }
 

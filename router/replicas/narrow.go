@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"sync"
 
-	"github.com/llmgw/llmgw/router/index"
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -28,10 +27,10 @@ const (
 )
 
 // HolderIndex names the replicas that hold a prompt's blocks
-// (index.Models): Lookup of one key lists its holders, HolderCount counts
-// them without naming them.
+// (index.Models): AppendHolders lists one key's holders, HolderCount
+// counts them without naming them.
 type HolderIndex interface {
-	Lookup(model string, keys []uint64, dst []index.Match) []index.Match
+	AppendHolders(model string, key uint64, dst []string) []string
 	HolderCount(model string, key uint64) int
 }
 
@@ -135,7 +134,7 @@ func (s *Set) appendPicked(dst []scheduler.Candidate, tp *template, picked []int
 // narrowed is AppendCandidatesFor's scratch memory, pooled so that
 // narrowing allocates nothing in the steady state.
 type narrowed struct {
-	matches []index.Match
+	holders []string
 	picked  []int
 	seen    []uint64
 }

@@ -25,6 +25,10 @@
 // from the replica set (router/replicas) and schedule with the default
 // configuration (router/scheduler over router/index), the fleet's KV state
 // fed through router/ingest so every replica it accepted is in exact mode.
+// Each prompt is on 64 holders at every fleet size, so the replicas axis
+// grows the fleet around a prompt, not the prompt's holders (the scenario
+// is stated in router/scheduler/README.md; BenchmarkDecision runs its 64-
+// and 4,096-replica points in one process).
 // Its floor is the prompt's hash plus one dependent random memory load per
 // block the index walk probes, over a working set as large as the index.
 //

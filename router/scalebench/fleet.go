@@ -18,13 +18,23 @@ import (
 // blockSize is the fleet's engine block size, vLLM's default.
 const blockSize = 16
 
+// promptHolders is how many replicas hold part of each prompt: the base
+// fleet's every replica.
+const promptHolders = 64
+
 // model is the one model the fleet serves.
 const model = "m"
 
 // fleet is one point of the sweep: a router's state for replicas of one
 // model over about blocks indexed blocks, and prompts of tokens tokens
-// that replica r holds the first (n-r)/n of each, so the walk visits every
+// held by promptHolders replicas (all of them in a smaller fleet), spread
+// evenly over the fleet: holder j, replica j·n/promptHolders, holds the
+// first (h-j)/h of each prompt (h holders), so the walk visits every
 // prompt block and the first replica (always accepted) holds all of it.
+// The other replicas hold only their share of random blocks, and no
+// replica has a request in flight. A prompt's holders are a property of
+// the prompt, not of the fleet: with them fixed, a point of the replicas
+// axis differs from another only in the replicas the prompt is not on.
 type fleet struct {
 	replicas, blocks, tokens int
 	ids                      []string
@@ -117,8 +127,8 @@ func (f *fleet) buildState() {
 
 // ingestSnapshot sends one driver snapshot of every replica through the
 // ingest, so every replica the index accepts is in exact mode: replica r
-// holds the first depths[r] blocks of each prompt and its share of random
-// blocks up to f.blocks in all. The snapshot is garbage when it returns,
+// holds the first depths[r] blocks of each prompt (promptDepth) and its
+// share of random blocks up to f.blocks in all. The snapshot is garbage when it returns,
 // so the heap reading after it counts only the state.
 func (f *fleet) ingestSnapshot(rng *rand.Rand, promptKeys [][]blockkey.Key) (depths []int) {
 	nReplicas := f.replicas
@@ -132,7 +142,7 @@ func (f *fleet) ingestSnapshot(rng *rand.Rand, promptKeys [][]blockkey.Key) (dep
 		if r < extra {
 			n++
 		}
-		depths[r] = pb * (nReplicas - r) / nReplicas
+		depths[r] = promptDepth(r, nReplicas, pb)
 		add := make([]uint64, 0, n+depths[r]*len(promptKeys))
 		for range n {
 			add = append(add, rng.Uint64())
@@ -147,6 +157,17 @@ func (f *fleet) ingestSnapshot(rng *rand.Rand, promptKeys [][]blockkey.Key) (dep
 	}
 	f.sink.ApplyUpdate(snap)
 	return depths
+}
+
+// promptDepth is how many of a prompt's pb blocks replica r of n holds:
+// holder j (replica j·spread) the first (h-j)/h, none for the others.
+func promptDepth(r, n, pb int) int {
+	h := min(n, promptHolders)
+	spread := n / h
+	if r%spread != 0 || r/spread >= h {
+		return 0
+	}
+	return pb * (h - r/spread) / h
 }
 
 // fallbacks is how many ranked fallbacks the decision asks for: the
