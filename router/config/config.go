@@ -75,6 +75,8 @@ type Config struct {
 	Rates Rates
 	// Index bounds the block index's CPU tier (index.go).
 	Index Index
+	// Tracing exports OpenTelemetry spans; off by default (tracing.go).
+	Tracing Tracing
 
 	// Discovery is DiscoveryConsul or DiscoveryNomad (nomad.go).
 	Discovery string
@@ -163,6 +165,7 @@ func Default() Config {
 		PeerExpiry:          3 * time.Second,
 		Rates:               defaultRates(),
 		Index:               defaultIndex(),
+		Tracing:             defaultTracing(),
 		LogLevel:            "info",
 		HTTP:                defaultHTTP(),
 		Migration:           defaultMigration(),
@@ -199,6 +202,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateAdmission()...)
 	errs = append(errs, c.Rates.validate()...)
 	errs = append(errs, c.Index.validate()...)
+	errs = append(errs, c.Tracing.validate()...)
 	errs = append(errs, c.Migration.validate()...)
 	errs = append(errs, c.validateNomad()...)
 	errs = append(errs, c.validatePD()...)
