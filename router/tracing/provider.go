@@ -22,8 +22,6 @@ type Options struct {
 	Endpoint string
 	// SampleRatio is the share of traces without a parent recorded.
 	SampleRatio float64
-	// Version is the router's service.version ("" for none).
-	Version string
 }
 
 // Provider makes the router's spans and sends them to the collector in
@@ -43,15 +41,11 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: exporter for %s: %w", o.Endpoint, err)
 	}
-	attrs := []resource.Option{
+	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName(ServiceName)),
 		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
 		resource.WithSchemaURL(semconv.SchemaURL),
-	}
-	if o.Version != "" {
-		attrs = append(attrs, resource.WithAttributes(semconv.ServiceVersion(o.Version)))
-	}
-	res, err := resource.New(ctx, attrs...)
+	)
 	if err != nil {
 		_ = exp.Shutdown(ctx)
 		return nil, fmt.Errorf("tracing: resource: %w", err)
