@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -51,10 +52,28 @@ func serverSpans(tp trace.TracerProvider) gin.HandlerFunc {
 			name += " " + path
 		}
 		ctx, span := tr.Start(tracing.Extract(r.Context(), r.Header), name, trace.WithSpanKind(trace.SpanKindServer))
-		defer span.End()
+		defer func() {
+			if p := recover(); p != nil { // a panic, or the proxy cutting a failed stream
+				span.SetStatus(codes.Error, fmt.Sprint(p))
+				span.End()
+				panic(p)
+			}
+			if span.IsRecording() {
+				st := c.Writer.Status()
+				span.SetAttributes(semconv.HTTPResponseStatusCode(st))
+				if st >= 500 {
+					span.SetStatus(codes.Error, strconv.Itoa(st))
+				}
+			}
+			span.End()
+		}()
 		if span.IsRecording() {
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
 			span.SetAttributes(semconv.HTTPRequestMethodKey.String(r.Method), semconv.URLPath(r.URL.Path),
-				semconv.URLScheme("http"), semconv.UserAgentOriginal(r.UserAgent()))
+				semconv.URLScheme(scheme), semconv.UserAgentOriginal(r.UserAgent()))
 			if path != "" {
 				span.SetAttributes(semconv.HTTPRoute(path))
 			}
@@ -64,13 +83,6 @@ func serverSpans(tp trace.TracerProvider) gin.HandlerFunc {
 		}
 		c.Request = r.WithContext(ctx)
 		c.Next()
-		if span.IsRecording() {
-			st := c.Writer.Status()
-			span.SetAttributes(semconv.HTTPResponseStatusCode(st))
-			if st >= 500 {
-				span.SetStatus(codes.Error, strconv.Itoa(st))
-			}
-		}
 	}
 }
 

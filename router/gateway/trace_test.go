@@ -208,3 +208,39 @@ func TestTraceMigration(t *testing.T) {
 			attr(mig[0], "llmgw.migrate.failed"), attr(mig[0], "llmgw.replica"), failedOn, movedTo)
 	}
 }
+
+// TestTraceNoReplicaAnswered: when every engine request fails, each
+// upstream span is an error and the server span records the client's
+// 502 as one; a health probe makes no span.
+func TestTraceNoReplicaAnswered(t *testing.T) {
+	rec := newRecorded()
+	refuse := func(w http.ResponseWriter, r *http.Request) {
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	}
+	h := newHarnessWith(t, rec.traced, backend(t, refuse), backend(t, refuse))
+	if resp, _ := post(t, h.srv.URL+"/v1/completions", `{"model":"m","prompt":"hello"}`); resp.StatusCode != http.StatusBadGateway {
+		t.Fatalf("status %d; want 502", resp.StatusCode)
+	}
+	if resp, _ := get(t, h.srv.URL+"/health"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("health: status %d", resp.StatusCode)
+	}
+	by := rec.ended(t, "POST /v1/completions")
+	srv := by["POST /v1/completions"][0]
+	if attr(srv, "http.response.status_code") != "502" || srv.Status().Code != codes.Error {
+		t.Errorf("server span status %s, %v; want 502 and an error", attr(srv, "http.response.status_code"), srv.Status())
+	}
+	ups := by["llmgw.upstream"]
+	if len(ups) != 2 {
+		t.Fatalf("%d upstream spans; want 2", len(ups))
+	}
+	for _, u := range ups {
+		if u.Status().Code != codes.Error {
+			t.Errorf("upstream span on %s: status %v; want an error", attr(u, "llmgw.replica"), u.Status())
+		}
+	}
+	if n := len(rec.Ended()); n != 5 { // server, route, admission, two upstream
+		t.Errorf("%d spans ended; want 5 (none for /health)", n)
+	}
+}
