@@ -48,7 +48,7 @@ func (r recorded) ended(t *testing.T, server string) map[string][]sdktrace.ReadO
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
