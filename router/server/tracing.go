@@ -19,7 +19,9 @@ func (s *Server) startTracing(ctx context.Context) error {
 	if t.Endpoint == "" {
 		return nil
 	}
-	p, err := tracing.New(ctx, tracing.Options{Endpoint: t.Endpoint, SampleRatio: t.SampleRatio})
+	log := s.log.Named("tracing")
+	p, err := tracing.New(ctx, tracing.Options{Endpoint: t.Endpoint, SampleRatio: t.SampleRatio,
+		OnError: func(err error) { log.Warn("spans not exported", "error", err) }})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -22,6 +23,11 @@ type Options struct {
 	Endpoint string
 	// SampleRatio is the share of traces without a parent recorded.
 	SampleRatio float64
+	// OnError, when set, is told of what the SDK cannot do (an export
+	// the collector refused or never got). It becomes OpenTelemetry's
+	// process-wide error handler, which otherwise writes to the standard
+	// library's log; the last provider made sets it.
+	OnError func(error)
 }
 
 // Provider makes the router's spans and sends them to the collector in
@@ -35,8 +41,11 @@ type Provider struct {
 // compression, TLS certificates); the endpoint given here wins over
 // theirs. Nothing is sent until a span ends, so New does not fail when
 // the collector is down: batches that cannot be sent are dropped, and
-// the SDK's error handler says so.
+// o.OnError is told.
 func New(ctx context.Context, o Options) (*Provider, error) {
+	if o.OnError != nil {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(o.OnError))
+	}
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(o.Endpoint))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: exporter for %s: %w", o.Endpoint, err)

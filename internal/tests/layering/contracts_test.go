@@ -98,6 +98,7 @@ var contracts = map[string][]string{
 	// Tracing: the OpenTelemetry SDK and its OTLP/HTTP exporter stay here;
 	// the packages that make spans see only the API.
 	"router/tracing": {
+		"go.opentelemetry.io/otel",
 		"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
 		"go.opentelemetry.io/otel/propagation",
 		"go.opentelemetry.io/otel/sdk/resource",
