@@ -98,8 +98,8 @@ type refusal struct {
 // prefillOnce sends the prefill request to one replica: the parameters a
 // decode replica needs, or a refusal for the client, or an error that
 // says why the next prefill replica should be tried. The request is one
-// SpanPrefill, a child of the request's server span,
-// whose trace context the prefill replica is sent.
+// SpanPrefill, a child of the request's server span, whose trace context
+// the prefill replica is sent.
 func (g *Gateway) prefillOnce(c *gin.Context, p *route.Plan, a route.Attempt, i int, id string, body []byte) (disagg.Params, *refusal, error) {
 	rid := a.Replica
 	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodPost, "http://"+a.Address+c.Request.URL.Path, bytes.NewReader(body))
