@@ -55,6 +55,18 @@ variable "expose_route_headers" {
   default     = false
 }
 
+variable "tracing_endpoint" {
+  description = "OTLP/HTTP traces URL the routers send spans to (http://collector:4318/v1/traces); empty: no tracing"
+  type        = string
+  default     = ""
+}
+
+variable "tracing_sample_ratio" {
+  description = "share of new traces recorded, 0..1; a client's traceparent decides for its own request"
+  type        = number
+  default     = 1
+}
+
 job "llmgw-router" {
   datacenters = ["*"]
   type        = "service"
@@ -122,11 +134,13 @@ job "llmgw-router" {
         args    = ["-config", "${NOMAD_TASK_DIR}/router.hcl"]
       }
 
-      # The environment wins over the config file: the Consul address and
-      # the route headers are job variables.
+      # The environment wins over the config file: the Consul address, the
+      # route headers and tracing are job variables.
       env {
         LLMGW_CONSUL_ADDRESS       = var.consul_address
         LLMGW_EXPOSE_ROUTE_HEADERS = var.expose_route_headers
+        LLMGW_TRACING_ENDPOINT     = var.tracing_endpoint
+        LLMGW_TRACING_SAMPLE_RATIO = var.tracing_sample_ratio
       }
 
       template {

@@ -44,6 +44,11 @@ log_level        = "info"
 # Pin requests to the data-parallel rank predicted to cache their prefix.
 pin_data_parallel_rank = true
 
+# OpenTelemetry spans of each request, over OTLP/HTTP (off while empty);
+# a client's traceparent decides sampling for its own request.
+# tracing_endpoint     = "http://127.0.0.1:4318/v1/traces"
+tracing_sample_ratio = 1
+
 # Responses API conversations this router keeps for previous_response_id.
 responses_store_bytes = 268435456
 responses_ttl         = "1h"

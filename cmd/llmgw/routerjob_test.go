@@ -102,10 +102,10 @@ func templateData(t *testing.T, src []byte, filename, destination string) string
 }
 
 // TestRouterJobEnv evaluates the env block of jobs/llmgw-router.nomad.hcl
-// with the input variables' defaults, and with expose_route_headers set,
-// renders each value as Nomad does (a string), and hands the result to
-// the router's env parser: a misspelt name or a value the router cannot
-// parse would otherwise show only on a real agent.
+// with the input variables' defaults, with expose_route_headers set and
+// with tracing on, renders each value as Nomad does (a string), and hands
+// the result to the router's env parser: a misspelt name or a value the
+// router cannot parse would otherwise show only on a real agent.
 func TestRouterJobEnv(t *testing.T) {
 	path := jobsDir("llmgw-router.nomad.hcl")
 	src, err := os.ReadFile(path)
@@ -138,13 +138,17 @@ func TestRouterJobEnv(t *testing.T) {
 	if env == nil {
 		t.Fatal("no env block")
 	}
+	const collector = "http://otel.service.consul:4318/v1/traces"
 	tests := []struct {
 		name    string
 		set     map[string]cty.Value
 		headers bool
+		tracing config.Tracing
 	}{
-		{"defaults", nil, false},
-		{"expose_route_headers", map[string]cty.Value{"expose_route_headers": cty.True}, true},
+		{"defaults", nil, false, config.Tracing{SampleRatio: 1}},
+		{"expose_route_headers", map[string]cty.Value{"expose_route_headers": cty.True}, true, config.Tracing{SampleRatio: 1}},
+		{"tracing", map[string]cty.Value{"tracing_endpoint": cty.StringVal(collector), "tracing_sample_ratio": cty.NumberFloatVal(0.1)},
+			false, config.Tracing{Endpoint: collector, SampleRatio: 0.1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,6 +174,9 @@ func TestRouterJobEnv(t *testing.T) {
 			if cfg.Consul.Address != defaults["consul_address"].AsString() || cfg.HTTP.ExposeRouteHeaders != tt.headers {
 				t.Errorf("env %v: consul address %q, expose_route_headers %t; want %q, %t", environ,
 					cfg.Consul.Address, cfg.HTTP.ExposeRouteHeaders, defaults["consul_address"].AsString(), tt.headers)
+			}
+			if cfg.Tracing != tt.tracing {
+				t.Errorf("env %v: tracing %+v; want %+v", environ, cfg.Tracing, tt.tracing)
 			}
 		})
 	}

@@ -464,6 +464,28 @@ log "modes on the new router: $(replicas | jq -c '[.replicas[] | {id: .id[0:8], 
 run complete "$ROUTER"
 ok "the upgraded router serves"
 
+log "== 11a. tracing (section 13 of the guide): spans to an OTLP/HTTP receiver"
+OTLP_PORT=${OTLP_PORT:-14318}
+TRACE_ID=4bf92f3577b34da6a3ce929d0e0e4736
+python3 "$REPO/docs/operating/otlp.py" serve "$OTLP_PORT" "$OPS/otlp.bin" &
+pids+=("$!")
+until_ok "the OTLP receiver listens on $OTLP_PORT" 10 curl -fs "http://127.0.0.1:$OTLP_PORT/health"
+TAIL=6 run "$LLMGW" jobs run "${vars_next[@]}" -var "tracing_endpoint=http://127.0.0.1:$OTLP_PORT/v1/traces" \
+  -var tracing_sample_ratio=0.05 jobs/llmgw-router.nomad.hcl
+grep -q 'successful' <<<"$out" || fail "the traced router's deployment did not succeed"
+until_ok "the traced router passes its check" 60 bash -c "curl -fs 'http://$CONSUL_HTTP_ADDR/v1/health/service/llmgw-router?passing' | jq -e 'length == 1'"
+ROUTER=$(router_addr)
+ADMIN=$(curl -fs "http://$CONSUL_HTTP_ADDR/v1/health/service/llmgw-router?passing" | jq -r '.[0] | "\(.Service.Address):\(.Service.Meta["llmgw-admin-port"])"')
+until_ok "the traced router lists the 4 replicas" 60 listed
+traced() {
+  curl -fsS -m 30 "http://$ROUTER/v1/chat/completions" -H "Authorization: Bearer $CLIENT_KEY" \
+    -H 'Content-Type: application/json' -H "traceparent: 00-$TRACE_ID-00f067aa0ba902b7-01" \
+    -d '{"model": "sim-model", "max_tokens": 16, "messages": [{"role": "user", "content": "Where did this request go?"}]}'
+}
+run traced
+jq -e '.choices[0].message.content | length > 0' <<<"$out" >/dev/null || fail "no completion from the traced router"
+until_ok "the router's spans of trace $TRACE_ID reached the receiver" 30 python3 "$REPO/docs/operating/otlp.py" has "$OPS/otlp.bin" "$TRACE_ID"
+
 log "== 12. draining the node"
 TAIL=6 run "$NOMAD" node drain -enable -self -yes -deadline 1m
 no_vllm() { curl -fs "http://$CONSUL_HTTP_ADDR/v1/catalog/service/vllm" | jq -e 'length == 0'; }

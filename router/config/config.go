@@ -75,6 +75,8 @@ type Config struct {
 	Rates Rates
 	// Index bounds the block index's CPU tier (index.go).
 	Index Index
+	// Tracing exports OpenTelemetry spans; off by default (tracing.go).
+	Tracing Tracing
 
 	// Discovery is DiscoveryConsul or DiscoveryNomad (nomad.go).
 	Discovery string
@@ -163,6 +165,7 @@ func Default() Config {
 		PeerExpiry:          3 * time.Second,
 		Rates:               defaultRates(),
 		Index:               defaultIndex(),
+		Tracing:             defaultTracing(),
 		LogLevel:            "info",
 		HTTP:                defaultHTTP(),
 		Migration:           defaultMigration(),
@@ -199,6 +202,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateAdmission()...)
 	errs = append(errs, c.Rates.validate()...)
 	errs = append(errs, c.Index.validate()...)
+	errs = append(errs, c.Tracing.validate()...)
 	errs = append(errs, c.Migration.validate()...)
 	errs = append(errs, c.validateNomad()...)
 	errs = append(errs, c.validatePD()...)
@@ -234,6 +238,15 @@ func (c *Config) Validate() error {
 	if c.Consul.Register && c.Consul.Address == "" {
 		errs = append(errs, errors.New("consul: register needs an address"))
 	}
+	errs = append(errs, c.validateReplicas()...)
+	errs = append(errs, c.EngineAuth.validate()...)
+	return errors.Join(errs...)
+}
+
+// validateReplicas checks the static replicas: ids set and unique, a
+// model, a host:port address, a block size and a task the router knows.
+func (c *Config) validateReplicas() []error {
+	var errs []error
 	seen := map[string]bool{}
 	for i, r := range c.Replicas {
 		where := fmt.Sprintf("replica %q", r.ID)
@@ -247,7 +260,9 @@ func (c *Config) Validate() error {
 		if r.Model == "" {
 			errs = append(errs, fmt.Errorf("%s: model is empty", where))
 		}
-		checkAddr(where+" address", r.Address)
+		if _, _, err := net.SplitHostPort(r.Address); err != nil {
+			errs = append(errs, fmt.Errorf("%s address %q: want host:port: %w", where, r.Address, err))
+		}
 		if r.BlockSize <= 0 || r.BlockSize > 4096 {
 			errs = append(errs, fmt.Errorf("%s: block_size %d: want 1..4096", where, r.BlockSize))
 		}
@@ -257,8 +272,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: task %q: want generate, embed or classify", where, r.Task))
 		}
 	}
-	errs = append(errs, c.EngineAuth.validate()...)
-	return errors.Join(errs...)
+	return errs
 }
 
 // ModelNames lists the configured models, sorted.

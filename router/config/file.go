@@ -36,6 +36,8 @@ type fileConfig struct {
 	ScrapeMaxRate    *int      `hcl:"scrape_max_rate,optional"`
 	PeerMaxRate      *int      `hcl:"peer_load_max_rate,optional"`
 	IndexCPURatio    *int      `hcl:"index_cpu_ratio,optional"`
+	TracingEndpoint  *string   `hcl:"tracing_endpoint,optional"`
+	TracingRatio     *float64  `hcl:"tracing_sample_ratio,optional"`
 	LogLevel         *string   `hcl:"log_level,optional"`
 	QueueTimeout     *string   `hcl:"queue_timeout,optional"`
 	MaxQueue         *int      `hcl:"max_queue,optional"`
@@ -161,6 +163,7 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	}
 	c.applyFileRates(fc)
 	c.applyFileIndex(fc)
+	c.applyFileTracing(fc)
 	c.applyFileNomad(fc)
 	if err := c.applyFileAuth(fc.APIKeys, fc.Auth); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/openai"
@@ -41,7 +42,10 @@ type Deps struct {
 	// this router's own, which no other router reaches).
 	Conversations Conversations
 	Logger        hclog.Logger
-	Options       Options
+	// Tracer makes each request's server span (router/tracing); nil
+	// traces nothing, and adds no traceparent to engine requests.
+	Tracer  trace.TracerProvider
+	Options Options
 }
 
 // Options are the gateway's HTTP settings, each with a default for its
@@ -107,6 +111,9 @@ func New(d Deps) (*Gateway, error) {
 	proxy := newProxy(g.tr, d.Logger, o.ExposeRouteHeaders)
 
 	e := newEngine(d.Logger)
+	if d.Tracer != nil {
+		e.Use(serverSpans(d.Tracer))
+	}
 	e.POST("/v1/chat/completions", g.authenticate, g.routed(openai.Chat, "chat", proxy))
 	e.POST("/v1/completions", g.authenticate, g.routed(openai.Completion, "completions", proxy))
 	g.pooling(e, proxy)

@@ -7,11 +7,13 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/migrate"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/route"
+	"github.com/llmgw/llmgw/router/tracing"
 )
 
 // Migration configures mid-stream migration (router/migrate): a stream
@@ -107,7 +109,23 @@ type reissuer struct {
 	freshID bool
 }
 
+// The continuation is one SpanMigrate, a child of the request's server
+// span, holding the continuation's SpanUpstream.
 func (r reissuer) Reissue(ctx context.Context, body []byte, failed []string) (io.ReadCloser, string, error) {
+	ctx, span := tracing.Start(ctx, SpanMigrate, trace.SpanKindInternal)
+	if span.IsRecording() {
+		span.SetAttributes(attrMigrateFailed.StringSlice(failed))
+	}
+	rc, id, err := r.reissue(ctx, body, failed)
+	if span.IsRecording() && id != "" {
+		span.SetAttributes(route.AttrReplica.String(id))
+	}
+	endEngineSpan(span, 0, err)
+	return rc, id, err
+}
+
+// reissue is Reissue without its span.
+func (r reissuer) reissue(ctx context.Context, body []byte, failed []string) (io.ReadCloser, string, error) {
 	p, err := r.g.d.Planner.Reschedule(ctx, r.kind, body, r.session, failed)
 	if err != nil {
 		return nil, "", err

@@ -45,8 +45,8 @@ func (g *Gateway) prefillStep(c *gin.Context, p *route.Plan, rt *routing) (int, 
 	id := requestID()
 	ctx := c.Request.Context()
 	var lastErr error
-	for _, a := range prefill {
-		params, refused, err := g.prefillOnce(c, p, a, id, body)
+	for i, a := range prefill {
+		params, refused, err := g.prefillOnce(c, p, a, i, id, body)
 		if refused != nil {
 			g.answerWith(c.Writer, refused)
 			return refused.status, false
@@ -97,15 +97,27 @@ type refusal struct {
 
 // prefillOnce sends the prefill request to one replica: the parameters a
 // decode replica needs, or a refusal for the client, or an error that
-// says why the next prefill replica should be tried.
-func (g *Gateway) prefillOnce(c *gin.Context, p *route.Plan, a route.Attempt, id string, body []byte) (disagg.Params, *refusal, error) {
-	rid, model := a.Replica, a.Model
+// says why the next prefill replica should be tried. The request is one
+// SpanPrefill, a child of the request's server span, whose trace context
+// the prefill replica is sent.
+func (g *Gateway) prefillOnce(c *gin.Context, p *route.Plan, a route.Attempt, i int, id string, body []byte) (disagg.Params, *refusal, error) {
+	rid := a.Replica
 	req, err := http.NewRequestWithContext(c.Request.Context(), http.MethodPost, "http://"+a.Address+c.Request.URL.Path, bytes.NewReader(body))
 	if err != nil {
 		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s: %w", rid, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(disagg.HeaderRequestID, id)
+	span := startEngineSpan(req.Context(), SpanPrefill, a, i, req.Header)
+	params, refused, status, err := g.sendPrefill(c, p, a, req)
+	endEngineSpan(span, status, err)
+	return params, refused, err
+}
+
+// sendPrefill is prefillOnce's exchange with the replica, req built; it
+// also returns the replica's status (0: none came).
+func (g *Gateway) sendPrefill(c *gin.Context, p *route.Plan, a route.Attempt, req *http.Request) (disagg.Params, *refusal, int, error) {
+	rid, model := a.Replica, a.Model
 	setEngineAuth(req.Header, g.tr.keyFor(model))
 	g.tr.setRank(req.Header, a)
 	uncached := p.PromptTokens - a.CachedTokens
@@ -116,11 +128,11 @@ func (g *Gateway) prefillOnce(c *gin.Context, p *route.Plan, a route.Attempt, id
 	if err != nil {
 		if c.Request.Context().Err() != nil {
 			attempts.WithLabelValues("canceled").Inc()
-			return disagg.Params{}, nil, err
+			return disagg.Params{}, nil, 0, err
 		}
 		attempts.WithLabelValues("connect_error").Inc()
 		g.tr.health.Failed(rid)
-		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s (%s): %w", rid, a.Address, err)
+		return disagg.Params{}, nil, 0, fmt.Errorf("prefill replica %s (%s): %w", rid, a.Address, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, disagg.MaxPrefillResponse+1))
@@ -129,20 +141,20 @@ func (g *Gateway) prefillOnce(c *gin.Context, p *route.Plan, a route.Attempt, id
 	case err != nil:
 		attempts.WithLabelValues("connect_error").Inc()
 		g.tr.health.Failed(rid)
-		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s: reading its answer: %w", rid, err)
+		return disagg.Params{}, nil, resp.StatusCode, fmt.Errorf("prefill replica %s: reading its answer: %w", rid, err)
 	case resp.StatusCode == http.StatusUnauthorized:
 		attempts.WithLabelValues("engine_unauthorized").Inc()
-		return disagg.Params{}, nil, engineRefused(rid, model, req.Header)
+		return disagg.Params{}, nil, resp.StatusCode, engineRefused(rid, model, req.Header)
 	case retryStatus(resp.StatusCode) || resp.StatusCode >= 500:
 		attempts.WithLabelValues("retry_status").Inc()
 		if resp.StatusCode != http.StatusTooManyRequests {
 			g.tr.health.Failed(rid)
 		}
-		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s answered %s", rid, resp.Status)
+		return disagg.Params{}, nil, resp.StatusCode, fmt.Errorf("prefill replica %s answered %s", rid, resp.Status)
 	case resp.StatusCode != http.StatusOK:
 		attempts.WithLabelValues("ok").Inc()
 		g.tr.health.Succeeded(rid)
-		return disagg.Params{}, &refusal{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: b}, nil
+		return disagg.Params{}, &refusal{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: b}, resp.StatusCode, nil
 	}
 	params, err := disagg.ParsePrefillResponse(b)
 	if err != nil {
@@ -150,11 +162,11 @@ func (g *Gateway) prefillOnce(c *gin.Context, p *route.Plan, a route.Attempt, id
 		// a KV connector: it counts as failing, so its breaker opens.
 		attempts.WithLabelValues("bad_prefill_response").Inc()
 		g.tr.health.Failed(rid)
-		return disagg.Params{}, nil, fmt.Errorf("prefill replica %s: %w", rid, err)
+		return disagg.Params{}, nil, resp.StatusCode, fmt.Errorf("prefill replica %s: %w", rid, err)
 	}
 	attempts.WithLabelValues("ok").Inc()
 	g.tr.health.Succeeded(rid)
-	return params, nil, nil
+	return params, nil, resp.StatusCode, nil
 }
 
 // answerWith sends the client a prefill replica's refusal.

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/route"
@@ -117,14 +118,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var lastErr error
 	for i, a := range rt.attempts {
-		out := req.Clone(req.Context())
-		out.URL.Host = a.Address
-		out.Host = a.Address
-		out.Body = io.NopCloser(bytes.NewReader(rt.body))
-		out.ContentLength = int64(len(rt.body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rt.body)), nil }
-		setEngineAuth(out.Header, t.keyFor(a.Model))
-		t.setRank(out.Header, a)
+		out := t.attemptRequest(req, rt, a)
+		span := startEngineSpan(req.Context(), SpanUpstream, a, i, out.Header)
 		id := a.Replica
 		uncached := rt.promptTokens - a.CachedTokens
 		if rt.remotePrefill {
@@ -140,6 +135,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		switch {
 		case err != nil:
 			end()
+			endEngineSpan(span, 0, err)
 			if req.Context().Err() != nil {
 				t.metrics.Attempts.WithLabelValues("canceled").Inc()
 				return nil, err
@@ -156,6 +152,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body.Close()
 			end()
 			lastErr = engineRefused(id, a.Model, out.Header)
+			endEngineSpan(span, resp.StatusCode, lastErr)
 			continue
 		case retryStatus(resp.StatusCode) && !last:
 			t.metrics.Attempts.WithLabelValues("retry_status").Inc()
@@ -166,6 +163,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body.Close()
 			end()
 			lastErr = fmt.Errorf("replica %s answered %s", id, resp.Status)
+			endEngineSpan(span, resp.StatusCode, lastErr)
 			continue
 		}
 		t.metrics.Attempts.WithLabelValues("ok").Inc()
@@ -176,10 +174,24 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		rt.served = i
 		rt.mu.Unlock()
 		rt.plan.Served(a)
-		resp.Body = &endOnClose{ReadCloser: resp.Body, end: end, answered: answered}
+		resp.Body = &endOnClose{ReadCloser: resp.Body, end: end, answered: answered, span: span, status: resp.StatusCode}
 		return resp, nil
 	}
 	return nil, lastErr
+}
+
+// attemptRequest is req as sent to attempt a's replica: its address,
+// the routed body, the engine's key and the predicted data-parallel rank.
+func (t *transport) attemptRequest(req *http.Request, rt *routing, a route.Attempt) *http.Request {
+	out := req.Clone(req.Context())
+	out.URL.Host = a.Address
+	out.Host = a.Address
+	out.Body = io.NopCloser(bytes.NewReader(rt.body))
+	out.ContentLength = int64(len(rt.body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(rt.body)), nil }
+	setEngineAuth(out.Header, t.keyFor(a.Model))
+	t.setRank(out.Header, a)
+	return out
 }
 
 // endOnClose ends the in-flight count when the proxy closes the body, and
@@ -188,6 +200,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 type endOnClose struct {
 	io.ReadCloser
 	end, answered func()
+	// span is the attempt's SpanUpstream, ended with the answer's body:
+	// its length is the engine's whole answer, a stream's last token too.
+	span   trace.Span
+	status int
 }
 
 func (e *endOnClose) Read(p []byte) (int, error) {
@@ -201,6 +217,7 @@ func (e *endOnClose) Read(p []byte) (int, error) {
 
 func (e *endOnClose) Close() error {
 	e.end()
+	endEngineSpan(e.span, e.status, nil)
 	return e.ReadCloser.Close()
 }
 

@@ -7,11 +7,14 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/scheduler"
 	"github.com/llmgw/llmgw/router/tenant"
+	"github.com/llmgw/llmgw/router/tracing"
 )
 
 // Plan decides where in's request goes: parse, tenancy, prompt keys,
@@ -24,8 +27,20 @@ func (pl *Planner) Plan(ctx context.Context, in Input) (*Plan, *Error) {
 }
 
 // plan is Plan ranking at most fallbacks replicas after the chosen one
-// (0: all of them, for Explain).
+// (0: all of them, for Explain), in a span of its own when ctx's is
+// recorded (trace.go).
 func (pl *Planner) plan(ctx context.Context, in Input, fallbacks int) (*Plan, *Error) {
+	ctx, span := tracing.Start(ctx, SpanRoute, trace.SpanKindInternal)
+	p, e := pl.decide(ctx, in, fallbacks)
+	if span.IsRecording() {
+		traceDecision(span, p, e)
+	}
+	span.End()
+	return p, e
+}
+
+// decide is plan without its span.
+func (pl *Planner) decide(ctx context.Context, in Input, fallbacks int) (*Plan, *Error) {
 	start := time.Now()
 	band, err := admission.ParsePriority(in.Priority)
 	if err != nil {
@@ -121,13 +136,18 @@ func (pl *Planner) target(model string) (prompt.Target, *Error) {
 func (pl *Planner) admitAndSchedule(ctx context.Context, p *Plan, band int) (sched, queued time.Duration, _ *Error) {
 	var err error
 	waitStart := time.Now()
-	admitErr := pl.admit.Admit(ctx, p.sreq.Model, band, func() bool {
+	actx, span := tracing.Start(ctx, SpanAdmission, trace.SpanKindInternal)
+	admitErr := pl.admit.Admit(actx, p.sreq.Model, band, func() bool {
 		t0 := time.Now()
-		p.decision, p.cands, err = pl.scheduleRoles(ctx, p.Request.Model, p)
+		p.decision, p.cands, err = pl.scheduleRoles(actx, p.Request.Model, p)
 		sched = time.Since(t0)
 		return !errors.Is(err, scheduler.ErrAllBusy)
 	})
 	queued = time.Since(waitStart) - sched
+	if span.IsRecording() {
+		traceAdmission(span, band, queued, admitErr)
+	}
+	span.End()
 	switch {
 	case admitErr != nil: // every replica busy, and no room or time to wait
 		return sched, queued, busy(p.Request.Model, admitErr)

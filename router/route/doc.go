@@ -32,6 +32,11 @@
 // explains a decision without sending it (Planner.Explain, for the admin
 // API), and lists models and replicas for /v1/models and /admin/replicas.
 //
+// When the request's context carries a recorded trace span
+// (router/tracing), Plan adds the decision's span and, within it, the
+// admission wait's (trace.go): the chosen replica, its match mode and
+// predicted cache, each scorer's part of the winning total.
+//
 // Session affinity is keyed by tenant and session id, so one tenant can
 // neither follow nor re-pin another's session by sending its id.
 //

@@ -30,7 +30,8 @@ type Scheduler struct {
 	scorers   []WeightedScorer
 	picker    Picker
 	observers []Observer
-	names     []string // scorer names, for Decision.Scorers
+	names     []string  // scorer names, for Decision.Scorers
+	weights   []float64 // scorer weights, for Decision.Weights
 }
 
 // New assembles a scheduler. Plugins that also implement Observer are told
@@ -59,6 +60,7 @@ func New(filters []Filter, scorers []WeightedScorer, picker Picker) (*Scheduler,
 		}
 		add(w.Scorer)
 		s.names = append(s.names, w.TypedName().String())
+		s.weights = append(s.weights, w.Weight)
 	}
 	add(picker)
 	return s, nil
@@ -87,6 +89,10 @@ type Decision struct {
 	Fallbacks []Ranked
 	// Scorers names the scorers, in the order of Ranked.Scores.
 	Scorers []string
+	// Weights are the scorers' weights, in the same order: Weights[i] *
+	// Scores[i] is scorer i's part of a candidate's Total, which is what
+	// a trace shows of the winning score.
+	Weights []float64
 	// Filtered counts candidates removed by each filter.
 	Filtered map[string]int
 }
@@ -127,7 +133,7 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 	if pick < 0 || pick >= len(live) {
 		return d, fmt.Errorf("picker %s chose %d of %d candidates", s.picker.TypedName(), pick, len(live))
 	}
-	d.Scorers = s.names
+	d.Scorers, d.Weights = s.names, s.weights
 	d.Chosen, d.Fallbacks = s.rank(req, live, totals, per, pick)
 	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -321,5 +322,36 @@ func TestTopOrderIsRankOrdersPrefix(t *testing.T) {
 		if !slices.Equal(top[:k], full[:k]) {
 			t.Fatalf("trial %d (n %d, k %d): topOrder %v; rankOrder's first k %v", trial, n, k, top[:k], full[:k])
 		}
+	}
+}
+
+// TestDecisionWeights: each ranked candidate's Total is the sum of its
+// scorers' parts, Weights[i] * Scores[i], with the weights in the
+// configured order (what a trace reports of the winning score).
+func TestDecisionWeights(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	e.store(t, "a", index.GPU, keys(1, 8))
+	cands := []Candidate{cand("a", ModeExact), cand("b", ModeExact)}
+	d := e.route(t, &Request{Model: "m", Keys: keys(1, 12)}, cands)
+	cfg := DefaultConfig()
+	if len(d.Weights) != len(cfg.Scorers) || len(d.Weights) != len(d.Scorers) {
+		t.Fatalf("weights %v for scorers %v; want one per configured scorer", d.Weights, d.Scorers)
+	}
+	for i, s := range cfg.Scorers {
+		if d.Weights[i] != s.Weight {
+			t.Errorf("weight %d (%s) %g; want %g", i, d.Scorers[i], d.Weights[i], s.Weight)
+		}
+	}
+	for _, r := range append([]Ranked{d.Chosen}, d.Fallbacks...) {
+		sum := 0.0
+		for i, w := range d.Weights {
+			sum += w * r.Scores[i]
+		}
+		if math.Abs(sum-r.Total) > 1e-9 {
+			t.Errorf("%s: parts sum to %g; total %g", r.Candidate.ID, sum, r.Total)
+		}
+	}
+	if d.Chosen.Candidate.ID != "a" || d.Score(d.Chosen, "prefix") == 0 {
+		t.Errorf("chose %s with prefix score %g; want a, which holds the prefix", d.Chosen.Candidate.ID, d.Score(d.Chosen, "prefix"))
 	}
 }

@@ -45,7 +45,7 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(gateway.Deps{
+	deps := gateway.Deps{
 		Planner: planner, Metrics: s.metrics, Auth: keys, EngineKey: s.cfg.EngineKey,
 		Ready: s.synced, Conversations: s.conv,
 		Logger: s.log.Named("gateway"),
@@ -57,7 +57,11 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 			Migration:          gateway.Migration(s.cfg.Migration),
 			DisableRankPinning: !s.cfg.PinDataParallelRank,
 		},
-	})
+	}
+	if s.tracer != nil { // a nil *Provider in the interface would not be nil
+		deps.Tracer = s.tracer.TracerProvider()
+	}
+	gw, err := gateway.New(deps)
 	if err != nil {
 		return err
 	}

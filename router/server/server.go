@@ -28,6 +28,7 @@ import (
 	"github.com/llmgw/llmgw/router/respstore"
 	"github.com/llmgw/llmgw/router/route"
 	"github.com/llmgw/llmgw/router/scheduler"
+	"github.com/llmgw/llmgw/router/tracing"
 )
 
 // Server is a running router.
@@ -42,6 +43,7 @@ type Server struct {
 	hits    engineHits         // engines' prefix-cache counters, for the status page
 
 	gw              *gateway.Gateway
+	tracer          *tracing.Provider // nil: tracing off (tracing.go)
 	planner         *route.Planner
 	api, ingest     *http.Server
 	apiLn, ingestLn net.Listener
@@ -104,6 +106,9 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 		return nil, err
 	}
 	if err := s.startConversations(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.startTracing(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.startGateway(keys, opts); err != nil {
@@ -322,6 +327,7 @@ func (s *Server) Close() {
 		if s.gw != nil {
 			s.gw.Close()
 		}
+		s.stopTracing() // after the API server: its last requests' spans are sent
 		if s.peerPub != nil {
 			s.peerPub.Close()
 		}

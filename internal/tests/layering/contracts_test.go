@@ -70,6 +70,11 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/responses", // Responses bodies
 		"github.com/llmgw/llmgw/router/route",
 		"github.com/llmgw/llmgw/router/tenant",
+		"github.com/llmgw/llmgw/router/tracing", // spans and W3C trace context
+		"go.opentelemetry.io/otel/attribute",
+		"go.opentelemetry.io/otel/codes",
+		"go.opentelemetry.io/otel/semconv/v1.40.0",
+		"go.opentelemetry.io/otel/trace",
 	},
 	// The planner: every routing decision, whichever API asked for it.
 	"router/route": {
@@ -84,6 +89,23 @@ var contracts = map[string][]string{
 		"github.com/llmgw/llmgw/router/replicas",
 		"github.com/llmgw/llmgw/router/scheduler",
 		"github.com/llmgw/llmgw/router/tenant",
+		"github.com/llmgw/llmgw/router/tracing", // the decision's and admission's spans
+		"go.opentelemetry.io/otel/attribute",
+		"go.opentelemetry.io/otel/codes",
+		"go.opentelemetry.io/otel/semconv/v1.40.0",
+		"go.opentelemetry.io/otel/trace",
+	},
+	// Tracing: the OpenTelemetry SDK and its OTLP/HTTP exporter stay here;
+	// the packages that make spans see only the API.
+	"router/tracing": {
+		"go.opentelemetry.io/otel",
+		"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
+		"go.opentelemetry.io/otel/propagation",
+		"go.opentelemetry.io/otel/sdk/resource",
+		"go.opentelemetry.io/otel/sdk/trace",
+		"go.opentelemetry.io/otel/semconv/v1.40.0",
+		"go.opentelemetry.io/otel/trace",
+		"go.opentelemetry.io/otel/trace/noop",
 	},
 	"router/migrate":   {"github.com/llmgw/llmgw/router/openai"},
 	"router/auth":      {"github.com/hashicorp/go-hclog", "github.com/llmgw/llmgw/router/tenant"},
