@@ -1,0 +1,98 @@
+package nomad
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/llmgw/llmgw/nomad/nomadtest"
+)
+
+func standinScaler(t *testing.T) (*nomadtest.Server, *Scaler) {
+	t.Helper()
+	s := nomadtest.New("tok")
+	if err := s.Listen("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	c, err := NewClient(Config{Address: s.Addr(), Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, NewScaler(c)
+}
+
+// TestScalerStartsOnceAcrossCallers: many callers, each with its own
+// client as separate routers have, start a group at zero at once; the
+// count changes once, to the start count, and only one caller reports
+// the change. The job's status moved after its spec (so its ModifyIndex
+// is past its JobModifyIndex), as on a running cluster.
+func TestScalerStartsOnceAcrossCallers(t *testing.T) {
+	s, _ := standinScaler(t)
+	s.AddJob("", "m1", []string{"shard"}, 0)
+	s.SetHealthy("", "m1", "shard", 0)
+	var changes int
+	var mu sync.Mutex
+	s.OnScale(func(_, _, _ string, _, _ int) {
+		mu.Lock()
+		changes++
+		mu.Unlock()
+	})
+	const callers = 8
+	var wg sync.WaitGroup
+	won := make(chan bool, callers)
+	for range callers {
+		c, err := NewClient(Config{Address: s.Addr(), Token: "tok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := NewScaler(c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			changed, err := sc.Start(context.Background(), Group{"m1", "shard"}, 2, "llmgw: a request for m1")
+			if err != nil {
+				t.Error(err)
+			}
+			won <- changed
+		}()
+	}
+	wg.Wait()
+	close(won)
+	var winners int
+	for w := range won {
+		if w {
+			winners++
+		}
+	}
+	if winners != 1 || changes != 1 || s.Count("", "m1", "shard") != 2 {
+		t.Fatalf("%d callers changed the count, %d changes, count %d; want 1, 1, 2", winners, changes, s.Count("", "m1", "shard"))
+	}
+}
+
+// TestScalerStopAndRefusals: Stop moves a group to zero once; Start and
+// Stop leave a group alone that is already where they would move it;
+// errors name the job.
+func TestScalerStopAndRefusals(t *testing.T) {
+	s, sc := standinScaler(t)
+	ctx := context.Background()
+	s.AddJob("", "m1", []string{"shard"}, 1)
+	g := Group{"m1", "shard"}
+	if changed, err := sc.Start(ctx, g, 1, "warm already"); err != nil || changed {
+		t.Fatalf("start at 1: %v %v; want no change", changed, err)
+	}
+	if changed, err := sc.Stop(ctx, g, "idle"); err != nil || !changed || s.Count("", "m1", "shard") != 0 {
+		t.Fatalf("stop: %v %v, count %d", changed, err, s.Count("", "m1", "shard"))
+	}
+	if changed, err := sc.Stop(ctx, g, "idle"); err != nil || changed {
+		t.Fatalf("stop at 0: %v %v; want no change", changed, err)
+	}
+	if n, err := sc.Count(ctx, g); err != nil || n != 0 {
+		t.Fatalf("count %d %v", n, err)
+	}
+	for _, bad := range []Group{{"nope", "shard"}, {"m1", "nope"}} {
+		if _, err := sc.Start(ctx, bad, 1, ""); err == nil {
+			t.Errorf("start %s: no error", bad)
+		}
+	}
+}
