@@ -167,6 +167,7 @@ func Default() Config {
 		HTTP:                defaultHTTP(),
 		Migration:           defaultMigration(),
 		Discovery:           DiscoveryConsul,
+		Nomad:               Nomad{ColdStartTimeout: DefaultColdStartTimeout, MaxColdQueue: DefaultMaxColdQueue},
 		Consul:              Consul{CheckInterval: 10 * time.Second},
 		Auth:                Auth{ReloadInterval: 2 * time.Second},
 		Models:              map[string]Model{},
@@ -201,6 +202,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Index.validate()...)
 	errs = append(errs, c.Migration.validate()...)
 	errs = append(errs, c.validateNomad()...)
+	errs = append(errs, c.validateScaleZero()...)
 	errs = append(errs, c.validatePD()...)
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))
