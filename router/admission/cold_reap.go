@@ -1,23 +1,6 @@
 package admission
 
-import (
-	"context"
-	"time"
-)
-
-// Run reaps every interval until ctx ends.
-func (c *Cold) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.Reap(ctx)
-		}
-	}
-}
+import "context"
 
 // Reap is one pass over the models: it stops each whose idle time has
 // passed since its last request here and since any router was last seen
