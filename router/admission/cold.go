@@ -210,6 +210,9 @@ func (c *Cold) Hold(ctx context.Context, model string) error {
 	}
 	result, err := c.wait(ctx, m)
 	c.leave(m, t.Name)
+	if err == nil {
+		c.touch(m) // its idle time runs from now, not from its arrival
+	}
 	c.stage(ctx, Stage{Model: model, Name: "wait", Start: start, Took: c.o.Now().Sub(start), Result: result})
 	if mt := c.o.Metrics; mt != nil {
 		mt.Wait.WithLabelValues(model, result).Observe(c.o.Now().Sub(start).Seconds())
