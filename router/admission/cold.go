@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgw/llmgw/router/tenant"
@@ -21,6 +22,10 @@ type Starter interface {
 	// Count is how many replicas the model's job asks for now.
 	Count(ctx context.Context, model string) (int, error)
 }
+
+// startCallTimeout bounds one Start call, which outlives the request
+// that makes it.
+const startCallTimeout = 30 * time.Second
 
 // Model states, as the status page shows them.
 const (
@@ -88,13 +93,18 @@ type coldModel struct {
 	name string
 	idle time.Duration
 	// last is when this router last had a request for the model, or saw
-	// one in flight anywhere; the router's start counts as one.
-	last     time.Time
+	// one in flight anywhere, in Unix nanoseconds; the router's start
+	// counts as one. stopped is set when Reap stopped the model (or found
+	// it at zero) since. Both are atomic: every request for the model
+	// touches them, warm or not, and takes no lock.
+	last    atomic.Int64
+	stopped atomic.Bool
+
+	// Guarded by Cold.mu.
 	waiting  int
 	starting bool      // a Start call is in flight
 	tried    time.Time // when the last Start call began
 	asked    bool      // the job asks for replicas, as last read or set
-	stopped  bool      // Reap stopped it (or found it at zero) since last
 }
 
 // ColdRejected is Hold's answer to a request it cannot hold (the model's
@@ -139,7 +149,9 @@ func NewCold(o ColdOptions) (*Cold, error) {
 	c := &Cold{o: o, models: map[string]*coldModel{}, perTenant: map[string]int{}}
 	now := o.Now()
 	for name, idle := range o.Idle {
-		c.models[name] = &coldModel{name: name, idle: idle, last: now}
+		m := &coldModel{name: name, idle: idle}
+		m.last.Store(now.UnixNano())
+		c.models[name] = m
 	}
 	return c, nil
 }
@@ -213,19 +225,20 @@ func (c *Cold) Hold(ctx context.Context, model string) error {
 	if err == nil {
 		c.touch(m) // its idle time runs from now, not from its arrival
 	}
-	c.stage(ctx, Stage{Model: model, Name: "wait", Start: start, Took: c.o.Now().Sub(start), Result: result})
+	took := c.o.Now().Sub(start)
+	c.stage(ctx, Stage{Model: model, Name: "wait", Start: start, Took: took, Result: result})
 	if mt := c.o.Metrics; mt != nil {
-		mt.Wait.WithLabelValues(model, result).Observe(c.o.Now().Sub(start).Seconds())
+		mt.Wait.WithLabelValues(model, result).Observe(took.Seconds())
 	}
 	return err
 }
 
 // touch records a request for m now.
 func (c *Cold) touch(m *coldModel) {
-	now := c.o.Now()
-	c.mu.Lock()
-	m.last, m.stopped = now, false
-	c.mu.Unlock()
+	m.last.Store(c.o.Now().UnixNano())
+	if m.stopped.Load() {
+		m.stopped.Store(false)
+	}
 }
 
 // join counts a waiter for m of tenant name, or refuses it over a share.
@@ -306,7 +319,7 @@ func (c *Cold) maybeStart(ctx context.Context, m *coldModel) {
 	if !due {
 		return
 	}
-	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.Retry*6)
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startCallTimeout)
 	changed, err := c.o.Starter.Start(callCtx, m.name)
 	cancel()
 	c.mu.Lock()

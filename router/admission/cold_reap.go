@@ -21,23 +21,27 @@ func (c *Cold) Reap(ctx context.Context) []string {
 			c.touch(m)
 			continue
 		}
-		ready := c.o.Ready(name)
-		if !ready {
+		if !c.o.Ready(name) {
 			c.refresh(ctx, m)
 		}
 		if !c.idle(m) {
 			continue
 		}
-		start := c.o.Now()
+		last, start := m.last.Load(), c.o.Now()
 		changed, err := c.o.Starter.Stop(ctx, name)
 		c.scaled(name, "down", changed, err)
 		c.stage(ctx, Stage{Model: name, Name: "scale_down", Start: start, Took: c.o.Now().Sub(start), Changed: changed, Err: err})
 		if err != nil {
 			continue
 		}
-		c.mu.Lock()
-		m.stopped, m.asked = true, false
-		c.mu.Unlock()
+		// A request that came during the call may have started the model
+		// again: then it is not stopped, and its idle time runs.
+		if m.last.Load() == last {
+			m.stopped.Store(true)
+			c.mu.Lock()
+			m.asked = false
+			c.mu.Unlock()
+		}
 		if changed {
 			stopped = append(stopped, name)
 		}
@@ -68,5 +72,5 @@ func (c *Cold) idle(m *coldModel) bool {
 	now := c.o.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return m.idle > 0 && !m.stopped && !m.starting && m.waiting == 0 && now.Sub(m.last) >= m.idle
+	return m.idle > 0 && !m.stopped.Load() && !m.starting && m.waiting == 0 && now.UnixNano()-m.last.Load() >= int64(m.idle)
 }

@@ -1,0 +1,60 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/llmgw/llmgw/router/admission"
+)
+
+// coldFunc is a ColdStart answering with f.
+type coldFunc func(ctx context.Context, model string) error
+
+func (f coldFunc) Hold(ctx context.Context, model string) error { return f(ctx, model) }
+
+// TestHoldColdAnswers: the hold's outcomes become the client's answer: a
+// released request goes on, a full hold is a 429 and a timed-out one a
+// 503, each with the hold's Retry-After; the hold sees the request id.
+func TestHoldColdAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		err        error
+		status     int
+		retryAfter time.Duration
+	}{
+		{"released", nil, 0, 0},
+		{"full", &admission.ColdRejected{Reason: "queue_full", RetryAfter: 5 * time.Second, Detail: "m is starting and 64 requests already wait for it"}, http.StatusTooManyRequests, 5 * time.Second},
+		{"tenant full", &admission.ColdRejected{Reason: "tenant_queue_full", RetryAfter: 5 * time.Second, Detail: "d"}, http.StatusTooManyRequests, 5 * time.Second},
+		{"timed out", &admission.ColdRejected{Reason: "timeout", RetryAfter: 5 * time.Second, Detail: "d"}, http.StatusServiceUnavailable, 5 * time.Second},
+		{"left", context.Canceled, http.StatusServiceUnavailable, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sawID, sawModel string
+			pl := &Planner{d: Deps{Cold: coldFunc(func(ctx context.Context, model string) error {
+				sawID, sawModel = RequestID(ctx), model
+				return tc.err
+			})}}
+			_, e := pl.holdCold(context.Background(), Input{RequestID: "req-1"}, "m")
+			if sawID != "req-1" || sawModel != "m" {
+				t.Fatalf("hold saw request %q for %q; want req-1 for m", sawID, sawModel)
+			}
+			if tc.status == 0 {
+				if e != nil {
+					t.Fatalf("released request refused: %v", e)
+				}
+				return
+			}
+			var rej *admission.ColdRejected
+			if e == nil || e.Status != tc.status || e.RetryAfter != tc.retryAfter || errors.As(tc.err, &rej) && e.Message != rej.Detail+"; retry later" {
+				t.Fatalf("answer %+v; want %d with Retry-After %s", e, tc.status, tc.retryAfter)
+			}
+		})
+	}
+	if _, e := (&Planner{}).holdCold(context.Background(), Input{}, "m"); e != nil {
+		t.Fatalf("no hold configured: %v", e)
+	}
+}
