@@ -33,7 +33,8 @@ type Nomad struct {
 	Services []string
 	// ScaleFromZero lists the models scaled from and to zero, with how
 	// long a request waits for the first replica and how many wait per
-	// model (scalezero.go).
+	// model (scalezero.go; 0 takes DefaultColdStartTimeout and
+	// DefaultMaxColdQueue).
 	ScaleFromZero    []ScaleFromZero
 	ColdStartTimeout time.Duration
 	MaxColdQueue     int

@@ -83,8 +83,8 @@ func (c *Config) applyFileScaleZero(fn *fileNomad) error {
 func (c *Config) validateScaleZero() []error {
 	var errs []error
 	n := c.Nomad
-	if n.ColdStartTimeout <= 0 || n.MaxColdQueue <= 0 {
-		errs = append(errs, fmt.Errorf("nomad cold_start_timeout %s and max_cold_queue %d must be positive", n.ColdStartTimeout, n.MaxColdQueue))
+	if n.ColdStartTimeout < 0 || n.MaxColdQueue < 0 {
+		errs = append(errs, fmt.Errorf("nomad cold_start_timeout %s and max_cold_queue %d must not be negative (0: the default)", n.ColdStartTimeout, n.MaxColdQueue))
 	}
 	seen := map[string]bool{}
 	for _, s := range n.ScaleFromZero {

@@ -70,8 +70,8 @@ func TestScaleFromZeroRejects(t *testing.T) {
   }
 }`, "want at least 1"},
 		{`nomad {
-  max_cold_queue = 0
-}`, "must be positive"},
+  max_cold_queue = -1
+}`, "must not be negative"},
 		{`nomad {
   scale_from_zero "m" {
     job = "j"
