@@ -95,17 +95,21 @@ func (s *Server) Count(ns, id, group string) int {
 // SetHealthy reports n of a group's allocations healthy, as a Nomad client
 // does once their checks pass; the job's deployment ends when n reaches
 // the count. The job's ModifyIndex moves, its JobModifyIndex does not.
-func (s *Server) SetHealthy(ns, id, group string, n int) {
+// It reports whether the job has the group.
+func (s *Server) SetHealthy(ns, id, group string, n int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if j := s.jobs[nsOr(ns)+"/"+id]; j != nil {
-		j.healthy[group] = n
-		if n >= j.count[group] {
-			j.deploying = false
-		}
-		s.jobIndex++
-		j.modify = s.jobIndex
+	j := s.jobs[nsOr(ns)+"/"+id]
+	if j == nil || !slices.Contains(j.groups, group) {
+		return false
 	}
+	j.healthy[group] = n
+	if n >= j.count[group] {
+		j.deploying = false
+	}
+	s.jobIndex++
+	j.modify = s.jobIndex
+	return true
 }
 
 func nsOr(ns string) string {
