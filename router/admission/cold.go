@@ -24,8 +24,13 @@ type Starter interface {
 }
 
 // startCallTimeout bounds one Start call, which outlives the request
-// that makes it.
-const startCallTimeout = 30 * time.Second
+// that makes it. startRecheck is how often waiters call Start again after
+// one succeeded, in case the count went back to zero (another router's
+// scale-down that crossed this start) while they wait.
+const (
+	startCallTimeout = 30 * time.Second
+	startRecheck     = 30 * time.Second
+)
 
 // Model states, as the status page shows them.
 const (
@@ -61,7 +66,8 @@ type ColdOptions struct {
 	// tenant's over every model (0: MaxWaiting).
 	MaxWaiting, MaxPerTenant int
 	// Poll is how often waiters look for a ready replica (default 500 ms);
-	// a failed or lost start is tried again at most every Retry (5 s).
+	// a failed start is tried again at most every Retry (5 s), a
+	// successful one every 30 s while requests wait.
 	Poll, Retry time.Duration
 	// Ready reports whether a replica of model passes its check: the
 	// router's replica set, which holds only those. Required.
@@ -104,6 +110,7 @@ type coldModel struct {
 	waiting  int
 	starting bool      // a Start call is in flight
 	tried    time.Time // when the last Start call began
+	failed   bool      // and it failed
 	asked    bool      // the job asks for replicas, as last read or set
 }
 
@@ -279,7 +286,8 @@ func (c *Cold) leave(m *coldModel, name string) {
 }
 
 // wait polls for a ready replica, starting the model when no start is in
-// flight and the last began more than Retry ago (or never).
+// flight and the last failed more than Retry ago, succeeded more than
+// startRecheck ago, or never ran.
 func (c *Cold) wait(ctx context.Context, m *coldModel) (string, error) {
 	deadline := time.NewTimer(c.o.Timeout)
 	defer deadline.Stop()
@@ -311,7 +319,11 @@ func (c *Cold) wait(ctx context.Context, m *coldModel) (string, error) {
 func (c *Cold) maybeStart(ctx context.Context, m *coldModel) {
 	now := c.o.Now()
 	c.mu.Lock()
-	due := !m.starting && (m.tried.IsZero() || now.Sub(m.tried) >= c.o.Retry)
+	again := startRecheck
+	if m.failed {
+		again = c.o.Retry
+	}
+	due := !m.starting && (m.tried.IsZero() || now.Sub(m.tried) >= again)
 	if due {
 		m.starting, m.tried = true, now
 	}
@@ -323,7 +335,7 @@ func (c *Cold) maybeStart(ctx context.Context, m *coldModel) {
 	changed, err := c.o.Starter.Start(callCtx, m.name)
 	cancel()
 	c.mu.Lock()
-	m.starting = false
+	m.starting, m.failed = false, err != nil
 	if err == nil {
 		m.asked = true
 	}

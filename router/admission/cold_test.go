@@ -237,6 +237,20 @@ func TestColdRetriesAFailedStart(t *testing.T) {
 	}
 }
 
+// TestColdStartsOnceWhileWaiting: a start that succeeded is not called
+// again while its requests wait, however short Retry is.
+func TestColdStartsOnceWhileWaiting(t *testing.T) {
+	j := &fakeJob{} // asked for, never ready
+	c := newCold(t, j, ColdOptions{Retry: time.Millisecond, Timeout: 50 * time.Millisecond})
+	var rej *ColdRejected
+	if err := c.Hold(context.Background(), "m"); !errors.As(err, &rej) || !rej.TimedOut() {
+		t.Fatalf("hold: %v; want a timeout", err)
+	}
+	if _, starts, _, changes := j.snapshot(); starts != 1 || changes != 1 {
+		t.Fatalf("%d starts, %d changes; want 1, 1", starts, changes)
+	}
+}
+
 // TestColdReap: a model goes to zero once its idle time has passed since
 // its last request, not while requests are in flight on any router, and
 // Reap does not call again until another request comes.
