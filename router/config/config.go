@@ -202,7 +202,6 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Index.validate()...)
 	errs = append(errs, c.Migration.validate()...)
 	errs = append(errs, c.validateNomad()...)
-	errs = append(errs, c.validateScaleZero()...)
 	errs = append(errs, c.validatePD()...)
 	if c.Attempts < 1 || c.Attempts > 16 {
 		errs = append(errs, fmt.Errorf("attempts %d: want 1..16", c.Attempts))

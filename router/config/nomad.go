@@ -115,5 +115,5 @@ func (c *Config) validateNomad() []error {
 	default:
 		errs = append(errs, fmt.Errorf("discovery %q: want consul or nomad", c.Discovery))
 	}
-	return errs
+	return append(errs, c.validateScaleZero()...)
 }
