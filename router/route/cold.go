@@ -17,6 +17,10 @@ type ColdStart interface {
 
 type requestIDKey struct{}
 
+// maxRequestID bounds the client's request id as logged: it is the
+// client's text, up to the header limit.
+const maxRequestID = 128
+
 // RequestID is the id of the request whose plan ctx is for (Input's
 // RequestID), "" when it has none: the cold-start stage hook
 // (admission.ColdOptions.Stage) logs it.
@@ -33,8 +37,8 @@ func (pl *Planner) holdCold(ctx context.Context, in Input, model string) (time.D
 	if pl.d.Cold == nil {
 		return 0, nil
 	}
-	if in.RequestID != "" {
-		ctx = context.WithValue(ctx, requestIDKey{}, in.RequestID)
+	if id := in.RequestID; id != "" {
+		ctx = context.WithValue(ctx, requestIDKey{}, id[:min(len(id), maxRequestID)])
 	}
 	start := time.Now()
 	err := pl.d.Cold.Hold(ctx, model)

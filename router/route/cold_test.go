@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,11 @@ func TestHoldColdAnswers(t *testing.T) {
 				t.Fatalf("answer %+v; want %d with Retry-After %s", e, tc.status, tc.retryAfter)
 			}
 		})
+	}
+	var long string
+	pl := &Planner{d: Deps{Cold: coldFunc(func(ctx context.Context, _ string) error { long = RequestID(ctx); return nil })}}
+	if _, e := pl.holdCold(context.Background(), Input{RequestID: strings.Repeat("x", 1000)}, "m"); e != nil || len(long) != maxRequestID {
+		t.Fatalf("a long request id: %v, %d bytes kept; want %d", e, len(long), maxRequestID)
 	}
 	if _, e := (&Planner{}).holdCold(context.Background(), Input{}, "m"); e != nil {
 		t.Fatalf("no hold configured: %v", e)
