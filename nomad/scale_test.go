@@ -2,7 +2,10 @@ package nomad
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/llmgw/llmgw/nomad/nomadtest"
@@ -23,26 +26,43 @@ func standinScaler(t *testing.T) (*nomadtest.Server, *Scaler) {
 }
 
 // TestScalerStartsOnceAcrossCallers: many callers, each with its own
-// client as separate routers have, start a group at zero at once; the
-// count changes once, to the start count, and only one caller reports
-// the change. The job's status moved after its spec (so its ModifyIndex
-// is past its JobModifyIndex), as on a running cluster.
+// client as separate routers have, start a group at zero at once, every
+// one reading the job before any scale reaches the stand-in; the count
+// changes once, to the start count, only one caller reports the change,
+// and none an error. The job's status moved after its spec (so its
+// ModifyIndex is past its JobModifyIndex), as on a running cluster.
 func TestScalerStartsOnceAcrossCallers(t *testing.T) {
-	s, _ := standinScaler(t)
+	const callers = 8
+	s := nomadtest.New("")
 	s.AddJob("", "m1", []string{"shard"}, 0)
 	s.SetHealthy("", "m1", "shard", 0)
-	var changes int
-	var mu sync.Mutex
-	s.OnScale(func(_, _, _ string, _, _ int) {
-		mu.Lock()
-		changes++
-		mu.Unlock()
+	var changes atomic.Int32
+	s.OnScale(func(ns, job, group string, _, to int) {
+		changes.Add(1)
+		s.SetHealthy(ns, job, group, to) // no deployment to block the others: only the index does
 	})
-	const callers = 8
+	// Hold every scale until each caller has read the job: all of them
+	// then enforce the same index.
+	var reads atomic.Int32
+	allRead := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/v1/job/m1":
+			s.ServeHTTP(w, r)
+			if reads.Add(1) == callers {
+				close(allRead)
+			}
+			return
+		case r.URL.Path == "/v1/job/m1/scale":
+			<-allRead
+		}
+		s.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
 	var wg sync.WaitGroup
 	won := make(chan bool, callers)
 	for range callers {
-		c, err := NewClient(Config{Address: s.Addr(), Token: "tok"})
+		c, err := NewClient(Config{Address: ts.URL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,8 +85,9 @@ func TestScalerStartsOnceAcrossCallers(t *testing.T) {
 			winners++
 		}
 	}
-	if winners != 1 || changes != 1 || s.Count("", "m1", "shard") != 2 {
-		t.Fatalf("%d callers changed the count, %d changes, count %d; want 1, 1, 2", winners, changes, s.Count("", "m1", "shard"))
+	if winners != 1 || changes.Load() != 1 || s.Count("", "m1", "shard") != 2 || s.Calls().Scale != callers {
+		t.Fatalf("%d callers changed the count, %d changes, count %d, %d scale calls; want 1, 1, 2, %d",
+			winners, changes.Load(), s.Count("", "m1", "shard"), s.Calls().Scale, callers)
 	}
 }
 
