@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -22,7 +23,7 @@ func (g Group) String() string { return g.Job + "/" + g.Group }
 var ErrStopped = errors.New("the job is stopped")
 
 // Scaler moves task groups to and from zero through Nomad's scaling API
-// (Jobs().Scale, the scale-job capability), so that of several routers
+// (Jobs().Scale, the scale-job capability; reads need read-job), so that of several routers
 // that decide at once to start or stop a group exactly one changes its
 // count. Each scale names the JobModifyIndex it read with the count
 // (Jobs().Info, read-job), and Nomad refuses it (500 "Enforcing job modify
@@ -54,9 +55,34 @@ func (s *Scaler) Start(ctx context.Context, g Group, count int, message string) 
 	return s.swap(ctx, g, func(n int) bool { return n == 0 }, count, message)
 }
 
-// Stop scales g to zero from any other count, as Start does the other way.
-func (s *Scaler) Stop(ctx context.Context, g Group, message string) (bool, error) {
+// Stop scales g to zero from any other count, as Start does the other
+// way, unless a scale raised the count within recent: another router
+// may have started the group for requests that wait for it, which this
+// router cannot see. Nomad's scaling events are the one record of starts
+// every router reads.
+func (s *Scaler) Stop(ctx context.Context, g Group, message string, recent time.Duration) (bool, error) {
+	if recent > 0 {
+		raised, err := s.raisedSince(ctx, g, time.Now().Add(-recent))
+		if err != nil || raised {
+			return false, err
+		}
+	}
 	return s.swap(ctx, g, func(n int) bool { return n > 0 }, 0, message)
+}
+
+// raisedSince reports whether one of g's scaling events since since
+// raised its count.
+func (s *Scaler) raisedSince(ctx context.Context, g Group, since time.Time) (bool, error) {
+	st, _, err := s.jobs.ScaleStatus(g.Job, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("read scaling events of %s: %w", g, err)
+	}
+	for _, e := range st.TaskGroups[g.Group].Events {
+		if e.Count != nil && *e.Count > e.PreviousCount && !e.Error && int64(e.Time) >= since.UnixNano() {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // swap sets g's count to to when from accepts the count read, enforcing

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/llmgw/llmgw/nomad/nomadtest"
 )
@@ -91,9 +92,10 @@ func TestScalerStartsOnceAcrossCallers(t *testing.T) {
 	}
 }
 
-// TestScalerStopAndRefusals: Stop moves a group to zero once; Start and
-// Stop leave a group alone that is already where they would move it;
-// errors name the job.
+// TestScalerStopAndRefusals: Stop moves a group to zero once, but not
+// within its window after a start; Start and Stop leave a group alone
+// that is already where they would move it; unknown jobs and groups are
+// errors.
 func TestScalerStopAndRefusals(t *testing.T) {
 	s, sc := standinScaler(t)
 	ctx := context.Background()
@@ -102,14 +104,26 @@ func TestScalerStopAndRefusals(t *testing.T) {
 	if changed, err := sc.Start(ctx, g, 1, "warm already"); err != nil || changed {
 		t.Fatalf("start at 1: %v %v; want no change", changed, err)
 	}
-	if changed, err := sc.Stop(ctx, g, "idle"); err != nil || !changed || s.Count("", "m1", "shard") != 0 {
+	if changed, err := sc.Stop(ctx, g, "idle", 0); err != nil || !changed || s.Count("", "m1", "shard") != 0 {
 		t.Fatalf("stop: %v %v, count %d", changed, err, s.Count("", "m1", "shard"))
 	}
-	if changed, err := sc.Stop(ctx, g, "idle"); err != nil || changed {
+	if changed, err := sc.Stop(ctx, g, "idle", 0); err != nil || changed {
 		t.Fatalf("stop at 0: %v %v; want no change", changed, err)
 	}
 	if n, err := sc.Count(ctx, g); err != nil || n != 0 {
 		t.Fatalf("count %d %v", n, err)
+	}
+	// A start within the window keeps the group up: another router's
+	// requests may wait for it.
+	if changed, err := sc.Start(ctx, g, 1, "a request"); err != nil || !changed {
+		t.Fatalf("start: %v %v", changed, err)
+	}
+	s.SetHealthy("", "m1", "shard", 1)
+	if changed, err := sc.Stop(ctx, g, "idle", time.Hour); err != nil || changed || s.Count("", "m1", "shard") != 1 {
+		t.Fatalf("stop within an hour of a start: %v %v, count %d; want no change", changed, err, s.Count("", "m1", "shard"))
+	}
+	if changed, err := sc.Stop(ctx, g, "idle", time.Nanosecond); err != nil || !changed || s.Count("", "m1", "shard") != 0 {
+		t.Fatalf("stop past the window: %v %v, count %d; want a change to 0", changed, err, s.Count("", "m1", "shard"))
 	}
 	for _, bad := range []Group{{"nope", "shard"}, {"m1", "nope"}} {
 		if _, err := sc.Start(ctx, bad, 1, ""); err == nil {

@@ -18,6 +18,8 @@ import (
 // once exactly one reports true.
 type Starter interface {
 	Start(ctx context.Context, model string) (changed bool, err error)
+	// Stop leaves alone a model started (by any router) within its idle
+	// time, whose replicas other routers' requests may be waiting for.
 	Stop(ctx context.Context, model string) (changed bool, err error)
 	// Count is how many replicas the model's job asks for now.
 	Count(ctx context.Context, model string) (int, error)

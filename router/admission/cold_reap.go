@@ -12,7 +12,8 @@ import "context"
 // peer's request that begins and ends between two of its load messages
 // goes unseen here: a model that only such short requests keep busy on
 // other routers may be stopped, and its next request waits for a start.
-// Of routers that reap at once one moves the count (Starter.Stop).
+// Of routers that reap at once one moves the count, and none stops a
+// model another router has just started (Starter.Stop).
 func (c *Cold) Reap(ctx context.Context) []string {
 	var stopped []string
 	for _, name := range c.Models() {

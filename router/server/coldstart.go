@@ -37,7 +37,8 @@ func (c coldStarter) Start(ctx context.Context, model string) (bool, error) {
 }
 
 func (c coldStarter) Stop(ctx context.Context, model string) (bool, error) {
-	return c.scaler.Stop(ctx, c.group(model), fmt.Sprintf("llmgw-router: no request for %s in %s", model, c.groups[model].IdleTimeout))
+	idle := c.groups[model].IdleTimeout
+	return c.scaler.Stop(ctx, c.group(model), fmt.Sprintf("llmgw-router: no request for %s in %s", model, idle), idle)
 }
 
 func (c coldStarter) Count(ctx context.Context, model string) (int, error) {
