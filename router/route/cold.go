@@ -11,8 +11,10 @@ import (
 
 // ColdStart holds a request for a model at zero replicas until one passes
 // its check (admission.Cold); Hold returns at once for every other model.
+// Models are the models it starts, sorted.
 type ColdStart interface {
 	Hold(ctx context.Context, model string) error
+	Models() []string
 }
 
 type requestIDKey struct{}

@@ -16,6 +16,8 @@ type coldFunc func(ctx context.Context, model string) error
 
 func (f coldFunc) Hold(ctx context.Context, model string) error { return f(ctx, model) }
 
+func (coldFunc) Models() []string { return []string{"m"} }
+
 // TestHoldColdAnswers: the hold's outcomes become the client's answer: a
 // released request goes on, a full hold is a 429 and a timed-out one a
 // 503, each with the hold's Retry-After; the hold sees the request id.

@@ -154,6 +154,17 @@ func scaleState(t *testing.T, r *server.Server) string {
 	return line
 }
 
+// get is the status of a GET of url.
+func get(t *testing.T, url string) int {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func isState(state string) func(string) bool {
 	return func(line string) bool { return strings.Contains(line, `data-scale="`+state+`"`) }
 }
@@ -171,6 +182,23 @@ func TestScaleFromZeroAnswersOnceAReplicaIsUp(t *testing.T) {
 	r := z.router(t, "router-1", 0, nil, server.WithColdStage(stages.add))
 	if line := scaleState(t, r); !isState("cold")(line) {
 		t.Fatalf("status before: %q; want cold", line)
+	}
+	// A router whose model is at zero is ready and lists it: a request is
+	// what starts it.
+	poll.Until(t, "the router to be ready", func() bool { return get(t, "http://"+r.Addr()+"/ready") == http.StatusOK })
+	var models struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if resp, err := http.Get("http://" + r.Addr() + "/v1/models"); err != nil {
+		t.Fatal(err)
+	} else {
+		err = json.NewDecoder(resp.Body).Decode(&models)
+		resp.Body.Close()
+		if err != nil || len(models.Data) != 1 || models.Data[0].ID != model {
+			t.Fatalf("/v1/models at zero: %+v %v; want %s", models, err, model)
+		}
 	}
 	done := make(chan coldAnswer, 1)
 	go func() { done <- callWithID(t, r.Addr(), "req-cold-1") }()
