@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/llmgw/llmgw/router/admission"
@@ -37,6 +38,12 @@ func RequestID(ctx context.Context) string {
 // time, with Retry-After, in OpenAI's shape.
 func (pl *Planner) holdCold(ctx context.Context, in Input, model string) (time.Duration, *Error) {
 	if pl.d.Cold == nil {
+		return 0, nil
+	}
+	if in.explain { // explaining a request must not start a model
+		if len(pl.d.Replicas.ForModel(model)) == 0 && slices.Contains(pl.d.Cold.Models(), model) {
+			return 0, &Error{Status: http.StatusServiceUnavailable, Message: model + " is at zero replicas; explain does not start it"}
+		}
 		return 0, nil
 	}
 	if id := in.RequestID; id != "" {

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/router/admission"
+	"github.com/llmgw/llmgw/router/index"
+	"github.com/llmgw/llmgw/router/ingest"
+	"github.com/llmgw/llmgw/router/load"
+	"github.com/llmgw/llmgw/router/replicas"
 )
 
 // coldFunc is a ColdStart answering with f.
@@ -64,5 +68,25 @@ func TestHoldColdAnswers(t *testing.T) {
 	}
 	if _, e := (&Planner{}).holdCold(context.Background(), Input{}, "m"); e != nil {
 		t.Fatalf("no hold configured: %v", e)
+	}
+}
+
+// TestExplainDoesNotStartAModel: explaining a request for a model at zero
+// answers 503 and never holds it; a model with replicas, or one that
+// does not scale from zero, goes on to be explained.
+func TestExplainDoesNotStartAModel(t *testing.T) {
+	t.Parallel()
+	models := index.NewModels(index.Options{})
+	set := replicas.New(ingest.New(models, ingest.Options{}), load.NewTracker(), replicas.Options{})
+	held := 0
+	pl := &Planner{d: Deps{Replicas: set, Cold: coldFunc(func(context.Context, string) error { held++; return nil })}}
+	if _, e := pl.holdCold(context.Background(), Input{explain: true}, "m"); e == nil || e.Status != http.StatusServiceUnavailable {
+		t.Fatalf("explain for a model at zero: %+v; want 503", e)
+	}
+	if _, e := pl.holdCold(context.Background(), Input{explain: true}, "other"); e != nil {
+		t.Fatalf("explain for a model that does not scale from zero: %+v", e)
+	}
+	if held != 0 {
+		t.Fatalf("explain held %d requests", held)
 	}
 }

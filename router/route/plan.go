@@ -71,6 +71,8 @@ type Input struct {
 	// RequestID is the client's X-Request-Id ("" for none), for the log
 	// of a request held while its model starts from zero.
 	RequestID string
+
+	explain bool // Explain's: never held for a cold start
 }
 
 // Error is a request the planner refuses, with the HTTP status and, where
