@@ -44,15 +44,16 @@ const (
 // Stage is one step of a request held for a cold model, told to
 // ColdOptions.Stage when it ends: "scale" (the scale-up call, made by the
 // request that found the model cold) or "wait" (the whole hold, up to a
-// replica passing its check, a rejection or the client leaving).
+// replica passing its check, a rejection or the client leaving); and
+// "scale_down", Reap's call, with Reap's context.
 type Stage struct {
 	Model, Name string
 	Start       time.Time
 	Took        time.Duration
-	// Changed is, for "scale", whether this call moved the count.
+	// Changed is, for the scale calls, whether this call moved the count.
 	Changed bool
 	// Result is, for "wait", ready, queue_full, tenant_queue_full,
-	// timeout or canceled; Err, for "scale", the call's error.
+	// timeout or canceled; Err, for the scale calls, the call's error.
 	Result string
 	Err    error
 }
@@ -93,7 +94,7 @@ type Cold struct {
 	o      ColdOptions
 	models map[string]*coldModel // fixed at NewCold: read without mu
 
-	mu        sync.Mutex // guards what follows and every coldModel's fields
+	mu        sync.Mutex // guards what follows and coldModel's plain fields
 	perTenant map[string]int
 }
 
