@@ -4,7 +4,10 @@
 // endpoints llmgw's Nomad discovery reads, with Nomad's blocking-query
 // semantics, and takes registrations and check results on the control
 // endpoints under /_standin/, where the fleet plays the Nomad client's
-// part. Like vllm-sim it is a stand-in: no deployed binary links it.
+// part. It also serves the job read and scale endpoints a router that
+// scales models from zero calls; jobs come from PUT /_standin/jobs, and
+// whoever plays the client reads their counts from GET /v1/job/:job_id.
+// Like vllm-sim it is a stand-in: no deployed binary links it.
 //
 //	nomad-standin [-listen 127.0.0.1:4646] [-token TOKEN]
 package main

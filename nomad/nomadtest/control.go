@@ -20,11 +20,14 @@ const ControlPrefix = "/_standin/"
 // maxControlBody bounds a control request's body.
 const maxControlBody = 1 << 20
 
-// Control serves Register, Deregister and SetCheck over HTTP:
+// Control serves Register, Deregister, SetCheck, AddJob and SetHealthy
+// over HTTP:
 //
 //	PUT    /_standin/registrations        body: api.ServiceRegistration
 //	DELETE /_standin/registrations/:id    404 when id is not registered
 //	PUT    /_standin/checks/:alloc_id     body: Check
+//	PUT    /_standin/jobs                 body: ControlJob (AddJob)
+//	PUT    /_standin/jobs/:job_id/healthy body: ControlHealthy (SetHealthy)
 //
 // Each answers 204 on success and a plain-text error naming the problem
 // otherwise. It takes the Server's token as the API does.
@@ -75,6 +78,10 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.SetCheck(arg, c)
+	case kind == "jobs":
+		if !s.controlJobs(w, r, arg) {
+			return
+		}
 	case kind == "registrations" || kind == "checks":
 		http.Error(w, fmt.Sprintf("%s %s: want PUT %[3]sregistrations, DELETE %[3]sregistrations/:id or PUT %[3]schecks/:alloc_id",
 			r.Method, r.URL.Path, ControlPrefix), http.StatusMethodNotAllowed)
@@ -94,6 +101,61 @@ func decodeControl(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := dec.Decode(v); err != nil {
 		http.Error(w, fmt.Sprintf("bad %s body: %v", strings.TrimPrefix(r.URL.Path, ControlPrefix), err), http.StatusBadRequest)
 		return false
+	}
+	return true
+}
+
+// ControlJob is the body of PUT /_standin/jobs: a job with its groups'
+// counts, in order. A process playing the Nomad client reads the counts
+// back from GET /v1/job/:job_id.
+type ControlJob struct {
+	Namespace, ID string
+	Groups        []ControlGroup
+}
+
+// ControlGroup is one group of a ControlJob.
+type ControlGroup struct {
+	Name  string
+	Count int
+}
+
+// ControlHealthy is the body of PUT /_standin/jobs/:job_id/healthy.
+type ControlHealthy struct {
+	Namespace, Group string
+	Healthy          int
+}
+
+// controlJobs serves the jobs' control paths; arg is what follows
+// "jobs/". It reports whether it succeeded, having answered otherwise.
+func (s *Server) controlJobs(w http.ResponseWriter, r *http.Request, arg string) bool {
+	id, healthy := strings.CutSuffix(arg, "/healthy")
+	switch {
+	case r.Method != http.MethodPut || arg != "" && !healthy || healthy && id == "":
+		http.Error(w, fmt.Sprintf("%s %s: want PUT %[3]sjobs or PUT %[3]sjobs/:job_id/healthy", r.Method, r.URL.Path, ControlPrefix), http.StatusMethodNotAllowed)
+		return false
+	case healthy:
+		var h ControlHealthy
+		if !decodeControl(w, r, &h) {
+			return false
+		}
+		if !s.SetHealthy(h.Namespace, id, h.Group, h.Healthy) {
+			http.Error(w, fmt.Sprintf("job %q has no group %q", id, h.Group), http.StatusNotFound)
+			return false
+		}
+	default:
+		var j ControlJob
+		if !decodeControl(w, r, &j) {
+			return false
+		}
+		if j.ID == "" || len(j.Groups) == 0 {
+			http.Error(w, "job needs ID and Groups", http.StatusBadRequest)
+			return false
+		}
+		names, counts := make([]string, len(j.Groups)), make([]int, len(j.Groups))
+		for i, g := range j.Groups {
+			names[i], counts[i] = g.Name, g.Count
+		}
+		s.AddJob(j.Namespace, j.ID, names, counts...)
 	}
 	return true
 }

@@ -95,7 +95,7 @@ func TestControlRejectsBadRequests(t *testing.T) {
 		{"check without status", http.MethodPut, "checks/a", `{"Service":"s"}`, tok, 400, "needs Service and Status"},
 		{"unknown registration", http.MethodDelete, "registrations/nope", "", tok, 404, `registration "nope" not found`},
 		{"wrong method", http.MethodGet, "registrations", "", tok, 405, "want PUT"},
-		{"unknown endpoint", http.MethodPut, "jobs", "{}", tok, 404, "not found"},
+		{"unknown endpoint", http.MethodPut, "allocations", "{}", tok, 404, "not found"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, body := send(t, c.method, base+ControlPrefix+c.path, c.body, c.hdr...)
@@ -124,5 +124,37 @@ func TestControlDeregistersEscapedIDs(t *testing.T) {
 		if code, body := send(t, http.MethodDelete, base+"/_standin/registrations/"+url.PathEscape(id), ""); code != http.StatusNoContent {
 			t.Errorf("deregister %q: %d %s", id, code, body)
 		}
+	}
+}
+
+// TestControlJobs: a job added over the control endpoints is what the job
+// API serves, scales like one added in process, and takes its health.
+func TestControlJobs(t *testing.T) {
+	s, base := controlServer(t, "tok")
+	tok := []string{"X-Nomad-Token", "tok"}
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+	}{
+		{"PUT", "/_standin/jobs", `{"ID":"sim-job","Groups":[{"Name":"sim","Count":0}]}`, 204},
+		{"PUT", "/_standin/jobs", `{"ID":"","Groups":[]}`, 400},
+		{"GET", "/_standin/jobs", ``, 405},
+		{"PUT", "/_standin/jobs/sim-job", `{}`, 405},
+		{"POST", "/v1/job/sim-job/scale", `{"Count":1,"Target":{"Group":"sim"}}`, 200},
+		{"PUT", "/_standin/jobs/sim-job/healthy", `{"Group":"sim","Healthy":1}`, 204},
+		{"PUT", "/_standin/jobs/sim-job/healthy", `{"Group":"nope","Healthy":1}`, 404},
+		{"PUT", "/_standin/jobs/nope/healthy", `{"Group":"sim","Healthy":1}`, 404},
+	} {
+		if code, body := send(t, tc.method, base+tc.path, tc.body, tok...); code != tc.code {
+			t.Errorf("%s %s: %d %s; want %d", tc.method, tc.path, code, body, tc.code)
+		}
+	}
+	code, body := send(t, "GET", base+"/v1/job/sim-job/scale", "", tok...)
+	var st api.JobScaleStatusResponse
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil || st.TaskGroups["sim"].Desired != 1 || st.TaskGroups["sim"].Healthy != 1 {
+		t.Fatalf("status: %d %s", code, body)
+	}
+	if s.Count("", "sim-job", "sim") != 1 {
+		t.Fatal("count")
 	}
 }

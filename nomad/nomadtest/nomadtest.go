@@ -8,6 +8,7 @@
 //	GET    /v1/service/:name                     []ServiceRegistration, sorted by ID
 //	DELETE /v1/service/:name/:id                 deregisters one registration
 //	GET    /v1/client/allocation/:alloc_id/checks  map of check id to status
+//	GET    /v1/job/:job_id, GET|PUT|POST /v1/job/:job_id/scale (scale.go)
 //
 // Reads take ?namespace= ("default" when absent, "*" for all), ?index= and
 // ?wait=. As in Nomad, the index is the service table's (one counter for
@@ -101,6 +102,10 @@ type Server struct {
 	changed map[string]chan struct{}
 	waiting int // blocked reads
 	calls   Calls
+
+	jobs      map[string]*job // by namespace "/" id (scale.go)
+	jobIndex  uint64
+	scaleHook ScaleHook
 
 	ln  net.Listener
 	srv *http.Server
@@ -215,10 +220,16 @@ type Calls struct {
 	Services int // GET /v1/services
 	Service  int // GET /v1/service/:name
 	Checks   int // GET /v1/client/allocation/:alloc_id/checks
+
+	Job         int // GET /v1/job/:job_id
+	ScaleStatus int // GET /v1/job/:job_id/scale
+	Scale       int // PUT or POST /v1/job/:job_id/scale
 }
 
 // Total is every counted request.
-func (c Calls) Total() int { return c.Services + c.Service + c.Checks }
+func (c Calls) Total() int {
+	return c.Services + c.Service + c.Checks + c.Job + c.ScaleStatus + c.Scale
+}
 
 // Calls returns the requests answered so far.
 func (s *Server) Calls() Calls {
@@ -289,6 +300,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			http.Error(w, "invalid URI", http.StatusBadRequest)
 		}
+	case strings.HasPrefix(path, "/v1/job/"):
+		s.serveJob(w, r)
 	case strings.HasPrefix(path, "/v1/client/allocation/") && strings.HasSuffix(path, "/checks"):
 		s.count(func(c *Calls) { c.Checks++ })
 		s.allocChecks(w, strings.TrimSuffix(strings.TrimPrefix(path, "/v1/client/allocation/"), "/checks"))

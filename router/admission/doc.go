@@ -29,5 +29,14 @@
 // bands are clamped to MinPriority..MaxPriority; a waiter whose client
 // leaves is unlinked at once.
 //
+// Cold (cold.go) holds requests for a model scaled to zero replicas: the
+// first asks a Starter (the router's Nomad scaler) to scale its job up,
+// and every waiter is released when a replica passes its check. The hold
+// is bounded per model and per tenant, and by a timeout; past them the
+// router answers 429 (a share full) or 503 (no replica in time), with
+// Retry-After. Cold.Reap scales a model back to zero once it has had no
+// request, here or in flight on any router, for its idle time. The
+// Starter makes each change once across routers; see nomad.Scaler.
+//
 // It imports router/tenant (who a request is for) and Prometheus only.
 package admission

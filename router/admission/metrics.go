@@ -41,3 +41,39 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 }
 
 func bandLabel(b int) string { return strconv.Itoa(b) }
+
+// ColdMetrics are the series of requests held for models at zero
+// replicas (Cold), labelled by model: only the models configured to scale
+// from zero, a handful.
+type ColdMetrics struct {
+	Waiting  *prometheus.GaugeVec     // model
+	Wait     *prometheus.HistogramVec // model, result
+	Rejected *prometheus.CounterVec   // model, reason
+	Scale    *prometheus.CounterVec   // model, direction, result
+}
+
+// NewColdMetrics makes the series; register Collectors in the router's
+// registry.
+func NewColdMetrics() *ColdMetrics {
+	return &ColdMetrics{
+		Waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "llmgw_cold_waiting", Help: "Requests waiting for the first replica of a model scaled to zero, by model.",
+		}, []string{"model"}),
+		Wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "llmgw_cold_wait_seconds",
+			Help:    "Time requests for a model at zero replicas waited for one, by model and how the wait ended (ready, timeout, canceled).",
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 12),
+		}, []string{"model", "result"}),
+		Rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmgw_cold_rejected_total", Help: "Requests for a model at zero replicas answered 429 (queue_full, tenant_queue_full) or 503 (timeout), by model and reason.",
+		}, []string{"model", "reason"}),
+		Scale: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmgw_cold_scale_total", Help: "Scale calls this router made to start (up) or stop (down) a model's job, by model, direction and result (changed, unchanged: another router moved it first, error).",
+		}, []string{"model", "direction", "result"}),
+	}
+}
+
+// Collectors are the series to register.
+func (m *ColdMetrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.Waiting, m.Wait, m.Rejected, m.Scale}
+}

@@ -170,6 +170,7 @@ func Default() Config {
 		HTTP:                defaultHTTP(),
 		Migration:           defaultMigration(),
 		Discovery:           DiscoveryConsul,
+		Nomad:               Nomad{ColdStartTimeout: DefaultColdStartTimeout, MaxColdQueue: DefaultMaxColdQueue},
 		Consul:              Consul{CheckInterval: 10 * time.Second},
 		Auth:                Auth{ReloadInterval: 2 * time.Second},
 		Models:              map[string]Model{},

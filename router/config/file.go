@@ -165,6 +165,9 @@ func (c *Config) applyFile(fc *fileConfig) error {
 	c.applyFileIndex(fc)
 	c.applyFileTracing(fc)
 	c.applyFileNomad(fc)
+	if err := c.applyFileScaleZero(fc.Nomad); err != nil {
+		return err
+	}
 	if err := c.applyFileAuth(fc.APIKeys, fc.Auth); err != nil {
 		return err
 	}

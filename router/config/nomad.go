@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Discovery names where the router finds replicas and peer routers.
@@ -30,6 +31,13 @@ type Nomad struct {
 	// Services are the Nomad service names whose registrations tagged
 	// "llmgw" are model replicas.
 	Services []string
+	// ScaleFromZero lists the models scaled from and to zero, with how
+	// long a request waits for the first replica and how many wait per
+	// model (scalezero.go; 0 takes DefaultColdStartTimeout and
+	// DefaultMaxColdQueue).
+	ScaleFromZero    []ScaleFromZero
+	ColdStartTimeout time.Duration
+	MaxColdQueue     int
 }
 
 type fileNomad struct {
@@ -38,6 +46,10 @@ type fileNomad struct {
 	Namespace *string  `hcl:"namespace,optional"`
 	Region    *string  `hcl:"region,optional"`
 	Services  []string `hcl:"services,optional"`
+
+	ScaleFromZero    []fileScaleFromZero `hcl:"scale_from_zero,block"`
+	ColdStartTimeout *string             `hcl:"cold_start_timeout,optional"`
+	MaxColdQueue     *int                `hcl:"max_cold_queue,optional"`
 }
 
 // nomadSettings are the environment variables and flags of Discovery and
@@ -103,5 +115,5 @@ func (c *Config) validateNomad() []error {
 	default:
 		errs = append(errs, fmt.Errorf("discovery %q: want consul or nomad", c.Discovery))
 	}
-	return errs
+	return append(errs, c.validateScaleZero()...)
 }

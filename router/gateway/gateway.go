@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/llmgw/llmgw/router/admission"
+	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/route"
 	"github.com/llmgw/llmgw/router/tenant"
@@ -234,6 +235,7 @@ func (g *Gateway) servePlanned(c *gin.Context, in route.Input, proxy http.Handle
 		return c.Writer.Status()
 	}
 	in.Session, in.Priority = session, c.GetHeader(admission.HeaderPriority)
+	in.RequestID = c.GetHeader(disagg.HeaderRequestID)
 	p, e := g.d.Planner.Plan(c.Request.Context(), in)
 	if e != nil {
 		writeErr(c.Writer, e)

@@ -1,6 +1,8 @@
 package route
 
 import (
+	"slices"
+
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/tenant"
 )
@@ -16,10 +18,12 @@ type Model struct {
 }
 
 // Models lists what t may use, base models first, then adapters, as vLLM
-// lists them. A nil t lists everything.
+// lists them. A nil t lists everything. A model that scales from zero
+// (Deps.Cold) is listed while it has no replica too: a client may ask for
+// it.
 func (pl *Planner) Models(t *tenant.Tenant) []Model {
 	var out []Model
-	for _, m := range pl.d.Replicas.Models() {
+	for _, m := range pl.ModelNames() {
 		if t == nil || t.Allows(m) {
 			out = append(out, pl.baseModel(m))
 		}
@@ -48,8 +52,22 @@ func (pl *Planner) baseModel(m string) Model {
 	return out
 }
 
-// ModelNames lists the base models the fleet serves, for readiness.
-func (pl *Planner) ModelNames() []string { return pl.d.Replicas.Models() }
+// ModelNames lists the base models the fleet serves, for readiness: those
+// of its replicas, sorted, then those that scale from zero and have none.
+// A router whose models are all at zero is ready, since a request is what
+// starts one.
+func (pl *Planner) ModelNames() []string {
+	names := pl.d.Replicas.Models()
+	if pl.d.Cold == nil {
+		return names
+	}
+	for _, m := range pl.d.Cold.Models() {
+		if !slices.Contains(names, m) {
+			names = append(names, m)
+		}
+	}
+	return names
+}
 
 // ReplicaState is one replica as the admin API lists it.
 type ReplicaState struct {

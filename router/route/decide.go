@@ -55,6 +55,10 @@ func (pl *Planner) decide(ctx context.Context, in Input, fallbacks int) (*Plan, 
 	if e := forTenant(ten, req); e != nil {
 		return nil, e
 	}
+	cold, e := pl.holdCold(ctx, in, req.Model)
+	if e != nil {
+		return nil, e
+	}
 	t, e := pl.target(req.Model)
 	if e != nil {
 		return nil, e
@@ -80,7 +84,7 @@ func (pl *Planner) decide(ctx context.Context, in Input, fallbacks int) (*Plan, 
 		pl.Release(p)
 		return nil, e
 	}
-	p.Overhead = time.Since(start) - queued
+	p.Overhead = time.Since(start) - queued - cold
 	p.Attempts = pl.attempts(p.Attempts[:0], &p.decision, p.BlockTokens, nil)
 	if p.pd.remote {
 		p.pd.attempts = pl.attempts(p.pd.attempts[:0], &p.pd.decision, p.BlockTokens, nil)

@@ -34,7 +34,7 @@ type Explained struct {
 // Explain decides in's request over every candidate, as Plan would in the
 // key's own priority band, without sending or recording it.
 func (pl *Planner) Explain(ctx context.Context, in Input) (*Explanation, *Error) {
-	in.Priority = ""
+	in.Priority, in.explain = "", true
 	p, e := pl.plan(ctx, in, 0) // every candidate
 	if e != nil {
 		return nil, e

@@ -68,6 +68,11 @@ type Input struct {
 	Forward []byte
 	// Responses says Body is a /v1/responses request rendered as chat.
 	Responses bool
+	// RequestID is the client's X-Request-Id ("" for none), for the log
+	// of a request held while its model starts from zero.
+	RequestID string
+
+	explain bool // Explain's: never held for a cold start
 }
 
 // Error is a request the planner refuses, with the HTTP status and, where

@@ -46,6 +46,9 @@ type Deps struct {
 	// for Explain (router/kvgroups.Index.ExplainGroups): a JSON value, nil
 	// for a replica with one full-attention group.
 	KVGroups func(model string, keys []uint64, maxBlocks int, replica string) any
+	// Cold holds requests for models scaled to zero while they start
+	// (admission.Cold); nil holds none.
+	Cold ColdStart
 
 	Options Options
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+
 	"github.com/llmgw/llmgw/router/gateway"
 	"github.com/llmgw/llmgw/router/kvgroups"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -12,7 +14,7 @@ import (
 // schedulers, the metrics, the planner and the gateway that serves with
 // them. It runs after the replicas, the keys (keys, s.limiter) and the
 // peer table are started, and reads only parts built before it.
-func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
+func (s *Server) startGateway(ctx context.Context, keys gateway.Authenticator, opts []Option) error {
 	sources, etok, err := s.promptSources(opts)
 	if err != nil {
 		return err
@@ -32,11 +34,18 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 	}
 	s.metrics = gateway.NewMetrics(&collector{core: &s.core, peerTable: s.peerTable, routersListed: &s.routersListed}, etok)
 	s.metrics.Registry.MustRegister(conversationMetrics(s.conv.Local)...)
+	if err := s.startCold(ctx, opts); err != nil {
+		return err
+	}
+	var cold route.ColdStart
+	if s.cold != nil {
+		cold = s.cold
+	}
 	planner, err := route.New(route.Deps{
 		Replicas: s.set, Scheduler: sched, PrefillScheduler: prefillSched, Tracker: s.tracker, Prompts: prompts,
 		Limits: s.limiter, Registry: s.metrics.Registry, Logger: s.log.Named("route"),
 		BlocksOf: func(model, id string) (int, int) { return s.models.For(model).ReplicaBlocks(id) },
-		KVGroups: s.groups.ExplainGroups, EngineHits: s.hits.since,
+		KVGroups: s.groups.ExplainGroups, EngineHits: s.hits.since, Cold: cold,
 		Options: route.Options{
 			Attempts: s.cfg.Attempts, PD: pdThreshold,
 			QueueTimeout: s.cfg.QueueTimeout, MaxQueue: s.cfg.MaxQueue, MaxQueuePerTenant: s.cfg.MaxQueuePerTenant,

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
+	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/prompt"
 	"github.com/llmgw/llmgw/router/scheduler"
 )
@@ -17,6 +19,8 @@ type Option func(*options)
 type options struct {
 	plugins  []func(*scheduler.Registry) error
 	encoders map[string]prompt.Encoder // WithEncoder
+	// coldStages are WithColdStage's hooks.
+	coldStages []func(context.Context, admission.Stage)
 }
 
 // WithPlugins has register add plugin types to the router's scheduler

@@ -18,6 +18,7 @@ import (
 
 	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/internal/kvwire"
+	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/enginemetrics"
 	"github.com/llmgw/llmgw/router/gateway"
@@ -58,6 +59,7 @@ type Server struct {
 	conv            *respstore.Fleet
 	routersListed   atomic.Pointer[listedRouters] // routerWatch, for scrapes during Start
 	closers         []func()                      // nomad watchers (nomad.go)
+	cold            *admission.Cold               // nil unless models scale from zero (coldstart.go)
 	cancel          context.CancelFunc
 	wg              sync.WaitGroup
 	synced          func() bool
@@ -111,7 +113,7 @@ func Start(ctx context.Context, cfg config.Config, log hclog.Logger, opts ...Opt
 	if err := s.startTracing(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.startGateway(keys, opts); err != nil {
+	if err := s.startGateway(ctx, keys, opts); err != nil {
 		return nil, err
 	}
 	if err := s.openListeners(); err != nil {

@@ -109,9 +109,22 @@ func (f statusFleet) Models() []statuspage.ModelState {
 	s := f.s
 	limits := s.capacity.Limits()
 	var out []statuspage.ModelState
+	listed := map[string]bool{}
 	for _, m := range s.set.Models() {
 		st := s.models.For(m).Stats()
 		out = append(out, statuspage.ModelState{Name: m, IndexKeys: st.Keys, IndexMax: limits[m], IndexRejected: st.Rejected})
+		listed[m] = true
+	}
+	if s.cold == nil {
+		return out
+	}
+	for _, m := range s.cold.Models() { // those at zero have no replica to list them
+		if !listed[m] {
+			out = append(out, statuspage.ModelState{Name: m})
+		}
+	}
+	for i := range out {
+		out[i].Scale, out[i].ColdWaiting = s.cold.State(out[i].Name), s.cold.Waiting(out[i].Name)
 	}
 	return out
 }

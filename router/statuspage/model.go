@@ -48,6 +48,12 @@ type ModelState struct {
 	// (0: unknown), IndexRejected the block stores dropped at the cap.
 	IndexKeys, IndexMax int
 	IndexRejected       uint64
+	// Scale is, for a model the router scales from zero, cold (no
+	// replica asked for), starting (asked for, none passing its check) or
+	// warm, with ColdWaiting the requests waiting for it to start; "" for
+	// every other model.
+	Scale       string
+	ColdWaiting int
 }
 
 // Fleet is the replicas and models the router routes to.

@@ -247,3 +247,26 @@ func TestRenderRoles(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderScaleStates: a model the router scales from zero shows its
+// state, and its waiters while it starts; other models show none.
+func TestRenderScaleStates(t *testing.T) {
+	t.Parallel()
+	f := fleet{models: []ModelState{{Name: "cold-m", Scale: "cold"}, {Name: "starting-m", Scale: "starting", ColdWaiting: 3},
+		{Name: "warm-m", Scale: "warm"}, {Name: "plain"}}}
+	var buf bytes.Buffer
+	if err := Render(&buf, Build(now, 0, f, router{}, decisions{})); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		`data-scale="cold">cold</b></li>`, `data-scale="starting">starting</b>, <b>3</b> waiting</li>`, `data-scale="warm">warm</b></li>`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if n := strings.Count(out, "Scale from zero:"); n != 3 {
+		t.Errorf("%d models show a scale state; want 3 (not the plain one)", n)
+	}
+}

@@ -111,19 +111,19 @@ func routerConfig(token string) config.Config {
 	return c
 }
 
-func startRouter(t *testing.T, c config.Config) *server.Server {
+func startRouter(t *testing.T, c config.Config, opts ...server.Option) *server.Server {
 	t.Helper()
-	return startRouterLogTo(t, c, testWriter{t})
+	return startRouterLogTo(t, c, testWriter{t}, opts...)
 }
 
 // startRouterLogTo is startRouter with the router's warnings written to out.
-func startRouterLogTo(t *testing.T, c config.Config, out io.Writer) *server.Server {
+func startRouterLogTo(t *testing.T, c config.Config, out io.Writer, opts ...server.Option) *server.Server {
 	t.Helper()
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "router", Level: hclog.Warn, Output: out})
-	s, err := server.Start(context.Background(), c, log)
+	s, err := server.Start(context.Background(), c, log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func (f *nomadFleet) registerReplica(t *testing.T, id string, kvEvents bool) {
 
 // router starts a router on Nomad discovery and registers it in the
 // catalogue as Nomad registers jobs/llmgw-router.nomad.hcl's service.
-func (f *nomadFleet) router(t *testing.T, name string, edit func(*config.Config)) *server.Server {
+func (f *nomadFleet) router(t *testing.T, name string, edit func(*config.Config), opts ...server.Option) *server.Server {
 	t.Helper()
 	c := routerConfig(token)
 	c.Discovery = config.DiscoveryNomad
@@ -124,7 +124,7 @@ func (f *nomadFleet) router(t *testing.T, name string, edit func(*config.Config)
 	if edit != nil {
 		edit(&c)
 	}
-	r := startRouter(t, c)
+	r := startRouter(t, c, opts...)
 	host, port, _ := net.SplitHostPort(r.Addr())
 	p, _ := strconv.Atoi(port)
 	_, ingest, _ := net.SplitHostPort(r.IngestAddr())
