@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/llmgw/llmgw/nomad"
 	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/route"
+	"github.com/llmgw/llmgw/router/tracing"
 )
 
 // WithColdStage has f told of each stage of a request held while its
@@ -83,6 +85,7 @@ func (s *Server) startCold(ctx context.Context, opts []Option) error {
 		Starter: starter, Metrics: metrics,
 		Stage: func(ctx context.Context, st admission.Stage) {
 			logColdStage(log, ctx, st)
+			traceColdStage(ctx, st)
 			for _, f := range o.coldStages {
 				f(ctx, st)
 			}
@@ -134,4 +137,21 @@ func logColdStage(log hclog.Logger, ctx context.Context, st admission.Stage) {
 	default:
 		log.Info("cold start: "+st.Name, append(args, "changed", st.Changed)...)
 	}
+}
+
+// SpanColdPrefix names the spans of a held request's cold-start stages,
+// children of its decision's span: llmgw.cold_start.scale (the scale-up
+// call, on the request that made it) and llmgw.cold_start.wait (the whole
+// hold). Reap's scale_down runs outside any request and is not traced.
+const SpanColdPrefix = "llmgw.cold_start."
+
+// traceColdStage records st as a span of the held request's trace.
+func traceColdStage(ctx context.Context, st admission.Stage) {
+	attrs := []attribute.KeyValue{attribute.String("gen_ai.request.model", st.Model)}
+	if st.Name == "wait" {
+		attrs = append(attrs, attribute.String("llmgw.cold_start.result", st.Result))
+	} else {
+		attrs = append(attrs, attribute.Bool("llmgw.cold_start.changed", st.Changed))
+	}
+	tracing.Record(ctx, SpanColdPrefix+st.Name, st.Start, st.Start.Add(st.Took), st.Err, attrs...)
 }

@@ -3,7 +3,10 @@ package tracing
 import (
 	"context"
 	"net/http"
+	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -44,4 +47,23 @@ func Inject(ctx context.Context, h http.Header) {
 // when h carries a valid one.
 func Extract(ctx context.Context, h http.Header) context.Context {
 	return propagator.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+// Record adds a finished child of ctx's span named name, from start to
+// end, for a step whose times were taken where no span could be started
+// (the cold-start hold reports its stages when they end). err, when not
+// nil, marks the span as failed. Nothing happens when ctx's span is not
+// recording.
+func Record(ctx context.Context, name string, start, end time.Time, err error, attrs ...attribute.KeyValue) {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return
+	}
+	_, span := parent.TracerProvider().Tracer(Scope).Start(ctx, name,
+		trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End(trace.WithTimestamp(end))
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmgw/llmgw/internal/testkit/otlpsink"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/admission"
 	"github.com/llmgw/llmgw/router/config"
@@ -178,8 +179,11 @@ func TestScaleFromZeroAnswersOnceAReplicaIsUp(t *testing.T) {
 		t.Skip("starts vllm-sim processes")
 	}
 	z := startZeroFleet(t)
+	sink := otlpsink.Start(t)
 	var stages stageLog
-	r := z.router(t, "router-1", 0, nil, server.WithColdStage(stages.add))
+	r := z.router(t, "router-1", 0, func(c *config.Config) {
+		c.Tracing = config.Tracing{Endpoint: sink.Endpoint(), SampleRatio: 1}
+	}, server.WithColdStage(stages.add))
 	if line := scaleState(t, r); !isState("cold")(line) {
 		t.Fatalf("status before: %q; want cold", line)
 	}
@@ -222,6 +226,39 @@ func TestScaleFromZeroAnswersOnceAReplicaIsUp(t *testing.T) {
 	}
 	if a := callWithID(t, r.Addr(), "req-warm"); a.code != http.StatusOK || len(stages.entries()) != 2 {
 		t.Fatalf("a request to the warm model: %d, stages %v; want 200 and no new stage", a.code, stages.entries())
+	}
+	r.Close() // flushes the spans
+	checkColdSpans(t, sink.Spans())
+}
+
+// checkColdSpans: the held request's trace holds the scale-up call and
+// the wait, each under its decision's span; the warm request's has none.
+func checkColdSpans(t *testing.T, spans []otlpsink.Span) {
+	t.Helper()
+	byName := map[string][]otlpsink.Span{}
+	for _, s := range spans {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	routes, scale, wait := byName["llmgw.route"], byName[server.SpanColdPrefix+"scale"], byName[server.SpanColdPrefix+"wait"]
+	if len(routes) != 2 || len(scale) != 1 || len(wait) != 1 {
+		t.Fatalf("%d route, %d scale and %d wait spans; want 2, 1 and 1 (of %d spans)", len(routes), len(scale), len(wait), len(spans))
+	}
+	var held otlpsink.Span
+	for _, s := range routes {
+		if s.TraceID == wait[0].TraceID {
+			held = s
+		}
+	}
+	for _, c := range []struct {
+		s         otlpsink.Span
+		key, want any
+	}{
+		{scale[0], "llmgw.cold_start.changed", true},
+		{wait[0], "llmgw.cold_start.result", "ready"},
+	} {
+		if c.s.TraceID != held.TraceID || c.s.ParentSpanID != held.SpanID || c.s.Attrs[c.key.(string)] != c.want || c.s.Attrs["gen_ai.request.model"] != model {
+			t.Errorf("span %s %+v; want it under the held request's decision span %s with %v = %v", c.s.Name, c.s, held.SpanID, c.key, c.want)
+		}
 	}
 }
 
