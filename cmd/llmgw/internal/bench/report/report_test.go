@@ -35,9 +35,9 @@ func TestSummarize(t *testing.T) {
 	s := Summarize("p", results, reusable, SLO{TTFT: time.Second, ITL: 20 * ms}, 2*time.Second)
 	want := Summary{
 		Policy: "p", Duration: 2 * time.Second, Requests: 7, OK: 3, Rejected: 1, Shed: 2, Interrupted: 1,
-		TTFT:    Percentiles{P50: 300, P99: 2000},
-		ITL:     Percentiles{P50: 10, P99: 30},
-		E2E:     Percentiles{P50: 400, P99: 2100},
+		TTFT:    Percentiles{P50: 300, P90: 2000, P99: 2000},
+		ITL:     Percentiles{P50: 10, P90: 30, P99: 30},
+		E2E:     Percentiles{P50: 400, P90: 2100, P99: 2100},
 		Goodput: 0.5, GoodputShare: 1.0 / 7,
 		PromptTokens: 250, CachedTokens: 96, CachedShare: 96.0 / 250,
 		OracleTokens: 176, OracleHitShare: 96.0 / 176,
@@ -48,6 +48,34 @@ func TestSummarize(t *testing.T) {
 	}
 	if empty := Summarize("e", nil, nil, SLO{}, 0); empty.TTFT.P50 != 0 || empty.OracleHitShare != 0 {
 		t.Errorf("empty run: %+v", empty)
+	}
+}
+
+// TestPredictedExact counts the completed requests whose router-predicted
+// cached tokens equal the engine's reported ones, a request with neither
+// included, and counts none when no answer reported its cached tokens.
+func TestPredictedExact(t *testing.T) {
+	answer := func(predicted, cached int, reported bool) client.Result {
+		r := ok(0, nil, 100, cached)
+		r.PredictedCachedTokens, r.CachedReported = predicted, reported
+		return r
+	}
+	tests := []struct {
+		name    string
+		results []client.Result
+		want    int
+	}{
+		{"equal, short, over and both none", []client.Result{answer(64, 64, true), answer(32, 64, true), answer(80, 64, true), answer(0, 0, false)}, 2},
+		{"a failed request is not counted", []client.Result{answer(64, 64, true), {Status: 502, Err: "status 502", Attempts: 6}}, 1},
+		{"no answer reported cached tokens", []client.Result{answer(0, 0, false), answer(16, 0, false)}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summarize("p", tt.results, nil, SLO{}, time.Second)
+			if s.PredictedExact != tt.want || s.PredictedExactShare != float64(tt.want)/float64(s.OK) {
+				t.Errorf("predicted equals reported on %d (share %v) of %d; want %d", s.PredictedExact, s.PredictedExactShare, s.OK, tt.want)
+			}
+		})
 	}
 }
 
@@ -83,8 +111,8 @@ func TestPercentileRanks(t *testing.T) {
 	for i := 1; i <= 200; i++ {
 		ds = append(ds, time.Duration(201-i)*time.Millisecond)
 	}
-	if got := percentiles(ds); got != (Percentiles{P50: 100, P99: 198}) {
-		t.Errorf("1..200 ms: got %+v; want p50 100, p99 198", got)
+	if got := percentiles(ds); got != (Percentiles{P50: 100, P90: 180, P99: 198}) {
+		t.Errorf("1..200 ms: got %+v; want p50 100, p90 180, p99 198", got)
 	}
 }
 
@@ -92,6 +120,10 @@ func sample() *Report {
 	ms := time.Millisecond
 	slo := SLO{TTFT: time.Second, ITL: 50 * ms}
 	rs := []client.Result{ok(40*ms, nil, 100, 80), ok(60*ms, nil, 100, 80)}
+	// The answers report their cached tokens; the router predicted the
+	// first exactly and the second short.
+	rs[0].CachedReported, rs[0].PredictedCachedTokens = true, 80
+	rs[1].CachedReported, rs[1].PredictedCachedTokens = true, 64
 	slow := []client.Result{ok(400*ms, nil, 100, 0), ok(600*ms, nil, 100, 16)}
 	return &Report{
 		Command: "llmgw bench -rate 4", Workload: "chat", Setup: "4 shards, 2 routers", Requests: 2, Rate: 4, SLO: slo,
@@ -110,7 +142,8 @@ func TestMarkdownAndJSON(t *testing.T) {
 		"Command: `llmgw bench -rate 4`",
 		"could reuse 160 of 200 prompt tokens (80.0%)",
 		"| precise | 40.0 ms | 60.0 ms |",
-		"| 80.0% | 100.0% | 100.0% |",
+		"| 80.0% | 100.0% | 50.0% | 100.0% |",
+		"| 8.0% | 10.0% | n/a | 100.0% |",
 		"![ttft-cdf](bench/ttft-cdf.png)",
 	} {
 		if !strings.Contains(md, want) {
