@@ -93,7 +93,7 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		if roles, err = reshard(ctx, f, p, roles, len(engines)); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
-		if err := f.RestartRouters(ctx, p.Scheduler, p.Router); err != nil {
+		if err := f.RestartRouters(ctx, p.Scheduler, p.Router()); err != nil {
 			return nil, fmt.Errorf("policy %s: restart routers: %w", p.Name, err)
 		}
 		if err := f.ResetCaches(ctx); err != nil {

@@ -11,13 +11,13 @@ func peerPolicies() []Policy {
 	// as a source of predictions from the KV events.
 	const feed = "scorer \"prefix\" {\n  weight = 0.001\n  params = { speculative_ttl = \"0s\" }\n}\n"
 	return []Policy{
-		{Name: "dynamo", Scheduler: filters + feed + "scorer \"dynamo-cost\" {\n  weight = 1\n}\n" + picker},
-		{Name: "sglang-cache-aware", Scheduler: filters + "scorer \"sglang-cache-aware\" {\n  weight = 1\n}\n" + picker},
-		{Name: "llmd-default", Scheduler: filters +
+		{"dynamo", filters + feed + "scorer \"dynamo-cost\" {\n  weight = 1\n}\n" + picker},
+		{"sglang-cache-aware", filters + "scorer \"sglang-cache-aware\" {\n  weight = 1\n}\n" + picker},
+		{"llmd-default", filters +
 			"scorer \"approx-prefix\" {\n  weight = 3\n  params = { ignore_events = true, ttl = \"24h\" }\n}\n" +
 			"scorer \"llmd-queue\" {\n  weight = 2\n}\nscorer \"llmd-kv-utilization\" {\n  weight = 2\n}\n" + picker},
-		{Name: "llmd-precise", Scheduler: filters + feed + "scorer \"llmd-precise-prefix\" {\n  weight = 2\n}\n" +
+		{"llmd-precise", filters + feed + "scorer \"llmd-precise-prefix\" {\n  weight = 2\n}\n" +
 			"scorer \"llmd-kv-utilization\" {\n  weight = 1\n}\nscorer \"llmd-queue\" {\n  weight = 1\n}\n" + picker},
-		{Name: "aibrix-prefix", Scheduler: filters + "scorer \"aibrix-prefix-cache\" {\n  weight = 1\n}\n" + picker},
+		{"aibrix-prefix", filters + "scorer \"aibrix-prefix-cache\" {\n  weight = 1\n}\n" + picker},
 	}
 }

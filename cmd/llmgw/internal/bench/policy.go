@@ -5,15 +5,24 @@ import (
 	"strings"
 )
 
-// Policy is a routing policy under test: a name, the body of the router
-// config's scheduler block ("" is the router's default) and top-level
-// router options beside it (Router, HCL; "" for none), such as
-// pin_data_parallel_rank, which is no part of the scheduler.
+// Policy is a routing policy under test: a name and the body of the router
+// config's scheduler block ("" is the router's default); Router gives the
+// top-level router options it runs with besides.
 type Policy struct {
 	Name      string
 	Scheduler string
-	Router    string
 }
+
+// routerOptions are the policies that run with top-level router options
+// beside their scheduler block (HCL), by name: options such as
+// pin_data_parallel_rank are no part of the scheduler.
+var routerOptions = map[string]string{
+	"precise-prefix-unpinned": "pin_data_parallel_rank = false",
+}
+
+// Router is the top-level router HCL p runs with ("" for none), which
+// the fleet appends to each router's config.
+func (p Policy) Router() string { return routerOptions[p.Name] }
 
 // filters every policy shares: the model's replicas that pass their checks.
 const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
@@ -42,26 +51,26 @@ const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
 // ignores speculative credit on a replica still prefilling, so a cold
 // burst spreads, while ttft keeps pricing the credit (README,
 // "Credit for a prefill still queued"). precise-prefix-unpinned is the
-// default with the router's pin_data_parallel_rank off: on data-parallel
-// replicas (-data-parallel-size) the engine then picks each request's
-// rank by load, as vLLM's DP client does, instead of the rank whose cache
-// the router counted on; on replicas of one rank it routes as
-// precise-prefix does. Then the peers' published policies (peers.go), run
-// when asked for.
+// default with the router's pin_data_parallel_rank off (routerOptions):
+// on data-parallel replicas (-data-parallel-size) the engine then picks
+// each request's rank by load, as vLLM's DP client does, instead of the
+// rank whose cache the router counted on; on replicas of one rank it
+// routes as precise-prefix does. Then the peers' published policies
+// (peers.go), run when asked for.
 func Policies() []Policy {
 	return append([]Policy{
-		{Name: "round-robin", Scheduler: filters + "picker \"round-robin\" {}\n"},
-		{Name: "least-loaded", Scheduler: filters + "scorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
-		{Name: "approx-prefix", Scheduler: filters + "scorer \"approx-prefix\" {\n  weight = 1\n  params = { ignore_events = true }\n}\n" +
+		{"round-robin", filters + "picker \"round-robin\" {}\n"},
+		{"least-loaded", filters + "scorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
+		{"approx-prefix", filters + "scorer \"approx-prefix\" {\n  weight = 1\n  params = { ignore_events = true }\n}\n" +
 			"scorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}\n"},
-		{Name: "prefix-load", Scheduler: filters + "scorer \"prefix\" {\n  weight = 2\n}\nscorer \"approx-prefix\" {\n  weight = 2\n}\n" +
+		{"prefix-load", filters + "scorer \"prefix\" {\n  weight = 2\n}\nscorer \"approx-prefix\" {\n  weight = 2\n}\n" +
 			"scorer \"load\" {\n  weight = 1\n}\nscorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"},
-		{Name: "precise-prefix"},
-		{Name: "precise-prefix-all-full", Scheduler: defaultWithRule("all_full")},
-		{Name: "precise-prefix-full-only", Scheduler: defaultWithRule("full_only")},
-		{Name: "precise-prefix-queued0", Scheduler: defaultWithPrefixParams("queued_credit = 0")},
-		{Name: "precise-prefix-no-spec", Scheduler: defaultWithPrefixParams("speculative_ttl = \"0s\"")},
-		{Name: "precise-prefix-unpinned", Router: "pin_data_parallel_rank = false"},
+		{"precise-prefix", ""},
+		{"precise-prefix-all-full", defaultWithRule("all_full")},
+		{"precise-prefix-full-only", defaultWithRule("full_only")},
+		{"precise-prefix-queued0", defaultWithPrefixParams("queued_credit = 0")},
+		{"precise-prefix-no-spec", defaultWithPrefixParams("speculative_ttl = \"0s\"")},
+		{"precise-prefix-unpinned", ""},
 	}, peerPolicies()...)
 }
 

@@ -31,8 +31,8 @@ func TestPoliciesBuild(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if p.Router != "" {
-				if err := c.ParseHCL([]byte(p.Router+"\n"), p.Name+".hcl"); err != nil {
+			if p.Router() != "" {
+				if err := c.ParseHCL([]byte(p.Router()+"\n"), p.Name+".hcl"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -84,10 +84,10 @@ func TestUnpinnedPolicyIsTheDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	pinned, unpinned := config.Default(), config.Default()
-	if err := unpinned.ParseHCL([]byte(ps[1].Router+"\n"), "unpinned.hcl"); err != nil {
+	if err := unpinned.ParseHCL([]byte(ps[1].Router()+"\n"), "unpinned.hcl"); err != nil {
 		t.Fatal(err)
 	}
-	if ps[0].Scheduler != "" || ps[0].Router != "" || ps[1].Scheduler != "" {
+	if ps[0].Scheduler != "" || ps[0].Router() != "" || ps[1].Scheduler != "" {
 		t.Errorf("policies %+v; want the default scheduler for both and router options only on the unpinned one", ps)
 	}
 	if !pinned.PinDataParallelRank || unpinned.PinDataParallelRank {

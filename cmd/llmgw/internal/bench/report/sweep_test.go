@@ -152,7 +152,7 @@ func TestSendLag(t *testing.T) {
 	}
 	got := SendLag([]time.Duration{100 * ms, 201 * ms, -1, 300 * ms, 400 * ms}, results)
 	if got != (Percentiles{P50: 5, P90: 60, P99: 60}) {
-		t.Errorf("send lag %+v; want p50 5 ms, p90 and p99 60 ms", got)
+		t.Errorf("send lag %+v; want p50 5 ms, p90 60 ms, p99 60 ms", got)
 	}
 	s := Summary{SendLag: got}
 	if !s.HostLimited() {
