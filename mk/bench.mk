@@ -27,6 +27,14 @@
 #                              four), into docs/bench/sweep-fan-out*-40s/,
 #                              which docs/BENCHMARKS.md links: about 33
 #                              minutes on 2 cores
+#   make bench-dp-pinning      llmgw's default with and without data-parallel
+#                              rank pinning (precise-prefix against
+#                              precise-prefix-unpinned) on 2 replicas of 4
+#                              DP ranks, three runs into
+#                              $(BENCH_DP_OUT)/run-N (and each request in
+#                              requests-N.jsonl), docs untouched: about
+#                              3 minutes on 2 cores; the figures are in
+#                              docs/notes/2026-12-05-dp-pinning-bench.md
 #   make bench                 runs bench-policies too, before the Go benchmarks
 #
 # Sizes: -duration 10s gives each rate about ten seconds of arrivals (rate x
@@ -92,7 +100,14 @@ BENCH_SYNTH_FLAGS ?= -workload trace -trace cmd/llmgw/internal/bench/trace/testd
 # The flags after the sweeps' own override theirs (the last one wins).
 BENCH_STEADY_FLAGS ?= -duration 40s -rates 0.2,0.4,0.8 -policies $(BENCH_SWEEP_POLICIES)
 
-.PHONY: bench-policies bench-policies-quick bench-policies-single bench-policies-steady
+# Shared-prefix groups interleaved at random: a chat workload's rounds
+# come round in a cycle that the engine's rotating rank choice follows by
+# chance, so unpinned chat looks pinned (the note above says more).
+BENCH_DP_FLAGS ?= -workload prefix -groups 8 -per-group 12 -rate 4 -seed 1 -shards 2 -data-parallel-size 4 -policies precise-prefix,precise-prefix-unpinned -progress=false
+BENCH_DP_OUT ?= $(or $(TMPDIR),/tmp)/llmgw-bench-dp
+BENCH_DP_RUNS ?= 1 2 3
+
+.PHONY: bench-policies bench-policies-quick bench-policies-single bench-policies-steady bench-dp-pinning
 
 bench: bench-policies
 
@@ -120,3 +135,9 @@ bench-policies-single: build bin/consul ## rerun the single-rate routing-policy 
 bench-policies-steady: build bin/consul ## the fan-out sweeps over 40 s of bursts, into docs/bench/sweep-fan-out*-40s/
 	./bin/llmgw bench $(BENCH_FANOUT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_STEADY_FLAGS) -out docs/bench/sweep-fan-out-40s
 	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_STEADY_FLAGS) -out docs/bench/sweep-fan-out-agents-40s
+
+bench-dp-pinning: build bin/consul ## default routing with and without DP rank pinning on 2 replicas x DP 4, three runs
+	mkdir -p $(BENCH_DP_OUT)
+	for n in $(BENCH_DP_RUNS); do \
+		./bin/llmgw bench $(BENCH_DP_FLAGS) -out $(BENCH_DP_OUT)/run-$$n -requests-out $(BENCH_DP_OUT)/requests-$$n.jsonl || exit 1; \
+	done

@@ -100,9 +100,9 @@ func benchOnFleet(ctx context.Context, c benchConfig, args []string, w workload.
 // startBenchFleet starts the fleet c describes.
 func startBenchFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*fleet.Fleet, error) {
 	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Warn, Output: stderr})
-	fmt.Fprintf(stderr, "starting Consul, the driver with %d vllm-sim shards and %d routers\n", c.shards, c.routers)
+	fmt.Fprintf(stderr, "starting Consul, the driver with %s and %d routers\n", c.shardNote(), c.routers)
 	f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
-		SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log})
+		SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log, DataParallelSize: c.dataParallel})
 	if err != nil {
 		return nil, fmt.Errorf("start fleet: %w", err)
 	}
@@ -113,8 +113,17 @@ func startBenchFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*fle
 func (c *benchConfig) options(args []string, w workload.Workload, setup string) bench.Options {
 	return bench.Options{Workload: w, Policies: c.policies, Model: "sim-model", BlockSize: shardBlockSize, SLO: c.slo, Rate: c.rate,
 		Command: strings.Join(append([]string{"llmgw", "bench"}, args...), " "),
-		Setup: fmt.Sprintf("%s; %d vllm-sim shards (%s, max_model_len %d), %d routers",
-			setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers)}
+		Setup: fmt.Sprintf("%s; %s (%s, max_model_len %d), %d routers",
+			setup, c.shardNote(), simNote(c.simArgs), c.maxModelLen, c.routers)}
+}
+
+// shardNote counts the shards for the setup line, with their
+// data-parallel ranks when they have more than one.
+func (c *benchConfig) shardNote() string {
+	if c.dataParallel > 1 {
+		return fmt.Sprintf("%d vllm-sim shards of %d data-parallel ranks", c.shards, c.dataParallel)
+	}
+	return fmt.Sprintf("%d vllm-sim shards", c.shards)
 }
 
 // simNote describes the simulator in the setup line: its latency model

@@ -56,9 +56,9 @@ func benchFault(ctx context.Context, c benchConfig, args []string, w workload.Wo
 	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Level: hclog.Error, Output: stderr})
 	var runs []bench.Survival
 	for _, v := range faultVariants {
-		fmt.Fprintf(stderr, "fault run, %s: starting Consul, the driver with %d vllm-sim shards and %d routers\n", v.name, c.shards, c.routers)
+		fmt.Fprintf(stderr, "fault run, %s: starting Consul, the driver with %s and %d routers\n", v.name, c.shardNote(), c.routers)
 		f, err := fleet.Start(ctx, fleet.Options{BinDir: c.binDir, Shards: c.shards, Routers: c.routers,
-			SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log, RouterHCL: v.hcl})
+			SimArgs: strings.Fields(c.simArgs), MaxModelLen: c.maxModelLen, Log: log, RouterHCL: v.hcl, DataParallelSize: c.dataParallel})
 		if err != nil {
 			return fmt.Errorf("start fleet: %w", err)
 		}
@@ -70,8 +70,8 @@ func benchFault(ctx context.Context, c benchConfig, args []string, w workload.Wo
 		}
 		runs = append(runs, s)
 	}
-	md := fmt.Sprintf("Command: `%s`\n\nSetup: %s; %d vllm-sim shards (%s, max_model_len %d), %d routers, policy %s; shard %d's engine killed with SIGKILL %s into the run.\n\n%s",
-		strings.Join(append([]string{"llmgw", "bench"}, args...), " "), setup, c.shards, simNote(c.simArgs), c.maxModelLen, c.routers,
+	md := fmt.Sprintf("Command: `%s`\n\nSetup: %s; %s (%s, max_model_len %d), %d routers, policy %s; shard %d's engine killed with SIGKILL %s into the run.\n\n%s",
+		strings.Join(append([]string{"llmgw", "bench"}, args...), " "), setup, c.shardNote(), simNote(c.simArgs), c.maxModelLen, c.routers,
 		c.policies[0].Name, c.fault.shard, c.fault.killAfter, bench.SurvivalMarkdown(runs))
 	fmt.Fprint(stdout, md)
 	if c.doc == "" {

@@ -36,6 +36,7 @@ type benchConfig struct {
 	traceBlockSize   int
 	maxRequests      int
 	shards, routers  int
+	dataParallel     int
 	maxModelLen      int
 	simArgs          string
 	binDir           string
@@ -85,6 +86,7 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	fs.IntVar(&c.maxRequests, "max-requests", 0, "trace: replay only the first N entries (0: all)")
 	fs.IntVar(&c.shards, "shards", 4, "vllm-sim shards")
 	fs.IntVar(&c.routers, "routers", 2, "routers")
+	fs.IntVar(&c.dataParallel, "data-parallel-size", 1, "each shard's data-parallel ranks (the driver's data_parallel_size): one API server, one KV event stream a rank; compare precise-prefix with precise-prefix-unpinned on more than one")
 	fs.IntVar(&c.maxModelLen, "max-model-len", 8192, "each vllm-sim shard's --max-model-len: longer prompts (plus answer) get the engine's 400 and count as rejected")
 	fs.StringVar(&c.simArgs, "sim-args", "", "extra vllm-sim flags, space separated (e.g. \"--sim-prefill-per-token 200us\")")
 	fs.StringVar(&c.binDir, "bin", "", "directory with llmgw-router, nomad-driver-vllm and vllm-sim (default: this program's)")
@@ -119,8 +121,8 @@ func parseBenchFlags(args []string, stdout, stderr io.Writer) (benchConfig, erro
 	if c.doc != "" && c.outDir == "" && c.fault.killAfter == 0 {
 		return c, errors.New("-doc needs -out (the plots it links to go there)")
 	}
-	if c.shards < 1 || c.routers < 1 {
-		return c, fmt.Errorf("-shards and -routers must be >= 1")
+	if c.shards < 1 || c.routers < 1 || c.dataParallel < 1 {
+		return c, fmt.Errorf("-shards, -routers and -data-parallel-size must be >= 1")
 	}
 	if c.maxModelLen < 1 {
 		return c, fmt.Errorf("-max-model-len must be >= 1, got %d", c.maxModelLen)

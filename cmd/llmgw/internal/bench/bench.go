@@ -23,7 +23,9 @@ type Fleet interface {
 	RouterURLs() []string
 	// APIKey is the key the routers accept from clients.
 	APIKey() string
-	RestartRouters(ctx context.Context, scheduler string) error
+	// RestartRouters starts new routers with scheduler as their
+	// scheduler block and hcl as top-level options (a Policy's Router).
+	RestartRouters(ctx context.Context, scheduler, hcl string) error
 	// RestartShards replaces the shards by as many with these roles
 	// (nil: all aggregated), for a policy with Roles (disagg.go).
 	RestartShards(ctx context.Context, roles []string) error
@@ -91,7 +93,7 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 		if roles, err = reshard(ctx, f, p, roles, len(engines)); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}
-		if err := f.RestartRouters(ctx, p.Scheduler); err != nil {
+		if err := f.RestartRouters(ctx, p.Scheduler, p.Router()); err != nil {
 			return nil, fmt.Errorf("policy %s: restart routers: %w", p.Name, err)
 		}
 		if err := f.ResetCaches(ctx); err != nil {

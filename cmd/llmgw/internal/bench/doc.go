@@ -1,8 +1,10 @@
 // Package bench compares routing policies on one running fleet: for each
-// policy it restarts the routers with that policy's scheduler block, empties
-// every engine's prefix cache, replays one workload through the client and
-// collects per-request results, then adds the offline oracle's bound and
-// hands everything to the report. The oracle counts in the engines' own
+// policy it restarts the routers with that policy's scheduler block and
+// router options (precise-prefix-unpinned turns pin_data_parallel_rank
+// off, for shards with data-parallel ranks), empties every engine's
+// prefix cache, replays one workload through the client and collects
+// per-request results, then adds the offline oracle's bound and hands
+// everything to the report. The oracle counts in the engines' own
 // token ids: before the first policy, every prompt is tokenized on one of
 // the fleet's engines (vLLM's /tokenize), so llmgw links no simulator code
 // and a bench means the same against real engines. The disaggregated

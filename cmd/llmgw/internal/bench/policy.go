@@ -6,11 +6,23 @@ import (
 )
 
 // Policy is a routing policy under test: a name and the body of the router
-// config's scheduler block ("" is the router's default).
+// config's scheduler block ("" is the router's default); Router gives the
+// top-level router options it runs with besides.
 type Policy struct {
 	Name      string
 	Scheduler string
 }
+
+// routerOptions are the policies that run with top-level router options
+// beside their scheduler block (HCL), by name: options such as
+// pin_data_parallel_rank are no part of the scheduler.
+var routerOptions = map[string]string{
+	"precise-prefix-unpinned": "pin_data_parallel_rank = false",
+}
+
+// Router is the top-level router HCL p runs with ("" for none), which
+// the fleet appends to each router's config.
+func (p Policy) Router() string { return routerOptions[p.Name] }
 
 // filters every policy shares: the model's replicas that pass their checks.
 const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
@@ -38,8 +50,13 @@ const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
 // default with the prefix scorer's queued_credit at 0: the prefix score
 // ignores speculative credit on a replica still prefilling, so a cold
 // burst spreads, while ttft keeps pricing the credit (README,
-// "Credit for a prefill still queued"). Then
-// the peers' published policies (peers.go), run when asked for.
+// "Credit for a prefill still queued"). precise-prefix-unpinned is the
+// default with the router's pin_data_parallel_rank off (routerOptions):
+// on data-parallel replicas (-data-parallel-size) the engine then picks
+// each request's rank by load, as vLLM's DP client does, instead of the
+// rank whose cache the router counted on; on replicas of one rank it
+// routes as precise-prefix does. Then the peers' published policies
+// (peers.go), run when asked for.
 func Policies() []Policy {
 	return append([]Policy{
 		{"round-robin", filters + "picker \"round-robin\" {}\n"},
@@ -53,6 +70,7 @@ func Policies() []Policy {
 		{"precise-prefix-full-only", defaultWithRule("full_only")},
 		{"precise-prefix-queued0", defaultWithPrefixParams("queued_credit = 0")},
 		{"precise-prefix-no-spec", defaultWithPrefixParams("speculative_ttl = \"0s\"")},
+		{"precise-prefix-unpinned", ""},
 	}, peerPolicies()...)
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/llmgw/llmgw/router/config"
@@ -27,6 +28,11 @@ func TestPoliciesBuild(t *testing.T) {
 			c := config.Default()
 			if p.Scheduler != "" {
 				if err := c.ParseHCL([]byte("scheduler {\n"+p.Scheduler+"}\n"), p.Name+".hcl"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if p.Router() != "" {
+				if err := c.ParseHCL([]byte(p.Router()+"\n"), p.Name+".hcl"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -66,5 +72,30 @@ func TestRulePoliciesAreTheDefault(t *testing.T) {
 				t.Errorf("%s: scorer %s params %s", name, sc.Type, sc.Params)
 			}
 		}
+	}
+}
+
+// precise-prefix-unpinned is the router's default in every respect but
+// pin_data_parallel_rank, so a comparison with precise-prefix on
+// data-parallel replicas measures rank pinning and nothing else.
+func TestUnpinnedPolicyIsTheDefault(t *testing.T) {
+	ps, err := SelectPolicies("precise-prefix,precise-prefix-unpinned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, unpinned := config.Default(), config.Default()
+	if err := unpinned.ParseHCL([]byte(ps[1].Router()+"\n"), "unpinned.hcl"); err != nil {
+		t.Fatal(err)
+	}
+	if ps[0].Scheduler != "" || ps[0].Router() != "" || ps[1].Scheduler != "" {
+		t.Errorf("policies %+v; want the default scheduler for both and router options only on the unpinned one", ps)
+	}
+	if !pinned.PinDataParallelRank || unpinned.PinDataParallelRank {
+		t.Errorf("pin_data_parallel_rank: precise-prefix %t, precise-prefix-unpinned %t; want true, false",
+			pinned.PinDataParallelRank, unpinned.PinDataParallelRank)
+	}
+	unpinned.PinDataParallelRank = true
+	if !reflect.DeepEqual(pinned, unpinned) {
+		t.Errorf("precise-prefix-unpinned changes more than pin_data_parallel_rank:\n%+v\n%+v", unpinned, pinned)
 	}
 }

@@ -15,14 +15,17 @@ func TestRouterConfigLoads(t *testing.T) {
 	tests := []struct {
 		name      string
 		scheduler string
+		extra     string
 		scorers   []string
+		pin       bool
 	}{
-		{"router default", "", []string{"prefix", "approx-prefix", "ttft", "load", "session"}},
-		{"load only", "filter \"model\" {}\nscorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}", []string{"load"}},
+		{"router default", "", "", []string{"prefix", "approx-prefix", "ttft", "load", "session"}, true},
+		{"load only", "filter \"model\" {}\nscorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}", "", []string{"load"}, true},
+		{"data-parallel rank pinning off", "", "pin_data_parallel_rank = false", []string{"prefix", "approx-prefix", "ttft", "load", "session"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := routerConfig(routerConf{ConsulAddr: "127.0.0.1:8500", ServiceID: "llmgw-router-1-0", Model: "org/model-1.5", Scheduler: tt.scheduler})
+			src := routerConfig(routerConf{ConsulAddr: "127.0.0.1:8500", ServiceID: "llmgw-router-1-0", Model: "org/model-1.5", Scheduler: tt.scheduler, Extra: tt.extra})
 			c := config.Default()
 			if err := c.ParseHCL([]byte(src), "router.hcl"); err != nil {
 				t.Fatalf("%v\n%s", err, src)
@@ -36,6 +39,9 @@ func TestRouterConfigLoads(t *testing.T) {
 			if !c.Consul.Register || c.Consul.ServiceID != "llmgw-router-1-0" || c.Consul.Address != "127.0.0.1:8500" ||
 				c.Consul.CheckInterval != time.Second || strings.Join(c.Consul.Services, ",") != "vllm" {
 				t.Errorf("consul %+v", c.Consul)
+			}
+			if c.PinDataParallelRank != tt.pin {
+				t.Errorf("pin_data_parallel_rank %t; want %t", c.PinDataParallelRank, tt.pin)
 			}
 			if m, ok := c.Models["org/model-1.5"]; !ok || !m.Sim {
 				t.Errorf("models %+v; want org/model-1.5 with the sim tokenizer", c.Models)
@@ -62,6 +68,7 @@ func TestOptionsRejected(t *testing.T) {
 		{Options{BinDir: dir, Model: `a"b`}, `Model "a\"b"`},
 		{Options{BinDir: dir, Model: "${x}"}, "Model"},
 		{Options{BinDir: dir, FlushInterval: -time.Second}, "FlushInterval must not be negative"},
+		{Options{BinDir: dir, DataParallelSize: -4}, "DataParallelSize must not be negative"},
 		{Options{BinDir: dir, ConsulBin: dir + "/consul"}, "make build bin/consul"},
 	}
 	for _, tt := range tests {

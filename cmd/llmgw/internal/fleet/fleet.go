@@ -66,6 +66,13 @@ type Options struct {
 	// RouterHCL is top-level HCL appended to every router's config (a
 	// fault run's `migration { enabled = false }`); "" for none.
 	RouterHCL string
+	// DataParallelSize is each shard's data_parallel_size (0 means 1):
+	// the driver starts the engine with that many data-parallel ranks
+	// behind one API server and takes a KV event stream from each, as
+	// for vLLM with --data-parallel-size, so a replica's cache is split
+	// over its ranks. Aggregated shards only (the driver refuses it with
+	// a prefill or decode role).
+	DataParallelSize int
 }
 
 // modelName keeps model names safe to write into HCL unquoted-free: no
@@ -118,6 +125,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("fleet: FlushInterval must not be negative, got %s", o.FlushInterval)
 	case o.MaxModelLen < 0:
 		return o, fmt.Errorf("fleet: MaxModelLen must not be negative, got %d", o.MaxModelLen)
+	case o.DataParallelSize < 0:
+		return o, fmt.Errorf("fleet: DataParallelSize must not be negative, got %d", o.DataParallelSize)
 	case o.KeepAlive < 0:
 		return o, fmt.Errorf("fleet: KeepAlive must not be negative, got %s", o.KeepAlive)
 	case o.Discovery != DiscoveryConsul && o.Discovery != DiscoveryNomad:
@@ -188,9 +197,9 @@ type Fleet struct {
 	routers []*router
 	shards  []*shard
 	gen     int // router generation, for unique names
-	// scheduler is the routers' scheduler block (startRouters'), for a
-	// router that replaces a killed one.
-	scheduler string
+	// routing is the routers' scheduler block and extra HCL
+	// (startRouters'), for a router that replaces a killed one.
+	routing routing
 
 	closeOnce sync.Once
 	closeErr  error
@@ -230,7 +239,7 @@ func Start(ctx context.Context, o Options) (_ *Fleet, err error) {
 		return nil, err
 	}
 	f.log.Info("starting routers", "count", o.Routers)
-	if err = f.startRouters(ctx, o.Scheduler); err != nil {
+	if err = f.startRouters(ctx, routing{scheduler: o.Scheduler}); err != nil {
 		return nil, err
 	}
 	// The driver announces each shard, holding nothing, as soon as its
@@ -264,14 +273,14 @@ func (f *Fleet) startCatalogue(ctx context.Context) error {
 
 // startRouters starts o.Routers routers of a new generation and waits
 // until they route every shard in exact mode.
-func (f *Fleet) startRouters(ctx context.Context, scheduler string) error {
+func (f *Fleet) startRouters(ctx context.Context, rt routing) error {
 	f.mu.Lock()
 	f.gen++
 	gen := f.gen
-	f.scheduler = scheduler
+	f.routing = rt
 	f.mu.Unlock()
 	for i := range f.o.Routers {
-		r, err := f.startRouter(ctx, fmt.Sprintf("router-%d-%d", gen, i), scheduler)
+		r, err := f.startRouter(ctx, fmt.Sprintf("router-%d-%d", gen, i), rt)
 		if err != nil {
 			return err
 		}

@@ -81,7 +81,7 @@ func TestFleet(t *testing.T) {
 		pids := enginePids(f)
 		old := f.RouterURLs()
 		loadOnly := "filter \"model\" {}\nscorer \"load\" {\n  weight = 1\n}\npicker \"max-score\" {}"
-		if err := f.RestartRouters(ctx, loadOnly); err != nil {
+		if err := f.RestartRouters(ctx, loadOnly, ""); err != nil {
 			t.Fatal(err)
 		}
 		now := f.RouterURLs()
@@ -181,14 +181,14 @@ func TestFleet(t *testing.T) {
 	})
 
 	t.Run("a router config the router refuses fails RestartRouters", func(t *testing.T) {
-		err := f.RestartRouters(ctx, "scorer \"no-such-scorer\" {}\npicker \"max-score\" {}")
+		err := f.RestartRouters(ctx, "scorer \"no-such-scorer\" {}\npicker \"max-score\" {}", "")
 		if err == nil || !strings.Contains(err.Error(), "no-such-scorer") {
 			t.Fatalf("RestartRouters with an unknown scorer: %v; want the router's complaint naming it", err)
 		}
 		if got := f.RouterURLs(); len(got) != 0 {
 			t.Errorf("RouterURLs() = %v after the failed restart; want none", got)
 		}
-		if err := f.RestartRouters(ctx, ""); err != nil {
+		if err := f.RestartRouters(ctx, "", ""); err != nil {
 			t.Fatal(err)
 		}
 		if got := f.RouterURLs(); len(got) != 2 {

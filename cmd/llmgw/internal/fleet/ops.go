@@ -12,12 +12,14 @@ import (
 )
 
 // RestartRouters replaces every router, live or killed, by Routers new ones
-// whose config carries scheduler as its scheduler block, the way a Nomad
-// deployment replaces a job's allocations: the old ones stop (and
+// whose config carries scheduler as its scheduler block and hcl as
+// top-level HCL after Options.RouterHCL (a policy's router options, such
+// as pin_data_parallel_rank; "" for none), the way a Nomad deployment
+// replaces a job's allocations: the old ones stop (and
 // deregister), a killed one's stale registration is removed. It returns
 // once the new routers route every shard in exact mode, which they can
 // only learn from the driver's snapshot. Shards keep running.
-func (f *Fleet) RestartRouters(ctx context.Context, scheduler string) error {
+func (f *Fleet) RestartRouters(ctx context.Context, scheduler, hcl string) error {
 	f.op.Lock()
 	defer f.op.Unlock()
 	f.mu.Lock()
@@ -28,7 +30,7 @@ func (f *Fleet) RestartRouters(ctx context.Context, scheduler string) error {
 		f.cat.routerDown(ctx, r)
 		r.stop()
 	}
-	if err := f.startRouters(ctx, scheduler); err != nil {
+	if err := f.startRouters(ctx, routing{scheduler: scheduler, hcl: hcl}); err != nil {
 		return err
 	}
 	return f.waitExact(ctx)

@@ -89,8 +89,9 @@ func (f *Fleet) RestartDriver(ctx context.Context) error {
 
 // RestartRouter starts a router in place of router i after KillRouter, as
 // Nomad replaces a failed allocation: the dead one's stale registration
-// goes, and the new one, with a new name and the same scheduler, registers
-// itself. It returns once the new router's check passes.
+// goes, and the new one, with a new name and the same scheduler and
+// router HCL, registers itself. It returns once the new router's check
+// passes.
 func (f *Fleet) RestartRouter(ctx context.Context, i int) error {
 	f.op.Lock()
 	defer f.op.Unlock()
@@ -101,10 +102,10 @@ func (f *Fleet) RestartRouter(ctx context.Context, i int) error {
 	}
 	old := f.routers[i]
 	f.gen++
-	name, scheduler := fmt.Sprintf("router-%d-%d", f.gen, i), f.scheduler
+	name, rt := fmt.Sprintf("router-%d-%d", f.gen, i), f.routing
 	f.mu.Unlock()
 	f.cat.routerDown(ctx, old)
-	r, err := f.startRouter(ctx, name, scheduler)
+	r, err := f.startRouter(ctx, name, rt)
 	if err != nil {
 		return fmt.Errorf("restart router %d: %w", i, err)
 	}

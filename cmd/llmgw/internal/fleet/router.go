@@ -38,8 +38,17 @@ type routerConf struct {
 	// Ports name (API, KV ingest, admin), as Nomad allocates them.
 	NomadAddr string
 	Ports     [3]int
-	// Extra is top-level HCL appended as given (Options.RouterHCL).
+	// Extra is top-level HCL appended as given (Options.RouterHCL, then
+	// routing.hcl).
 	Extra string
+}
+
+// routing is what a generation of routers is started with: the body of
+// their scheduler block ("" for the default) and top-level HCL appended
+// after Options.RouterHCL ("" for none), so that a benchmark policy can
+// set router options beside the scheduler.
+type routing struct {
+	scheduler, hcl string
 }
 
 // routerConfig renders a router's HCL config: its three listeners on free
@@ -87,14 +96,15 @@ func writeModel(b *strings.Builder, c routerConf) {
 // registered in the catalogue and its check passes, so that Consul DNS
 // (or Nomad's catalogue) and `llmgw status` list it. (Drivers send it KV state as soon as it is
 // registered, so it may route exact before that.)
-func (f *Fleet) startRouter(ctx context.Context, name, scheduler string) (*router, error) {
+func (f *Fleet) startRouter(ctx context.Context, name string, rt routing) (*router, error) {
 	dir := filepath.Join(f.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	r := &router{name: name, serviceID: "llmgw-" + name}
 	path := filepath.Join(dir, "router.hcl")
-	rc := routerConf{ServiceID: r.serviceID, Model: f.o.Model, Scheduler: scheduler, Extra: f.o.RouterHCL}
+	extra := strings.TrimSpace(f.o.RouterHCL + "\n" + rt.hcl)
+	rc := routerConf{ServiceID: r.serviceID, Model: f.o.Model, Scheduler: rt.scheduler, Extra: extra}
 	if err := f.cat.routerConf(&rc); err != nil {
 		return nil, fmt.Errorf("%s config: %w", name, err)
 	}

@@ -113,6 +113,9 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 		"block_size":        blockSize,
 		"max_model_len":     f.o.MaxModelLen,
 	}
+	if f.o.DataParallelSize > 1 {
+		config["data_parallel_size"] = f.o.DataParallelSize
+	}
 	role := f.o.roleOf(i)
 	mappings := withRole(role, ports, []*drivers.PortMapping{{Label: "http", Value: int32(ports[0]), HostIp: "127.0.0.1"}}, config)
 	task, err := pluginhost.NewTask(filepath.Join(f.dir, "allocs"), pluginhost.TaskSpec{

@@ -56,15 +56,16 @@ func (r *Report) Markdown(plots []string) string {
 	fmt.Fprintf(&b, "Workload `%s`: %d requests %s; %s.\n", r.Workload, r.Requests, pace, r.Setup)
 	fmt.Fprintf(&b, "The oracle (an infinite cache shared by the fleet, the last prompt token recomputed) could reuse %d of %d prompt tokens (%s).\n",
 		r.ReusableTokens, r.PromptTokens, pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
-	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s; \"busiest replica\" is the share of requests the most used replica served; \"rejected\" were refused as invalid (4xx, e.g. a prompt over the engines' max_model_len), \"shed\" failed for want of capacity or of a replica.\n\n", r.SLO.TTFT, r.SLO.ITL)
-	b.WriteString("| policy | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | E2E p50 | E2E p99 | goodput | rejected | shed | interrupted | cached share | of oracle | busiest replica |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s; \"predicted = reported\" is the share of completed requests whose cached tokens the router predicted exactly as the engine reported them in the answer's usage; \"busiest replica\" is the share of requests the most used replica served; \"rejected\" were refused as invalid (4xx, e.g. a prompt over the engines' max_model_len), \"shed\" failed for want of capacity or of a replica.\n\n", r.SLO.TTFT, r.SLO.ITL)
+	b.WriteString("| policy | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | E2E p50 | E2E p99 | goodput | rejected | shed | interrupted | cached share | of oracle | predicted = reported | busiest replica |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Policies {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %d | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %d | %s | %s | %s | %s |\n",
 			s.Policy, fmtMs(s.TTFT.P50), fmtMs(s.TTFT.P99), fmtMs(s.ITL.P50), fmtMs(s.ITL.P99), fmtMs(s.E2E.P50), fmtMs(s.E2E.P99),
-			s.Goodput, pct(s.GoodputShare), s.Rejected, s.Shed, s.Interrupted, pct(s.CachedShare), pct(s.OracleHitShare), pct(s.BusiestShare))
+			s.Goodput, pct(s.GoodputShare), s.Rejected, s.Shed, s.Interrupted, pct(s.CachedShare), pct(s.OracleHitShare),
+			predictedExact(s), pct(s.BusiestShare))
 	}
-	fmt.Fprintf(&b, "| oracle (bound) | | | | | | | | | | | %s | 100%% | |\n", pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
+	fmt.Fprintf(&b, "| oracle (bound) | | | | | | | | | | | %s | 100%% | | |\n", pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
 	if len(plots) > 0 {
 		b.WriteString("\n")
 		for _, p := range plots {
@@ -90,6 +91,15 @@ func (r *Report) Speedup(a, b string) float64 {
 		return 0
 	}
 	return float64(y / x)
+}
+
+// predictedExact is a summary's predicted = reported cell: the share,
+// or "n/a" where no answer reported its cached tokens.
+func predictedExact(s Summary) string {
+	if s.CachedFrom != "usage" {
+		return "n/a"
+	}
+	return pct(s.PredictedExactShare)
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }

@@ -51,6 +51,34 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestPredictedExact counts the completed requests whose router-predicted
+// cached tokens equal the engine's reported ones, a request with neither
+// included, and counts none when no answer reported its cached tokens.
+func TestPredictedExact(t *testing.T) {
+	answer := func(predicted, cached int, reported bool) client.Result {
+		r := ok(0, nil, 100, cached)
+		r.PredictedCachedTokens, r.CachedReported = predicted, reported
+		return r
+	}
+	tests := []struct {
+		name    string
+		results []client.Result
+		want    int
+	}{
+		{"equal, short, over and both none", []client.Result{answer(64, 64, true), answer(32, 64, true), answer(80, 64, true), answer(0, 0, false)}, 2},
+		{"a failed request is not counted", []client.Result{answer(64, 64, true), {Status: 502, Err: "status 502", Attempts: 6}}, 1},
+		{"no answer reported cached tokens", []client.Result{answer(0, 0, false), answer(16, 0, false)}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Summarize("p", tt.results, nil, SLO{}, time.Second)
+			if s.PredictedExact != tt.want || s.PredictedExactShare != float64(tt.want)/float64(s.OK) {
+				t.Errorf("predicted equals reported on %d (share %v) of %d; want %d", s.PredictedExact, s.PredictedExactShare, s.OK, tt.want)
+			}
+		})
+	}
+}
+
 // TestCachedFromEngineCounters: without any answer's
 // prompt_tokens_details the summary takes the engines' hits, and with
 // one it keeps the answers' own.
@@ -92,6 +120,10 @@ func sample() *Report {
 	ms := time.Millisecond
 	slo := SLO{TTFT: time.Second, ITL: 50 * ms}
 	rs := []client.Result{ok(40*ms, nil, 100, 80), ok(60*ms, nil, 100, 80)}
+	// The answers report their cached tokens; the router predicted the
+	// first exactly and the second short.
+	rs[0].CachedReported, rs[0].PredictedCachedTokens = true, 80
+	rs[1].CachedReported, rs[1].PredictedCachedTokens = true, 64
 	slow := []client.Result{ok(400*ms, nil, 100, 0), ok(600*ms, nil, 100, 16)}
 	return &Report{
 		Command: "llmgw bench -rate 4", Workload: "chat", Setup: "4 shards, 2 routers", Requests: 2, Rate: 4, SLO: slo,
@@ -110,7 +142,8 @@ func TestMarkdownAndJSON(t *testing.T) {
 		"Command: `llmgw bench -rate 4`",
 		"could reuse 160 of 200 prompt tokens (80.0%)",
 		"| precise | 40.0 ms | 60.0 ms |",
-		"| 80.0% | 100.0% | 100.0% |",
+		"| 80.0% | 100.0% | 50.0% | 100.0% |",
+		"| 8.0% | 10.0% | n/a | 100.0% |",
 		"![ttft-cdf](bench/ttft-cdf.png)",
 	} {
 		if !strings.Contains(md, want) {

@@ -59,6 +59,16 @@ type Summary struct {
 	// engines' vllm:prefix_cache_hits over the run, UseEngineHits), or ""
 	// when neither was read.
 	CachedFrom string `json:"cached_from,omitempty"`
+	// PredictedExact counts the completed requests whose router-predicted
+	// cached tokens (client.Result.PredictedCachedTokens, the router's
+	// X-Llmgw-Cached-Tokens) equal the cached tokens the engine reported
+	// in that request's usage; PredictedExactShare is their share of the
+	// completed requests. Both stay 0 unless CachedFrom is "usage": the
+	// engines' counters say nothing per request. On data-parallel
+	// replicas this is what rank pinning buys: the engine serves a
+	// request from the rank the router counted on.
+	PredictedExact      int     `json:"predicted_equals_reported"`
+	PredictedExactShare float64 `json:"predicted_equals_reported_share"`
 	// OracleTokens is the oracle's reusable total over the same completed
 	// requests; OracleHitShare is CachedTokens / OracleTokens.
 	OracleTokens   int     `json:"oracle_tokens"`
@@ -106,6 +116,9 @@ func Summarize(policy string, results []client.Result, reusable []int, slo SLO, 
 		if r.CachedReported {
 			s.CachedFrom = "usage"
 		}
+		if r.PredictedCachedTokens == r.CachedTokens {
+			s.PredictedExact++
+		}
 		if i < len(reusable) {
 			s.OracleTokens += reusable[i]
 		}
@@ -121,6 +134,10 @@ func Summarize(policy string, results []client.Result, reusable []int, slo SLO, 
 	s.GoodputShare = ratio(good, s.Requests)
 	s.CachedShare = ratio(s.CachedTokens, s.PromptTokens)
 	s.OracleHitShare = ratio(s.CachedTokens, s.OracleTokens)
+	if s.CachedFrom != "usage" {
+		s.PredictedExact = 0
+	}
+	s.PredictedExactShare = ratio(s.PredictedExact, s.OK)
 	busiest := 0
 	for _, n := range perReplica {
 		busiest = max(busiest, n)
