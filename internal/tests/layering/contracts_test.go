@@ -99,6 +99,8 @@ var contracts = map[string][]string{
 	// the packages that make spans see only the API.
 	"router/tracing": {
 		"go.opentelemetry.io/otel",
+		"go.opentelemetry.io/otel/attribute",
+		"go.opentelemetry.io/otel/codes",
 		"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
 		"go.opentelemetry.io/otel/propagation",
 		"go.opentelemetry.io/otel/sdk/resource",
