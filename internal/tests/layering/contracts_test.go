@@ -147,6 +147,8 @@ var contracts = map[string][]string{
 	// alone, as an outside plugin would be (TestSchedulerHoldsNoPeerPolicy).
 	"router/peerpolicy": {"github.com/llmgw/llmgw/router/scheduler"},
 	"router/load":       nil,
+	// The scaling signal is arithmetic over counts its caller gathers.
+	"router/autoscale": nil,
 	"router/peers": {
 		"github.com/hashicorp/go-hclog",
 		"github.com/llmgw/llmgw/router/load",
