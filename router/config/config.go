@@ -68,6 +68,8 @@ type Config struct {
 	// Migration continues streams whose replica fails (router/gateway's
 	// migration.go).
 	Migration Migration
+	// Scaling sets the autoscaling signal's targets (scaling.go).
+	Scaling Scaling
 
 	Auth Auth
 	EngineAuth
@@ -166,6 +168,7 @@ func Default() Config {
 		LogLevel:            "info",
 		HTTP:                defaultHTTP(),
 		Migration:           defaultMigration(),
+		Scaling:             defaultScaling(),
 		Discovery:           DiscoveryConsul,
 		Consul:              Consul{CheckInterval: 10 * time.Second},
 		Auth:                Auth{ReloadInterval: 2 * time.Second},
@@ -200,6 +203,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Rates.validate()...)
 	errs = append(errs, c.Index.validate()...)
 	errs = append(errs, c.Migration.validate()...)
+	errs = append(errs, c.Scaling.validate()...)
 	errs = append(errs, c.validateNomad()...)
 	errs = append(errs, c.validatePD()...)
 	if c.Attempts < 1 || c.Attempts > 16 {

@@ -23,6 +23,7 @@ var contracts = map[string][]string{
 		"github.com/hashicorp/hcl/v2/hclsyntax",
 		"github.com/zclconf/go-cty/cty",
 		"github.com/zclconf/go-cty/cty/json",
+		"github.com/llmgw/llmgw/router/autoscale",
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
 	"router/enginemetrics": {"github.com/hashicorp/go-hclog"},
@@ -76,6 +77,7 @@ var contracts = map[string][]string{
 		"github.com/hashicorp/go-hclog",
 		"github.com/prometheus/client_golang/prometheus",
 		"github.com/llmgw/llmgw/router/admission",
+		"github.com/llmgw/llmgw/router/autoscale", // the TTFT target's default
 		"github.com/llmgw/llmgw/router/disagg",
 		"github.com/llmgw/llmgw/router/load",
 		"github.com/llmgw/llmgw/router/openai",
