@@ -40,11 +40,13 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 		Options: route.Options{
 			Attempts: s.cfg.Attempts, PD: pdThreshold,
 			QueueTimeout: s.cfg.QueueTimeout, MaxQueue: s.cfg.MaxQueue, MaxQueuePerTenant: s.cfg.MaxQueuePerTenant,
+			TTFTTarget: s.cfg.Scaling.TTFTTarget,
 		},
 	})
 	if err != nil {
 		return err
 	}
+	s.metrics.Registry.MustRegister(&scalingCollector{set: s.set, tracker: s.tracker, queue: planner, policy: s.cfg.Scaling.Policy()})
 	gw, err := gateway.New(gateway.Deps{
 		Planner: planner, Metrics: s.metrics, Auth: keys, EngineKey: s.cfg.EngineKey,
 		Ready: s.synced, Conversations: s.conv,
