@@ -46,7 +46,6 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 	if err != nil {
 		return err
 	}
-	s.metrics.Registry.MustRegister(&scalingCollector{set: s.set, tracker: s.tracker, queue: planner, policy: s.cfg.Scaling.Policy()})
 	gw, err := gateway.New(gateway.Deps{
 		Planner: planner, Metrics: s.metrics, Auth: keys, EngineKey: s.cfg.EngineKey,
 		Ready: s.synced, Conversations: s.conv,
@@ -63,6 +62,8 @@ func (s *Server) startGateway(keys gateway.Authenticator, opts []Option) error {
 	if err != nil {
 		return err
 	}
+	// The autoscaling signal reads the planner's queue (scaling.go).
+	s.metrics.Registry.MustRegister(&scalingCollector{set: s.set, tracker: s.tracker, queue: planner, policy: s.cfg.Scaling.Policy()})
 	s.planner, s.gw = planner, gw
 	return nil
 }
