@@ -38,11 +38,15 @@
 // router counts its peers' in-flight requests and queued prefill, but only
 // its own queue).
 //
-// SLO attainment (the share of requests whose time to first token met the
-// target) is exported beside the recommendation but does not drive it: it
-// lags the load that caused it, and a count raised whenever attainment is
-// low keeps rising while the new replicas start. It is what an operator
-// alerts on and tunes the targets by.
+// SLO attainment (the share of answers whose time to first token met the
+// target) is exported beside the recommendation but does not drive it. The
+// time is the replica's, from the router sending the request to its first
+// byte; the wait in the router's own queue before that is exported apart
+// (the oldest wait), so that a replica shortfall and a slow replica read
+// differently. Attainment does not drive the count because it lags the
+// load that caused it, and a count raised whenever attainment is low keeps
+// rising while the new replicas start. It is what an operator alerts on
+// and tunes the targets by.
 //
 // It imports nothing outside the standard library.
 package autoscale
