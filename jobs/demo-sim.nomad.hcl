@@ -10,6 +10,32 @@ job "demo-sim" {
   group "sim" {
     count = 4
 
+    # Autoscaling with the Nomad Autoscaler, off until an operator sets
+    # enabled = true (docs/OPERATING.md, "Autoscaling"). The routers export
+    # the replicas the model's demand needs (llmgw_model_replicas_recommended:
+    # the uncached prefill queued after predicted cache hits against the TTFT
+    # target, and the requests in flight and waiting against the in-flight
+    # target; router/autoscale). pass-through scales to that count; the
+    # maximum over 5 minutes, and over routers, scales out at the first sample
+    # above the count and in only after 5 minutes of less demand.
+    scaling {
+      enabled = false
+      min     = 1
+      max     = 8
+
+      policy {
+        cooldown            = "5m"
+        evaluation_interval = "30s"
+
+        check "llmgw-recommended" {
+          source = "prometheus"
+          query  = "max(max_over_time(llmgw_model_replicas_recommended{model=\"sim-model\"}[5m]))"
+
+          strategy "pass-through" {}
+        }
+      }
+    }
+
     # Only nodes whose driver runs vllm-sim (the fingerprint reports the
     # engine's path).
     constraint {

@@ -34,6 +34,33 @@ job "llama-3.1-8b-pd" {
   group "prefill" {
     count = 1
 
+    # Autoscaling with the Nomad Autoscaler, off until an operator sets
+    # enabled = true (docs/OPERATING.md, "Autoscaling"). The routers export
+    # the replicas the model's demand needs (llmgw_model_replicas_needed: the
+    # uncached prefill queued after predicted cache hits against the TTFT
+    # target, and the requests in flight and waiting against the in-flight
+    # target; router/autoscale). pass-through scales to that count; the
+    # maximum over 5 minutes, and over routers, scales out at the first sample
+    # above the count and in only after 5 minutes of less demand.
+    # A prefill replica serves the prefill term alone (by="prefill").
+    scaling {
+      enabled = false
+      min     = 1
+      max     = 4
+
+      policy {
+        cooldown            = "5m"
+        evaluation_interval = "30s"
+
+        check "llmgw-recommended" {
+          source = "prometheus"
+          query  = "max(max_over_time(llmgw_model_replicas_needed{model=\"llama-3.1-8b\", by=\"prefill\"}[5m]))"
+
+          strategy "pass-through" {}
+        }
+      }
+    }
+
     constraint {
       attribute = "${meta.llmgw_rdma_fabric}"
       operator  = "is_set"
@@ -121,6 +148,33 @@ job "llama-3.1-8b-pd" {
 
   group "decode" {
     count = 2
+
+    # Autoscaling with the Nomad Autoscaler, off until an operator sets
+    # enabled = true (docs/OPERATING.md, "Autoscaling"). The routers export
+    # the replicas the model's demand needs (llmgw_model_replicas_needed: the
+    # uncached prefill queued after predicted cache hits against the TTFT
+    # target, and the requests in flight and waiting against the in-flight
+    # target; router/autoscale). pass-through scales to that count; the
+    # maximum over 5 minutes, and over routers, scales out at the first sample
+    # above the count and in only after 5 minutes of less demand.
+    # A decode replica carries the requests (by="in_flight").
+    scaling {
+      enabled = false
+      min     = 1
+      max     = 8
+
+      policy {
+        cooldown            = "5m"
+        evaluation_interval = "30s"
+
+        check "llmgw-recommended" {
+          source = "prometheus"
+          query  = "max(max_over_time(llmgw_model_replicas_needed{model=\"llama-3.1-8b\", by=\"in_flight\"}[5m]))"
+
+          strategy "pass-through" {}
+        }
+      }
+    }
 
     constraint {
       attribute = "${meta.llmgw_rdma_fabric}"

@@ -124,6 +124,7 @@ func (c *checker) job(job *hclsyntax.Block) {
 func (c *checker) group(g *hclsyntax.Block) {
 	ports := portLabels(g.Body)
 	apiPorts := map[string]bool{} // API ports of the group's leader vllm tasks
+	model, sharded := "", false   // what the group's scaling policy scales
 	for _, t := range g.Body.Blocks {
 		if t.Type != "task" || !isVLLM(t.Body) {
 			continue
@@ -134,9 +135,15 @@ func (c *checker) group(g *hclsyntax.Block) {
 		}
 		if task.leader() {
 			apiPorts[task.cfg.Port] = true
+			model = task.cfg.ServedModelName
+			if model == "" {
+				model = task.cfg.Model
+			}
 		}
+		sharded = sharded || task.cfg.Shard != nil
 		c.taskServices(t, task)
 	}
+	c.scaling(g, model, sharded)
 	for _, s := range blocks(g.Body, "service") {
 		if port, ok := stringAttr(s.Body, "port"); ok && apiPorts[port] {
 			c.add(s.DefRange(), "service on vllm port %q is declared at group level, which has no task, so ${NOMAD_TASK_NAME} is not interpolated; declare it inside the vllm task so llmgw-replica is <alloc id>/<task name>", port)

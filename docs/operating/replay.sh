@@ -384,6 +384,28 @@ TAIL=6 run "$LLMGW" jobs run jobs/demo-sim.nomad.hcl
 grep -q 'successful' <<<"$out" || fail "demo-sim back to 4: deployment did not succeed"
 until_ok "llmgw jobs run brings demo-sim back to 4 exact replicas" 90 exact_replicas 4
 
+log "== 9b. autoscaling: the signal, the policies, the autoscaler's ACL policy"
+TAIL=12 run bash -c "curl -fs -H 'Authorization: Bearer $ADMIN_TOKEN' http://$ADMIN/metrics | grep '^llmgw_model_'"
+grep -q '^llmgw_model_replicas{model="sim-model"} 4$' <<<"$out" || fail "llmgw_model_replicas{model=\"sim-model\"} is not 4"
+grep -Eq '^llmgw_model_replicas_recommended\{model="sim-model"\} [0-9]+$' <<<"$out" || fail "no recommended replica count for sim-model"
+ok "the routers export the autoscaling signal for sim-model"
+run "$NOMAD" scaling policy list
+grep -Eq '^[0-9a-f]+ +false +horizontal +Namespace:default,Job:demo-sim,Group:sim$' <<<"$out" ||
+  fail "demo-sim's scaling policy is not listed, off"
+ok "demo-sim's scaling policy is stored, off"
+sed 's/enabled = false/enabled = true/' jobs/demo-sim.nomad.hcl >"$OPS/demo-sim-autoscaled.nomad.hcl"
+TAIL=6 run "$LLMGW" jobs run "$OPS/demo-sim-autoscaled.nomad.hcl"
+run "$NOMAD" scaling policy list
+grep -Eq '^[0-9a-f]+ +true +horizontal +Namespace:default,Job:demo-sim,Group:sim$' <<<"$out" ||
+  fail "demo-sim's scaling policy is not on after enabled = true"
+ok "enabled = true turns demo-sim's scaling policy on"
+NOMAD_TOKEN=$MGMT_TOKEN run "$NOMAD" acl policy apply -namespace default -job nomad-autoscaler nomad-autoscaler "$REPO/docs/operating/nomad-autoscaler.policy.hcl"
+ok "the autoscaler's ACL policy applies to its job's workload identity"
+# No autoscaler runs here (its image is not on this host): the policy
+# stays on with nothing acting on it. Turn it off again for what follows.
+TAIL=6 run "$LLMGW" jobs run jobs/demo-sim.nomad.hcl
+until_ok "demo-sim's 4 replicas exact after the policy is off again" 90 exact_replicas 4
+
 log "== 10. rolling upgrade of the plugin (tasks survive)"
 allocs_before=$("$NOMAD" job allocs -json demo-sim | jq -r '[.[] | select(.ClientStatus == "running") | .ID] | sort | join(",")')
 engines_before=$(pgrep -f "^$OPS/bin/vllm-sim" | sort | tr '\n' ',')

@@ -68,6 +68,8 @@ type Config struct {
 	// Migration continues streams whose replica fails (router/gateway's
 	// migration.go).
 	Migration Migration
+	// Scaling sets the autoscaling signal's targets (scaling.go).
+	Scaling Scaling
 
 	Auth Auth
 	EngineAuth
@@ -169,6 +171,7 @@ func Default() Config {
 		LogLevel:            "info",
 		HTTP:                defaultHTTP(),
 		Migration:           defaultMigration(),
+		Scaling:             defaultScaling(),
 		Discovery:           DiscoveryConsul,
 		Nomad:               Nomad{ColdStartTimeout: DefaultColdStartTimeout, MaxColdQueue: DefaultMaxColdQueue},
 		Consul:              Consul{CheckInterval: 10 * time.Second},
@@ -205,6 +208,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Index.validate()...)
 	errs = append(errs, c.Tracing.validate()...)
 	errs = append(errs, c.Migration.validate()...)
+	errs = append(errs, c.Scaling.validate()...)
 	errs = append(errs, c.validateNomad()...)
 	errs = append(errs, c.validatePD()...)
 	if c.Attempts < 1 || c.Attempts > 16 {

@@ -57,6 +57,7 @@ type fileConfig struct {
 	PDSkipFraction   *float64       `hcl:"pd_skip_prefill_fraction,optional"`
 	PrefillScheduler *fileScheduler `hcl:"prefill_scheduler,block"`
 	Migration        *fileMigration `hcl:"migration,block"`
+	Scaling          *fileScaling   `hcl:"scaling,block"`
 	// Rest holds the listener attributes (fileHTTP), decoded strictly apart.
 	Rest hcl.Body `hcl:",remain"`
 }
@@ -158,6 +159,9 @@ func (c *Config) applyFile(fc *fileConfig) error {
 		c.PinDataParallelRank = *fc.PinRank
 	}
 	c.Migration.applyFile(fc.Migration)
+	if err := c.Scaling.applyFile(fc.Scaling); err != nil {
+		return err
+	}
 	if err := c.applyFileDurations(fc); err != nil {
 		return err
 	}

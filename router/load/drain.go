@@ -134,3 +134,16 @@ func (t *Tracker) prefillLeft(e *tracked, now time.Time) int {
 	left := min(e.queue.left(now, t.drainRate(e)), float64(e.own.PrefillTokens))
 	return int(math.Ceil(left))
 }
+
+// PrefillRate is the prefill speed the tracker assumes of replica, in
+// prompt tokens a second: its measured rate, else the mean of those
+// measured on any replica, else the prior (0 with draining off). The
+// autoscaling signal sizes the fleet by it (router/autoscale).
+func (t *Tracker) PrefillRate(replica string) float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.load[replica]; e != nil {
+		return t.rateOf(e)
+	}
+	return t.rateOf(&tracked{})
+}

@@ -157,3 +157,29 @@ func TestPeersShareTheDrain(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillRate: the rate a replica is sized by is the prior until one is
+// measured, the fleet's mean for a replica not measured yet, and the
+// replica's own once measured; 0 with draining off.
+func TestPrefillRate(t *testing.T) {
+	c := newStopped()
+	tr := NewTracker(WithClock(c.now), WithPrefillRate(500))
+	if got := tr.PrefillRate("a"); got != 500 {
+		t.Fatalf("before any answer: %v; want the prior 500", got)
+	}
+	answered, end := tr.BeginPrefill("a", 4000, 4000)
+	c.wait(2 * time.Second)
+	answered()
+	end()
+	for _, tt := range []struct {
+		replica string
+		want    float64
+	}{{"a", 2000}, {"b", 2000}} {
+		if got := tr.PrefillRate(tt.replica); got != tt.want {
+			t.Errorf("PrefillRate(%s) = %v; want %v", tt.replica, got, tt.want)
+		}
+	}
+	if got := NewTracker(WithPrefillRate(0)).PrefillRate("a"); got != 0 {
+		t.Errorf("draining off: %v; want 0", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmgw/llmgw/router/admission"
+	"github.com/llmgw/llmgw/router/autoscale"
 	"github.com/llmgw/llmgw/router/disagg"
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/prompt"
@@ -70,6 +71,9 @@ type Options struct {
 	QueueTimeout      time.Duration
 	MaxQueue          int
 	MaxQueuePerTenant int
+	// TTFTTarget is the time to first token the SLO metrics count
+	// answers against (default 1 s, autoscale.DefaultPolicy).
+	TTFTTarget time.Duration
 }
 
 // Planner makes every routing decision of one router. It is safe for
@@ -77,6 +81,7 @@ type Options struct {
 type Planner struct {
 	d       Deps
 	metrics *Metrics
+	slo     *sloMetrics
 	admit   *admission.Queue
 	plans   sync.Pool // *Plan, reused so that scheduling allocates nothing
 	// decisions is the decision log the status page shows.
@@ -109,11 +114,15 @@ func New(d Deps) (*Planner, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.TTFTTarget <= 0 {
+		o.TTFTTarget = autoscale.DefaultPolicy().TTFT
+	}
+	slo := newSLOMetrics(o.TTFTTarget)
 	am := admission.NewMetrics()
-	if err := registerAll(d.Registry, am.Collectors()...); err != nil {
+	if err := registerAll(d.Registry, append(am.Collectors(), slo.total)...); err != nil {
 		return nil, err
 	}
-	p := &Planner{d: d, metrics: m}
+	p := &Planner{d: d, metrics: m, slo: slo}
 	p.admit = admission.New(admission.Options{Timeout: o.QueueTimeout, MaxWaiters: o.MaxQueue, MaxPerTenant: o.MaxQueuePerTenant, Metrics: am})
 	return p, nil
 }
@@ -140,11 +149,11 @@ func (pl *Planner) Succeeded(replica string) { pl.d.Replicas.Succeeded(replica) 
 // BeginPrefill counts a request sent to replica in its load until the
 // replica answers (answered) and ends (end), and wakes the head of the
 // model's admission queue at each change: a waiter can then see whether
-// room is left.
+// room is left. The answer counts against the TTFT target (slo.go).
 func (pl *Planner) BeginPrefill(replica string, promptTokens, uncachedTokens int) (answered, end func()) {
 	answered, ended := pl.d.Tracker.BeginPrefill(replica, promptTokens, uncachedTokens)
 	pl.wake(replica)
-	return answered, func() {
+	return pl.timed(replica, answered), func() {
 		ended()
 		pl.wake(replica)
 	}

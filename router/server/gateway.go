@@ -49,6 +49,7 @@ func (s *Server) startGateway(ctx context.Context, keys gateway.Authenticator, o
 		Options: route.Options{
 			Attempts: s.cfg.Attempts, PD: pdThreshold,
 			QueueTimeout: s.cfg.QueueTimeout, MaxQueue: s.cfg.MaxQueue, MaxQueuePerTenant: s.cfg.MaxQueuePerTenant,
+			TTFTTarget: s.cfg.Scaling.TTFTTarget,
 		},
 	})
 	if err != nil {
@@ -74,6 +75,8 @@ func (s *Server) startGateway(ctx context.Context, keys gateway.Authenticator, o
 	if err != nil {
 		return err
 	}
+	// The autoscaling signal reads the planner's queue (scaling.go).
+	s.metrics.Registry.MustRegister(&scalingCollector{set: s.set, tracker: s.tracker, queue: planner, policy: s.cfg.Scaling.Policy()})
 	s.planner, s.gw = planner, gw
 	return nil
 }

@@ -23,6 +23,7 @@ var contracts = map[string][]string{
 		"github.com/hashicorp/hcl/v2/hclsyntax",
 		"github.com/zclconf/go-cty/cty",
 		"github.com/zclconf/go-cty/cty/json",
+		"github.com/llmgw/llmgw/router/autoscale",
 		"github.com/llmgw/llmgw/router/scheduler",
 	},
 	"router/enginemetrics": {"github.com/hashicorp/go-hclog"},
@@ -81,6 +82,7 @@ var contracts = map[string][]string{
 		"github.com/hashicorp/go-hclog",
 		"github.com/prometheus/client_golang/prometheus",
 		"github.com/llmgw/llmgw/router/admission",
+		"github.com/llmgw/llmgw/router/autoscale", // the TTFT target's default
 		"github.com/llmgw/llmgw/router/disagg",
 		"github.com/llmgw/llmgw/router/load",
 		"github.com/llmgw/llmgw/router/openai",
@@ -171,6 +173,8 @@ var contracts = map[string][]string{
 	// alone, as an outside plugin would be (TestSchedulerHoldsNoPeerPolicy).
 	"router/peerpolicy": {"github.com/llmgw/llmgw/router/scheduler"},
 	"router/load":       nil,
+	// The scaling signal is arithmetic over counts its caller gathers.
+	"router/autoscale": nil,
 	"router/peers": {
 		"github.com/hashicorp/go-hclog",
 		"github.com/llmgw/llmgw/router/load",
