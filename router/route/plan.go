@@ -42,9 +42,15 @@ type Attempt struct {
 	// CachedTokens is the prompt's predicted cached tokens there.
 	CachedTokens int
 	// Rank is the replica's data-parallel rank the prediction rests on
-	// and the prompt blocks it holds (Blocks 0: none; the engine then
-	// balances the request over its ranks).
+	// and the prompt blocks it holds (Blocks 0: none).
 	Rank RankHit
+	// PinRank is the data-parallel rank to send the request to when
+	// Pinned: Rank's, when it holds any of the prompt, else, on a replica
+	// that declares more than one rank (replicas.Replica.DataParallelSize),
+	// one the planner chose (rankRotor). Not Pinned, the engine balances
+	// the request over its ranks.
+	PinRank int
+	Pinned  bool
 
 	ranked scheduler.Ranked
 }
@@ -155,7 +161,7 @@ func (pl *Planner) Release(p *Plan) {
 // the siblings of a fan-out burst.
 func (p *Plan) Sent(a Attempt) {
 	if !p.utility {
-		p.pl.d.Scheduler.Routed(&p.sreq, &a.ranked.Candidate)
+		p.pl.d.Scheduler.RoutedRank(&p.sreq, &a.ranked.Candidate, a.pinned())
 	}
 }
 
@@ -190,8 +196,23 @@ func (pl *Planner) attempts(dst []Attempt, d *scheduler.Decision, blockTokens in
 		if !ok {
 			continue // left the set since the decision
 		}
-		dst = append(dst, Attempt{Replica: r.Candidate.ID, Model: r.Candidate.Model, Address: rep.Address, Mode: r.Mode,
-			CachedTokens: r.CachedBlocks * blockTokens, Rank: r.Rank, ranked: r})
+		a := Attempt{Replica: r.Candidate.ID, Model: r.Candidate.Model, Address: rep.Address, Mode: r.Mode,
+			CachedTokens: r.CachedBlocks * blockTokens, Rank: r.Rank, ranked: r}
+		switch {
+		case r.Rank.Blocks > 0:
+			a.PinRank, a.Pinned = r.Rank.Rank, true
+		case rep.DataParallelSize > 1:
+			a.PinRank, a.Pinned = pl.ranks.choose(rep.ID, rep.DataParallelSize), true
+		}
+		dst = append(dst, a)
 	}
 	return dst
+}
+
+// pinned is the rank a is pinned to, -1 for none.
+func (a Attempt) pinned() int {
+	if !a.Pinned {
+		return -1
+	}
+	return a.PinRank
 }
