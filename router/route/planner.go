@@ -82,7 +82,7 @@ type Planner struct {
 	// decisions is the decision log the status page shows.
 	decisions decisionLog
 	// ranks chooses data-parallel ranks for prompts no rank holds.
-	ranks rankRotor
+	ranks rankBalancer
 }
 
 // New builds a planner and registers its series in d.Registry.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,15 +58,24 @@ func newRankPlanner(t *testing.T, dp ...int) *Planner {
 }
 
 // sendPlan plans a completion of text on pl, tells the planner it was
-// sent to its first attempt, and returns that attempt.
+// sent to its first attempt, and returns that attempt; the request ends
+// (the plan is released) as sendPlan returns.
 func sendPlan(t *testing.T, pl *Planner, text string) Attempt {
+	t.Helper()
+	p, a := sendHeld(t, pl, text)
+	pl.Release(p)
+	return a
+}
+
+// sendHeld is sendPlan leaving the request in flight until the caller
+// releases the plan.
+func sendHeld(t *testing.T, pl *Planner, text string) (*Plan, Attempt) {
 	t.Helper()
 	body := fmt.Sprintf(`{"model":"m","prompt":%q}`, text)
 	p, e := pl.Plan(context.Background(), Input{Kind: openai.Completion, Body: []byte(body)})
 	if e != nil {
 		t.Fatal(e)
 	}
-	defer pl.Release(p)
 	if len(p.Attempts) == 0 {
 		t.Fatal("no attempts")
 	}
@@ -73,7 +84,7 @@ func sendPlan(t *testing.T, pl *Planner, text string) Attempt {
 		t.Fatalf("%s routed in %s mode; want exact", a.Replica, a.Mode)
 	}
 	p.Sent(a)
-	return a
+	return p, a
 }
 
 // TestColdPromptRank: on a replica declaring four data-parallel ranks, a
@@ -111,6 +122,70 @@ func TestColdPromptRank(t *testing.T) {
 	for i := range 2 {
 		if a := sendPlan(t, undeclared, prefix(i)+"question"); a.Pinned {
 			t.Errorf("replica of unknown data-parallel size: cold prompt pinned to rank %d; want none", a.PinRank)
+		}
+	}
+}
+
+// TestColdPromptRankFollowsInFlight: the planner sends a cold prompt to
+// the rank with the fewest of its requests in flight, scanning from a
+// start that moves on by one per choice, as vLLM's DP balancer scores
+// ranks; a request counts on its rank until its plan is released.
+func TestColdPromptRankFollowsInFlight(t *testing.T) {
+	pl := newRankPlanner(t, 4)
+	cold := func(i int) string { return strings.Repeat(fmt.Sprintf("cold prompt %d. ", i), 30) }
+	held := map[int]*Plan{}
+	for i := range 4 {
+		p, a := sendHeld(t, pl, cold(i))
+		if held[a.PinRank] != nil {
+			t.Fatalf("cold prompt %d went to rank %d, which has one in flight while another rank has none", i, a.PinRank)
+		}
+		held[a.PinRank] = p
+	}
+	// Every rank has one in flight; the scan starts at rank 0 again.
+	// Ending rank 2's request leaves it the only rank with none.
+	pl.Release(held[2])
+	delete(held, 2)
+	p, a := sendHeld(t, pl, cold(4))
+	if a.PinRank != 2 {
+		t.Errorf("cold prompt went to rank %d; want 2, the only rank with nothing in flight", a.PinRank)
+	}
+	held[2] = p
+	for _, p := range held {
+		pl.Release(p)
+	}
+	// All ended: equals take turns from where the scan stopped.
+	var got []int
+	for i := range 4 {
+		got = append(got, sendPlan(t, pl, cold(10+i)).PinRank)
+	}
+	if want := []int{1, 2, 3, 0}; !slices.Equal(got, want) {
+		t.Errorf("idle ranks chosen in the order %v; want %v", got, want)
+	}
+}
+
+// TestRankLoadChoose: the choice is the strictly fewest in flight, the
+// first such from the start.
+func TestRankLoadChoose(t *testing.T) {
+	tests := []struct {
+		inflight []int64
+		start    uint64
+		want     int
+	}{
+		{[]int64{0, 0, 0, 0}, 0, 0},
+		{[]int64{0, 0, 0, 0}, 6, 2},
+		{[]int64{1, 0, 1, 0}, 0, 1},
+		{[]int64{1, 0, 1, 0}, 2, 3},
+		{[]int64{2, 3, 1, 1}, 1, 2},
+		{[]int64{0, 5}, 1, 0},
+	}
+	for _, tt := range tests {
+		l := &rankLoad{inflight: make([]atomic.Int64, len(tt.inflight))}
+		for r, n := range tt.inflight {
+			l.inflight[r].Store(n)
+		}
+		l.next.Store(tt.start)
+		if got := l.choose(); got != tt.want {
+			t.Errorf("in flight %v, start %d: rank %d; want %d", tt.inflight, tt.start, got, tt.want)
 		}
 	}
 }
