@@ -37,6 +37,13 @@ const (
 	MetaRoot        = "llmgw-root"
 	MetaMaxModelLen = "llmgw-max-model-len"
 	MetaIngestPort  = "llmgw-kv-ingest-port"
+	// MetaDataParallelSize is the replica's data-parallel size (the
+	// driver's data_parallel_size, vLLM's --data-parallel-size): the ranks
+	// behind its one API server. Knowing it, the router pins a prompt no
+	// rank holds to a rank it chooses, so the prompt's siblings can follow
+	// it there; absent, such a prompt goes unpinned and the engine
+	// balances it.
+	MetaDataParallelSize = "llmgw-data-parallel-size"
 	// MetaAdminPort is a router's admin listener port (its /admin API and
 	// /metrics), for operator tools; absent on routers without one.
 	MetaAdminPort = "llmgw-admin-port"
@@ -76,6 +83,8 @@ type Replica struct {
 	// when absent.
 	Root        string
 	MaxModelLen int
+	// DataParallelSize is MetaDataParallelSize; 0 when absent.
+	DataParallelSize int
 	// Health is HealthPassing, HealthWarning or HealthMaintenance; critical
 	// instances are never converted.
 	Health string
@@ -181,6 +190,13 @@ func toReplica(in Instance) (Replica, error) {
 			return Replica{}, fmt.Errorf("meta %s=%q: want a positive integer", MetaMaxModelLen, s)
 		}
 		r.MaxModelLen = n
+	}
+	if s, ok := in.Meta[MetaDataParallelSize]; ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return Replica{}, fmt.Errorf("meta %s=%q: want a positive integer", MetaDataParallelSize, s)
+		}
+		r.DataParallelSize = n
 	}
 	r.Task = in.Meta[MetaTask]
 	switch r.Task {

@@ -40,11 +40,11 @@ func TestConvertReplicas(t *testing.T) {
 			name: "all meta",
 			in: []Instance{replicaInstance("a", map[string]string{
 				MetaBlockSize: "64", MetaKVEvents: "true", MetaRole: "prefill", MetaTask: TaskEmbed,
-				MetaRoot: "org/qwen-7b", MetaMaxModelLen: "32768"})},
+				MetaRoot: "org/qwen-7b", MetaMaxModelLen: "32768", MetaDataParallelSize: "4"})},
 			wantIDs: []string{"alloc-a/vllm"},
 			want: map[string]Replica{"alloc-a/vllm": {
 				ID: "alloc-a/vllm", Model: "qwen", Address: "10.0.0.1", Port: 8000,
-				BlockSize: 64, KVEvents: true, Role: "prefill", Task: TaskEmbed, Root: "org/qwen-7b", MaxModelLen: 32768, Health: HealthPassing, Node: "n1", ServiceID: "svc-a",
+				BlockSize: 64, KVEvents: true, Role: "prefill", Task: TaskEmbed, Root: "org/qwen-7b", MaxModelLen: 32768, DataParallelSize: 4, Health: HealthPassing, Node: "n1", ServiceID: "svc-a",
 			}},
 		},
 		{
@@ -112,6 +112,7 @@ func TestConvertReplicasSkipsBadMeta(t *testing.T) {
 		{name: "bad kv-events", in: []Instance{replicaInstance("a", map[string]string{MetaKVEvents: "yes"})}, skipped: []string{MetaKVEvents}},
 		{name: "unknown role", in: []Instance{replicaInstance("a", map[string]string{MetaRole: "encoder"})}, skipped: []string{MetaRole}},
 		{name: "bad max model len", in: []Instance{replicaInstance("a", map[string]string{MetaMaxModelLen: "0"})}, skipped: []string{MetaMaxModelLen}},
+		{name: "zero data-parallel size", in: []Instance{replicaInstance("a", map[string]string{MetaDataParallelSize: "0"})}, skipped: []string{MetaDataParallelSize}},
 		{name: "unknown task", in: []Instance{replicaInstance("a", map[string]string{MetaTask: "embedding"})}, skipped: []string{MetaTask}},
 		{
 			name:    "bad port",

@@ -75,6 +75,7 @@ func (c *checker) replicaService(s *hclsyntax.Block, task vllmTask) {
 	}
 	c.taskMeta(meta, metaRange, task, where)
 	c.modelMeta(meta, task, where)
+	c.dataParallelMeta(meta, task, where)
 	for _, w := range want {
 		v, ok := meta[w.key]
 		switch {

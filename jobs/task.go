@@ -70,6 +70,21 @@ func (c *checker) taskMeta(meta map[string]metaValue, metaRange hcl.Range, task 
 	}
 }
 
+// dataParallelMeta checks llmgw-data-parallel-size, when the service
+// declares it, against the task's data_parallel_size (absent: 1): a
+// router pins cold prompts to ranks below the declared size, and vLLM
+// refuses a rank out of its range with a 400.
+func (c *checker) dataParallelMeta(meta map[string]metaValue, task vllmTask, where string) {
+	v, ok := meta[consul.MetaDataParallelSize]
+	if !ok || !v.known {
+		return
+	}
+	want := max(task.cfg.DataParallelSize, 1)
+	if n, err := strconv.Atoi(v.value); err != nil || n != want {
+		c.add(v.rng, "%s: meta %s is %q; want %d, the task's data_parallel_size", where, consul.MetaDataParallelSize, v.value, want)
+	}
+}
+
 // modelMeta checks the meta routers list in /v1/models against the task
 // config: llmgw-root must be the model the engine loads, and
 // llmgw-max-model-len a positive integer, the config's max_model_len

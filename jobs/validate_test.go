@@ -60,8 +60,9 @@ func TestBrokenJobspecs(t *testing.T) {
 		{"task-meta-absent-pooling", []string{`:20:9: task "vllm": service "vllm": meta llmgw-task is "generate" (absent means generate) but the engine args --runner pooling make a pooling engine`}},
 		{"task-meta-convert-mismatch", []string{`:25:11: task "vllm": service "vllm": meta llmgw-task is "classify" but the engine args --convert embed serve "embed"`}},
 		{"model-meta-mismatch", []string{
-			`:26:11: task "vllm": service "vllm": meta llmgw-root is "org/m-8b"; want "org/m-7b", the model the engine loads`,
-			`:27:11: task "vllm": service "vllm": meta llmgw-max-model-len is "8192"; want 4096, the task's max_model_len`,
+			`:28:11: task "vllm": service "vllm": meta llmgw-root is "org/m-8b"; want "org/m-7b", the model the engine loads`,
+			`:29:11: task "vllm": service "vllm": meta llmgw-max-model-len is "8192"; want 4096, the task's max_model_len`,
+			`:30:11: task "vllm": service "vllm": meta llmgw-data-parallel-size is "4"; want 2, the task's data_parallel_size`,
 		}},
 		{"slash-name", []string{`:17:9: task "vllm": service "vllm/llama": Consul rejects "/"`}},
 		{"no-check", []string{`:16:7: task "vllm": service "vllm": needs an HTTP check on /health`}},

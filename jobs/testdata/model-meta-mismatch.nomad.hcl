@@ -1,4 +1,5 @@
-# the service names another root and max_model_len than the task loads
+# the service names another root, max_model_len and data-parallel size
+# than the task loads
 job "broken" {
   group "engine" {
     network {
@@ -9,9 +10,10 @@ job "broken" {
       driver = "vllm"
 
       config {
-        model             = "org/m-7b"
-        served_model_name = "m"
-        max_model_len     = 4096
+        model              = "org/m-7b"
+        served_model_name  = "m"
+        max_model_len      = 4096
+        data_parallel_size = 2
       }
 
       service {
@@ -19,12 +21,13 @@ job "broken" {
         port = "http"
         tags = ["llmgw"]
         meta {
-          llmgw-model         = "m"
-          llmgw-replica       = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
-          llmgw-block-size    = "16"
-          llmgw-kv-events     = "false"
-          llmgw-root          = "org/m-8b"
-          llmgw-max-model-len = "8192"
+          llmgw-model              = "m"
+          llmgw-replica            = "${NOMAD_ALLOC_ID}/${NOMAD_TASK_NAME}"
+          llmgw-block-size         = "16"
+          llmgw-kv-events          = "false"
+          llmgw-root               = "org/m-8b"
+          llmgw-max-model-len      = "8192"
+          llmgw-data-parallel-size = "4"
         }
         check {
           type     = "http"

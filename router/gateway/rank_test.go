@@ -7,31 +7,32 @@ import (
 	"github.com/llmgw/llmgw/router/route"
 )
 
-// TestSetRank: an attempt whose prediction rests on a rank holding part
-// of the prompt is pinned to it; one with no such rank, or with pinning
-// off, carries no header, so the engine balances; a client's own header
-// never reaches the engine.
+// TestSetRank: an attempt the planner pinned (to the rank holding part of
+// the prompt, or to the rank it chose for a cold prompt) carries that
+// rank; one not pinned, or with pinning off, carries no header, so the
+// engine balances; a client's own header never reaches the engine.
 func TestSetRank(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		pin    bool
-		rank   route.RankHit
+		a      route.Attempt
 		client string
 		want   string
 	}{
-		{"hit on rank 3", true, route.RankHit{Rank: 3, Blocks: 5}, "", "3"},
-		{"hit on rank 0", true, route.RankHit{Rank: 0, Blocks: 1}, "", "0"},
-		{"no rank holds any", true, route.RankHit{}, "", ""},
-		{"pinning off", false, route.RankHit{Rank: 2, Blocks: 5}, "", ""},
-		{"client header replaced", true, route.RankHit{Rank: 1, Blocks: 2}, "7", "1"},
-		{"client header dropped", true, route.RankHit{}, "7", ""},
-		{"client header dropped with pinning off", false, route.RankHit{Rank: 1, Blocks: 2}, "7", ""},
+		{"hit on rank 3", true, route.Attempt{Rank: route.RankHit{Rank: 3, Blocks: 5}, PinRank: 3, Pinned: true}, "", "3"},
+		{"hit on rank 0", true, route.Attempt{Rank: route.RankHit{Rank: 0, Blocks: 1}, PinRank: 0, Pinned: true}, "", "0"},
+		{"cold prompt on a rank the planner chose", true, route.Attempt{PinRank: 2, Pinned: true}, "", "2"},
+		{"not pinned", true, route.Attempt{}, "", ""},
+		{"pinning off", false, route.Attempt{Rank: route.RankHit{Rank: 2, Blocks: 5}, PinRank: 2, Pinned: true}, "", ""},
+		{"client header replaced", true, route.Attempt{PinRank: 1, Pinned: true}, "7", "1"},
+		{"client header dropped", true, route.Attempt{}, "7", ""},
+		{"client header dropped with pinning off", false, route.Attempt{PinRank: 1, Pinned: true}, "7", ""},
 	} {
 		h := http.Header{}
 		if tc.client != "" {
 			h.Set("x-data-parallel-rank", tc.client)
 		}
-		(&transport{pinRanks: tc.pin}).setRank(h, route.Attempt{Rank: tc.rank})
+		(&transport{pinRanks: tc.pin}).setRank(h, tc.a)
 		if got := h.Values(HeaderDataParallelRank); len(got) > 1 || h.Get(HeaderDataParallelRank) != tc.want {
 			t.Errorf("%s: header %q; want %q", tc.name, got, tc.want)
 		}

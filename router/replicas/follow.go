@@ -25,7 +25,7 @@ func FromConsul(service string, in []consul.Replica) []Replica {
 	out := make([]Replica, len(in))
 	for i, r := range in {
 		out[i] = Replica{
-			ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, KVCacheGroups: r.KVCacheGroups, Source: service,
+			ID: r.ID, Model: r.Model, Address: HostPort(r.Address, r.Port), BlockSize: r.BlockSize, KVEvents: r.KVEvents, KVCacheGroups: r.KVCacheGroups, DataParallelSize: r.DataParallelSize, Source: service,
 			Health: r.Health, Draining: r.Draining(), Role: RoleOf(r.Role), Task: r.Task,
 			Root: r.Root, MaxModelLen: r.MaxModelLen,
 		}

@@ -29,6 +29,9 @@ type Replica struct {
 	// KVCacheGroups declares the replica's KV-cache groups (Consul meta
 	// llmgw-kv-cache-groups, router/kvgroups.ParseLayout); "" for none.
 	KVCacheGroups string
+	// DataParallelSize is the number of data-parallel ranks behind its
+	// API server (Consul meta llmgw-data-parallel-size); 0 when unknown.
+	DataParallelSize int
 	// Source is "static" or the Consul service it came from.
 	Source string
 	// Health is the replica's Consul health (consul.Health*; "" for static

@@ -35,7 +35,7 @@ func (p *Plan) NoPrefillStep() {
 // cannot continue on them (every decode replica left the set); the
 // caller then tries the next prefill replica.
 func (p *Plan) Prefilled(a Attempt) ([]Attempt, error) {
-	p.pl.d.PrefillScheduler.Routed(&p.pd.sreq, &a.ranked.Candidate)
+	p.pl.d.PrefillScheduler.RoutedRank(&p.pd.sreq, &a.ranked.Candidate, a.pinned())
 	decode := make([]Attempt, 0, len(p.Attempts))
 	for _, d := range p.Attempts {
 		if p.pl.d.Replicas.RoleOf(d.Replica) == replicas.RoleDecode {

@@ -2,6 +2,7 @@ package route
 
 import (
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/llmgw/llmgw/router/openai"
@@ -42,9 +43,18 @@ type Attempt struct {
 	// CachedTokens is the prompt's predicted cached tokens there.
 	CachedTokens int
 	// Rank is the replica's data-parallel rank the prediction rests on
-	// and the prompt blocks it holds (Blocks 0: none; the engine then
-	// balances the request over its ranks).
+	// and the prompt blocks it holds (Blocks 0: none).
 	Rank RankHit
+	// PinRank is the data-parallel rank to send the request to when
+	// Pinned: Rank's, when it holds any of the prompt, else, on a replica
+	// that declares more than one rank (replicas.Replica.DataParallelSize),
+	// one the planner chose (rankBalancer). Not Pinned, the engine balances
+	// the request over its ranks.
+	PinRank int
+	Pinned  bool
+	// ranks are the replica's data-parallel ranks when it declares more
+	// than one, to count the request on PinRank; nil otherwise.
+	ranks *rankLoad
 
 	ranked scheduler.Ranked
 }
@@ -115,6 +125,9 @@ type Plan struct {
 	decision scheduler.Decision
 	pd       pdPlan
 	// prefilled is the prefill replica that computed the prompt;
+	// onRanks are the data-parallel rank counts its sent attempts are
+	// counted on (rankBalancer), until Release.
+	onRanks []*atomic.Int64
 	// continuedFrom the failed replica a continuation follows.
 	prefilled     *Attempt
 	continuedFrom string
@@ -139,6 +152,11 @@ func (pl *Planner) Release(p *Plan) {
 	if p == nil || p.continuedFrom != "" {
 		return // a continuation is never pooled: its stream may outlive the caller
 	}
+	for i, c := range p.onRanks {
+		c.Add(-1)
+		p.onRanks[i] = nil
+	}
+	p.onRanks = p.onRanks[:0]
 	p.Request, p.PromptTokens, p.ExactTokens, p.BlockTokens = nil, 0, false, 0
 	p.Attempts, p.Grant, p.Limits, p.Overhead = p.Attempts[:0], nil, ratelimit.Status{}, 0
 	p.decision, p.prefilled, p.utility, p.keep = scheduler.Decision{}, nil, false, nil
@@ -155,7 +173,13 @@ func (pl *Planner) Release(p *Plan) {
 // the siblings of a fan-out burst.
 func (p *Plan) Sent(a Attempt) {
 	if !p.utility {
-		p.pl.d.Scheduler.Routed(&p.sreq, &a.ranked.Candidate)
+		p.pl.d.Scheduler.RoutedRank(&p.sreq, &a.ranked.Candidate, a.pinned())
+	}
+	if p.continuedFrom == "" && a.Pinned {
+		// Counted until Release; a continuation, never released, is not.
+		if c := a.ranks.begin(a.PinRank); c != nil {
+			p.onRanks = append(p.onRanks, c)
+		}
 	}
 }
 
@@ -190,8 +214,26 @@ func (pl *Planner) attempts(dst []Attempt, d *scheduler.Decision, blockTokens in
 		if !ok {
 			continue // left the set since the decision
 		}
-		dst = append(dst, Attempt{Replica: r.Candidate.ID, Model: r.Candidate.Model, Address: rep.Address, Mode: r.Mode,
-			CachedTokens: r.CachedBlocks * blockTokens, Rank: r.Rank, ranked: r})
+		a := Attempt{Replica: r.Candidate.ID, Model: r.Candidate.Model, Address: rep.Address, Mode: r.Mode,
+			CachedTokens: r.CachedBlocks * blockTokens, Rank: r.Rank, ranked: r}
+		if rep.DataParallelSize > 1 {
+			a.ranks = pl.ranks.of(rep.ID, rep.DataParallelSize)
+		}
+		switch {
+		case r.Rank.Blocks > 0:
+			a.PinRank, a.Pinned = r.Rank.Rank, true
+		case a.ranks != nil:
+			a.PinRank, a.Pinned = a.ranks.choose(), true
+		}
+		dst = append(dst, a)
 	}
 	return dst
+}
+
+// pinned is the rank a is pinned to, -1 for none.
+func (a Attempt) pinned() int {
+	if !a.Pinned {
+		return -1
+	}
+	return a.PinRank
 }

@@ -86,6 +86,8 @@ type Planner struct {
 	plans   sync.Pool // *Plan, reused so that scheduling allocates nothing
 	// decisions is the decision log the status page shows.
 	decisions decisionLog
+	// ranks chooses data-parallel ranks for prompts no rank holds.
+	ranks rankBalancer
 }
 
 // New builds a planner and registers its series in d.Registry.

@@ -19,8 +19,9 @@ import (
 // prev is dropped. Recently used blocks are re-recorded and so survive, like
 // an LRU at a fraction of the bookkeeping.
 //
-// Each (key, replica) pair is one packed uint64 (replica number and time in
-// milliseconds); the first replica of a key is stored inline in a map of
+// Each (key, replica) pair is one packed uint64 (replica number, time in
+// milliseconds and, for the prefix scorer's speculative credit, the
+// data-parallel rank the prompt was pinned to); the first replica of a key is stored inline in a map of
 // uint64s, further ones in a side map, so the common case costs one small
 // map entry.
 type History struct {
@@ -48,14 +49,31 @@ func newGeneration(hint int) generation {
 const (
 	timeBits = 40 // 2^40 ms is about 35 years
 	timeMask = 1<<timeBits - 1
+	idBits   = 16 // maxNames ids
+	idMask   = 1<<idBits - 1
+	rankBits = timeBits + idBits
+	// maxRank is the highest data-parallel rank a pair records; a pair
+	// stores rank+1 in its top 8 bits, 0 for none.
+	maxRank = 1<<(64-rankBits) - 2
 	// maxNames bounds the interned replica ids; past it the history starts
 	// afresh (replica ids change only with new allocations).
 	maxNames = 1 << 16
 )
 
 func pack(id, ms uint64) uint64  { return id<<timeBits | ms&timeMask }
-func unpackID(p uint64) uint64   { return p >> timeBits }
+func unpackID(p uint64) uint64   { return p >> timeBits & idMask }
 func unpackTime(p uint64) uint64 { return p & timeMask }
+
+// packRank adds rank to pair p; a rank outside [0, maxRank] records none.
+func packRank(p uint64, rank int) uint64 {
+	if rank < 0 || rank > maxRank {
+		return p
+	}
+	return p | uint64(rank+1)<<rankBits
+}
+
+// unpackRank is p's rank, -1 for none.
+func unpackRank(p uint64) int { return int(p>>rankBits) - 1 }
 
 // NewHistory returns an empty history that forgets a record after ttl (0
 // keeps nothing) and holds at most about maxPairs (key, replica) pairs;
@@ -84,6 +102,13 @@ func (h *History) ms(t time.Time) uint64 {
 // whole prompt at a time (Request.HistoryKeys), which is what Match's
 // stride relies on.
 func (h *History) Record(keys []uint64, replica string) {
+	h.recordRank(keys, replica, -1)
+}
+
+// recordRank is Record noting that the prompt was pinned to replica's
+// data-parallel rank (-1: none), so that matchRanks can name the rank a
+// speculatively credited prefix went to.
+func (h *History) recordRank(keys []uint64, replica string, rank int) {
 	if h.ttl <= 0 || len(keys) == 0 {
 		return
 	}
@@ -99,7 +124,7 @@ func (h *History) Record(keys []uint64, replica string) {
 		h.ids[replica] = id
 		h.names = append(h.names, replica)
 	}
-	p := pack(id, at)
+	p := packRank(pack(id, at), rank)
 	for _, k := range keys {
 		g := &h.cur
 		first, ok := g.one[k]
@@ -145,6 +170,13 @@ const matchStride = 16
 // remains). fn runs after the history's lock is released, so it may call
 // Record.
 func (h *History) Match(keys []uint64, fn func(replica string, depth int)) {
+	h.matchRanks(keys, func(replica string, depth, _ int) { fn(replica, depth) })
+}
+
+// matchRanks is Match also passing the data-parallel rank recorded with
+// the replica's deepest matched key (recordRank), -1 for none: the rank
+// of the latest prompt sent there that shares the whole matched prefix.
+func (h *History) matchRanks(keys []uint64, fn func(replica string, depth, rank int)) {
 	if h.ttl <= 0 || len(keys) == 0 {
 		return
 	}
@@ -153,6 +185,7 @@ func (h *History) Match(keys []uint64, fn func(replica string, depth int)) {
 		id    uint64
 		depth int
 		alive bool
+		rank  int
 	}
 	var runs []run
 	h.mu.RLock()
@@ -166,7 +199,7 @@ func (h *History) Match(keys []uint64, fn func(replica string, depth int)) {
 					return
 				}
 			}
-			runs = append(runs, run{unpackID(p), 0, true})
+			runs = append(runs, run{unpackID(p), 0, true, -1})
 		})
 	}
 	held := func(k, id uint64) bool { return h.cur.has(k, id, cutoff) || h.prev.has(k, id, cutoff) }
@@ -188,16 +221,29 @@ func (h *History) Match(keys []uint64, fn func(replica string, depth int)) {
 		pos = end
 	}
 	names := make([]string, len(runs))
-	for j, r := range runs {
+	for j := range runs {
+		r := &runs[j]
 		names[j] = h.names[r.id]
-	}
-	h.mu.RUnlock()
-	for j, r := range runs {
 		if r.alive {
 			r.depth = len(keys)
 		}
-		fn(names[j], r.depth)
+		r.rank = h.rankAt(keys[r.depth-1], r.id)
 	}
+	h.mu.RUnlock()
+	for j, r := range runs {
+		fn(names[j], r.depth, r.rank)
+	}
+}
+
+// rankAt is the rank recorded with replica id's pair for key k, the
+// current generation's first, -1 for none. The caller holds h.mu.
+func (h *History) rankAt(k, id uint64) int {
+	for _, g := range []*generation{&h.cur, &h.prev} {
+		if p, ok := g.pair(k, id); ok {
+			return unpackRank(p)
+		}
+	}
+	return -1
 }
 
 func (g *generation) each(k uint64, fn func(p uint64)) {
@@ -210,19 +256,25 @@ func (g *generation) each(k uint64, fn func(p uint64)) {
 }
 
 func (g *generation) has(k, id, cutoff uint64) bool {
+	p, ok := g.pair(k, id)
+	return ok && unpackTime(p) >= cutoff
+}
+
+// pair is replica id's pair for key k, if g holds one.
+func (g *generation) pair(k, id uint64) (uint64, bool) {
 	p, ok := g.one[k]
 	if !ok {
-		return false
+		return 0, false
 	}
 	if unpackID(p) == id {
-		return unpackTime(p) >= cutoff
+		return p, true
 	}
 	for _, p := range g.more[k] {
 		if unpackID(p) == id {
-			return unpackTime(p) >= cutoff
+			return p, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // size is the number of (key, replica) pairs held, for tests and metrics.

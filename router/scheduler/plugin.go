@@ -52,3 +52,11 @@ type Observer interface {
 	Plugin
 	Routed(req *Request, chosen *Candidate)
 }
+
+// RankObserver is an Observer that also learns the data-parallel rank of
+// chosen the request is pinned to, so that what it credits names the
+// rank as well as the replica (the prefix scorer's speculative credit).
+type RankObserver interface {
+	Observer
+	RoutedRank(req *Request, chosen *Candidate, rank int)
+}

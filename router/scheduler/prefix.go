@@ -146,10 +146,10 @@ type PrefixScorer struct {
 // prefixScratch is one Score call's working memory, pooled so that scoring
 // allocates nothing in the steady state.
 type prefixScratch struct {
-	ids     []string       // the candidates' replica ids
-	matches []index.Match  // matches[i] is candidate i's
-	spec    map[string]int // replica -> speculatively credited depth
-	held    []index.Match  // held[i] is candidate i's full-attention match (heldPrefix)
+	ids     []string           // the candidates' replica ids
+	matches []index.Match      // matches[i] is candidate i's
+	spec    map[string]specHit // replica -> speculatively credited depth and rank
+	held    []index.Match      // held[i] is candidate i's full-attention match (heldPrefix)
 }
 
 func newPrefixScorer(name TypedName, p PrefixParams, ix PrefixIndex, now func() time.Time) *PrefixScorer {
@@ -186,7 +186,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	}
 	sc, _ := s.pool.Get().(*prefixScratch)
 	if sc == nil {
-		sc = &prefixScratch{spec: map[string]int{}}
+		sc = &prefixScratch{spec: map[string]specHit{}}
 	}
 	defer s.pool.Put(sc)
 	sc.ids = sc.ids[:0]
@@ -205,7 +205,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 	sc.matches = matches
 	spec := sc.spec
 	clear(spec)
-	s.spec.Match(req.Keys, func(replica string, depth int) { spec[replica] = depth })
+	s.spec.matchRanks(req.Keys, func(replica string, depth, rank int) { spec[replica] = specHit{depth, rank} })
 	held := s.heldPrefix(req, cands, sc)
 	for i := range cands {
 		c := &cands[i]
@@ -215,7 +215,7 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 		m := matches[i]
 		blocks := m.Blocks
 		credit := float64(m.GPUBlocks) + s.p.CPUWeight*float64(m.Blocks-m.GPUBlocks)
-		d := spec[c.ID]
+		d := spec[c.ID].depth
 		sent := d
 		endState := (d > 0 || held != nil) && s.endState && s.hybrid.EndStateOnly(c.ID)
 		if d > 0 && endState {
@@ -236,15 +236,37 @@ func (s *PrefixScorer) Score(_ context.Context, req *Request, cands []Candidate,
 			scored = known + s.p.QueuedCredit*(credit-known)
 		}
 		scores[i] = scored / float64(n)
-		NotePrediction(req, i, Prediction{Blocks: blocks, Credit: credit, Mode: ModeExact, Rank: RankHit{Rank: m.Rank, Blocks: m.Blocks}})
+		NotePrediction(req, i, Prediction{Blocks: blocks, Credit: credit, Mode: ModeExact, Rank: spec[c.ID].rankHit(m)})
 	}
+}
+
+// specHit is how deep a prompt's speculative credit on a replica goes and
+// the data-parallel rank the credited prompt was pinned to (-1: none).
+type specHit struct{ depth, rank int }
+
+// rankHit is the rank a prediction rests on: the rank the KV events show
+// holding the longest match m, unless a prompt pinned to a rank was sent
+// deeper into this one since, whose blocks that rank is about to cache (a
+// sibling sent before the first's events arrive follows it there).
+func (h specHit) rankHit(m index.Match) RankHit {
+	if h.rank >= 0 && h.depth > m.Blocks {
+		return RankHit{Rank: h.rank, Blocks: h.depth}
+	}
+	return RankHit{Rank: m.Rank, Blocks: m.Blocks}
 }
 
 // Routed credits the prompt's blocks to an exact-mode replica for the
 // speculative TTL.
 func (s *PrefixScorer) Routed(req *Request, chosen *Candidate) {
+	s.RoutedRank(req, chosen, -1)
+}
+
+// RoutedRank is Routed for a request pinned to chosen's data-parallel
+// rank (-1: not pinned): the credit names the rank, so a prompt sharing
+// the prefix is predicted, and pinned, there.
+func (s *PrefixScorer) RoutedRank(req *Request, chosen *Candidate, rank int) {
 	if chosen.Mode == ModeExact && len(req.Keys) > 0 {
-		s.spec.Record(req.Keys, chosen.ID)
+		s.spec.recordRank(req.Keys, chosen.ID, rank)
 		if s.endState && s.hybrid.EndStateOnly(chosen.ID) {
 			recordEnd(s.spec, req.Keys, chosen.ID)
 		}
@@ -252,6 +274,7 @@ func (s *PrefixScorer) Routed(req *Request, chosen *Candidate) {
 }
 
 var (
-	_ Scorer   = (*PrefixScorer)(nil)
-	_ Observer = (*PrefixScorer)(nil)
+	_ Scorer       = (*PrefixScorer)(nil)
+	_ Observer     = (*PrefixScorer)(nil)
+	_ RankObserver = (*PrefixScorer)(nil)
 )

@@ -304,8 +304,19 @@ func topOrderWide(order []int, totals []float64, k int) {
 
 // Routed tells history-keeping plugins that req went to chosen.
 func (s *Scheduler) Routed(req *Request, chosen *Candidate) {
+	s.RoutedRank(req, chosen, -1)
+}
+
+// RoutedRank is Routed for a request pinned to chosen's data-parallel
+// rank (-1: not pinned); observers that keep ranks (RankObserver) record
+// it.
+func (s *Scheduler) RoutedRank(req *Request, chosen *Candidate, rank int) {
 	for _, o := range s.observers {
-		o.Routed(req, chosen)
+		if ro, ok := o.(RankObserver); ok {
+			ro.RoutedRank(req, chosen, rank)
+		} else {
+			o.Routed(req, chosen)
+		}
 	}
 }
 

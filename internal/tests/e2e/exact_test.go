@@ -34,6 +34,8 @@ type fleet struct {
 	store *kvevents.Store // the driver's block state
 	// intakes are the driver's event listeners, by replica id.
 	intakes map[string]*intake.Intake
+	// dp is each replica's data-parallel size when over 1, by replica id.
+	dp map[string]int
 }
 
 // startFleet runs three replicas of sim-model.
@@ -61,7 +63,7 @@ type replicaSpec struct {
 // startFleetSpecs runs one replica per spec.
 func startFleetSpecs(t *testing.T, specs ...replicaSpec) *fleet {
 	t.Helper()
-	f := &fleet{agent: consultest.Start(t), sims: map[string]*sim{}, store: kvevents.NewStore(), intakes: map[string]*intake.Intake{}}
+	f := &fleet{agent: consultest.Start(t), sims: map[string]*sim{}, store: kvevents.NewStore(), intakes: map[string]*intake.Intake{}, dp: map[string]int{}}
 	store := f.store
 	for i, spec := range specs {
 		id, args := fmt.Sprintf("alloc-%d/main", i), spec.args
@@ -75,7 +77,7 @@ func startFleetSpecs(t *testing.T, specs ...replicaSpec) *fleet {
 		t.Cleanup(func() { _ = in.Close() })
 		in.EngineRestarted() // as the driver does before it starts an engine: the replica is announced empty
 		s := startSim(t, append([]string{"--sim-latency=false", "--kv-events-config", in.EngineFlag()}, args...)...)
-		f.sims[id], f.ids, f.intakes[id] = s, append(f.ids, id), in
+		f.sims[id], f.ids, f.intakes[id], f.dp[id] = s, append(f.ids, id), in, spec.dp
 		f.register(t, id)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -95,7 +97,7 @@ func startFleetSpecs(t *testing.T, specs ...replicaSpec) *fleet {
 
 func (f *fleet) register(t *testing.T, id string) {
 	t.Helper()
-	registerReplica(t, f.agent.Client, id, f.sims[id], true)
+	registerReplicaDP(t, f.agent.Client, id, f.sims[id], true, f.dp[id])
 }
 
 // registerReplica registers s in Consul as replica id of model, as Nomad
@@ -103,11 +105,21 @@ func (f *fleet) register(t *testing.T, id string) {
 // llmgw, the replica meta, and whether its KV events reach the routers.
 func registerReplica(t *testing.T, client *api.Client, id string, s *sim, kvEvents bool) {
 	t.Helper()
+	registerReplicaDP(t, client, id, s, kvEvents, 0)
+}
+
+// registerReplicaDP is registerReplica declaring dp data-parallel ranks
+// (llmgw-data-parallel-size) when dp is over 1.
+func registerReplicaDP(t *testing.T, client *api.Client, id string, s *sim, kvEvents bool, dp int) {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(s.addr)
 	p, _ := strconv.Atoi(port)
+	meta := map[string]string{consul.MetaModel: model, consul.MetaReplica: id, consul.MetaBlockSize: "16", consul.MetaKVEvents: strconv.FormatBool(kvEvents)}
+	if dp > 1 {
+		meta[consul.MetaDataParallelSize] = strconv.Itoa(dp)
+	}
 	err := client.Agent().ServiceRegister(&api.AgentServiceRegistration{
-		ID: serviceID(id), Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: host, Port: p,
-		Meta: map[string]string{consul.MetaModel: model, consul.MetaReplica: id, consul.MetaBlockSize: "16", consul.MetaKVEvents: strconv.FormatBool(kvEvents)},
+		ID: serviceID(id), Name: "vllm", Tags: []string{consul.ReplicaTag}, Address: host, Port: p, Meta: meta,
 	})
 	if err != nil {
 		t.Fatal(err)

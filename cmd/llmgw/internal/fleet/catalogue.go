@@ -56,14 +56,8 @@ func (c consulCatalogue) routerConf(rc *routerConf) error {
 func (c consulCatalogue) registerShard(ctx context.Context, s *shard) error {
 	_, err := consul.Register(ctx, c.a.client, consul.Service{
 		Name: "vllm", ID: s.serviceID, Address: "127.0.0.1", Port: s.port,
-		Tags: []string{consul.ReplicaTag},
-		Meta: map[string]string{
-			consul.MetaModel:     s.model,
-			consul.MetaReplica:   s.replica,
-			consul.MetaBlockSize: strconv.Itoa(blockSize),
-			consul.MetaKVEvents:  "true",
-			consul.MetaRole:      s.role,
-		},
+		Tags:  []string{consul.ReplicaTag},
+		Meta:  s.meta(),
 		Check: consul.HTTPCheck{URL: s.url + "/health", Interval: checkInterval, Timeout: checkInterval},
 	})
 	return err

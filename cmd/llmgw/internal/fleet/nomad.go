@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,20 +168,24 @@ func (n *nomadCatalogue) registerShard(ctx context.Context, s *shard) error {
 	err := n.register(ctx, nomadapi.ServiceRegistration{
 		ID: c.id, ServiceName: "vllm", Namespace: "default", NodeID: nomadNode, Datacenter: "dc1",
 		JobID: "demo-sim-nomad", AllocID: s.allocID, Address: "127.0.0.1", Port: s.port,
-		Tags: []string{
-			consul.ReplicaTag,
-			consul.MetaModel + "=" + s.model,
-			consul.MetaReplica + "=" + s.replica,
-			consul.MetaBlockSize + "=" + strconv.Itoa(blockSize),
-			consul.MetaKVEvents + "=true",
-			consul.MetaRole + "=" + s.role, // "": aggregated
-		},
+		Tags: nomadTags(s.meta()),
 	})
 	if err != nil {
 		n.stopChecker(s.serviceID)
 		return fmt.Errorf("register %s: %w", s.serviceID, err)
 	}
 	return nil
+}
+
+// nomadTags is meta as Nomad service tags, "key=value" after the replica
+// tag, in key order: Nomad's services carry no meta, so llmgw reads it
+// from tags.
+func nomadTags(meta map[string]string) []string {
+	tags := []string{consul.ReplicaTag}
+	for _, k := range slices.Sorted(maps.Keys(meta)) {
+		tags = append(tags, k+"="+meta[k])
+	}
+	return tags
 }
 
 func (n *nomadCatalogue) deregisterShard(ctx context.Context, s *shard) error {

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/llmgw/llmgw/consul"
 	"github.com/llmgw/llmgw/internal/localproc/netport"
 	"github.com/llmgw/llmgw/plugin/pluginhost"
 	"github.com/llmgw/llmgw/plugin/proto/base"
@@ -44,6 +45,23 @@ type shard struct {
 	enginePid int
 	stopped   bool
 	role      string // "" (aggregated), "prefill" or "decode"
+	dp        int    // data_parallel_size when over 1, else 0
+}
+
+// meta is the shard's service meta: what every llmgw replica declares,
+// its role, and its data-parallel size when it has several ranks.
+func (s *shard) meta() map[string]string {
+	m := map[string]string{
+		consul.MetaModel:     s.model,
+		consul.MetaReplica:   s.replica,
+		consul.MetaBlockSize: strconv.Itoa(blockSize),
+		consul.MetaKVEvents:  "true",
+		consul.MetaRole:      s.role, // "": aggregated
+	}
+	if s.dp > 1 {
+		m[consul.MetaDataParallelSize] = strconv.Itoa(s.dp)
+	}
+	return m
 }
 
 // startDriver launches nomad-driver-vllm under the plugin host and gives it
@@ -131,6 +149,7 @@ func (f *Fleet) startShard(ctx context.Context, i int) (*shard, error) {
 		allocID: task.Config.GetAllocId(),
 		index:   i,
 		model:   f.o.Model,
+		dp:      f.o.DataParallelSize,
 		url:     "http://127.0.0.1:" + strconv.Itoa(ports[0]),
 		port:    ports[0],
 		task:    task,
