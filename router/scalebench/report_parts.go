@@ -21,12 +21,15 @@ func (r *Results) peerSection(w io.Writer) {
 		"**%% core** prices that rate at the measured CPU per message, plus a sum handed to the load tracker at most every 50 ms (measured apart): one router's share of a core, median of %d runs of %v [range]. "+
 		"**B/s** is what one router sends (and receives), the HTTP requests as read off the connection.\n\n", r.peerRuns(), r.Config.PeerWindow)
 	reps := r.Config.PeerReplicas
-	fmt.Fprintf(w, "| routers | messages/s per router |")
+	fmt.Fprintf(w, "| routers | messages/s per router, nominal (sent) |")
 	for _, n := range reps {
 		fmt.Fprintf(w, " %s: %% core | %s: B/s |", thousands(n), thousands(n))
 	}
 	fmt.Fprintf(w, "\n|---|---|%s\n", strings.Repeat("---|", 2*len(reps)))
 	for _, n := range r.Config.Routers {
+		if n < 2 {
+			continue // one router shares nothing
+		}
 		row := fmt.Sprintf("| %d |", n)
 		for i, rep := range reps {
 			p, ok := r.peer(n, rep)
@@ -35,7 +38,7 @@ func (r *Results) peerSection(w io.Writer) {
 				continue
 			}
 			if i == 0 {
-				row += fmt.Sprintf(" %.1f |", p.NominalPerSec)
+				row += fmt.Sprintf(" %.1f (%.1f) |", p.NominalPerSec, p.MsgsPerSec)
 			}
 			row += fmt.Sprintf(" %.2f [%.2f-%.2f] | %s |", p.CorePct, p.CoreMinPct, p.CoreMaxPct, si(p.SentPerRouter))
 		}

@@ -103,8 +103,12 @@ func runParts(cfg scalebench.Config, only string, merge bool, out, label string)
 	if err != nil {
 		return nil, fmt.Errorf("-only: %w", err)
 	}
-	res := &scalebench.Results{Config: cfg}
-	if merge {
+	// A fresh Results: decoding into one holding cfg would write the
+	// saved axes into cfg's slices.
+	res := &scalebench.Results{}
+	if !merge {
+		res.Config = cfg
+	} else {
 		saved := filepath.Join(out, "results.json")
 		b, err := os.ReadFile(saved)
 		if err != nil {
