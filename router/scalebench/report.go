@@ -1,6 +1,7 @@
 package scalebench
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	mc := r.Machine
 	w("Made by `%s` on %s: %s (%d cores), %s, load average %s before and %s after; the sweep took %.0f s.\n\n",
-		m.Command, m.Label, mc.CPU, mc.Cores, mc.Go, mc.LoadBefore, mc.LoadAfter, r.Took)
+		m.Command, cmp.Or(r.Label, m.Label), mc.CPU, mc.Cores, mc.Go, mc.LoadBefore, mc.LoadAfter, r.Took)
 	if rr := r.Rerun; rr != nil {
 		w("The %s figures are from a later run, `bench-scale -only %s -merge` on %s: %s (%d cores), %s, load average %s before and %s after, %d runs each; it took %.0f s.\n\n",
 			strings.Join(rr.Parts, " and "), strings.Join(rr.Parts, ","), rr.Label, rr.Machine.CPU, rr.Machine.Cores, rr.Machine.Go,
@@ -53,7 +54,7 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 	}
 	w("Each figure is the median of %d runs, measured in one process on the real packages (`router/scalebench`). "+
 		"Each axis varies from the base of %d replicas, %s indexed blocks and an %s-token prompt (block size %d). "+
-		"The decision is the gateway's per-request work after tokenization: hash the prompt, build the candidates and schedule with the default configuration. "+
+		"The decision is the planner's (`router/route`) per-request work after tokenization: hash the prompt, build the candidates and schedule with the default configuration. "+
 		"**p50/p99** take %d prompts in turn, so each decision reads index slots that the %d before it pushed out of the core's caches. "+
 		"**CPU p50/p99** are the same decisions' thread CPU time, without the time the thread waited for a core (the machine is shared; its wall-clock p99 mostly measures that wait). "+
 		"**warm** repeats one prompt, so its slots stay cached. "+

@@ -73,6 +73,9 @@ type Results struct {
 	// (DiscoverySweep).
 	Discovery []DiscoveryPoint `json:"discovery"`
 	Took      float64          `json:"took_s"`
+	// Label says where the sweep ran (bench-scale -label); the report
+	// names it rather than a later run's.
+	Label string `json:"label,omitempty"`
 	// Rerun, when set, says which parts a later `bench-scale -only` run
 	// measured again, and where: the rest is the first run's.
 	Rerun *Rerun `json:"rerun,omitempty"`

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,7 @@ func run() error {
 	render := flag.String("render", "", "write the plots and the section from this results.json instead of sweeping")
 	only := flag.String("only", "", "run these parts alone (a comma list of: peers, snapshots, discovery) and print their tables")
 	merge := flag.Bool("merge", false, "with -only: put the parts into -out's results.json and write the files and the section")
+	baseLabel := flag.String("base-label", "", "with -merge: the -label of the saved run, where its results.json has none")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -53,6 +55,7 @@ func run() error {
 		if res, err = runParts(cfg, *only, *merge, *out, *label); err != nil || !*merge {
 			return err
 		}
+		res.Label = cmp.Or(res.Label, *baseLabel)
 	} else if *render != "" {
 		b, err := os.ReadFile(*render)
 		if err != nil {
@@ -70,6 +73,7 @@ func run() error {
 		if res, err = scalebench.Run(ctx, cfg); err != nil {
 			return err
 		}
+		res.Label = *label
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
