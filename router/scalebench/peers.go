@@ -68,8 +68,8 @@ func fleetLoads(n int, seed uint64) []map[string]load.Peer {
 }
 
 // peerPoints is peer sharing's cost at each routers count for each of
-// cfg.PeerReplicas, each figure the median of cfg.Runs windows of
-// cfg.PeerWindow. A single router shares nothing, so counts below 2 are
+// cfg.PeerReplicas, each figure the median of cfg.Runs windows of about
+// cfg.PeerWindow (whole periods of the publisher). A single router shares nothing, so counts below 2 are
 // left out.
 func peerPoints(cfg Config) ([]PeerPoint, error) {
 	var out []PeerPoint
@@ -107,14 +107,18 @@ func peerPoint(n int, loads []map[string]load.Peer, flushUS float64, cfg Config)
 		return PeerPoint{}, err
 	}
 	defer sim.close()
-	nominal := float64(n-1) / peers.PublisherOptions{}.Period(n-1).Seconds()
+	period := peers.PublisherOptions{}.Period(n - 1)
+	nominal := float64(n-1) / period.Seconds()
 	flushes := min(nominal, float64(time.Second/peerFlushEvery))
+	// Messages go out in bursts, one to every peer each period: a window
+	// of whole periods holds as many bursts wherever it starts.
+	window := max(1, (cfg.PeerWindow+period/2)/period) * period
 	if err := sim.warm(); err != nil {
 		return PeerPoint{}, err
 	}
 	var rates, sizes, perMsg, core []float64
 	for range cfg.Runs {
-		w, err := sim.window(cfg.PeerWindow)
+		w, err := sim.window(window)
 		if err != nil {
 			return PeerPoint{}, err
 		}

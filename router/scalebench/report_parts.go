@@ -18,7 +18,7 @@ func (r *Results) peerSection(w io.Writer) {
 	fmt.Fprintf(w, "One router's side of the fleet runs in the process (`router/scalebench/peersim.go`): its `router/peers` publisher, default pacing, sends its load, which changes on every replica at every read, to the other routers' tables, each behind a real HTTP server on loopback. "+
 		"Every router sends as many messages as it receives, so the process's CPU per message is one router's per message sent and received, HTTP included. "+
 		"A router sends each peer a message every `peers.PublisherOptions.Period` (50 ms up to 5 peers, then the 100 messages/s budget's gap rounded up to whole 50 ms ticks: 350 ms at 31 peers). "+
-		"**%% core** prices that rate at the measured CPU per message, plus a sum handed to the load tracker at most every 50 ms (measured apart): one router's share of a core, median of %d runs of %v [range]. "+
+		"**%% core** prices that rate at the measured CPU per message, plus a sum handed to the load tracker at most every 50 ms (measured apart): one router's share of a core, median of %d runs of about %v (whole periods) [range]. "+
 		"**B/s** is what one router sends (and receives), the HTTP requests as read off the connection.\n\n", r.peerRuns(), r.Config.PeerWindow)
 	reps := r.Config.PeerReplicas
 	fmt.Fprintf(w, "| routers | messages/s per router, nominal (sent) |")
