@@ -84,6 +84,21 @@ func (r *Results) RunParts(ctx context.Context, cfg Config, parts []string, labe
 	return nil
 }
 
+// partNames names parts for the report: "Peer sharing and Nomad
+// discovery".
+func partNames(parts []string) string {
+	names := map[string]string{"peers": "peer sharing", "snapshots": "snapshot apply (in results.json)", "discovery": "Nomad discovery"}
+	var out []string
+	for _, p := range parts {
+		out = append(out, names[p])
+	}
+	s := strings.Join(out, ", ")
+	if i := strings.LastIndex(s, ", "); i >= 0 {
+		s = s[:i] + " and " + s[i+2:]
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
 // WriteParts prints the tables of parts.
 func (r *Results) WriteParts(w io.Writer, parts []string) {
 	for _, p := range parts {

@@ -45,13 +45,14 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	mc := r.Machine
-	w("Made by `%s` on %s: %s (%d cores), %s, load average %s before and %s after; the sweep took %.0f s.\n\n",
+	w("Made by `%s` on %s: %s (%d cores), %s, load average %s before and %s after; the sweep took %.0f s.",
 		m.Command, cmp.Or(r.Label, m.Label), mc.CPU, mc.Cores, mc.Go, mc.LoadBefore, mc.LoadAfter, r.Took)
 	if rr := r.Rerun; rr != nil {
-		w("The %s figures are from a later run, `bench-scale -only %s -merge` on %s: %s (%d cores), %s, load average %s before and %s after, %d runs each; it took %.0f s.\n\n",
-			strings.Join(rr.Parts, " and "), strings.Join(rr.Parts, ","), rr.Label, rr.Machine.CPU, rr.Machine.Cores, rr.Machine.Go,
+		w(" %s are from a later run, `bench-scale -only %s -merge` on %s: %s (%d cores), %s, load average %s before and %s after, %d runs each; it took %.0f s.",
+			partNames(rr.Parts), strings.Join(rr.Parts, ","), rr.Label, rr.Machine.CPU, rr.Machine.Cores, rr.Machine.Go,
 			rr.Machine.LoadBefore, rr.Machine.LoadAfter, rr.Runs, rr.Took)
 	}
+	w("\n\n")
 	w("Each figure is the median of %d runs, measured in one process on the real packages (`router/scalebench`). "+
 		"Each axis varies from the base of %d replicas, %s indexed blocks and an %s-token prompt (block size %d). "+
 		"The decision is the planner's (`router/route`) per-request work after tokenization: hash the prompt, build the candidates and schedule with the default configuration. "+
