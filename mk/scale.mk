@@ -1,15 +1,18 @@
 # The router's growth sweep (router/scalebench).
 #
 #   make bench-scale   sweeps replicas (8-4,096), indexed blocks (100k-10M),
-#                      prompt length (1k-128k tokens), routers (1-32) and
-#                      snapshot apply (64-4,096 replicas, printed only);
+#                      prompt length (1k-128k tokens), peer sharing (routers
+#                      2-32), snapshot apply (64-4,096 replicas, printed
+#                      only) and Nomad discovery (64-4,096 replicas);
 #                      writes docs/bench-scale/{points,peers}.csv,
 #                      results.json and *.png, and rewrites the section of
-#                      docs/BENCHMARKS.md between its markers. A few
+#                      docs/BENCHMARKS.md between its markers. About ten
 #                      minutes on two cores, about 1.5 GB of memory.
 #
-# The snapshot-apply sweep alone, printed and writing no file:
+# Some parts alone (peers, snapshots, discovery), printed, writing no file:
 #   go run ./router/scalebench/cmd/bench-scale -only snapshots -runs 3
+# and put into the saved results, rewriting the files and the section:
+#   go run ./router/scalebench/cmd/bench-scale -only peers,discovery -merge -runs 3 -label "..."
 #
 # BENCH_SCALE_LABEL names when, from which commit and where it ran in the
 # report ("Made by make bench-scale on LABEL: ..."), as docs/BENCHMARKS.md

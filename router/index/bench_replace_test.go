@@ -14,15 +14,11 @@ import (
 // replica: applying a snapshot must cost O(replicas), a flat ns/replica.
 // cpu-ns/op is the process's CPU time per snapshot (the writer's and the
 // garbage collector's), which on a shared machine does not count the
-// time spent waiting for a core.
-// resync stops at 2,048 replicas: at 4,096 every slot is taken and
-// Replace works in place, a pass over the map per replica (see Replace).
+// time spent waiting for a core. At 4,096 replicas every slot is taken
+// and resync's Replace works in place (inplace.go).
 func BenchmarkReplaceFleet(b *testing.B) {
 	for _, mode := range []string{"join", "resync"} {
 		for _, n := range []int{64, 256, 1024, 2048, 4096} {
-			if mode == "resync" && n == MaxHolders {
-				continue
-			}
 			b.Run(fmt.Sprintf("%s/replicas=%d", mode, n), func(b *testing.B) {
 				benchReplaceFleet(b, n, mode == "resync")
 			})

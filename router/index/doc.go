@@ -80,10 +80,16 @@
 // table's holder names are pages shared between tables, and its replica
 // names are split into parts, so that publishing a table copies only what
 // changed (BenchmarkReplaceFleet, docs/notes/2026-12-05-scale-snapshots.md).
-// Only the in-place path, taken when all MaxHolders slots are live, still
-// passes over the map for each replica it replaces.
+// The in-place path, taken when all MaxHolders slots are live, finds a
+// replica's stale keys among the keys its slot may hold, lists the index
+// keeps only while it is full (inplace.go), so a resync of a full index
+// is O(entries) too, not a pass over the map per replica.
 //
 // # Memory
+//
+// While every slot is live the index also keeps those per-slot key lists:
+// 8 bytes per (key, holder) entry, at most about twice that before a list
+// is compacted; they go once sweeps free a sixteenth of the slots.
 //
 // Options.MaxKeys bounds the number of keys. A store that would add a key
 // beyond it is dropped and counted, the call returns ErrKeyCap, and

@@ -156,6 +156,9 @@ func (ix *Index) alloc() (int, error) {
 			s := p<<6 | bits.TrailingZeros64(^w)
 			ix.used[p] |= 1 << (s & 63)
 			ix.counts[s] = [2]int{}
+			if ix.cands != nil {
+				ix.cands[s] = ix.cands[s][:0] // swept: it holds nothing
+			}
 			return s, nil
 		}
 	}

@@ -105,7 +105,10 @@ type Index struct {
 	dead       slotSet // removed holders' slots, not swept yet
 	unswept    int     // their entries
 	overflowed bool
-	sink       uint64 // results of touch, kept so the loads stay
+	// cands are, while the index is full, the keys each slot may hold
+	// (inplace.go); nil otherwise.
+	cands *[MaxHolders][]uint64
+	sink  uint64 // results of touch, kept so the loads stay
 }
 
 // readGroup is how many keys a Lookup touches together, a group ahead of
@@ -173,7 +176,9 @@ func keyCapErr(op, replica string, dropped int) error {
 // is free, each of the replica's ranks is replaced in its own slot instead
 // (a rank the replica did not hold before still needs one): readers then
 // see the old and new keys together until the stale ones are cleared,
-// which still never credits a key the replica holds in neither state.
+// which still never credits a key the replica holds in neither state. The
+// stale keys are found among the keys the slot may hold (inplace.go), so
+// this costs the replica's keys too, not a pass over the map.
 //
 // At the key cap the new keys are added before the old ones leave, so the
 // two states together may not fit where the new one alone does: the keys
@@ -292,7 +297,8 @@ func (ix *Index) forget(old *slotSet) int {
 
 // replaceInPlace is Replace for an index without a free slot per rank: each
 // rank keeps its slot (or takes a free one), gains its new keys, then loses
-// the keys it no longer holds; ranks the replica no longer has are removed.
+// the keys it no longer holds, found among its candidates (inplace.go);
+// ranks the replica no longer has are removed.
 func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
 	keep := map[int]map[uint64][2]bool{} // slot -> key -> tiers held
 	var cut []cutKeys
@@ -330,12 +336,11 @@ func (ix *Index) replaceInPlace(replica string, blocks []Blocks) error {
 		ix.publish(func(live *slotSet, _ func(int, holder)) { live.andNot(&gone) })
 		ix.sweep(&gone)
 	}
-	for i := range ix.shards {
-		sh := &ix.shards[i]
-		sh.begin()
-		n := sh.t.keepOnly(keep, func(s int, t Tier) { ix.counts[s][t]--; ix.entries-- })
-		sh.end()
-		ix.dropped(n)
+	if ix.cands == nil {
+		ix.trackCandidates() // once, while the index stays full
+	}
+	for s, m := range keep {
+		ix.dropStale(s, m)
 	}
 	return keyCapErr("replace", replica, ix.readd(cut))
 }
@@ -523,6 +528,7 @@ func (ix *Index) store(hs int, t Tier, keys []uint64, cut *[]uint64) int {
 		}
 	})
 	ix.keys.Add(added)
+	ix.noteStored(hs, keys)
 	if cut == nil {
 		for range rejected {
 			ix.reject()
@@ -582,4 +588,5 @@ func (ix *Index) sweep(dead *slotSet) {
 		ix.dropped(n)
 	}
 	ix.used.andNot(dead)
+	ix.untrackCandidates()
 }

@@ -449,38 +449,3 @@ func (t *hashTable) normalise(s *slot) bool {
 	t.sets.buf = rest[:0]
 	return false
 }
-
-// keepOnly clears, for each slot of keep, the bits of keys (per tier) keep
-// does not list for it, calling gone for each; it removes the keys it
-// empties and returns how many. Writer only, inside begin/end.
-func (t *hashTable) keepOnly(keep map[int]map[uint64][2]bool, gone func(s int, t Tier)) int {
-	var empty []uint64
-	visit := func(s *slot, key uint64) {
-		changed := false
-		for hs, m := range keep {
-			for _, tier := range [2]Tier{GPU, CPU} {
-				if m[key][tier] || !t.clearOne(s, hs, tier) {
-					continue
-				}
-				gone(hs, tier)
-				changed = true
-			}
-		}
-		if changed && t.normalise(s) {
-			empty = append(empty, key)
-		}
-	}
-	if t.hasZero.Load() {
-		visit(&t.zero, 0)
-	}
-	a := t.arr.Load()
-	for i := range a.s {
-		if key := a.s[i].key.Load(); key != 0 {
-			visit(&a.s[i], key)
-		}
-	}
-	for _, k := range empty {
-		t.remove(k)
-	}
-	return len(empty)
-}

@@ -187,11 +187,35 @@ func (p *Publisher) run(ctx context.Context) {
 // gap is the least time between two messages with this many peers: the
 // Interval, or longer so that they get at most MaxRate messages a second
 // together, but never longer than KeepAlive.
-func (p *Publisher) gap(peers int) time.Duration {
-	if p.opts.MaxRate <= 0 || peers <= 0 {
+func (p *Publisher) gap(peers int) time.Duration { return gap(p.opts.MaxRate, p.opts.KeepAlive, peers) }
+
+func gap(maxRate int, keepAlive time.Duration, peers int) time.Duration {
+	if maxRate <= 0 || peers <= 0 {
 		return 0
 	}
-	return min(time.Duration(peers)*time.Second/time.Duration(p.opts.MaxRate), p.opts.KeepAlive)
+	return min(time.Duration(peers)*time.Second/time.Duration(maxRate), keepAlive)
+}
+
+// Period is how often a publisher with these options sends each of its
+// peers a message while its load changes at every tick: the gap rounded
+// up to whole Intervals, as the publisher looks at its load only at its
+// ticks (350 ms at 31 peers with the defaults, the 310 ms gap rounded
+// up). Zero fields take the defaults StartPublisher gives them. What a
+// fleet's peer sharing costs follows from it, so benchmarks that price
+// it (router/scalebench) take their rate from here, not a copy.
+func (o PublisherOptions) Period(peers int) time.Duration {
+	interval, keepAlive, maxRate := o.Interval, o.KeepAlive, o.MaxRate
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	if keepAlive <= 0 {
+		keepAlive = DefaultKeepAlive
+	}
+	if maxRate == 0 {
+		maxRate = DefaultMaxRate
+	}
+	g := gap(maxRate, keepAlive, peers)
+	return max(interval, (g+interval-1)/interval*interval)
 }
 
 // next makes own and tenants the message to send. The compact form is

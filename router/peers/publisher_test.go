@@ -156,3 +156,30 @@ func TestPublisherKeepsToItsRate(t *testing.T) {
 		t.Fatalf("own load read %d times", calls)
 	}
 }
+
+// TestPeriod pins the publisher's pacing while its load keeps changing:
+// every interval up to MaxRate × Interval peers, then the rate budget's
+// gap rounded up to whole intervals, never past KeepAlive.
+func TestPeriod(t *testing.T) {
+	cases := []struct {
+		opts  PublisherOptions
+		peers int
+		want  time.Duration
+	}{
+		{PublisherOptions{}, 0, 50 * time.Millisecond},
+		{PublisherOptions{}, 1, 50 * time.Millisecond},
+		{PublisherOptions{}, 5, 50 * time.Millisecond},
+		{PublisherOptions{}, 6, 100 * time.Millisecond}, // 60 ms gap
+		{PublisherOptions{}, 15, 150 * time.Millisecond},
+		{PublisherOptions{}, 31, 350 * time.Millisecond}, // 310 ms gap
+		{PublisherOptions{}, 200, time.Second},           // KeepAlive bounds the gap
+		{PublisherOptions{MaxRate: -1}, 31, 50 * time.Millisecond},
+		{PublisherOptions{Interval: 100 * time.Millisecond, MaxRate: 50}, 7, 200 * time.Millisecond},
+		{PublisherOptions{KeepAlive: 500 * time.Millisecond}, 200, 500 * time.Millisecond},
+	}
+	for _, c := range cases {
+		if got := c.opts.Period(c.peers); got != c.want {
+			t.Errorf("%+v.Period(%d) = %v; want %v", c.opts, c.peers, got, c.want)
+		}
+	}
+}

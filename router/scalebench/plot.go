@@ -29,6 +29,9 @@ func (c chart) save(dir string) error {
 	p := plot.New()
 	p.Title.Text = c.title
 	p.X.Label.Text, p.Y.Label.Text = c.xLabel, c.yLabel
+	if c.points() == 0 {
+		return fmt.Errorf("plot %s: no point to plot", c.file)
+	}
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	if c.logY {
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
@@ -62,6 +65,18 @@ func (c chart) save(dir string) error {
 		return fmt.Errorf("plot %s: %w", c.file, err)
 	}
 	return nil
+}
+
+// points counts the points save plots.
+func (c chart) points() (n int) {
+	for _, s := range c.series {
+		for j := range s.x {
+			if s.x[j] > 0 && s.y[j] > 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // column picks one figure of each point.
@@ -102,18 +117,27 @@ func (r *Results) charts() []chart {
 		{"ingest.png", "KV ingest (decode + apply) per core", "replicas or indexed blocks", "block events per CPU-second", false, []series{
 			{"vs replicas", reps, column(r.Replicas, ing)}, {"vs indexed blocks", blocks, column(r.Blocks, ing)}}},
 	}
-	peer := chart{file: "peers.png", title: "Peer load sharing, one router, load changing every tick", xLabel: "routers",
-		yLabel: "bytes sent per second", logY: true}
+	peer := chart{file: "peers.png", title: "Peer load sharing, one router, load changing every tick (HTTP included)", xLabel: "routers",
+		yLabel: "% of a core per router", logY: true}
 	for _, reps := range r.Config.PeerReplicas {
-		s := series{name: fmt.Sprintf("%d replicas per message", reps)}
+		s := series{name: fmt.Sprintf("%s replicas per message", thousands(reps))}
 		for _, p := range r.Peers {
 			if p.Replicas == reps {
-				s.x, s.y = append(s.x, float64(p.Routers)), append(s.y, p.SentPerRouter)
+				s.x, s.y = append(s.x, float64(p.Routers)), append(s.y, p.CorePct)
 			}
 		}
 		peer.series = append(peer.series, s)
 	}
-	return append(out, peer)
+	out = append(out, peer)
+	if len(r.Discovery) > 0 {
+		s := series{name: fmt.Sprintf("%d routers, calls per second", r.Discovery[0].Routers)}
+		for _, p := range r.Discovery {
+			s.x, s.y = append(s.x, float64(p.Replicas)), append(s.y, p.CallsPerSec)
+		}
+		out = append(out, chart{file: "discovery.png", title: "Nomad discovery: API calls to the Nomad servers", xLabel: "replicas",
+			yLabel: "calls per second", series: []series{s}})
+	}
+	return out
 }
 
 // Plots writes the sweep's PNG plots into dir and returns their names.

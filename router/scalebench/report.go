@@ -1,6 +1,7 @@
 package scalebench
 
 import (
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -44,11 +45,17 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	mc := r.Machine
-	w("Made by `%s` on %s: %s (%d cores), %s, load average %s before and %s after; the sweep took %.0f s.\n\n",
-		m.Command, m.Label, mc.CPU, mc.Cores, mc.Go, mc.LoadBefore, mc.LoadAfter, r.Took)
+	w("Made by `%s` on %s: %s (%d cores), %s, load average %s before and %s after; the sweep took %.0f s.",
+		m.Command, cmp.Or(r.Label, m.Label), mc.CPU, mc.Cores, mc.Go, mc.LoadBefore, mc.LoadAfter, r.Took)
+	if rr := r.Rerun; rr != nil {
+		w(" %s are from a later run, `bench-scale -only %s -merge` on %s: %s (%d cores), %s, load average %s before and %s after, %d runs each; it took %.0f s.",
+			partNames(rr.Parts), strings.Join(rr.Parts, ","), rr.Label, rr.Machine.CPU, rr.Machine.Cores, rr.Machine.Go,
+			rr.Machine.LoadBefore, rr.Machine.LoadAfter, rr.Runs, rr.Took)
+	}
+	w("\n\n")
 	w("Each figure is the median of %d runs, measured in one process on the real packages (`router/scalebench`). "+
 		"Each axis varies from the base of %d replicas, %s indexed blocks and an %s-token prompt (block size %d). "+
-		"The decision is the gateway's per-request work after tokenization: hash the prompt, build the candidates and schedule with the default configuration. "+
+		"The decision is the planner's (`router/route`) per-request work after tokenization: hash the prompt, build the candidates and schedule with the default configuration. "+
 		"**p50/p99** take %d prompts in turn, so each decision reads index slots that the %d before it pushed out of the core's caches. "+
 		"**CPU p50/p99** are the same decisions' thread CPU time, without the time the thread waited for a core (the machine is shared; its wall-clock p99 mostly measures that wait). "+
 		"**warm** repeats one prompt, so its slots stay cached. "+
@@ -73,24 +80,11 @@ func (r *Results) Markdown(m Meta, plots []string) string {
 	w("\nProbes are the index slots the walk reads. From %s tokens the default prefix scorer probes one block in %d (`long_stride`). It also reads every block of a stride in which a holder's prefix ends, and in this fleet the holders' prefixes end at staggered points (the walk's worst case).\n",
 		thousands(scheduler.DefaultLongPromptTokens), scheduler.DefaultLongStride)
 
-	w("\n#### Routers (peer load sharing)\n\n")
-	w("Each router sends its message to every other router once per publisher tick (%v) while its load changes, and it decodes every other router's message. "+
-		"The message's bytes come from `router/peers`' message as the publisher encodes it, with Nomad-length replica ids. "+
-		"**CPU** is one router's share of a core for the encoding and the decoding (`peers.Decode`), from their measured CPU time per message; HTTP is not included.\n\n", peerTick)
-	w("| routers | replicas per message | message bytes | bytes/s sent per router | bytes/s, whole fleet | CPU per router (%% of a core) |\n|---|---|---|---|---|---|\n")
-	for _, p := range r.Peers {
-		w("| %d | %d | %d | %s | %s | %.2f |\n", p.Routers, p.Replicas, p.MsgBytes, si(p.SentPerRouter), si(p.Fleet), p.CorePct)
-	}
-	for _, reps := range r.Config.PeerReplicas {
-		var x, sent, fleet []float64
-		for _, p := range r.Peers {
-			if p.Replicas == reps && p.Routers > 1 {
-				x, sent, fleet = append(x, float64(p.Routers-1)), append(sent, p.SentPerRouter), append(fleet, p.Fleet)
-			}
-		}
-		w("\n%d replicas: bytes per router against its peers (routers − 1) %s; the fleet's total against peers %s.", reps, growthOf(x, sent), growthOf(x, fleet))
-	}
-	w("\n\n#### Targets\n\n")
+	w("\n")
+	r.peerSection(&b)
+	w("\n")
+	r.discoverySection(&b)
+	w("\n#### Targets\n\n")
 	r.targets(&b)
 	w("\n#### Plots\n\n")
 	for _, p := range plots {
@@ -156,16 +150,7 @@ func (r *Results) targets(b io.Writer) {
 		fmt.Fprintf(b, "- Decision p50 over its floor (hash + dependent loads), across every point: median %.2f, range %.2f-%.2f; over the MLP floor (hash + independent loads): median %.2f, range %.2f-%.2f.\n",
 			median(ratios), quantile(ratios, 0), quantile(ratios, 1), median(gratios), quantile(gratios, 0), quantile(gratios, 1))
 	}
-	for _, p := range r.Peers {
-		if p.Routers == r.Config.Routers[len(r.Config.Routers)-1] {
-			verdict := "under"
-			if p.CorePct >= 5 {
-				verdict = "**not** under"
-			}
-			fmt.Fprintf(b, "- Peer sharing at %d routers, %d replicas per message: %.2f%% of a core per router for encoding and decoding, %s the 5%% target (HTTP not counted); %s/s sent per router.\n",
-				p.Routers, p.Replicas, p.CorePct, verdict, si(p.SentPerRouter))
-		}
-	}
+	r.checkPeerTargets(b)
 }
 
 // si writes a byte rate with an SI prefix.
@@ -203,9 +188,11 @@ func (r *Results) WriteCSV(points, peers io.Writer) error {
 		return fmt.Errorf("write CSV: %w", err)
 	}
 	cw = csv.NewWriter(peers)
-	rows = [][]string{{"routers", "replicas", "msg_bytes", "sent_bytes_per_s", "fleet_bytes_per_s", "encode_us", "decode_us", "core_pct"}}
+	rows = [][]string{{"routers", "replicas", "nominal_msgs_per_s", "msgs_per_s", "msg_bytes", "sent_bytes_per_s", "fleet_bytes_per_s",
+		"cpu_us_per_msg", "flush_us", "core_pct", "core_min_pct", "core_max_pct"}}
 	for _, p := range r.Peers {
-		rows = append(rows, []string{d(p.Routers), d(p.Replicas), d(p.MsgBytes), f(p.SentPerRouter), f(p.Fleet), f(p.EncodeUS), f(p.DecodeUS), f(p.CorePct)})
+		rows = append(rows, []string{d(p.Routers), d(p.Replicas), f(p.NominalPerSec), f(p.MsgsPerSec), d(p.MsgBytes), f(p.SentPerRouter), f(p.Fleet),
+			f(p.CPUPerMsgUS), f(p.FlushUS), f(p.CorePct), f(p.CoreMinPct), f(p.CoreMaxPct)})
 	}
 	if err := cw.WriteAll(rows); err != nil {
 		return fmt.Errorf("write CSV: %w", err)

@@ -11,7 +11,7 @@ import (
 // TestSnapshotSweep: each point applies both generations of a fleet's
 // snapshots (the index then holds exactly the second), its figures are
 // medians within their range, and the table names every point and the
-// growth of both curves. MaxHolders replicas have no resync figure.
+// growth of both curves.
 func TestSnapshotSweep(t *testing.T) {
 	ps, err := SnapshotSweep(Config{Snapshots: []int{4, 16}, Runs: 3})
 	if err != nil {
@@ -55,13 +55,20 @@ func TestFleetSnapshotsApply(t *testing.T) {
 }
 
 // TestTargetSlope: the slope of a curve doubling per quadrupling of
-// replicas is 0.5; without all three points there is none.
+// replicas is 0.5, of one growing 16-fold 2; without all three points
+// there is none.
 func TestTargetSlope(t *testing.T) {
-	ps := []SnapshotPoint{{Replicas: 64, JoinMS: 100}, {Replicas: 256, JoinMS: 1}, {Replicas: 1024, JoinMS: 2}, {Replicas: 4096, JoinMS: 4}}
-	if s, ok := TargetSlope(ps); !ok || s < 0.499 || s > 0.501 {
-		t.Errorf("slope %.3f, %v; want 0.5", s, ok)
-	}
-	if _, ok := TargetSlope(ps[:3]); ok {
-		t.Error("a slope without the 4,096 point")
+	ps := []SnapshotPoint{{Replicas: 64, JoinMS: 100, ResyncMS: 100}, {Replicas: 256, JoinMS: 1, ResyncMS: 1},
+		{Replicas: 1024, JoinMS: 2, ResyncMS: 16}, {Replicas: 4096, JoinMS: 4, ResyncMS: 256}}
+	for _, c := range []struct {
+		resync bool
+		want   float64
+	}{{false, 0.5}, {true, 2}} {
+		if s, ok := TargetSlope(ps, c.resync); !ok || s < c.want-0.001 || s > c.want+0.001 {
+			t.Errorf("resync %v: slope %.3f, %v; want %.1f", c.resync, s, ok, c.want)
+		}
+		if _, ok := TargetSlope(ps[:3], c.resync); ok {
+			t.Errorf("resync %v: a slope without the 4,096 point", c.resync)
+		}
 	}
 }

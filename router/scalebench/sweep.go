@@ -17,32 +17,45 @@ type Config struct {
 	Replicas     []int // replicas axis
 	Blocks       []int // indexed blocks axis
 	Tokens       []int // prompt length axis
-	Routers      []int // routers axis
+	Routers      []int // routers axis of peer sharing (2 and up)
 	PeerReplicas []int // replicas per peer message, one curve each
 	Snapshots    []int // replicas axis of snapshot apply
+	Discovery    []int // replicas axis of Nomad discovery's calls
+	// DiscoveryRouters is how many routers watch the replicas' service;
+	// DiscoveryWait their blocking wait (nomad.WatchOptions.WaitTime, 0:
+	// the default), which a test shortens.
+	DiscoveryRouters int
+	DiscoveryWait    time.Duration
 	// Base is (replicas, blocks, tokens) where the other axes are held.
 	BaseReplicas, BaseBlocks, BaseTokens int
 	// Prompts is how many prompts the decision takes in turn.
 	Prompts int
 	Runs    int
 	RunTime time.Duration
-	Seed    uint64
+	// PeerWindow and DiscoveryWindow are how long one run of peer sharing
+	// and of discovery counts: both run in real time, at the pacing of
+	// router/peers' publishers and of nomad's watchers.
+	PeerWindow, DiscoveryWindow time.Duration
+	Seed                        uint64
 	// Log, when set, gets a line per point as the sweep goes.
 	Log io.Writer `json:"-"`
 }
 
-// DefaultConfig is `make bench-scale`'s sweep: a few minutes on a shared
-// 2-core machine, about 1.5 GB of memory at its 10M-block point.
+// DefaultConfig is `make bench-scale`'s sweep: about ten minutes on a
+// shared 2-core machine (discovery's windows are most of it), about
+// 1.5 GB of memory at its 10M-block point.
 func DefaultConfig() Config {
 	return Config{
 		Replicas:     []int{8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096},
 		Blocks:       []int{100_000, 300_000, 1_000_000, 3_000_000, 10_000_000},
 		Tokens:       []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10},
-		Routers:      []int{1, 2, 4, 8, 16, 32},
+		Routers:      []int{2, 4, 8, 16, 32},
 		PeerReplicas: []int{64, 1024, 4096},
 		Snapshots:    []int{64, 128, 256, 512, 1024, 2048, 4096},
+		Discovery:    []int{64, 256, 1024, 4096}, DiscoveryRouters: 8,
 		BaseReplicas: 64, BaseBlocks: 1_000_000, BaseTokens: 8 << 10,
 		Prompts: 64, Runs: 5, RunTime: 300 * time.Millisecond, Seed: 1,
+		PeerWindow: 2 * time.Second, DiscoveryWindow: 15 * time.Second,
 	}
 }
 
@@ -56,7 +69,16 @@ type Results struct {
 	Peers    []PeerPoint `json:"peers"`
 	// Snapshots is snapshot apply against replicas (SnapshotSweep).
 	Snapshots []SnapshotPoint `json:"snapshots"`
-	Took      float64         `json:"took_s"`
+	// Discovery is Nomad discovery's calls against replicas
+	// (DiscoverySweep).
+	Discovery []DiscoveryPoint `json:"discovery"`
+	Took      float64          `json:"took_s"`
+	// Label says where the sweep ran (bench-scale -label); the report
+	// names it rather than a later run's.
+	Label string `json:"label,omitempty"`
+	// Rerun, when set, says which parts a later `bench-scale -only` run
+	// measured again, and where: the rest is the first run's.
+	Rerun *Rerun `json:"rerun,omitempty"`
 }
 
 // Machine describes where the sweep ran.
@@ -113,16 +135,10 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			*ax.out = append(*ax.out, p)
 		}
 	}
-	var err error
-	if res.Peers, err = peerPoints(cfg); err != nil {
-		return nil, err
-	}
-	if res.Snapshots, err = SnapshotSweep(cfg); err != nil {
-		return nil, err
-	}
-	if cfg.Log != nil {
-		join, resync := SnapshotGrowth(res.Snapshots)
-		fmt.Fprintf(cfg.Log, "snapshot apply against replicas: join %s, resync %s\n", join, resync)
+	for _, part := range Parts {
+		if err := res.RunPart(ctx, part); err != nil {
+			return nil, err
+		}
 	}
 	res.Machine.LoadAfter = loadAvg()
 	res.Took = time.Since(start).Seconds()

@@ -16,9 +16,11 @@ import (
 func smallConfig() Config {
 	return Config{
 		Replicas: []int{8, 96}, Blocks: []int{20_000, 60_000}, Tokens: []int{1 << 10, 32 << 10},
-		Routers: []int{1, 4}, PeerReplicas: []int{64}, Snapshots: []int{8, 32},
+		Routers: []int{2, 4}, PeerReplicas: []int{64}, Snapshots: []int{8, 32},
+		Discovery: []int{8, 32}, DiscoveryRouters: 2, DiscoveryWait: 100 * time.Millisecond,
 		BaseReplicas: 8, BaseBlocks: 20_000, BaseTokens: 1 << 10,
 		Prompts: 2, Runs: 2, RunTime: 20 * time.Millisecond, Seed: 1,
+		PeerWindow: 200 * time.Millisecond, DiscoveryWindow: 300 * time.Millisecond,
 	}
 }
 
@@ -34,8 +36,8 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("report", func(t *testing.T) { checkReport(t, res) })
-	if len(res.Replicas) != 2 || len(res.Blocks) != 2 || len(res.Tokens) != 2 || len(res.Peers) != 2 || len(res.Snapshots) != 2 {
-		t.Fatalf("points per axis %d, %d, %d, %d, %d; want 2 each", len(res.Replicas), len(res.Blocks), len(res.Tokens), len(res.Peers), len(res.Snapshots))
+	if len(res.Replicas) != 2 || len(res.Blocks) != 2 || len(res.Tokens) != 2 || len(res.Peers) != 2 || len(res.Snapshots) != 2 || len(res.Discovery) != 2 {
+		t.Fatalf("points per axis %d, %d, %d, %d, %d, %d; want 2 each", len(res.Replicas), len(res.Blocks), len(res.Tokens), len(res.Peers), len(res.Snapshots), len(res.Discovery))
 	}
 	for _, p := range append(append(res.Replicas, res.Blocks...), res.Tokens...) {
 		if p.P50 <= 0 || p.P99 < p.P50 || p.Floor <= 0 || p.HeapPerBlock <= 0 || p.IngestPerCore <= 0 {
@@ -51,11 +53,22 @@ func TestRunSmall(t *testing.T) {
 	if long := res.Tokens[1]; long.Probes >= long.Tokens/blockSize {
 		t.Errorf("32k-token prompt probes %d of %d blocks; want the strided walk's fewer", long.Probes, long.Tokens/blockSize)
 	}
-	if p := res.Peers[0]; p.SentPerRouter != 0 {
-		t.Errorf("a lone router sends %g B/s; want 0", p.SentPerRouter)
+	for _, p := range res.Peers {
+		// One router's pacing: a message per peer per 50 ms up to 5 peers.
+		if want := float64(p.Routers-1) * 20; p.NominalPerSec != want {
+			t.Errorf("%d routers: nominal %g messages/s per router; want %g", p.Routers, p.NominalPerSec, want)
+		}
+		if p.MsgsPerSec <= 0 || p.MsgBytes <= 0 || p.CPUPerMsgUS <= 0 || p.CorePct <= 0 || p.CoreMinPct > p.CorePct || p.CoreMaxPct < p.CorePct {
+			t.Errorf("peer point %+v: every figure must be positive, the median within its range", p)
+		}
+		if p.SentPerRouter != p.NominalPerSec*float64(p.MsgBytes) || p.Fleet != p.SentPerRouter*float64(p.Routers) {
+			t.Errorf("peer point %+v: bytes per second are not messages × bytes", p)
+		}
 	}
-	if p := res.Peers[1]; p.SentPerRouter != 3*20*float64(p.MsgBytes) {
-		t.Errorf("4 routers: %g B/s per router; want 3 peers × 20 messages/s × %d B", p.SentPerRouter, p.MsgBytes)
+	for _, p := range res.Discovery {
+		if p.ChecksPerSec <= 0 || p.CallsPerSec < p.ChecksPerSec || p.CallsMin > p.CallsPerSec || p.Routers != 2 {
+			t.Errorf("discovery point %+v: want check reads, calls at least those, the median within its range, 2 routers", p)
+		}
 	}
 }
 
@@ -67,8 +80,8 @@ func checkReport(t *testing.T, res *Results) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plots) != 6 {
-		t.Errorf("plots %v; want 6", plots)
+	if len(plots) != 7 {
+		t.Errorf("plots %v; want 7", plots)
 	}
 	for _, p := range plots {
 		b, err := os.ReadFile(filepath.Join(dir, p))
@@ -90,7 +103,7 @@ func checkReport(t *testing.T, res *Results) {
 		t.Errorf("peers.csv: %d rows, %v; want a header and 2 points", len(rows), err)
 	}
 	md := res.Markdown(Meta{Command: "make bench-scale", Label: "a test", PlotDir: "bench-scale"}, plots)
-	for _, want := range []string{"#### Replicas", "#### Indexed blocks", "#### Prompt length", "#### Routers", "Growth with replicas",
+	for _, want := range []string{"#### Replicas", "#### Indexed blocks", "#### Prompt length", "#### Routers", "#### Nomad discovery", "Growth with replicas",
 		"![decision-replicas](bench-scale/decision-replicas.png)", "over its floor"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)

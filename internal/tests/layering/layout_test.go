@@ -64,8 +64,9 @@ func under(rel, dir string) bool {
 
 // testSupport reports why package rel is test support, or "" if it is
 // not: everything under internal/testkit and internal/tests, vllm-sim's
-// process helper, and by Go's convention (net/http/httptest) every
-// package whose name ends in "test", such as consul/consultest.
+// process helper, the growth sweep (router/scalebench), and by Go's
+// convention (net/http/httptest) every package whose name ends in
+// "test", such as consul/consultest.
 func testSupport(rel string) string {
 	switch {
 	case under(rel, "internal/testkit"), under(rel, "internal/tests"):
@@ -74,6 +75,10 @@ func testSupport(rel string) string {
 		return "test support (it runs vllm-sim for tests)"
 	case rel == "cmd/nomad-standin":
 		return "test support (a stand-in for Nomad's services API)"
+	case under(rel, "router/scalebench"):
+		// The growth sweep measures discovery against the Nomad stand-in
+		// in its process; no deployed binary links it (checkLinks).
+		return "test support (the growth sweep, a benchmark)"
 	case strings.HasSuffix(path.Base(rel), "test"):
 		return "test support (its name ends in \"test\")"
 	}

@@ -233,26 +233,11 @@ func measure(ctx context.Context, rs []*router, wire *counters, o Options) (Resu
 	return res, nil
 }
 
-// nominal is one router's message rate with o's interval and budget: a
-// publisher makes a message only at its ticks, so the budget's gap is
-// rounded up to whole intervals (at 32 routers and 100 a second, 310 ms
-// becomes 350 ms), and the keep-alive sends at least one a second.
+// nominal is one router's message rate with o's interval and budget:
+// one message per peer per peers.PublisherOptions.Period.
 func nominal(o Options) float64 {
-	interval := o.Interval
-	if interval <= 0 {
-		interval = peers.DefaultInterval
-	}
 	n := o.Routers - 1
-	rate := o.MaxRate
-	if rate == 0 {
-		rate = peers.DefaultMaxRate
-	}
-	period := interval
-	if rate > 0 {
-		gap := min(time.Duration(n)*time.Second/time.Duration(rate), peers.DefaultKeepAlive)
-		period = max(interval, (gap+interval-1)/interval*interval)
-	}
-	return float64(n) / period.Seconds()
+	return float64(n) / peers.PublisherOptions{Interval: o.Interval, MaxRate: o.MaxRate}.Period(n).Seconds()
 }
 
 func newRouter(id, token string, wire *counters) (*router, error) {

@@ -1,11 +1,17 @@
 // Command bench-scale runs the router's growth sweep (router/scalebench)
 // and writes its results: CSV, JSON and PNG plots into -out, and the
 // markdown section of -doc between the sweep's markers. `make
-// bench-scale` runs it with the paths docs/BENCHMARKS.md expects;
-// -only snapshots runs the snapshot-apply sweep alone and prints it.
+// bench-scale` runs it with the paths docs/BENCHMARKS.md expects.
+//
+// -only runs some parts alone (peers, snapshots, discovery; a comma
+// list) and prints their tables, writing no file; with -merge it puts
+// them into -out's results.json in place of that run's, and writes the
+// files and the section from the whole, so a part can be measured again
+// without the decision's sweep.
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,26 +42,21 @@ func run() error {
 	flag.IntVar(&cfg.Runs, "runs", cfg.Runs, "runs per figure (the figure is their median)")
 	flag.DurationVar(&cfg.RunTime, "run-time", cfg.RunTime, "how long each run samples the decision")
 	render := flag.String("render", "", "write the plots and the section from this results.json instead of sweeping")
-	only := flag.String("only", "", `run one sweep and print its table, writing no file ("snapshots": snapshot apply against replicas)`)
+	only := flag.String("only", "", "run these parts alone (a comma list of: peers, snapshots, discovery) and print their tables")
+	merge := flag.Bool("merge", false, "with -only: put the parts into -out's results.json and write the files and the section")
+	baseLabel := flag.String("base-label", "", "with -merge: the -label of the saved run, where its results.json has none")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
-	switch *only {
-	case "":
-	case "snapshots":
-		cfg.Log = os.Stderr
-		ps, err := scalebench.SnapshotSweep(cfg)
-		if err != nil {
+	var res *scalebench.Results
+	if *only != "" {
+		var err error
+		if res, err = runParts(cfg, *only, *merge, *out, *label); err != nil || !*merge {
 			return err
 		}
-		scalebench.WriteSnapshots(os.Stdout, ps)
-		return nil
-	default:
-		return fmt.Errorf("-only %q: the sweeps that run alone are: snapshots", *only)
-	}
-	var res *scalebench.Results
-	if *render != "" {
+		res.Label = cmp.Or(res.Label, *baseLabel)
+	} else if *render != "" {
 		b, err := os.ReadFile(*render)
 		if err != nil {
 			return err
@@ -72,6 +73,7 @@ func run() error {
 		if res, err = scalebench.Run(ctx, cfg); err != nil {
 			return err
 		}
+		res.Label = *label
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -96,6 +98,38 @@ func run() error {
 		return fmt.Errorf("%s: %w", *doc, err)
 	}
 	return os.WriteFile(*doc, []byte(spliced), 0o644)
+}
+
+// runParts runs the parts listed in only, into -out's saved results
+// when merge, and prints their tables.
+func runParts(cfg scalebench.Config, only string, merge bool, out, label string) (*scalebench.Results, error) {
+	parts, err := scalebench.ParseParts(only)
+	if err != nil {
+		return nil, fmt.Errorf("-only: %w", err)
+	}
+	// A fresh Results: decoding into one holding cfg would write the
+	// saved axes into cfg's slices.
+	res := &scalebench.Results{}
+	if !merge {
+		res.Config = cfg
+	} else {
+		saved := filepath.Join(out, "results.json")
+		b, err := os.ReadFile(saved)
+		if err != nil {
+			return nil, fmt.Errorf("-merge: %w", err)
+		}
+		if err := json.Unmarshal(b, res); err != nil {
+			return nil, fmt.Errorf("%s: %w", saved, err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg.Log = os.Stderr
+	if err := res.RunParts(ctx, cfg, parts, label); err != nil {
+		return nil, err
+	}
+	res.WriteParts(os.Stdout, parts)
+	return res, nil
 }
 
 // writeFiles writes points.csv, peers.csv and results.json into dir.
