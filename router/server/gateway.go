@@ -76,7 +76,11 @@ func (s *Server) startGateway(ctx context.Context, keys gateway.Authenticator, o
 		return err
 	}
 	// The autoscaling signal reads the planner's queue (scaling.go).
-	s.metrics.Registry.MustRegister(&scalingCollector{set: s.set, tracker: s.tracker, queue: planner, policy: s.cfg.Scaling.Policy()})
+	sc := &scalingCollector{set: s.set, tracker: s.tracker, queue: planner, policy: s.cfg.Scaling.Policy()}
+	if s.cold != nil { // a nil *Cold in the interface would not be nil
+		sc.cold = s.cold
+	}
+	s.metrics.Registry.MustRegister(sc)
 	s.planner, s.gw = planner, gw
 	return nil
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/llmgw/llmgw/router/admission"
@@ -22,7 +24,7 @@ var (
 	descModelPrefillRate = prometheus.NewDesc("llmgw_model_prefill_rate",
 		"Prompt tokens a second one of each model's replicas prefills: the mean of the rates measured on them, the prior until one is.", []string{"model"}, nil)
 	descModelWaiting = prometheus.NewDesc("llmgw_model_queue_waiting",
-		"Requests this router's admission queue holds for each model while every replica is busy.", []string{"model"}, nil)
+		"Requests this router holds for each model: in its admission queue while every replica is busy, and while the model starts from zero.", []string{"model"}, nil)
 	descModelOldestWait = prometheus.NewDesc("llmgw_model_queue_oldest_wait_seconds",
 		"How long the longest-waiting request in this router's queue for each model has waited (0: none waits).", []string{"model"}, nil)
 	descModelRecommended = prometheus.NewDesc("llmgw_model_replicas_recommended",
@@ -36,13 +38,38 @@ type backlogs interface {
 	Backlog(model string) admission.Backlog
 }
 
+// coldWaiters is the hold of models at zero replicas (admission.Cold) as
+// the signal reads it: a model listed there has a signal even with no
+// replica, and the requests it holds are demand.
+type coldWaiters interface {
+	Models() []string
+	Waiting(model string) int
+}
+
 // scalingCollector computes the signal at scrape time from the replica set,
-// the load tracker and the admission queue.
+// the load tracker, the admission queue and, when models scale from zero,
+// their cold hold.
 type scalingCollector struct {
 	set     *replicas.Set
 	tracker *load.Tracker
 	queue   backlogs
+	cold    coldWaiters // nil: no model scales from zero
 	policy  autoscale.Policy
+}
+
+// models lists the models with replicas, then those at zero the cold hold
+// knows, each once.
+func (c *scalingCollector) models() []string {
+	ms := c.set.Models()
+	if c.cold == nil {
+		return ms
+	}
+	for _, m := range c.cold.Models() {
+		if !slices.Contains(ms, m) {
+			ms = append(ms, m)
+		}
+	}
+	return ms
 }
 
 func (c *scalingCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -56,10 +83,15 @@ func (c *scalingCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	for _, m := range c.set.Models() {
+	for _, m := range c.models() {
 		d, serving := c.demand(m)
 		b := c.queue.Backlog(m)
 		d.Waiting = b.Waiting
+		if c.cold != nil {
+			// A request held for a cold model waits as one queued does.
+			b.Waiting += c.cold.Waiting(m)
+			d.Waiting = b.Waiting
+		}
 		r := c.policy.Recommend(d)
 		gauge(descModelReplicas, float64(serving), m)
 		gauge(descModelInFlight, float64(d.InFlight), m)

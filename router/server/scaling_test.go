@@ -1,6 +1,8 @@
 package server
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +53,7 @@ llmgw_model_in_flight{model="m"} 3
 # HELP llmgw_model_queue_oldest_wait_seconds How long the longest-waiting request in this router's queue for each model has waited (0: none waits).
 # TYPE llmgw_model_queue_oldest_wait_seconds gauge
 llmgw_model_queue_oldest_wait_seconds{model="m"} 1.5
-# HELP llmgw_model_queue_waiting Requests this router's admission queue holds for each model while every replica is busy.
+# HELP llmgw_model_queue_waiting Requests this router holds for each model: in its admission queue while every replica is busy, and while the model starts from zero.
 # TYPE llmgw_model_queue_waiting gauge
 llmgw_model_queue_waiting{model="m"} 2
 # HELP llmgw_model_replicas Replicas serving each model: listed and not draining.
@@ -76,5 +78,50 @@ llmgw_model_replicas_recommended{model="m"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(idle), "llmgw_model_replicas_recommended"); err != nil {
 		t.Errorf("idle: %v", err)
+	}
+}
+
+// coldHold is a cold hold with fixed waiters per model.
+type coldHold map[string]int
+
+func (c coldHold) Models() []string {
+	return slices.Sorted(maps.Keys(c))
+}
+
+func (c coldHold) Waiting(model string) int { return c[model] }
+
+// TestScalingCollectorColdModels: a model at zero replicas that scales
+// from zero has a signal, and the requests held while it starts are
+// demand: 3 held at 2 a replica ask for 2 replicas where none serves;
+// with none held it asks for none. A model with replicas adds its held
+// requests to its queue.
+func TestScalingCollectorColdModels(t *testing.T) {
+	tracker := load.NewTracker(load.WithPrefillRate(1000))
+	set := replicas.New(ingest.New(index.NewModels(index.Options{}), ingest.Options{}), tracker, replicas.Options{})
+	set.Replace([]replicas.Replica{{ID: "a", Model: "m", Address: "127.0.0.1:1", BlockSize: 16, Source: "static"}})
+	c := &scalingCollector{set: set, tracker: tracker, queue: fixedBacklog{}, cold: coldHold{"z": 3, "m": 1},
+		policy: autoscale.Policy{TTFT: time.Second, InFlight: 2}}
+	want := `
+# HELP llmgw_model_replicas Replicas serving each model: listed and not draining.
+# TYPE llmgw_model_replicas gauge
+llmgw_model_replicas{model="m"} 1
+llmgw_model_replicas{model="z"} 0
+# HELP llmgw_model_replicas_recommended Replicas each model needs for its demand now: the larger of those that clear its queued prefill within the TTFT target and those that carry its requests at the in-flight target (router/autoscale).
+# TYPE llmgw_model_replicas_recommended gauge
+llmgw_model_replicas_recommended{model="m"} 1
+llmgw_model_replicas_recommended{model="z"} 2
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "llmgw_model_replicas", "llmgw_model_replicas_recommended"); err != nil {
+		t.Error(err)
+	}
+	c.cold = coldHold{"z": 0}
+	idle := `
+# HELP llmgw_model_replicas_recommended Replicas each model needs for its demand now: the larger of those that clear its queued prefill within the TTFT target and those that carry its requests at the in-flight target (router/autoscale).
+# TYPE llmgw_model_replicas_recommended gauge
+llmgw_model_replicas_recommended{model="m"} 0
+llmgw_model_replicas_recommended{model="z"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(idle), "llmgw_model_replicas_recommended"); err != nil {
+		t.Errorf("nothing held: %v", err)
 	}
 }
