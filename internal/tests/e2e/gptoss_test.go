@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmgw/llmgw/internal/testkit/poll"
+	"github.com/llmgw/llmgw/router/config"
+	"github.com/llmgw/llmgw/router/server"
+)
+
+// gptossDate is the VLLM_SYSTEM_START_DATE the engine and the router
+// share: the date Harmony's system message carries.
+const gptossDate = "2026-02-03"
+
+// TestGptOssChatExact runs a replica as a gpt-oss engine (the test data's
+// gpt-oss tokenizer, a config.json naming gpt_oss, a pinned start date),
+// its KV events through the driver's intake to a router that renders the
+// model's chats in Harmony. Over conversations at each reasoning_effort,
+// each turn resending the last with the answer and a new question, the
+// router's predicted cached tokens equal the engine's reported ones on
+// at least 99% of requests, and the engine reports hits.
+func TestGptOssChatExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul and a vllm-sim process")
+	}
+	dir := gptossModelDir(t)
+	t.Setenv("VLLM_SYSTEM_START_DATE", gptossDate) // the engine reads it
+	f := startFleetWith(t, []string{"--tokenizer", dir})
+	id := f.ids[0]
+	r := f.routerWith(t, "router-1", func(c *config.Config) {
+		c.Models = map[string]config.Model{model: {TokenizerDir: dir, HarmonyStartDate: gptossDate}}
+	})
+	waitExact(t, r, id)
+
+	var requests, matched, reported int
+	for c, effort := range []string{"low", "medium", "high"} {
+		messages := []map[string]string{{"role": "system", "content": fmt.Sprintf("You answer in brief. Conversation %d.", c)}}
+		for turn := range 4 {
+			messages = append(messages, map[string]string{"role": "user", "content": fmt.Sprintf("Question %d of %d: %s", turn, c, longPrompt(10*c+turn))})
+			body, _ := json.Marshal(map[string]any{"model": model, "messages": messages, "max_tokens": 4, "reasoning_effort": effort})
+			a := call(t, r.Addr(), "/v1/chat/completions", string(body))
+			if a.code != http.StatusOK || a.replica != id || a.mode != "exact" {
+				t.Fatalf("conversation %d turn %d: %d on %q in mode %q: %s", c, turn, a.code, a.replica, a.mode, a.body)
+			}
+			got := cachedTokens(t, a.body)
+			requests, reported = requests+1, reported+got
+			if a.cached == got {
+				matched++
+			} else {
+				t.Logf("conversation %d turn %d: predicted %d cached tokens, the engine reports %d", c, turn, a.cached, got)
+			}
+			waitChatIndexed(t, r, string(body))
+			messages = append(messages, map[string]string{"role": "assistant", "content": fmt.Sprintf("Answer %d.", turn)})
+		}
+	}
+	t.Logf("predicted equals reported on %d of %d requests; %d tokens reported cached", matched, requests, reported)
+	if matched*100 < requests*99 {
+		t.Errorf("predicted equals reported on %d of %d requests; want at least 99%%", matched, requests)
+	}
+	if reported == 0 {
+		t.Fatal("the engine reported no hits: the turns share no prefix")
+	}
+}
+
+// waitChatIndexed waits until r's index holds every full block of the
+// chat body's prompt but the last token's: the KV events of the request
+// that sent it have reached the router.
+func waitChatIndexed(t *testing.T, r *server.Server, body string) {
+	t.Helper()
+	poll.Until(t, "the chat's blocks in the router's index", func() bool {
+		resp, err := http.Post("http://"+r.AdminAddr()+"/admin/explain/chat", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var e explanation
+		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		return e.Chosen.Mode == "exact" && e.Chosen.CachedTokens > 0 && e.Chosen.CachedTokens == (e.PromptTokens-1)/16*16
+	})
+}
+
+// gptossModelDir is a model directory of the test data's gpt-oss
+// tokenizer with a config.json naming the gpt_oss architecture, which is
+// what makes vLLM (and vllm-sim) render its chats in Harmony.
+func gptossModelDir(t *testing.T) string {
+	t.Helper()
+	src := os.Getenv("LLMGW_TESTDATA")
+	if src == "" {
+		home, _ := os.UserHomeDir()
+		src = filepath.Join(home, ".cache", "llmgw", "testdata")
+	}
+	src = filepath.Join(src, "models", "gptoss")
+	if _, err := os.Stat(filepath.Join(src, "tokenizer.json")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is absent in CI: `make test` runs `make testdata` first", src)
+		}
+		t.Skipf("%s is absent: run `make testdata` (or set LLMGW_TESTDATA)", src)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"architectures":["GptOssForCausalLM"],"model_type":"gpt_oss"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
