@@ -406,6 +406,72 @@ ok "the autoscaler's ACL policy applies to its job's workload identity"
 TAIL=6 run "$LLMGW" jobs run jobs/demo-sim.nomad.hcl
 until_ok "demo-sim's 4 replicas exact after the policy is off again" 90 exact_replicas 4
 
+log "== 9c. scale from zero: a router holds a request while Nomad starts the group"
+NOMAD_TOKEN=$MGMT_TOKEN run "$NOMAD" acl policy apply -description "llmgw router" llmgw-router "$REPO/docs/operating/llmgw-router-scale.policy.hcl"
+NOMAD_TOKEN=$MGMT_TOKEN run "$NOMAD" acl token create -name llmgw-router -policy llmgw-router -json
+SCALE_TOKEN=$(jq -r .SecretID <<<"$out")
+[[ $SCALE_TOKEN =~ ^[0-9a-f-]{36}$ ]] || fail "acl token create gave no Secret ID for the router's scale token"
+ok "the router's scale token: read-job and scale-job"
+# The routers of section 4 run as a Nomad job whose variables carry no
+# nomad block, so this router runs beside them as a process with the
+# guide's config; idle_timeout is 20s here, where the guide says 30m.
+ZERO_PORT=${ZERO_PORT:-18090}
+ZERO_ADMIN=127.0.0.1:$((ZERO_PORT + 1))
+cat >"$OPS/router-zero.hcl" <<EOF
+listen        = "127.0.0.1:$ZERO_PORT"
+admin_listen  = "$ZERO_ADMIN"
+ingest_listen = "127.0.0.1:$((ZERO_PORT + 2))"
+consul {
+  address  = "$CONSUL_HTTP_ADDR"
+  services = ["vllm"]
+}
+model "sim-model" {
+  sim = true
+}
+nomad {
+  address = "$NOMAD_ADDR"
+  token   = "$SCALE_TOKEN"
+  scale_from_zero "sim-model" {
+    job          = "demo-sim"
+    group        = "sim"
+    idle_timeout = "20s"
+  }
+}
+EOF
+"$OPS/bin/llmgw-router" -config "$OPS/router-zero.hcl" >"$OPS/router-zero.log" 2>&1 &
+zero_pid=$!
+pids+=("$zero_pid")
+# scale_is STATE: the status page shows sim-model's scale-from-zero state as STATE.
+scale_is() { [[ $(curl -fs "http://$ZERO_ADMIN/admin/status" | grep -o 'data-scale="[a-z]*"' | head -1) == "data-scale=\"$1\"" ]]; }
+# desired_is N: Nomad's scale status wants N of demo-sim's sim group.
+desired_is() { [[ $(curl -fs -H "X-Nomad-Token: $NOMAD_TOKEN" "$NOMAD_ADDR/v1/job/demo-sim/scale" | jq -r .TaskGroups.sim.Desired) == "$1" ]]; }
+until_ok "the scale-from-zero router is up and shows sim-model warm" 60 scale_is warm
+# A scaling block on the group needs min = 0 (the guide says so).
+sed 's/min     = 1/min     = 0/' jobs/demo-sim.nomad.hcl >"$OPS/demo-sim-zero.nomad.hcl"
+grep -q 'min     = 0' "$OPS/demo-sim-zero.nomad.hcl" || fail "demo-sim's scaling block has no 'min     = 1' to lower"
+TAIL=6 run "$LLMGW" jobs run "$OPS/demo-sim-zero.nomad.hcl"
+TAIL=4 run "$NOMAD" job scale demo-sim sim 0
+until_ok "the status page shows sim-model cold at zero replicas" 90 scale_is cold
+run curl -s -m 240 -o "$OPS/zero.body" -w '%{http_code}' -H 'Content-Type: application/json' -H 'X-Request-Id: replay-cold-1' \
+  -d '{"model":"sim-model","prompt":"a request for a model at zero","max_tokens":4}' "http://127.0.0.1:$ZERO_PORT/v1/completions"
+[[ $out == 200 ]] || fail "the held request got $out: $(head -c 300 "$OPS/zero.body")"
+ok "the request for sim-model at zero was held and answered 200 once a replica came up"
+desired_is 1 || fail "demo-sim's sim group does not want 1 replica after the cold start"
+scale_is warm || fail "the status page does not show sim-model warm after the answer"
+ok "the router scaled the group to 1 and the page shows sim-model warm"
+run "$NOMAD" job scaling-events -verbose demo-sim
+grep -q 'llmgw-router: a request for sim-model found no replica' <<<"$out" || fail "no scaling event with the router's message"
+ok "nomad job scaling-events lists the router's scale-up"
+grep -q 'cold start: scale.*request_id=replay-cold-1.*changed=true' "$OPS/router-zero.log" ||
+  fail "the router did not log its scale call with the request's id"
+ok "the router logged its scale call with the request's id"
+until_ok "the idle group goes back to zero after idle_timeout" 120 desired_is 0
+until_ok "the status page shows sim-model cold again" 90 scale_is cold
+kill "$zero_pid"
+wait "$zero_pid" || true
+TAIL=6 run "$LLMGW" jobs run jobs/demo-sim.nomad.hcl
+until_ok "demo-sim back at 4 exact replicas after scale from zero" 120 exact_replicas 4
+
 log "== 10. rolling upgrade of the plugin (tasks survive)"
 allocs_before=$("$NOMAD" job allocs -json demo-sim | jq -r '[.[] | select(.ClientStatus == "running") | .ID] | sort | join(",")')
 engines_before=$(pgrep -f "^$OPS/bin/vllm-sim" | sort | tr '\n' ',')
