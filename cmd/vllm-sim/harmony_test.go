@@ -3,10 +3,9 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/llmgw/llmgw/internal/testkit/gptoss"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/prompt"
 )
@@ -21,7 +20,7 @@ import (
 // messages with the chat template instead, which this model lacks in the
 // test data: the simulator refuses, as vLLM would.
 func TestGptOssKeysMatchEngine(t *testing.T) {
-	dir := gptossModel(t)
+	dir := gptoss.ModelDir(t)
 	const date = "2026-02-03"
 	p := startSim(t, []string{"VLLM_SYSTEM_START_DATE=" + date}, "--tokenizer", dir, "--block-size", "16", "--enable-prompt-tokens-details")
 
@@ -83,27 +82,4 @@ type usageOnly struct {
 			CachedTokens int `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
-}
-
-// gptossModel is a gpt-oss model directory: the test data's tokenizer
-// files and a config.json naming model_type gpt_oss.
-func gptossModel(t *testing.T) string {
-	t.Helper()
-	src := filepath.Join(os.Getenv("LLMGW_TESTDATA"), "models", "gptoss")
-	if _, err := os.Stat(filepath.Join(src, "tokenizer.json")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("gpt-oss tokenizer files missing in CI (make testdata): %v", err)
-		}
-		t.Skipf("gpt-oss tokenizer files not present (run make testdata): %v", err)
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"model_type":"gpt_oss"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

@@ -10,45 +10,18 @@ import (
 	"time"
 
 	"github.com/llmgw/llmgw/internal/blockkey"
+	"github.com/llmgw/llmgw/internal/testkit/gptoss"
 	"github.com/llmgw/llmgw/router/harmony"
 	"github.com/llmgw/llmgw/router/openai"
 	"github.com/llmgw/llmgw/router/tokenizer"
 )
-
-// gptossDir is a model directory as a gpt-oss snapshot has it: the test
-// data's tokenizer files and a config.json naming model_type gpt_oss.
-func gptossDir(t *testing.T) string {
-	t.Helper()
-	src := os.Getenv("LLMGW_TESTDATA")
-	if src == "" {
-		home, _ := os.UserHomeDir()
-		src = filepath.Join(home, ".cache", "llmgw", "testdata")
-	}
-	src = filepath.Join(src, "models", "gptoss")
-	if _, err := os.Stat(filepath.Join(src, "tokenizer.json")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is absent in CI: `make test` runs `make testdata` first", src)
-		}
-		t.Skipf("%s is absent: run `make testdata` (or set LLMGW_TESTDATA)", src)
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"architectures":["GptOssForCausalLM"],"model_type":"gpt_oss"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // TestHarmonyKeys: a directory whose config.json names gpt_oss renders
 // chat prompts with Harmony (on the router's UTC date) and keys the ids the
 // gpt-oss tokenizer gives that text; reasoning_effort changes the system
 // message at the start of the prompt, so every key from there on.
 func TestHarmonyKeys(t *testing.T) {
-	dir := gptossDir(t)
+	dir := gptoss.ModelDir(t)
 	h, err := LoadHF(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +67,7 @@ func TestHarmonyKeys(t *testing.T) {
 // TestHarmonyDate: the date is the router's, in UTC, unless pinned; a
 // pinned date (the engines' VLLM_SYSTEM_START_DATE) ignores the clock.
 func TestHarmonyDate(t *testing.T) {
-	h, err := LoadHF(gptossDir(t))
+	h, err := LoadHF(gptoss.ModelDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +100,7 @@ func TestHarmonyDate(t *testing.T) {
 // TestHarmonyApprox: a request the Harmony renderer cannot vouch for is
 // keyed approximately, not refused and not keyed exactly.
 func TestHarmonyApprox(t *testing.T) {
-	h, err := LoadHF(gptossDir(t))
+	h, err := LoadHF(gptoss.ModelDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +206,7 @@ func TestDetectRenderer(t *testing.T) {
 // TestHarmonyStartDateSource: a model's configured Harmony date is pinned
 // on the encoder loaded from its directory.
 func TestHarmonyStartDateSource(t *testing.T) {
-	dir := gptossDir(t)
+	dir := gptoss.ModelDir(t)
 	p, errs := New(map[string]Source{"gptoss": {Dir: dir, HarmonyStartDate: "2025-08-05"}})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -251,7 +224,7 @@ func TestHarmonyStartDateSource(t *testing.T) {
 // Harmony path; the same conversation as a chat completion keeps exact
 // keys.
 func TestHarmonyResponsesApprox(t *testing.T) {
-	h, err := LoadHF(gptossDir(t))
+	h, err := LoadHF(gptoss.ModelDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}

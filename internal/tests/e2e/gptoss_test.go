@@ -4,11 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/internal/testkit/gptoss"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/config"
 	"github.com/llmgw/llmgw/router/server"
@@ -29,7 +28,7 @@ func TestGptOssChatExact(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul and a vllm-sim process")
 	}
-	dir := gptossModelDir(t)
+	dir := gptoss.ModelDir(t)
 	t.Setenv("VLLM_SYSTEM_START_DATE", gptossDate) // the engine reads it
 	f := startFleetWith(t, []string{"--tokenizer", dir})
 	id := f.ids[0]
@@ -85,33 +84,4 @@ func waitChatIndexed(t *testing.T, r *server.Server, body string) {
 		}
 		return e.Chosen.Mode == "exact" && e.Chosen.CachedTokens > 0 && e.Chosen.CachedTokens == (e.PromptTokens-1)/16*16
 	})
-}
-
-// gptossModelDir is a model directory of the test data's gpt-oss
-// tokenizer with a config.json naming the gpt_oss architecture, which is
-// what makes vLLM (and vllm-sim) render its chats in Harmony.
-func gptossModelDir(t *testing.T) string {
-	t.Helper()
-	src := os.Getenv("LLMGW_TESTDATA")
-	if src == "" {
-		home, _ := os.UserHomeDir()
-		src = filepath.Join(home, ".cache", "llmgw", "testdata")
-	}
-	src = filepath.Join(src, "models", "gptoss")
-	if _, err := os.Stat(filepath.Join(src, "tokenizer.json")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is absent in CI: `make test` runs `make testdata` first", src)
-		}
-		t.Skipf("%s is absent: run `make testdata` (or set LLMGW_TESTDATA)", src)
-	}
-	dir := t.TempDir()
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"architectures":["GptOssForCausalLM"],"model_type":"gpt_oss"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

@@ -189,6 +189,7 @@ var contracts = map[string][]string{
 	"internal/localproc/pdeathsig": {"golang.org/x/sys/unix"},
 	"plugin/msgpackdump":           nil,
 	"internal/testkit/poll":        nil,
+	"internal/testkit/gptoss":      nil,
 	"cmd/llmgw-router/routertest": {
 		"github.com/llmgw/llmgw/internal/localproc/pdeathsig",
 		"github.com/llmgw/llmgw/internal/testkit/poll",
