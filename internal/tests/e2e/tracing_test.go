@@ -25,8 +25,8 @@ const (
 )
 
 // engineTap is an engine seen through a proxy that records the trace
-// headers of each request it is sent: what vLLM would read (its
-// TRACE_HEADERS, traceparent and tracestate).
+// headers of each inference request it is sent: what vLLM would read
+// (its TRACE_HEADERS, traceparent and tracestate).
 type engineTap struct {
 	*sim
 	mu           sync.Mutex
@@ -38,7 +38,9 @@ func tapEngine(t *testing.T, s *sim) *engineTap {
 	e := &engineTap{}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: s.addr})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v1/") {
+		// Inference requests only: the router also reads the engine's
+		// /v1/models (its adapters) on a timer of its own, untraced.
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/") {
 			e.mu.Lock()
 			e.traceparents = append(e.traceparents, r.Header.Get("traceparent"))
 			e.mu.Unlock()
