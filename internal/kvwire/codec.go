@@ -19,7 +19,8 @@ var (
 const MaxBody = 64 << 20
 
 // Encode returns u's msgpack encoding, in the shape of u.Version (toV1:
-// only each replica's Primary group; toV2: no Approx).
+// only each replica's Primary group; toV2: no Approx; toV3: no
+// OffloadBlockSize).
 func Encode(u *Update) ([]byte, error) {
 	var v any = u
 	switch u.Version {
@@ -27,6 +28,8 @@ func Encode(u *Update) ([]byte, error) {
 		v = toV1(u)
 	case 2:
 		v = toV2(u)
+	case 3:
+		v = toV3(u)
 	}
 	b, err := msgpack.Marshal(v)
 	if err != nil {
@@ -52,6 +55,7 @@ func Decode(body []byte) (*Update, error) {
 		u  *Update
 		v1 updateV1
 		v2 updateV2
+		v3 updateV3
 	)
 	r := bytes.NewReader(body)
 	dec := msgpack.NewDecoder(r)
@@ -62,6 +66,9 @@ func Decode(body []byte) (*Update, error) {
 	case 2:
 		err = dec.Decode(&v2)
 		u = fromV2(&v2)
+	case 3:
+		err = dec.Decode(&v3)
+		u = fromV3(&v3)
 	default:
 		u = new(Update)
 		err = dec.Decode(u)
@@ -102,6 +109,9 @@ func (u *Update) Validate() error {
 		seen[r.ID] = true
 		if r.BlockSize < 0 {
 			return fmt.Errorf("replica %q: block size %d", r.ID, r.BlockSize)
+		}
+		if r.OffloadBlockSize < 0 || r.OffloadBlockSize > 1<<20 {
+			return fmt.Errorf("replica %q: offloaded block size %d", r.ID, r.OffloadBlockSize)
 		}
 		if err := validLayout(r.Layout); err != nil {
 			return fmt.Errorf("replica %q: %w", r.ID, err)

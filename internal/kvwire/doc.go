@@ -3,7 +3,7 @@
 // router's ingest endpoint wraps: decoding, authentication with the shared
 // token, and per-driver session sequencing.
 //
-// # Protocol (version 3)
+// # Protocol (version 4)
 //
 // A driver keeps one session per router instance. Every flush it sends one
 // Update as the body of an HTTP POST to Path, msgpack-encoded (Content-Type
@@ -41,6 +41,11 @@
 // Such a replica is sent holding nothing, and the router routes it approx
 // with the reason. A sender refused by an older router steps down one
 // version at a time; a version 2 router is not told the reason.
+//
+// Version 4 adds a replica's OffloadBlockSize: the block size of its
+// engine's offloaded (CPU) tier, which vLLM's offloading connector loads in
+// whole blocks only. A version 3 router is not told it and predicts a
+// CPU-tier hit block by block.
 //
 // Structs encode as msgpack arrays; fields are only ever appended, and a
 // change in meaning bumps Version. The package is a leaf: it imports nothing

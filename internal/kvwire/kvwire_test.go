@@ -179,6 +179,7 @@ func TestHTTP(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add(mustEncode(f, update(1, false, rep("a", 1, 2))))
 	f.Add(mustEncode(f, update(0, true, Replica{ID: "b", Reset: true, Groups: []Group{{Rank: 1, Tier: TierCPU, Del: []uint64{5}}}})))
+	f.Add(mustEncode(f, update(2, false, Replica{ID: "c", BlockSize: 16, OffloadBlockSize: 64, Groups: []Group{{Tier: TierCPU, Add: []uint64{7}}}})))
 	f.Add([]byte{0x96, 0x01, 0xa1, 'd', 0x01, 0x01, 0xc2, 0x90})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		u, err := Decode(body)

@@ -9,10 +9,32 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 )
 
-// The version 1 and 2 shapes. A struct encoded as an array must be
+// The version 1, 2 and 3 shapes. A struct encoded as an array must be
 // decoded into one with the same number of fields, so the versions have
 // their own types; an older body is decoded into these and converted.
 type (
+	updateV3 struct {
+		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
+		_msgpack struct{} `msgpack:",as_array"`
+
+		Version  int
+		Driver   string
+		Epoch    uint64
+		Seq      uint64
+		Snapshot bool
+		Replicas []replicaV3
+	}
+	replicaV3 struct {
+		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
+		_msgpack struct{} `msgpack:",as_array"`
+
+		ID        string
+		BlockSize int
+		Reset     bool
+		Groups    []Group
+		Layout    []KVGroupSpec
+		Approx    string
+	}
 	updateV2 struct {
 		//lint:ignore U1000 read by the msgpack library (reflection): the struct encodes as an array
 		_msgpack struct{} `msgpack:",as_array"`
@@ -145,6 +167,29 @@ func fromV2(v *updateV2) *Update {
 	}
 	for i, r := range v.Replicas {
 		u.Replicas[i] = Replica{ID: r.ID, BlockSize: r.BlockSize, Reset: r.Reset, Groups: r.Groups, Layout: r.Layout}
+	}
+	return u
+}
+
+// toV3 is u in version 3's shape, without the replicas'
+// OffloadBlockSize: a version 3 router predicts a CPU-tier hit block by
+// block, as it did before version 4.
+func toV3(u *Update) *updateV3 {
+	v := &updateV3{Version: 3, Driver: u.Driver, Epoch: u.Epoch, Seq: u.Seq, Snapshot: u.Snapshot,
+		Replicas: make([]replicaV3, 0, len(u.Replicas))}
+	for _, r := range u.Replicas {
+		v.Replicas = append(v.Replicas, replicaV3{ID: r.ID, BlockSize: r.BlockSize, Reset: r.Reset, Groups: r.Groups, Layout: r.Layout, Approx: r.Approx})
+	}
+	return v
+}
+
+func fromV3(v *updateV3) *Update {
+	u := &Update{Version: v.Version, Driver: v.Driver, Epoch: v.Epoch, Seq: v.Seq, Snapshot: v.Snapshot}
+	if v.Replicas != nil {
+		u.Replicas = make([]Replica, len(v.Replicas))
+	}
+	for i, r := range v.Replicas {
+		u.Replicas[i] = Replica{ID: r.ID, BlockSize: r.BlockSize, Reset: r.Reset, Groups: r.Groups, Layout: r.Layout, Approx: r.Approx}
 	}
 	return u
 }

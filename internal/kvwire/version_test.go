@@ -57,6 +57,53 @@ func TestVersion3Approx(t *testing.T) {
 	}
 }
 
+// Version 4 carries a replica's OffloadBlockSize; version 3 bytes are
+// those a version 3 sender writes (no OffloadBlockSize), and decode as
+// version 3 with Approx kept.
+func TestVersion4OffloadBlockSize(t *testing.T) {
+	t.Parallel()
+	u := hybridUpdate()
+	u.Replicas[0].Approx = "engine's KV events carry no extra_keys"
+	u.Replicas[0].OffloadBlockSize = 64
+	got, err := Decode(mustEncode(t, u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, u) {
+		t.Errorf("decoded %+v; want %+v", got, u)
+	}
+
+	u.Version = 3
+	b := mustEncode(t, u)
+	r := u.Replicas[0]
+	v3, err := msgpack.Marshal(&updateV3{Version: 3, Driver: u.Driver, Epoch: u.Epoch, Seq: u.Seq,
+		Replicas: []replicaV3{{ID: r.ID, BlockSize: r.BlockSize, Groups: r.Groups, Layout: r.Layout, Approx: r.Approx}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b, v3) {
+		t.Errorf("version 3 bytes differ from a version 3 sender's")
+	}
+	got, err = Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *u
+	want.Replicas = []Replica{r}
+	want.Replicas[0].OffloadBlockSize = 0
+	if !reflect.DeepEqual(got, &want) {
+		t.Errorf("decoded %+v; want %+v", got, &want)
+	}
+
+	for _, size := range []int{-1, 1<<20 + 1} {
+		u := hybridUpdate()
+		u.Replicas[0].OffloadBlockSize = size
+		if _, err := Decode(mustEncode(t, u)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("offloaded block size %d: %v; want ErrMalformed", size, err)
+		}
+	}
+}
+
 func TestVersion2RoundTrip(t *testing.T) {
 	t.Parallel()
 	u := hybridUpdate()

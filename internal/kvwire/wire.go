@@ -2,10 +2,11 @@ package kvwire
 
 // Version is the protocol version this package speaks. Version 2 adds the
 // engine's KV-cache groups (Group.KVGroup, Replica.Layout), version 3 a
-// replica's Approx reason; a receiver accepts MinVersion to Version, and
-// Encode writes an Update of an older Version in that version's shape
-// (toV1, toV2), so drivers and routers of any of them work together.
-const Version = 3
+// replica's Approx reason, version 4 its OffloadBlockSize; a receiver
+// accepts MinVersion to Version, and Encode writes an Update of an older
+// Version in that version's shape (toV1, toV2, toV3), so drivers and
+// routers of any of them work together.
+const Version = 4
 
 // MinVersion is the oldest version a receiver accepts.
 const MinVersion = 1
@@ -68,6 +69,13 @@ type Replica struct {
 	// depend on, version 3). The driver then sends none of its blocks, and
 	// the router routes it approx with this reason. Sent with every entry.
 	Approx string
+	// OffloadBlockSize is the block size, in tokens, of the replica's
+	// offloaded (CPU) tier as its engine's events report it (vLLM's
+	// offloading connector's offloaded_block_size); 0 while unknown. The
+	// connector loads whole offloaded blocks only, so the router needs it
+	// to predict a CPU-tier hit (version 4). Sent with every entry once
+	// known.
+	OffloadBlockSize int
 }
 
 // Group is the change to one (data-parallel rank, tier) of a replica.
