@@ -46,6 +46,16 @@ func (r *replicaState) learn(ev *Event) {
 	}
 }
 
+// learnOffload notes the block size of a BlockStored event without
+// tokens (an offloaded copy) in the CPU tier of the primary group: vLLM's
+// offloading connector sends its offloaded_block_size there, and the
+// router needs it to predict what the connector loads.
+func (r *replicaState) learnOffload(ev *Event) {
+	if t, ok := tierOf(ev.Medium); ok && t == kvwire.TierCPU && ev.BlockSize > 0 && ev.GroupIdx == r.layout.primary() {
+		r.offloadSize = ev.BlockSize
+	}
+}
+
 // primary is kvwire.Primary of l, without sorting it.
 func (l layout) primary() int {
 	best := -1

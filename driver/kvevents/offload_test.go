@@ -50,11 +50,32 @@ func TestOffloadedBlocksCoverGPUBlocks(t *testing.T) {
 		{"and the second", []kvevents.Event{kvtest.Removed(kvevents.MediumCPU, 8)}, nil},
 	}
 	s := kvevents.NewStore()
-	for _, st := range steps {
+	sess := s.Open()
+	defer sess.Close()
+	sess.Drain() // the first drain is a snapshot
+	for i, st := range steps {
 		kvtest.Apply(s, "r", 0, st.evs...)
 		if got := s.Blocks("r"); !slices.Equal(got, st.want) {
 			t.Fatalf("%s: blocks %v; want %v", st.name, got, st.want)
 		}
+		// The routers are told the offloaded block size with every entry
+		// once the engine has sent it: they predict whole-block loads.
+		want := 0
+		if i >= 1 {
+			want = 4 * bs
+		}
+		if got := s.OffloadBlockSize("r"); got != want {
+			t.Errorf("%s: offloaded block size %d; want %d", st.name, got, want)
+		}
+		if d := sess.Drain(); len(d.Replicas) != 1 || d.Replicas[0].OffloadBlockSize != want {
+			t.Errorf("%s: delta %+v; want one replica with offloaded block size %d", st.name, d.Replicas, want)
+		}
+	}
+	snap := s.Open()
+	d := snap.Drain()
+	snap.Close()
+	if !d.Snapshot || len(d.Replicas) != 1 || d.Replicas[0].OffloadBlockSize != 4*bs {
+		t.Errorf("snapshot %+v; want the replica with offloaded block size %d", d, 4*bs)
 	}
 	if got := s.Stats(); got.OffloadUnmapped != 0 || got.UnknownRemoves != 0 {
 		t.Errorf("stats %+v; want every offloaded block mapped and removed", got)

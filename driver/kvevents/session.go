@@ -80,7 +80,7 @@ func (ss *Session) Drain() Drained {
 	ss.cursor = s.log.end()
 	sizes := make(map[string]replicaMeta, len(s.replicas))
 	for id, r := range s.replicas {
-		sizes[id] = replicaMeta{blockSize: r.blockSize, layout: r.layout.specs(), approx: r.gaps.Reason()}
+		sizes[id] = replicaMeta{blockSize: r.blockSize, offloadSize: r.offloadSize, layout: r.layout.specs(), approx: r.gaps.Reason()}
 	}
 	s.trimLocked()
 	s.mu.Unlock()
@@ -96,9 +96,10 @@ type itemKey struct {
 
 // replicaMeta is what a delta says of a replica besides its blocks.
 type replicaMeta struct {
-	blockSize int
-	layout    []kvwire.KVGroupSpec
-	approx    string // why its keys are withheld (Store.Untrusted)
+	blockSize   int
+	offloadSize int
+	layout      []kvwire.KVGroupSpec
+	approx      string // why its keys are withheld (Store.Untrusted)
 }
 
 // flips records the first and last transition of one item in a window.
@@ -169,7 +170,7 @@ func netEffect(chunks [][]change, meta map[string]replicaMeta) []kvwire.Replica 
 			continue
 		}
 		m := meta[id]
-		rep := kvwire.Replica{ID: id, BlockSize: m.blockSize, Reset: rn.reset, Layout: m.layout, Approx: m.approx}
+		rep := kvwire.Replica{ID: id, BlockSize: m.blockSize, Reset: rn.reset, Layout: m.layout, Approx: m.approx, OffloadBlockSize: m.offloadSize}
 		for _, g := range groups {
 			rep.Groups = append(rep.Groups, *g)
 		}

@@ -32,8 +32,11 @@ type Store struct {
 type replicaState struct {
 	id        string
 	blockSize int
-	ranks     map[rankGroup]*rankState
-	layout    layout
+	// offloadSize is the block size of its primary group's offloaded (CPU)
+	// stores, as the engine sends them (0 before any).
+	offloadSize int
+	ranks       map[rankGroup]*rankState
+	layout      layout
 	// gaps are the key-deciding fields its engine's events lack: when any,
 	// its keys are withheld from sessions and it is sent untrusted.
 	gaps Gap
@@ -139,6 +142,8 @@ func (s *Store) Apply(replica string, rank int, b *Batch) {
 		ev := &b.Events[i]
 		if ev.Type == BlockStored && len(ev.Tokens) > 0 {
 			r.learn(ev)
+		} else if ev.Type == BlockStored {
+			r.learnOffload(ev)
 		}
 		if ev.Gaps&^r.gaps != 0 {
 			s.distrustLocked(r, ev.Gaps)
@@ -286,6 +291,17 @@ func (s *Store) Blocks(replica string) []Block {
 	return out
 }
 
+// OffloadBlockSize is the block size of replica's offloaded (CPU) tier
+// as its engine's events report it (0 before any offloaded store).
+func (s *Store) OffloadBlockSize(replica string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.replicas[replica]; ok {
+		return r.offloadSize
+	}
+	return 0
+}
+
 // BlockSize is the block size replica's engine reports in its events
 // (its primary group's; 0 before any). It is the engine's own, which
 // vLLM may have raised above the --block-size it was given.
@@ -328,7 +344,7 @@ func (s *Store) trimLocked() {
 func (s *Store) snapshotLocked() []kvwire.Replica {
 	out := make([]kvwire.Replica, 0, len(s.replicas))
 	for _, r := range s.replicas {
-		rep := kvwire.Replica{ID: r.id, BlockSize: r.blockSize, Layout: r.layout.specs(), Approx: r.gaps.Reason()}
+		rep := kvwire.Replica{ID: r.id, BlockSize: r.blockSize, Layout: r.layout.specs(), Approx: r.gaps.Reason(), OffloadBlockSize: r.offloadSize}
 		for rg, rs := range r.ranks {
 			if r.gaps != 0 {
 				break // its keys may be wrong: it is listed holding nothing
