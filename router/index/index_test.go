@@ -41,12 +41,12 @@ func lookupCases(prompt []uint64) []lookupCase {
 		{
 			name:    "full gpu match",
 			updates: []upd{{"r1", []Change{{Tier: GPU, Add: prompt[:6]}}}},
-			want:    []Match{{Replica: "r1", Blocks: 6, GPUBlocks: 6}},
+			want:    []Match{{Replica: "r1", Blocks: 6, GPUBlocks: 6, GPURun: 6}},
 		},
 		{
 			name:    "partial match stops at the first missing block",
 			updates: []upd{{"r1", []Change{{Tier: GPU, Add: []uint64{prompt[0], prompt[1], prompt[3]}}}}},
-			want:    []Match{{Replica: "r1", Blocks: 2, GPUBlocks: 2}},
+			want:    []Match{{Replica: "r1", Blocks: 2, GPUBlocks: 2, GPURun: 2}},
 		},
 		{
 			name:    "no first block, no match",
@@ -58,7 +58,15 @@ func lookupCases(prompt []uint64) []lookupCase {
 				{Tier: GPU, Add: prompt[:2]},
 				{Tier: CPU, Add: prompt[:4]},
 			}}},
-			want: []Match{{Replica: "r1", Blocks: 4, GPUBlocks: 2}},
+			want: []Match{{Replica: "r1", Blocks: 4, GPUBlocks: 2, GPURun: 2}},
+		},
+		{
+			name: "a hole in the GPU copies ends the GPU run",
+			updates: []upd{{"r1", []Change{
+				{Tier: GPU, Add: []uint64{prompt[0], prompt[2], prompt[3]}},
+				{Tier: CPU, Add: prompt[:4]},
+			}}},
+			want: []Match{{Replica: "r1", Blocks: 4, GPUBlocks: 3, GPURun: 1}},
 		},
 		{
 			name: "best rank wins",
@@ -66,7 +74,7 @@ func lookupCases(prompt []uint64) []lookupCase {
 				{Rank: 0, Tier: GPU, Add: prompt[:2]},
 				{Rank: 1, Tier: GPU, Add: prompt[:5]},
 			}}},
-			want: []Match{{Replica: "r1", Rank: 1, Blocks: 5, GPUBlocks: 5}},
+			want: []Match{{Replica: "r1", Rank: 1, Blocks: 5, GPUBlocks: 5, GPURun: 5}},
 		},
 		{
 			name: "several replicas",
@@ -76,9 +84,9 @@ func lookupCases(prompt []uint64) []lookupCase {
 				{"r3", []Change{{Tier: CPU, Add: prompt[:3]}}},
 			},
 			want: []Match{
-				{Replica: "r1", Blocks: 1, GPUBlocks: 1},
-				{Replica: "r2", Blocks: 6, GPUBlocks: 6},
-				{Replica: "r3", Blocks: 3, GPUBlocks: 0},
+				{Replica: "r1", Blocks: 1, GPUBlocks: 1, GPURun: 1},
+				{Replica: "r2", Blocks: 6, GPUBlocks: 6, GPURun: 6},
+				{Replica: "r3", Blocks: 3, GPUBlocks: 0, GPURun: 0},
 			},
 		},
 		{
@@ -87,7 +95,7 @@ func lookupCases(prompt []uint64) []lookupCase {
 				{"r1", []Change{{Tier: GPU, Add: prompt}}},
 				{"r1", []Change{{Tier: GPU, Del: prompt[2:], Add: prompt[5:]}}},
 			},
-			want: []Match{{Replica: "r1", Blocks: 2, GPUBlocks: 2}},
+			want: []Match{{Replica: "r1", Blocks: 2, GPUBlocks: 2, GPURun: 2}},
 		},
 		{
 			name: "removed replica disappears",
@@ -96,7 +104,7 @@ func lookupCases(prompt []uint64) []lookupCase {
 				{"r2", []Change{{Tier: GPU, Add: prompt[:2]}}},
 			},
 			remove: []string{"r1"},
-			want:   []Match{{Replica: "r2", Blocks: 2, GPUBlocks: 2}},
+			want:   []Match{{Replica: "r2", Blocks: 2, GPUBlocks: 2, GPURun: 2}},
 		},
 	}
 }

@@ -11,6 +11,10 @@ type Match struct {
 	// tier; GPUBlocks of those are on the GPU (the rest only on CPU).
 	Blocks    int
 	GPUBlocks int
+	// GPURun is the number of leading prompt blocks the rank holds on the
+	// GPU, before the first one held only on CPU: the engine's GPU prefix
+	// hit. It equals GPUBlocks unless the GPU copies have a hole.
+	GPURun int
 }
 
 // Lookup walks keys (a prompt's block keys, in order) and appends to dst one
@@ -97,9 +101,10 @@ func (ix *Index) walkKeys(tab *table, keys []uint64, stride int, w *walk) ([64]i
 }
 
 // run walks keys for the holders live in tab; false when there is nothing
-// to walk.
+// to walk. w is a fresh (zero) walk: its arrays are not cleared again,
+// which a lookup would pay for on every decision.
 func (w *walk) run(ix *Index, tab *table, keys []uint64, stride int) bool {
-	*w = walk{ix: ix, keys: keys, active: tab.live[0], onGPU: tab.live[0]}
+	w.ix, w.keys, w.active, w.onGPU = ix, keys, tab.live[0], tab.live[0]
 	if w.active == 0 || len(keys) == 0 {
 		return false
 	}
@@ -134,7 +139,10 @@ type walk struct {
 	active         uint64 // holders that held every key so far
 	onGPU          uint64 // holders whose last key read was on the GPU
 	depth, cpuOnly [64]int32
-	sink           uint64
+	// gpuEnd is, for a holder with CPU-only blocks, the position of its
+	// first: where its GPU prefix ends.
+	gpuEnd [64]int32
+	sink   uint64
 }
 
 // scan reads keys[from:to] one by one, retiring holders at their first
@@ -165,7 +173,11 @@ func (w *walk) scan(from, to int) {
 				return
 			}
 			for c := e.cpu &^ e.gpu & held; c != 0; c &= c - 1 {
-				w.cpuOnly[bits.TrailingZeros64(c)]++
+				s := bits.TrailingZeros64(c)
+				if w.cpuOnly[s] == 0 {
+					w.gpuEnd[s] = int32(i)
+				}
+				w.cpuOnly[s]++
 			}
 		}
 	}
@@ -197,7 +209,17 @@ func (w *walk) best(tab *table) [64]int8 {
 // match is the Match of slot s.
 func (w *walk) match(tab *table, s int8) Match {
 	h := tab.holders.at(int(s))
-	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.depth[s]), GPUBlocks: int(w.depth[s] - w.cpuOnly[s])}
+	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.depth[s]), GPUBlocks: int(w.depth[s] - w.cpuOnly[s]),
+		GPURun: int(gpuRun(w.depth[s], w.cpuOnly[s], w.gpuEnd[s]))}
+}
+
+// gpuRun is the GPU prefix of a holder that held depth keys, cpuOnly of
+// them only on CPU, the first of those at gpuEnd.
+func gpuRun(depth, cpuOnly, gpuEnd int32) int32 {
+	if cpuOnly == 0 {
+		return depth
+	}
+	return min(gpuEnd, depth)
 }
 
 // better orders a replica's ranks: longest match, then most GPU blocks,

@@ -38,6 +38,7 @@ type keepFunc func(holders int) *slotSet
 // a prompt spread over many pages touches one line per holder.
 type slotState struct {
 	depth, cpuOnly int32
+	gpuEnd         int32 // with cpuOnly > 0: where its first CPU-only block is
 	best           int32
 	stamp          uint32
 }
@@ -157,7 +158,8 @@ func (w *pagedWalk) start(tab *table, x word, only *slotSet) (cpuOnly bool) {
 		w.st[s].cpuOnly = 0
 	}
 	for c := x.cpu &^ x.gpu & held; c != 0; c &= c - 1 {
-		w.st[x.page<<6|bits.TrailingZeros64(c)].cpuOnly = 1
+		st := &w.st[x.page<<6|bits.TrailingZeros64(c)]
+		st.cpuOnly, st.gpuEnd = 1, 0
 		cpuOnly = true
 	}
 	return cpuOnly
@@ -184,7 +186,11 @@ func (w *pagedWalk) apply(i int32, p int, gpu, cpu uint64) (cpuOnly bool) {
 	}
 	w.active[p], w.onGPU[p] = held, gpu&held
 	for c := cpu &^ gpu & held; c != 0; c &= c - 1 {
-		w.st[p<<6|bits.TrailingZeros64(c)].cpuOnly++
+		st := &w.st[p<<6|bits.TrailingZeros64(c)]
+		if st.cpuOnly == 0 {
+			st.gpuEnd = i
+		}
+		st.cpuOnly++
 		cpuOnly = true
 	}
 	return cpuOnly
@@ -298,7 +304,9 @@ func (w *pagedWalk) pickBest(tab *table) {
 
 func (w *pagedWalk) match(tab *table, s int32) Match {
 	h := tab.holders.at(int(s))
-	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(w.st[s].depth), GPUBlocks: int(w.st[s].depth - w.st[s].cpuOnly)}
+	st := &w.st[s]
+	return Match{Replica: h.replica, Rank: h.rank, Blocks: int(st.depth), GPUBlocks: int(st.depth - st.cpuOnly),
+		GPURun: int(gpuRun(st.depth, st.cpuOnly, st.gpuEnd))}
 }
 
 // liveHolders counts the live holders of the key of id.

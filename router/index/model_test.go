@@ -75,6 +75,9 @@ func (r refIndex) lookup(keys []uint64) map[string]Match {
 			if !gpu && !cpu {
 				break
 			}
+			if gpu && m.GPURun == m.Blocks {
+				m.GPURun++ // the GPU run goes on to the first block held only on CPU
+			}
 			m.Blocks++
 			if gpu {
 				m.GPUBlocks++
@@ -320,7 +323,7 @@ func TestModelsLookupReplicas(t *testing.T) {
 	}
 	stale := []Match{{Replica: "old", Blocks: 9}, {Replica: "old"}, {Replica: "old"}}
 	got := ms.LookupReplicas("m", []uint64{1, 2, 3}, 1, []string{"b", "a"}, stale)
-	if want := []Match{{}, {Replica: "a", Blocks: 2, GPUBlocks: 2}}; !cmp.Equal(got, want) {
+	if want := []Match{{}, {Replica: "a", Blocks: 2, GPUBlocks: 2, GPURun: 2}}; !cmp.Equal(got, want) {
 		t.Errorf("known model: %+v; want %+v", got, want)
 	}
 	got = ms.LookupReplicas("other", []uint64{1}, 1, []string{"a", "b"}, stale)
@@ -363,7 +366,7 @@ func TestLookupReplicasRemembersGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = ix.LookupReplicas(keys, 1, names, out)
-	if want := []Match{{Replica: "b", Blocks: 1}, {Replica: "a", Blocks: 2, GPUBlocks: 2}}; !cmp.Equal(out, want) {
+	if want := []Match{{Replica: "b", Blocks: 1}, {Replica: "a", Blocks: 2, GPUBlocks: 2, GPURun: 2}}; !cmp.Equal(out, want) {
 		t.Errorf("after b joined: %+v; want %+v", out, want)
 	}
 }
