@@ -49,9 +49,11 @@ type pending struct {
 	at      int    // its place in kept.byAge
 	driver  string
 	blockSz int
-	since   time.Time // when it was first kept: the age bound counts from here
-	keys    int
-	groups  map[rankTier]map[uint64]struct{}
+	// offloadSz is the block size of its offloaded (CPU) tier (0: unknown).
+	offloadSz int
+	since     time.Time // when it was first kept: the age bound counts from here
+	keys      int
+	groups    map[rankTier]map[uint64]struct{}
 }
 
 type rankTier struct {
@@ -97,6 +99,7 @@ func (s *Sink) keepLocked(driver string, version int, r *kvwire.Replica, fresh b
 	if r.BlockSize > 0 {
 		p.blockSz = r.BlockSize
 	}
+	p.offloadSz = r.OffloadBlockSize
 	s.kept.apply(p, groups, r.Groups)
 	for _, g := range r.Groups {
 		s.stats.Keys += uint64(len(g.Add) + len(g.Del))
@@ -168,6 +171,7 @@ func (s *Sink) adoptLocked(replica, model string) bool {
 	if s.sessions.noteBlockSize(replica, p.blockSz) {
 		s.published.touch(replica)
 	}
+	s.noteOffloadLocked(replica, p.blockSz, p.offloadSz)
 	s.stats.Adopted++
 	s.log.Debug("adopted kv state kept before the replica joined", "replica", replica, "driver", p.driver, "keys", p.keys, "waited", s.opts.Now().Sub(p.since))
 	return true

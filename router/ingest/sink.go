@@ -193,6 +193,7 @@ func (s *Sink) applyReplica(driver string, version int, r *kvwire.Replica, snaps
 	if s.sessions.noteBlockSize(r.ID, r.BlockSize) {
 		s.published.touch(r.ID)
 	}
+	s.noteOffloadLocked(r.ID, r.BlockSize, r.OffloadBlockSize)
 	if s.sessions.noteUntrusted(r.ID, r.Approx) {
 		s.published.touch(r.ID)
 		if r.Approx != "" {
@@ -263,6 +264,16 @@ func (s *Sink) claimLocked(replica, driver string) {
 	}
 	if !owned {
 		s.published.touch(replica) // which driver owns it is not published
+	}
+}
+
+// noteOffloadLocked tells the layouts the block sizes of replica's GPU and
+// offloaded tiers, as its driver reports them with every entry (version
+// 4; an older driver reports no offloaded size, and the CPU tier is then
+// predicted block by block).
+func (s *Sink) noteOffloadLocked(replica string, blockSize, offloadSize int) {
+	if s.opts.Layouts != nil && blockSize > 0 {
+		s.opts.Layouts.SetOffload(replica, blockSize, offloadSize)
 	}
 }
 

@@ -40,22 +40,40 @@ func (x *Index) LookupReplicas(model string, keys []uint64, stride int, replicas
 // one token, and a Mamba group's state at a prompt's very end cannot be
 // used by the same prompt. Full-attention candidates are answered as
 // index.Models answers them.
+//
+// A replica whose offloaded (CPU) tier keeps blocks larger than its GPU
+// blocks is answered with the offloading connector's whole-block rule
+// (wholeOffloaded), whatever its layout.
 func (x *Index) LookupReplicasMax(model string, keys []uint64, stride, maxBlocks int, replicas []string, out []index.Match) []index.Match {
 	out = x.models.LookupReplicas(model, keys, stride, replicas, out)
-	if !x.reg.Any() {
+	if x.reg.Any() {
+		var sc *scratch
+		for i, id := range replicas {
+			l := x.reg.Of(id)
+			if !l.Hybrid() {
+				continue
+			}
+			if sc == nil {
+				sc = x.scratch(model, keys, stride, replicas)
+				defer x.pool.Put(sc)
+			}
+			out[i] = sc.hit(i, l, out[i], min(maxBlocks, len(keys)), nil)
+		}
+	}
+	return x.offloaded(out, replicas, min(maxBlocks, len(keys)))
+}
+
+// offloaded applies wholeOffloaded to the matches of replicas whose
+// offloaded blocks are larger than their GPU blocks; limit is the most
+// blocks the engine looks for.
+func (x *Index) offloaded(out []index.Match, replicas []string, limit int) []index.Match {
+	if !x.reg.AnyOffload() {
 		return out
 	}
-	var sc *scratch
 	for i, id := range replicas {
-		l := x.reg.Of(id)
-		if !l.Hybrid() {
-			continue
+		if f := x.reg.OffloadFactor(id); f > 1 {
+			out[i] = wholeOffloaded(out[i], f, limit)
 		}
-		if sc == nil {
-			sc = x.scratch(model, keys, stride, replicas)
-			defer x.pool.Put(sc)
-		}
-		out[i] = sc.hit(i, l, out[i], min(maxBlocks, len(keys)), nil)
 	}
 	return out
 }
@@ -67,13 +85,13 @@ func (x *Index) Explain(model string, keys []uint64, maxBlocks int, replica stri
 	m := x.models.LookupReplicas(model, keys, 1, ids, nil)[0]
 	l := x.reg.Of(replica)
 	if !l.Hybrid() {
-		return m, nil
+		return x.offloaded([]index.Match{m}, ids, min(maxBlocks, len(keys)))[0], nil
 	}
 	sc := x.scratch(model, keys, 1, ids)
 	defer x.pool.Put(sc)
 	parts := make([]GroupHit, 0, len(l.Groups))
 	m = sc.hit(0, l, m, min(maxBlocks, len(keys)), &parts)
-	return m, parts
+	return x.offloaded([]index.Match{m}, ids, min(maxBlocks, len(keys)))[0], parts
 }
 
 // EndStateOnly reports whether replica has a Mamba group (scheduler's
@@ -181,9 +199,9 @@ func (sc *scratch) hit(c int, l *Layout, base index.Match, maxBlocks int, parts 
 	}
 	m := base
 	m.Blocks = hit
-	m.GPUBlocks = min(base.GPUBlocks, hit)
+	m.GPUBlocks, m.GPURun = min(base.GPUBlocks, hit), min(base.GPURun, hit)
 	if hit > base.Blocks && !isFull(l.kindOf(l.primary)) {
-		m.GPUBlocks = hit // no full-attention group: the tier is not tracked past the primary group's
+		m.GPUBlocks, m.GPURun = hit, hit // no full-attention group: the tier is not tracked past the primary group's
 	}
 	return m
 }

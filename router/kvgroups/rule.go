@@ -45,27 +45,26 @@ func (x *Index) LookupReplicasRule(model string, keys []uint64, stride, maxBlock
 		return x.LookupReplicasMax(model, keys, stride, maxBlocks, replicas, out)
 	}
 	out = x.models.LookupReplicas(model, keys, stride, replicas, out)
-	if !x.reg.Any() {
-		return out
+	limit := min(maxBlocks, len(keys))
+	if x.reg.Any() {
+		var sc *scratch
+		for i, id := range replicas {
+			l := x.reg.Of(id)
+			if !l.Hybrid() {
+				continue
+			}
+			if sc == nil {
+				sc = x.scratch(model, keys, stride, replicas)
+				defer x.pool.Put(sc)
+			}
+			if rule == RuleAllFull {
+				out[i] = sc.unionHit(i, l, out[i], limit)
+			} else {
+				out[i] = sc.fullOnlyHit(i, l, out[i], limit)
+			}
+		}
 	}
-	var sc *scratch
-	for i, id := range replicas {
-		l := x.reg.Of(id)
-		if !l.Hybrid() {
-			continue
-		}
-		if sc == nil {
-			sc = x.scratch(model, keys, stride, replicas)
-			defer x.pool.Put(sc)
-		}
-		limit := min(maxBlocks, len(keys))
-		if rule == RuleAllFull {
-			out[i] = sc.unionHit(i, l, out[i], limit)
-		} else {
-			out[i] = sc.fullOnlyHit(i, l, out[i], limit)
-		}
-	}
-	return out
+	return x.offloaded(out, replicas, limit)
 }
 
 // unionHit is RuleAllFull for candidate c of layout l: the run of blocks
@@ -112,8 +111,11 @@ func withHit(base index.Match, hit int) index.Match {
 	m.Blocks = hit
 	if hit > base.Blocks {
 		m.GPUBlocks = base.GPUBlocks + hit - base.Blocks
+		if base.GPURun == base.Blocks {
+			m.GPURun = hit
+		}
 	} else {
-		m.GPUBlocks = min(base.GPUBlocks, hit)
+		m.GPUBlocks, m.GPURun = min(base.GPUBlocks, hit), min(base.GPURun, hit)
 	}
 	return m
 }
