@@ -5,7 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmgw/llmgw/cmd/vllm-sim/simencoder"
+	"github.com/llmgw/llmgw/internal/blockkey"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
+	"github.com/llmgw/llmgw/router/openai"
+	"github.com/llmgw/llmgw/router/prompt"
 )
 
 // TestCPUOffloadLargerBlocks runs a replica whose offloading connector
@@ -19,13 +23,8 @@ import (
 // from the CPU tier, and the router's predicted cached tokens equal the
 // engine's reported ones on at least 99% of requests.
 //
-// The prompts fill whole offloaded blocks on purpose. The router counts a
-// prefix block by block across tiers, while the connector loads whole
-// offloaded blocks only, from the one the GPU hit ends in, and none that
-// add less than one (get_num_new_matched_tokens); so a GPU hit that ends
-// inside an offloaded block, or GPU blocks after the CPU run that fill no
-// offloaded block, are over-predicted. That needs the router to know a
-// replica's offloaded block size, which it does not yet.
+// The prompts fill whole offloaded blocks; TestCPUOffloadPartialBlocks
+// covers hits that end inside one.
 func TestCPUOffloadLargerBlocks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul and vllm-sim processes")
@@ -38,19 +37,24 @@ func TestCPUOffloadLargerBlocks(t *testing.T) {
 	waitExact(t, r, id)
 
 	const prompts = 12
+	known := map[uint64]blockkey.Key{}
 	for i := range prompts {
 		p := offloadPrompt(i)
 		if a := call(t, r.Addr(), "/v1/completions", completion(p, false)); a.code != 200 {
 			t.Fatalf("warm-up %d: %d %s", i, a.code, a.body)
 		}
-		waitCached(t, r, p, id) // its events, and every one before them, are in the index
+		settleTiers(t, f, id, known)
 	}
 	agree, total, fromCPU := 0, 0, 0
 	for i := range prompts {
-		a := call(t, r.Addr(), "/v1/completions", completion(offloadPrompt(i), false))
+		body := completion(offloadPrompt(i), false)
+		keys, tokens := textKeys(t, offloadPrompt(i))
+		waitPredicts(t, r, f, id, body, keys, tokens) // the router reads the engine's state as of the last response
+		a := call(t, r.Addr(), "/v1/completions", body)
 		if a.code != 200 {
 			t.Fatalf("prompt %d: %d %s", i, a.code, a.body)
 		}
+		settleTiers(t, f, id, known)
 		reported := cachedTokens(t, a.body)
 		total++
 		if a.cached == reported {
@@ -78,4 +82,20 @@ func offloadPrompt(i int) string {
 		fmt.Fprintf(&sb, "w%d_%d ", 800+i, j)
 	}
 	return sb.String()
+}
+
+// textKeys is the block keys and length of a text completion prompt, as
+// the router keys it with the sim's tokenizer.
+func textKeys(t *testing.T, text string) ([]uint64, int) {
+	t.Helper()
+	p, _ := prompt.New(map[string]prompt.Source{model: {Encoder: simencoder.Encoder{}}})
+	req, err := openai.Parse(openai.Completion, []byte(completion(text, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.ComputeFor(req, prompt.Target{Model: model, BlockSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Keys, res.Tokens
 }
