@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/llmgw/llmgw/consul/consultest"
+	"github.com/llmgw/llmgw/internal/testkit/otlpcollector"
 	"github.com/llmgw/llmgw/internal/testkit/otlpsink"
 	"github.com/llmgw/llmgw/internal/testkit/poll"
 	"github.com/llmgw/llmgw/router/config"
@@ -96,8 +97,8 @@ func postTraced(t *testing.T, router, traceparent string) {
 
 // TestTracingToOTLP: a request whose client sent a sampled traceparent
 // is traced though the router samples no trace of its own (ratio 0,
-// parent-based): its spans reach a real OTLP/HTTP receiver in the
-// client's trace, the server span under the client's span and the
+// parent-based): its spans reach the OpenTelemetry Collector's own OTLP
+// receiver, over OTLP/HTTP, in the client's trace, the server span under the client's span and the
 // decision, admission and engine request under it; the engine is sent a
 // traceparent naming the same trace and the engine request's span. A
 // request without a traceparent is not sampled, exports nothing, and
@@ -106,7 +107,7 @@ func TestTracingToOTLP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul and vllm-sim processes")
 	}
-	sink := otlpsink.Start(t)
+	sink := otlpcollector.Start(t)
 	r, eng := tracedRouter(t, func(c *config.Config) {
 		c.Tracing = config.Tracing{Endpoint: sink.Endpoint(), SampleRatio: 0}
 	})
