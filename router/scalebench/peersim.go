@@ -7,11 +7,11 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/llmgw/llmgw/router/load"
 	"github.com/llmgw/llmgw/router/peers"
+	"github.com/llmgw/llmgw/router/peers/peerbench"
 )
 
 // peerSim is one router's side of peer sharing in a fleet of routers, in
@@ -84,7 +84,7 @@ func (s *peerSim) serve(tab *peers.Table) (string, error) {
 	srv := &http.Server{Handler: tab, ReadHeaderTimeout: 10 * time.Second}
 	s.servers = append(s.servers, srv)
 	go func() {
-		if err := srv.Serve(&countingListener{Listener: ln, n: &s.bytes}); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(peerbench.CountBytes(ln, &s.bytes)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			panic(err) // a loopback listener does not fail
 		}
 	}()
@@ -137,46 +137,12 @@ func (s *peerSim) window(d time.Duration) (peerWindow, error) {
 		}
 		return n
 	}
-	m0, b0, c0, t0 := accepted(), s.bytes.Load(), processCPU(), time.Now()
+	m0, b0, c0, t0 := accepted(), s.bytes.Load(), peerbench.CPUTime(), time.Now()
 	time.Sleep(d) // the publisher runs on its own
-	m1, b1, c1 := accepted(), s.bytes.Load(), processCPU()
+	m1, b1, c1 := accepted(), s.bytes.Load(), peerbench.CPUTime()
 	w := peerWindow{msgs: m1 - m0, bytes: b1 - b0, cpu: c1 - c0, secs: time.Since(t0).Seconds()}
 	if w.msgs == 0 {
 		return w, fmt.Errorf("peer sim: no message in %v", d)
 	}
 	return w, nil
-}
-
-// processCPU is the process's user and system CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// countingListener counts the bytes its connections read.
-type countingListener struct {
-	net.Listener
-	n *atomic.Uint64
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &countingConn{Conn: c, n: l.n}, nil
-}
-
-type countingConn struct {
-	net.Conn
-	n *atomic.Uint64
-}
-
-func (c *countingConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	c.n.Add(uint64(n))
-	return n, err
 }

@@ -202,12 +202,12 @@ func startPublishers(ctx context.Context, rs []*router, token string, o Options,
 // measure counts the messages, bytes and CPU time over o.Duration and
 // averages them over the routers.
 func measure(ctx context.Context, rs []*router, wire *counters, o Options) (Result, error) {
-	m0, b0, c0 := wire.messages.Load(), wire.bytes.Load(), cpuTime()
+	m0, b0, c0 := wire.messages.Load(), wire.bytes.Load(), CPUTime()
 	t0 := time.Now()
 	if !sleep(ctx, o.Duration) {
 		return Result{}, ctx.Err()
 	}
-	m1, b1, c1 := wire.messages.Load(), wire.bytes.Load(), cpuTime()
+	m1, b1, c1 := wire.messages.Load(), wire.bytes.Load(), CPUTime()
 	secs := time.Since(t0).Seconds()
 	n := float64(o.Routers)
 	res := Result{
@@ -256,7 +256,7 @@ func newRouter(id, token string, wire *counters) (*router, error) {
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := srv.Serve(&countingListener{Listener: ln, n: &wire.bytes}); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(CountBytes(ln, &wire.bytes)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			panic(err) // a loopback listener does not fail
 		}
 	}()

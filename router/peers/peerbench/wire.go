@@ -10,6 +10,13 @@ import (
 
 type counters struct{ messages, bytes atomic.Uint64 }
 
+// CountBytes wraps ln so that every byte its connections read is added
+// to n: the wire bytes a peer-sharing run costs, HTTP framing included,
+// which no handler sees. router/scalebench measures with it too.
+func CountBytes(ln net.Listener, n *atomic.Uint64) net.Listener {
+	return &countingListener{Listener: ln, n: n}
+}
+
 // countingListener counts the bytes its connections read.
 type countingListener struct {
 	net.Listener
@@ -35,8 +42,10 @@ func (c *countingConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
+// CPUTime is the process's user and system CPU time so far: a run's
+// cost is the difference over its measured window, every goroutine of
+// the process included.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
