@@ -55,15 +55,7 @@ func engineCache(t *testing.T, s *sim) (queries, hits float64) {
 func waitIndexed(t *testing.T, admin, chat, replica string, promptTokens int) {
 	t.Helper()
 	poll.Until(t, "the turn's blocks in the router's index", func() bool {
-		resp, err := http.Post("http://"+admin+"/admin/explain/chat", "application/json", strings.NewReader(chat))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var e explanation
-		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-			t.Fatal(err)
-		}
+		e := explainChat(t, admin, chat)
 		return e.Chosen.Replica == replica && e.Chosen.Mode == "exact" && e.Chosen.CachedTokens >= promptTokens-16
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/testkit/gptoss"
@@ -73,15 +72,7 @@ func TestGptOssChatExact(t *testing.T) {
 func waitChatIndexed(t *testing.T, r *server.Server, body string) {
 	t.Helper()
 	poll.Until(t, "the chat's blocks in the router's index", func() bool {
-		resp, err := http.Post("http://"+r.AdminAddr()+"/admin/explain/chat", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var e explanation
-		if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
-			t.Fatal(err)
-		}
+		e := explainChat(t, r.AdminAddr(), body)
 		return e.Chosen.Mode == "exact" && e.Chosen.CachedTokens > 0 && e.Chosen.CachedTokens == (e.PromptTokens-1)/16*16
 	})
 }

@@ -171,7 +171,18 @@ type explanation struct {
 
 func explain(t *testing.T, router, body string) explanation {
 	t.Helper()
-	resp, err := http.Post("http://"+router+"/admin/explain/completions", "application/json", strings.NewReader(body))
+	return explainAt(t, router, "/admin/explain/completions", body)
+}
+
+// explainChat is explain for a chat completion's body.
+func explainChat(t *testing.T, router, body string) explanation {
+	t.Helper()
+	return explainAt(t, router, "/admin/explain/chat", body)
+}
+
+func explainAt(t *testing.T, router, path, body string) explanation {
+	t.Helper()
+	resp, err := http.Post("http://"+router+path, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
