@@ -20,6 +20,9 @@ import (
 // quickRequests caps each run of a -quick sweep.
 const quickRequests = 48
 
+// maxRuns bounds -runs: a sweep is minutes a run.
+const maxRuns = 20
+
 // maxSizedRequests bounds what -duration may ask of one rate, so a typo
 // cannot build a workload that fills the memory.
 const maxSizedRequests = 100000
@@ -34,6 +37,8 @@ type sweepFlags struct {
 	// a schedule (sized), rather than the same requests at every rate.
 	duration time.Duration
 	rates    []float64 // parsed from list; nil: no sweep
+	// runs is how many times the sweep runs, run r on seed -seed + r.
+	runs int
 	// render is a sweep.json to render again instead of running.
 	render string
 }
@@ -42,7 +47,8 @@ func (s *sweepFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.list, "rates", "", "sweep: comma list of rising arrival rates (as -rate); every policy runs at each on one fleet, and the report adds the knee, goodput and oracle-share plots")
 	fs.BoolVar(&s.quick, "quick", false, "sweep: a CI check in a few minutes: only the lowest and highest rate, and at most 48 requests per run")
 	fs.DurationVar(&s.duration, "duration", 0, "sweep: size each rate's workload to about this long a schedule (rate x duration requests: -requests, -bursts, -max-requests, -agent-sessions, or -sessions/-users x -rounds, -groups x -per-group, -b2b-groups x 5, -prompts); 0 keeps the workload's flags at every rate")
-	fs.StringVar(&s.render, "render", "", "sweep: render this sweep.json again (its tables, plot and -doc section, with the current report format and -noise) instead of running; a comma list adds the others as repeats of the first (the capacity table gives the median and range)")
+	fs.StringVar(&s.render, "render", "", "sweep: render this sweep.json again (its tables, plot and -doc section, with the current report format and -noise) instead of running; a comma list adds the others' runs as repeats of the first (the report gives the medians and ranges, as -runs does)")
+	fs.IntVar(&s.runs, "runs", 1, "sweep: run the whole sweep this many times, on seeds -seed, -seed+1, ...; the report gives the medians over the runs and their ranges, and counts a comparison whose range of ratios holds 1 as a tie")
 	fs.Float64Var(&s.noise, "noise", 0.1, "sweep: relative goodput difference within the run's noise; a peer counts as ahead of the default only beyond it")
 }
 
@@ -63,6 +69,9 @@ func (s *sweepFlags) parse(c *benchConfig) error {
 	}
 	if !(s.noise >= 0 && s.noise < 1) {
 		return fmt.Errorf("-noise must be in [0, 1), got %g", s.noise)
+	}
+	if s.runs < 1 || s.runs > maxRuns {
+		return fmt.Errorf("-runs must be in [1, %d], got %d", maxRuns, s.runs)
 	}
 	if s.duration < 0 {
 		return fmt.Errorf("-duration must be >= 0, got %s", s.duration)
@@ -105,10 +114,11 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 		return err
 	}
 	defer finish()
+	run := 0 // the run under way; its seed is c.seed + run
 	o := bench.SweepOptions{Options: c.options(args, workload.Workload{}, setup), Rates: c.sweep.rates, Noise: c.sweep.noise,
 		Build: func(rate float64) (workload.Workload, error) {
 			at := c
-			at.rate = rate
+			at.rate, at.seed = rate, c.seed+uint64(run)
 			if c.sweep.duration > 0 {
 				at.sized(rate * c.sweep.duration.Seconds())
 			}
@@ -121,7 +131,12 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 			}
 			return w, err
 		},
-		OnRate: func(rate float64) { fmt.Fprintf(stderr, "rate %g req/s\n", rate) },
+		OnRate: func(rate float64) {
+			if c.sweep.runs > 1 {
+				fmt.Fprintf(stderr, "run %d of %d (seed %d): ", run+1, c.sweep.runs, c.seed+uint64(run))
+			}
+			fmt.Fprintf(stderr, "rate %g req/s\n", rate)
+		},
 	}
 	o.OnStart = func(p bench.Policy) { fmt.Fprintf(stderr, "  policy %s\n", p.Name) }
 	if reqs != nil {
@@ -130,9 +145,18 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 	if c.progress {
 		o.ShowProgress(stderr)
 	}
-	s, err := bench.Sweep(ctx, f, o)
-	if err != nil {
-		return err
+	var s *report.Sweep
+	for run = range c.sweep.runs {
+		r, err := bench.Sweep(ctx, f, o)
+		if err != nil {
+			return err
+		}
+		r.Seed = c.seed + uint64(run)
+		if s == nil {
+			s = r
+		} else {
+			s.Repeats = append(s.Repeats, r)
+		}
 	}
 	if err := finish(); err != nil {
 		return err
@@ -189,7 +213,9 @@ func renderSweep(c benchConfig, stdout io.Writer) error {
 		sweeps = append(sweeps, &s)
 	}
 	s := sweeps[0]
-	s.Repeats = sweeps[1:]
+	for _, other := range sweeps[1:] {
+		s.Repeats = append(s.Repeats, other.Runs()...)
+	}
 	s.Noise = c.sweep.noise
 	return writeSweep(s, c, stdout)
 }

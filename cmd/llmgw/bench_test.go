@@ -38,6 +38,8 @@ func TestRunBenchUsage(t *testing.T) {
 		{"quick without rates", []string{"-quick"}, "-quick needs -rates"},
 		{"sized too large", []string{"-rates", "1,1000", "-duration", "1h"}, "asks for 3600000 requests; at most 100000"},
 		{"noise out of range", []string{"-rates", "1,2", "-noise", "1"}, "-noise must be in [0, 1)"},
+		{"no runs", []string{"-rates", "1,2", "-runs", "0"}, "-runs must be in [1, 20], got 0"},
+		{"too many runs", []string{"-rates", "1,2", "-runs", "21"}, "-runs must be in [1, 20], got 21"},
 		{"bad tenants", []string{"-workload", "mixed-tenants", "-tenant-share", "2"}, "mixed-tenant workload: need"},
 		{"fault shard past the fleet", []string{"-fault-kill-after", "5s", "-shards", "2", "-fault-shard", "2"}, "-fault-shard 2: the fleet has shards 0..1"},
 		{"negative fault shard", []string{"-fault-kill-after", "5s", "-fault-shard", "-1"}, "-fault-shard -1: the fleet has shards 0..3"},

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -63,11 +64,24 @@ func spreadOf(xs []float64) Spread {
 }
 
 // String is the median with the range when there is more than one value.
-func (s Spread) String() string {
+func (s Spread) String() string { return s.Format(figure) }
+
+// Format is the median with the range when there is more than one value,
+// each written by f.
+func (s Spread) Format(f func(float64) string) string {
 	if s.N > 1 && s.Max > s.Min {
-		return fmt.Sprintf("%.3g (%.3g-%.3g)", s.Median, s.Min, s.Max)
+		return fmt.Sprintf("%s (%s-%s)", f(s.Median), f(s.Min), f(s.Max))
 	}
-	return fmt.Sprintf("%.3g", s.Median)
+	return f(s.Median)
+}
+
+// figure is x to three significant digits, without an exponent for the
+// milliseconds and rates the reports hold.
+func figure(x float64) string {
+	if math.Abs(x) >= 100 {
+		return fmt.Sprintf("%.0f", x)
+	}
+	return fmt.Sprintf("%.3g", x)
 }
 
 // CapacityRow is one policy's capacity over repeats of a sweep (the same
@@ -165,3 +179,8 @@ func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
 func pctSpread(s Spread) string {
 	return Spread{Median: 100 * s.Median, Min: 100 * s.Min, Max: 100 * s.Max, N: s.N}.String() + "%"
 }
+
+// The per-rate table's figures, as one run shows them.
+func goodputFigure(x float64) string { return fmt.Sprintf("%.2f", x) }
+func shareFigure(x float64) string   { return pct(x) }
+func msFigure(x float64) string      { return fmtMs(Millis(x)) }

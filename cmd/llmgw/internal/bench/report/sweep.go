@@ -31,9 +31,15 @@ type Sweep struct {
 	// the default by more is listed as a win.
 	Noise float64  `json:"noise"`
 	Rates []Report `json:"rates"`
-	// Repeats are other runs of the same sweep (other seeds), whose
-	// capacities the report's capacity table spreads with this one's.
-	Repeats []*Sweep `json:"-"`
+	// Seed is the workload seed of this run (0 in sweeps written before
+	// they recorded it).
+	Seed uint64 `json:"seed,omitempty"`
+	// Repeats are other runs of the same sweep (other seeds): the report
+	// shows the medians over all runs and their ranges (see Median).
+	Repeats []*Sweep `json:"repeats,omitempty"`
+
+	// runs, set only on a Median view, are the runs it summarises.
+	runs []*Sweep
 }
 
 // JSON is the sweep as indented JSON. A sweep without its provenance
@@ -86,9 +92,12 @@ type Versus struct {
 	BestPeer                 string
 	BestPeerGoodput, Goodput float64
 	Ratio                    float64 // Goodput / BestPeerGoodput (0 when the peer had none)
-	OracleShare              float64 // the default's at Rate
-	DefaultMissing           bool
-	NoPeersRun               bool
+	// RatioSpread is the ratio run by run over repeated runs (N 1 for
+	// one run): a spread that holds 1 is a tie.
+	RatioSpread    Spread
+	OracleShare    float64 // the default's at Rate
+	DefaultMissing bool
+	NoPeersRun     bool
 }
 
 // Verdict is a sweep's summary: at the knee (the highest rate when the
@@ -108,7 +117,10 @@ type Verdict struct {
 	MinUnsaturatedOracleShare float64 // the default's lowest below the knee (every rate when none)
 	UnsaturatedRates          int
 	Wins                      []Win // where a peer beat the default by more than Noise
-	HostLimited               []string
+	// Ties are where a peer's median goodput beat the default's by more
+	// than Noise but not in every run (repeated runs only).
+	Ties        []Win
+	HostLimited []string
 }
 
 // Win is a rate at which a peer's goodput beat the default's by more than
@@ -147,7 +159,12 @@ func (s *Sweep) Verdict() Verdict {
 				v.HostLimited = append(v.HostLimited, fmt.Sprintf("%s at %g/s (send lag p99 %s)", p.Policy, r.Rate, fmtMs(p.SendLag.P99)))
 			}
 			if s.peer(p.Policy) && p.Goodput > d.Goodput*(1+s.Noise) {
-				v.Wins = append(v.Wins, Win{Rate: r.Rate, Peer: p.Policy, Goodput: p.Goodput, Versus: d.Goodput})
+				w := Win{Rate: r.Rate, Peer: p.Policy, Goodput: p.Goodput, Versus: d.Goodput}
+				if s.ratioAt(i, p.Policy).Tie() {
+					v.Ties = append(v.Ties, w)
+				} else {
+					v.Wins = append(v.Wins, w)
+				}
 			}
 		}
 	}
@@ -172,6 +189,9 @@ func (s *Sweep) versus(k int) Versus {
 	if v.BestPeerGoodput > 0 {
 		v.Ratio = v.Goodput / v.BestPeerGoodput
 	}
+	if !v.NoPeersRun {
+		v.RatioSpread = s.ratioAt(k, v.BestPeer)
+	}
 	return v
 }
 
@@ -179,10 +199,12 @@ func (s *Sweep) versus(k int) Versus {
 // provenance line, the setup, the verdict table, then per rate and policy
 // the figures, then plots (image paths relative to that file). It is
 // compact, one line a paragraph, because the file holds six sweeps;
-// sweep.json keeps every figure.
+// sweep.json keeps every figure. A sweep with repeats is rendered on its
+// medians, with ranges (Median).
 func (s *Sweep) Markdown(plots []string) string {
 	var b strings.Builder
 	s.Provenance.fill(time.Now())
+	s = s.Median()
 	loads := make([]float64, len(s.Rates))
 	for i, r := range s.Rates {
 		loads[i] = r.HostLoad
@@ -192,7 +214,7 @@ func (s *Sweep) Markdown(plots []string) string {
 	s.writeSetup(&b)
 	v := s.Verdict()
 	s.writeVerdict(&b, v)
-	writeCapacity(&b, append([]*Sweep{s}, s.Repeats...)...)
+	writeCapacity(&b, s.Runs()...)
 	s.writeRates(&b)
 	if len(plots) > 0 {
 		b.WriteString("\n")
@@ -216,6 +238,13 @@ func (s *Sweep) writeSetup(b *strings.Builder) {
 		oracle[i] = pct(float64(r.ReusableTokens) / float64(max(r.PromptTokens, 1)))
 		same = same && r.Requests == s.Rates[0].Requests
 	}
+	if runs := s.Runs(); len(runs) > 1 {
+		seeds := make([]string, len(runs))
+		for i, run := range runs {
+			seeds[i] = fmt.Sprintf("%d", run.Seed)
+		}
+		fmt.Fprintf(b, "%d runs, the workload seeded %s; the figures are their medians. ", len(runs), strings.Join(seeds, ", "))
+	}
 	if same && len(s.Rates) > 0 {
 		fmt.Fprintf(b, "Workload `%s`: %d requests at each of %s req/s; %s.\n", s.Workload, s.Rates[0].Requests, strings.Join(rates, ", "), s.Setup)
 	} else {
@@ -238,6 +267,12 @@ func (s *Sweep) writeVerdict(b *strings.Builder, v Verdict) {
 	b.WriteString("|---|---|---:|---:|---:|---:|\n")
 	row := func(label string, x Versus) {
 		best, bestGood, ratio := x.BestPeer, fmt.Sprintf("%.2f req/s", x.BestPeerGoodput), fmt.Sprintf("%.2fx", x.Ratio)
+		if r := x.RatioSpread; r.N > 1 {
+			ratio = fmt.Sprintf("%.2fx (%.2f-%.2f)", r.Median, r.Min, r.Max)
+			if r.Tie() {
+				ratio += ", a tie"
+			}
+		}
 		if x.NoPeersRun {
 			best, bestGood, ratio = "no peer run", "", ""
 		}
@@ -258,6 +293,13 @@ func (s *Sweep) writeVerdict(b *strings.Builder, v Verdict) {
 		}
 		wins = strings.Join(w, "; ")
 	}
+	if len(v.Ties) > 0 {
+		var w []string
+		for _, x := range v.Ties {
+			w = append(w, fmt.Sprintf("%s at %g/s (%.2f vs %.2f req/s)", x.Peer, x.Rate, x.Goodput, x.Versus))
+		}
+		wins += "; ahead on the median but not in every run (ties): " + strings.Join(w, "; ")
+	}
 	below := "no rate below the knee"
 	if v.UnsaturatedRates > 0 {
 		below = pct(v.MinUnsaturatedOracleShare)
@@ -270,15 +312,23 @@ func (s *Sweep) writeVerdict(b *strings.Builder, v Verdict) {
 	}
 }
 
-// writeRates writes every policy's figures at every rate.
+// writeRates writes every policy's figures at every rate; over repeated
+// runs the medians, with the ranges of goodput, TTFT p90 and share of the
+// oracle.
 func (s *Sweep) writeRates(b *strings.Builder) {
-	b.WriteString("| rate | policy | TTFT p50 | TTFT p99 | ITL p99 | goodput | shed | interrupted | cached share | of oracle | busiest replica | send lag p99 |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, r := range s.Rates {
+	if n := len(s.Runs()); n > 1 {
+		fmt.Fprintf(b, "Per rate, the median of the %d runs; goodput, TTFT p90 and share of the oracle with their range; the send lag the worst run's.\n\n", n)
+	}
+	b.WriteString("| rate | policy | TTFT p50 | TTFT p90 | TTFT p99 | ITL p99 | goodput | shed | interrupted | cached share | of oracle | busiest replica | send lag p99 |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, r := range s.Rates {
 		for _, p := range r.Policies {
-			fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %s | %s | %s | %s |\n",
-				r.Rate, p.Policy, fmtMs(p.TTFT.P50), fmtMs(p.TTFT.P99), fmtMs(p.ITL.P99), p.Goodput, pct(p.GoodputShare),
-				p.Shed, p.Interrupted, pct(p.CachedShare), pct(p.OracleHitShare), pct(p.BusiestShare), fmtMs(p.SendLag.P99))
+			good := s.spreadAt(i, p.Policy, func(x Summary) float64 { return x.Goodput })
+			p90 := s.spreadAt(i, p.Policy, func(x Summary) float64 { return float64(x.TTFT.P90) })
+			oracle := s.spreadAt(i, p.Policy, func(x Summary) float64 { return x.OracleHitShare })
+			fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %s | %s req/s (%s) | %d | %d | %s | %s | %s | %s |\n",
+				r.Rate, p.Policy, fmtMs(p.TTFT.P50), p90.Format(msFigure), fmtMs(p.TTFT.P99), fmtMs(p.ITL.P99), good.Format(goodputFigure),
+				pct(p.GoodputShare), p.Shed, p.Interrupted, pct(p.CachedShare), oracle.Format(shareFigure), pct(p.BusiestShare), fmtMs(p.SendLag.P99))
 		}
 	}
 }

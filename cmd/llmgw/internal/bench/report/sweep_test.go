@@ -14,7 +14,7 @@ import (
 // point is one policy's summary at one rate with the figures the verdict
 // reads set directly.
 func point(policy string, goodput, oracle float64, ttftP99 Millis, shed int) Summary {
-	return Summary{Policy: policy, Goodput: goodput, OracleHitShare: oracle, TTFT: Percentiles{P50: ttftP99 / 2, P99: ttftP99}, Shed: shed, Requests: 10}
+	return Summary{Policy: policy, Goodput: goodput, OracleHitShare: oracle, TTFT: Percentiles{P50: ttftP99 / 2, P90: ttftP99 * 9 / 10, P99: ttftP99}, Shed: shed, Requests: 10}
 }
 
 func sampleSweep() *Sweep {
@@ -105,7 +105,7 @@ func TestSweepMarkdownAndPlot(t *testing.T) {
 		"| the highest rate, 8 req/s | dynamo | 1.00 req/s | 2.00 req/s | 2.00x | 90.0% |\n",
 		"below the knee: 96.0%. Peers ahead of the default at any rate: dynamo at 2/s (2.20 vs 2.00 req/s).",
 		"Host-limited runs (the client sent late, send lag p99 over 50ms): precise-prefix at 8/s (send lag p99 120.0 ms).",
-		"| 8 | round-robin | 1000.0 ms | 2000.0 ms |",
+		"| 8 | round-robin | 1000.0 ms | 1800.0 ms | 2000.0 ms |",
 		"could reuse 90.0%, 90.0%, 90.0%, 90.0% of the prompt tokens at these rates.",
 		"![sweep](bench/sweep-fan-out/sweep.png)",
 	} {

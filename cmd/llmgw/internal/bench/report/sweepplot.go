@@ -17,8 +17,9 @@ import (
 const SweepPlot = "sweep.png"
 
 // Plot writes the sweep's plot into file: two panels side by side, one
-// line per policy in each.
+// line per policy in each (the medians over repeated runs).
 func (s *Sweep) Plot(file string) error {
+	s = s.Median()
 	if len(s.Rates) == 0 {
 		return fmt.Errorf("plot sweep: no rates")
 	}
