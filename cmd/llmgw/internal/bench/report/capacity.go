@@ -64,15 +64,16 @@ func spreadOf(xs []float64) Spread {
 }
 
 // String is the median with the range when there is more than one value.
-func (s Spread) String() string { return s.Format(figure) }
+func (s Spread) String() string { return s.Format(figure, "") }
 
 // Format is the median with the range when there is more than one value,
-// each written by f.
-func (s Spread) Format(f func(float64) string) string {
+// each number written by f, and unit once after each: "2130 ms
+// (1982-2143 ms)".
+func (s Spread) Format(f func(float64) string, unit string) string {
 	if s.N > 1 && s.Max > s.Min {
-		return fmt.Sprintf("%s (%s-%s)", f(s.Median), f(s.Min), f(s.Max))
+		return fmt.Sprintf("%s%s (%s-%s%s)", f(s.Median), unit, f(s.Min), f(s.Max), unit)
 	}
-	return f(s.Median)
+	return f(s.Median) + unit
 }
 
 // figure is x to three significant digits, without an exponent for the
@@ -159,7 +160,7 @@ func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
 	b.WriteString(". Goodput, TTFT p90 and share of the oracle are at the highest swept rate within it.\n\n")
 	b.WriteString("| policy | capacity at SLO | at | goodput | TTFT p90 | of oracle |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range Capacities(sweeps...) {
-		capacity := r.Capacity.String() + " req/s"
+		capacity := r.Capacity.Format(figure, " req/s")
 		switch {
 		case r.Below == r.Capacity.N:
 			capacity = "below the lowest rate"
@@ -170,17 +171,20 @@ func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
 			fmt.Fprintf(b, "| %s | %s | | | | |\n", r.Policy, capacity)
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %g req/s | %s req/s | %s ms | %s |\n", r.Policy, capacity, r.At, r.Goodput, r.TTFTP90, pctSpread(r.OracleShare))
+		fmt.Fprintf(b, "| %s | %s | %g req/s | %s | %s | %s |\n", r.Policy, capacity, r.At,
+			r.Goodput.Format(hundredths, " req/s"), r.TTFTP90.Format(tenths, " ms"), pctSpread(r.OracleShare))
 	}
 	b.WriteString("\n")
 }
 
 // pctSpread is a spread of shares as percentages.
 func pctSpread(s Spread) string {
-	return Spread{Median: 100 * s.Median, Min: 100 * s.Min, Max: 100 * s.Max, N: s.N}.String() + "%"
+	return Spread{Median: 100 * s.Median, Min: 100 * s.Min, Max: 100 * s.Max, N: s.N}.Format(tenths, "%")
 }
 
-// The per-rate table's figures, as one run shows them.
-func goodputFigure(x float64) string { return fmt.Sprintf("%.2f", x) }
-func shareFigure(x float64) string   { return pct(x) }
-func msFigure(x float64) string      { return fmtMs(Millis(x)) }
+// tenths is a figure with one decimal, as one run's shares and
+// milliseconds show.
+func tenths(x float64) string { return fmt.Sprintf("%.1f", x) }
+
+// hundredths is a figure with two decimals, as one run's goodput shows.
+func hundredths(x float64) string { return fmt.Sprintf("%.2f", x) }
