@@ -23,16 +23,24 @@ import (
 // which no machine load changes, as it would change latencies.
 const sweepMargin = 0.05
 
-// TestSweepOrdering runs a short rate sweep end to end (Consul, two
-// routers, the driver with four vllm-sim shards; two rates, round-robin
-// and llmgw's default, the mixed-tenant workload) and checks the ordering
-// the committed sweep shows: the default reuses a clearly larger share of
-// the oracle's reusable tokens than round-robin at the higher rate, and
-// the sweep accounts for every request at every rate.
+// TestSweepOrdering runs short sweeps end to end (Consul, two routers,
+// the driver with vllm-sim shards) and checks the orderings the committed
+// sweeps show: on mixed tenants against round-robin, and on an agentic
+// workload against the best peer (sweepOrderingAgents).
 func TestSweepOrdering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Consul, the driver, vllm-sim shards and routers")
 	}
+	t.Run("mixed-tenants", sweepOrderingTenants)
+	t.Run("fan-out-agents", sweepOrderingAgents)
+}
+
+// sweepOrderingTenants sweeps two rates of the mixed-tenant workload on
+// four shards, round-robin and llmgw's default: the default reuses a
+// clearly larger share of the oracle's reusable tokens than round-robin
+// at the higher rate, and the sweep accounts for every request at every
+// rate.
+func sweepOrderingTenants(t *testing.T) {
 	bin := bins.Dir(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
