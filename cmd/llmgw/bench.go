@@ -168,6 +168,12 @@ func writeReport(rep *report.Report, c benchConfig, stdout io.Writer) error {
 // -out, and splice the section into -doc with the plots linked relative
 // to the doc.
 func writeOutputs(c benchConfig, stdout io.Writer, name string, js []byte, plots []string, markdown func(plots []string) string) error {
+	return writeOutputsDoc(c, stdout, name, js, plots, markdown, markdown)
+}
+
+// writeOutputsDoc is writeOutputs with docMarkdown rendering the -doc
+// section (a sweep's is shorter than its sweep.md).
+func writeOutputsDoc(c benchConfig, stdout io.Writer, name string, js []byte, plots []string, markdown, docMarkdown func(plots []string) string) error {
 	md := markdown(plots)
 	fmt.Fprint(stdout, md)
 	if err := os.WriteFile(filepath.Join(c.outDir, name+".json"), js, 0o644); err != nil {
@@ -187,7 +193,7 @@ func writeOutputs(c benchConfig, stdout io.Writer, name string, js []byte, plots
 	for i, p := range plots {
 		linked[i] = filepath.ToSlash(filepath.Join(rel, p))
 	}
-	return spliceDoc(c.doc, c.section, markdown(linked))
+	return spliceDoc(c.doc, c.section, docMarkdown(linked))
 }
 
 // spliceDoc rewrites section of the Markdown file doc (between its

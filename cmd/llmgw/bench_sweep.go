@@ -238,5 +238,5 @@ func writeSweep(s *report.Sweep, c benchConfig, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeOutputs(c, stdout, "sweep", js, []string{report.SweepPlot}, s.Markdown)
+	return writeOutputsDoc(c, stdout, "sweep", js, []string{report.SweepPlot}, s.Markdown, s.DocMarkdown)
 }

@@ -77,21 +77,26 @@ func TestRenderSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc, _ := os.ReadFile(docPath)
-	for _, want := range []string{"| 2 | precise-prefix |", "](bench/sweep-x/sweep.png)", "more than 5% higher"} {
+	// The doc's section has one table per workload and links the rest.
+	for _, want := range []string{"| precise-prefix | below the lowest rate | 1.00 | 2.00 |", "](bench/sweep-x/sweep.png)",
+		"[sweep.md](bench/sweep-x/sweep.md)", "more than 5% higher"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("rendered doc lacks %q:\n%s", want, doc)
 		}
 	}
-	if strings.Contains(string(doc), "old") {
-		t.Errorf("the section was not replaced:\n%s", doc)
+	if md, _ := os.ReadFile(filepath.Join(out, "sweep.md")); !strings.Contains(string(md), "| 2 | precise-prefix |") {
+		t.Errorf("sweep.md lacks the per-rate table:\n%s", md)
+	}
+	if strings.Contains(string(doc), "old") || strings.Contains(string(doc), "| 2 | precise-prefix |") {
+		t.Errorf("the section was not replaced, or holds the per-rate table:\n%s", doc)
 	}
 	// The same sweep twice: the second is a repeat of the first.
 	c.sweep.render = filepath.Join(out, "sweep.json") + "," + filepath.Join(out, "sweep.json")
 	if err := renderSweep(c, &stdout); err != nil {
 		t.Fatal(err)
 	}
-	if doc, _ := os.ReadFile(docPath); !strings.Contains(string(doc), "over 2 repeats") {
-		t.Errorf("rendering two sweeps: no capacity over 2 repeats:\n%s", doc)
+	if doc, _ := os.ReadFile(docPath); !strings.Contains(string(doc), "over 2 runs") {
+		t.Errorf("rendering two sweeps: no medians over 2 runs:\n%s", doc)
 	}
 	c.sweep.render = filepath.Join(dir, "missing.json")
 	if err := renderSweep(c, &stdout); err == nil {

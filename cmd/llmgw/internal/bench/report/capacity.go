@@ -100,6 +100,9 @@ type CapacityRow struct {
 	Goodput      Spread // req/s
 	TTFTP90      Spread // ms
 	OracleShare  Spread
+	// GoodputAt is the goodput at each of the first sweep's rates, over
+	// the repeats (N 0 where the policy did not run at that rate).
+	GoodputAt []Spread
 }
 
 // Capacities are the capacity rows of every policy the sweeps ran, in the
@@ -138,6 +141,17 @@ func Capacities(sweeps ...*Sweep) []CapacityRow {
 			}
 		}
 		row.Goodput, row.TTFTP90, row.OracleShare = spreadOf(good), spreadOf(ttft), spreadOf(oracle)
+		for _, at := range sweeps[0].Rates {
+			var xs []float64
+			for _, s := range sweeps {
+				for _, r := range s.Rates {
+					if p, ok := r.policy(name); ok && r.Rate == at.Rate {
+						xs = append(xs, p.Goodput)
+					}
+				}
+			}
+			row.GoodputAt = append(row.GoodputAt, spreadOf(xs))
+		}
 		rows = append(rows, row)
 	}
 	return rows
@@ -150,15 +164,23 @@ func b2i(b bool) int {
 	return 0
 }
 
-// writeCapacity writes the capacity table of the sweeps (one, or repeats).
+// writeCapacity writes the capacity table of the sweeps (one, or
+// repeats): per policy its capacity at the SLO, its goodput at every
+// swept rate, and its TTFT p90 and share of the oracle at the highest
+// rate within its capacity, each the median and range over the repeats.
 func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
 	fmt.Fprintf(b, "Capacity at the SLO: the highest arrival rate at which at least %.0f%% of requests met it, interpolated linearly "+
 		"between the swept rates where the share crossed %.0f%%", 100*SLOShare, 100*SLOShare)
 	if len(sweeps) > 1 {
-		fmt.Fprintf(b, "; median (range) over %d repeats", len(sweeps))
+		fmt.Fprintf(b, "; every figure the median (range) over %d runs", len(sweeps))
 	}
-	b.WriteString(". Goodput, TTFT p90 and share of the oracle are at the highest swept rate within it.\n\n")
-	b.WriteString("| policy | capacity at SLO | at | goodput | TTFT p90 | of oracle |\n|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString(". Goodput at each swept rate; TTFT p90 and share of the oracle at the highest swept rate within the capacity (at).\n\n")
+	b.WriteString("| policy | capacity at SLO |")
+	for _, r := range sweeps[0].Rates {
+		fmt.Fprintf(b, " goodput at %g/s |", r.Rate)
+	}
+	b.WriteString(" at | TTFT p90 | of oracle |\n|---|---:|")
+	b.WriteString(strings.Repeat("---:|", len(sweeps[0].Rates)+3) + "\n")
 	for _, r := range Capacities(sweeps...) {
 		capacity := r.Capacity.Format(figure, " req/s")
 		switch {
@@ -167,12 +189,19 @@ func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
 		case r.Above == r.Capacity.N:
 			capacity = ">= " + capacity
 		}
+		fmt.Fprintf(b, "| %s | %s |", r.Policy, capacity)
+		for _, g := range r.GoodputAt {
+			if g.N == 0 {
+				b.WriteString(" |")
+				continue
+			}
+			fmt.Fprintf(b, " %s |", g.Format(hundredths, ""))
+		}
 		if r.At == 0 {
-			fmt.Fprintf(b, "| %s | %s | | | | |\n", r.Policy, capacity)
+			b.WriteString(" | | |\n")
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %s | %g req/s | %s | %s | %s |\n", r.Policy, capacity, r.At,
-			r.Goodput.Format(hundredths, " req/s"), r.TTFTP90.Format(tenths, " ms"), pctSpread(r.OracleShare))
+		fmt.Fprintf(b, " %g/s | %s | %s |\n", r.At, r.TTFTP90.Format(tenths, " ms"), pctSpread(r.OracleShare))
 	}
 	b.WriteString("\n")
 }

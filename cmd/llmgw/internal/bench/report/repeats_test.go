@@ -64,7 +64,7 @@ func TestSweepRepeatsVerdict(t *testing.T) {
 		"| the knee, 4 req/s | sglang | 2.50 req/s | 3.00 req/s | 1.20x (1.08-1.32) | 93.0% |",
 		"ahead on the median but not in every run (ties): dynamo at 2/s (2.20 vs 2.00 req/s)",
 		"| 4 | precise-prefix | 225.0 ms | 405.0 ms | 450.0 ms | 0.0 ms | 3.00 req/s (2.70-3.30 req/s) (",
-		"median (range) over 3 repeats",
+		"every figure the median (range) over 3 runs",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -195,13 +196,19 @@ func (s *Sweep) versus(k int) Versus {
 	return v
 }
 
-// Markdown renders the sweep as a section of docs/BENCHMARKS.md: its
-// provenance line, the setup, the verdict table, then per rate and policy
-// the figures, then plots (image paths relative to that file). It is
-// compact, one line a paragraph, because the file holds six sweeps;
-// sweep.json keeps every figure. A sweep with repeats is rendered on its
-// medians, with ranges (Median).
-func (s *Sweep) Markdown(plots []string) string {
+// Markdown renders the sweep whole, as its sweep.md: its provenance
+// line, the setup, the verdict table, the capacity table, then per rate
+// and policy the figures, then plots (image paths relative to the file).
+// A sweep with repeats is rendered on its medians, with ranges (Median).
+func (s *Sweep) Markdown(plots []string) string { return s.markdown(plots, true) }
+
+// DocMarkdown renders the sweep as a section of docs/BENCHMARKS.md, which
+// holds every workload's: as Markdown without the per-rate table, which
+// a link to the sweep.md beside the first plot stands for. It is
+// compact, one line a paragraph; sweep.json keeps every figure.
+func (s *Sweep) DocMarkdown(plots []string) string { return s.markdown(plots, false) }
+
+func (s *Sweep) markdown(plots []string, perRate bool) string {
 	var b strings.Builder
 	s.Provenance.fill(time.Now())
 	s = s.Median()
@@ -215,7 +222,11 @@ func (s *Sweep) Markdown(plots []string) string {
 	v := s.Verdict()
 	s.writeVerdict(&b, v)
 	writeCapacity(&b, s.Runs()...)
-	s.writeRates(&b)
+	if perRate {
+		s.writeRates(&b)
+	} else if len(plots) > 0 {
+		fmt.Fprintf(&b, "Every policy's figures at every rate: [sweep.md](%s).\n", path.Join(path.Dir(plots[0]), "sweep.md"))
+	}
 	if len(plots) > 0 {
 		b.WriteString("\n")
 		for _, p := range plots {
@@ -243,7 +254,11 @@ func (s *Sweep) writeSetup(b *strings.Builder) {
 		for i, run := range runs {
 			seeds[i] = fmt.Sprintf("%d", run.Seed)
 		}
-		fmt.Fprintf(b, "%d runs, the workload seeded %s; the figures are their medians. ", len(runs), strings.Join(seeds, ", "))
+		seeded := ", the workload seeded " + strings.Join(seeds, ", ")
+		if slices.ContainsFunc(runs, func(r *Sweep) bool { return r.Seed == 0 }) {
+			seeded = " (seeds not recorded)"
+		}
+		fmt.Fprintf(b, "%d runs%s; the figures are their medians. ", len(runs), seeded)
 	}
 	if same && len(s.Rates) > 0 {
 		fmt.Fprintf(b, "Workload `%s`: %d requests at each of %s req/s; %s.\n", s.Workload, s.Rates[0].Requests, strings.Join(rates, ", "), s.Setup)
