@@ -48,6 +48,13 @@ func TestSweepMedian(t *testing.T) {
 }
 
 func TestSweepRepeatsVerdict(t *testing.T) {
+	// A sweep with repeats is judged on its medians: with the first run's
+	// 3.6 at the knee the median of 3.6, 3.3 and 2.7 is 3.3.
+	first := threeRuns()
+	first.Rates[2].Policies[1].Goodput = 3.6
+	if g := first.Verdict().Goodput; g != 3.3 {
+		t.Errorf("the default's goodput at the knee %g; want the median 3.3", g)
+	}
 	v := threeRuns().Median().Verdict()
 	// On the median dynamo leads at 2 req/s by 10% (over the 5% noise),
 	// but in the second run it trailed: a tie, not a win.

@@ -132,8 +132,10 @@ type Win struct {
 	Goodput, Versus float64
 }
 
-// Verdict summarises the sweep.
+// Verdict summarises the sweep (on its medians when it ran more than
+// once).
 func (s *Sweep) Verdict() Verdict {
+	s = s.Median()
 	var v Verdict
 	if len(s.Rates) == 0 {
 		return v
