@@ -201,7 +201,7 @@ func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
 			b.WriteString(" | | |\n")
 			continue
 		}
-		fmt.Fprintf(b, " %g/s | %s | %s |\n", r.At, r.TTFTP90.Format(tenths, " ms"), pctSpread(r.OracleShare))
+		fmt.Fprintf(b, " %g/s | %s | %s |\n", r.At, p90Spread(r.TTFTP90), pctSpread(r.OracleShare))
 	}
 	b.WriteString("\n")
 }
@@ -209,6 +209,15 @@ func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
 // pctSpread is a spread of shares as percentages.
 func pctSpread(s Spread) string {
 	return Spread{Median: 100 * s.Median, Min: 100 * s.Min, Max: 100 * s.Max, N: s.N}.Format(tenths, "%")
+}
+
+// p90Spread is a spread of TTFT p90s in milliseconds; reports written
+// before they recorded the p90 read 0, shown as not recorded.
+func p90Spread(s Spread) string {
+	if s.Max == 0 {
+		return "not recorded"
+	}
+	return s.Format(tenths, " ms")
 }
 
 // tenths is a figure with one decimal, as one run's shares and

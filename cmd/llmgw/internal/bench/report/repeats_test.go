@@ -98,3 +98,19 @@ func TestSweepRepeatsJSON(t *testing.T) {
 		t.Errorf("rendered from JSON:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestP90NotRecorded: a sweep written before reports kept the TTFT p90
+// says so rather than showing 0 ms.
+func TestP90NotRecorded(t *testing.T) {
+	s := sampleSweep()
+	for i := range s.Rates {
+		for j := range s.Rates[i].Policies {
+			s.Rates[i].Policies[j].TTFT.P90, s.Rates[i].Policies[j].GoodputShare = 0, 1
+		}
+	}
+	md := s.Markdown(nil)
+	if !strings.Contains(md, "| precise-prefix | >= 8 req/s | 1.00 | 2.00 | 3.00 | 2.00 | 8/s | not recorded | 90.0% |") ||
+		!strings.Contains(md, "| 1 | precise-prefix | 100.0 ms | not recorded | 200.0 ms |") {
+		t.Errorf("markdown shows a p90 it does not have:\n%s", md)
+	}
+}

@@ -344,7 +344,7 @@ func (s *Sweep) writeRates(b *strings.Builder) {
 			p90 := s.spreadAt(i, p.Policy, func(x Summary) float64 { return float64(x.TTFT.P90) })
 			oracle := s.spreadAt(i, p.Policy, func(x Summary) float64 { return x.OracleHitShare })
 			fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %s | %s (%s) | %d | %d | %s | %s | %s | %s |\n",
-				r.Rate, p.Policy, fmtMs(p.TTFT.P50), p90.Format(tenths, " ms"), fmtMs(p.TTFT.P99), fmtMs(p.ITL.P99), good.Format(hundredths, " req/s"),
+				r.Rate, p.Policy, fmtMs(p.TTFT.P50), p90Spread(p90), fmtMs(p.TTFT.P99), fmtMs(p.ITL.P99), good.Format(hundredths, " req/s"),
 				pct(p.GoodputShare), p.Shed, p.Interrupted, pct(p.CachedShare), pctSpread(oracle), pct(p.BusiestShare), fmtMs(p.SendLag.P99))
 		}
 	}
