@@ -3,18 +3,22 @@
 #
 #   make bench-policies        sweeps every policy (the default, round-robin,
 #                              the peers) over arrival rates, one fleet
-#                              per workload, and rewrites the "Rate sweeps"
-#                              sections of docs/BENCHMARKS.md (between marker
-#                              comments) and sweep.json, sweep.md and
-#                              sweep.png in docs/bench/sweep-<workload>/
-#                              (b2b-saas and coding-agent only there:
-#                              BENCHMARKS.md is at its length limit):
-#                              about 27 minutes on 2 cores at load 1-6
-#                              (the 70B-class engine drains longer)
-#   make bench-policies-quick  the same sweeps with -quick (lowest and highest
-#                              rate, 48 requests a run, three policies) into
-#                              $(BENCH_QUICK_OUT), docs untouched: a CI check
-#                              (5.4 minutes on 2 cores at load under 4)
+#                              per workload, each sweep three times on
+#                              seeds 1-3 (BENCH_RUNS), and rewrites the
+#                              "Rate sweeps" sections of docs/BENCHMARKS.md
+#                              (between marker comments: one table per
+#                              workload) and sweep.json, sweep.md and
+#                              sweep.png in docs/bench/sweep-<workload>/:
+#                              about 3.5 hours on 2 cores (one run of the
+#                              six sweeps is about 70 minutes; the
+#                              figures are in the closing lines of
+#                              docs/notes/2026-12-05-coding-agent-sweep.md)
+#   make bench-policies-quick  five of the sweeps with -quick (lowest and
+#                              highest rate, 48 requests a run, the default
+#                              and llmd-sticky, one run) into
+#                              $(BENCH_QUICK_OUT), docs untouched: a check
+#                              of the machinery (263 s of sweeps on 2
+#                              cores at load under 1.5, 2026-12-05)
 #   make bench-policies-single the single-rate comparisons (chat, the
 #                              sample trace, the tool-agent trace) on four
 #                              shards, each into report.md, report.json and
@@ -128,8 +132,8 @@ bench-policies: build bin/consul ## sweep every routing policy over arrival rate
 	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-fan-out-agents -doc docs/BENCHMARKS.md -section sweep-fan-out-agents
 	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-mixed-tenants -doc docs/BENCHMARKS.md -section sweep-mixed-tenants
 	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-many-session -doc docs/BENCHMARKS.md -section sweep-many-session
-	./bin/llmgw bench $(BENCH_B2B_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-b2b-saas
-	./bin/llmgw bench $(BENCH_AGENT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_AGENT_DURATION) -out docs/bench/sweep-coding-agent
+	./bin/llmgw bench $(BENCH_B2B_FLAGS) $(BENCH_SWEEP_COMMON) -out docs/bench/sweep-b2b-saas -doc docs/BENCHMARKS.md -section sweep-b2b-saas
+	./bin/llmgw bench $(BENCH_AGENT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_AGENT_DURATION) -out docs/bench/sweep-coding-agent -doc docs/BENCHMARKS.md -section sweep-coding-agent
 
 bench-policies-quick: build bin/consul ## the rate sweeps in a few minutes (-quick), docs untouched
 	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -runs 1 -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/fan-out-agents
