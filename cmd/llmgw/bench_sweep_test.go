@@ -95,7 +95,7 @@ func TestRenderSweep(t *testing.T) {
 	if err := renderSweep(c, &stdout); err != nil {
 		t.Fatal(err)
 	}
-	if doc, _ := os.ReadFile(docPath); !strings.Contains(string(doc), "over 2 runs") {
+	if doc, _ := os.ReadFile(docPath); !strings.Contains(string(doc), "2 runs (seeds not recorded); the figures are their medians.") {
 		t.Errorf("rendering two sweeps: no medians over 2 runs:\n%s", doc)
 	}
 	c.sweep.render = filepath.Join(dir, "missing.json")

@@ -168,13 +168,18 @@ func b2i(b bool) int {
 // repeats): per policy its capacity at the SLO, its goodput at every
 // swept rate, and its TTFT p90 and share of the oracle at the highest
 // rate within its capacity, each the median and range over the repeats.
-func writeCapacity(b *strings.Builder, sweeps ...*Sweep) {
-	fmt.Fprintf(b, "Capacity at the SLO: the highest arrival rate at which at least %.0f%% of requests met it, interpolated linearly "+
-		"between the swept rates where the share crossed %.0f%%", 100*SLOShare, 100*SLOShare)
-	if len(sweeps) > 1 {
-		fmt.Fprintf(b, "; every figure the median (range) over %d runs", len(sweeps))
+// The paragraph defining the figures comes first when explain is set (a
+// docs/BENCHMARKS.md section relies on the file's own definition, said
+// once for every sweep).
+func writeCapacity(b *strings.Builder, explain bool, sweeps ...*Sweep) {
+	if explain {
+		fmt.Fprintf(b, "Capacity at the SLO: the highest arrival rate at which at least %.0f%% of requests met it, interpolated linearly "+
+			"between the swept rates where the share crossed %.0f%%", 100*SLOShare, 100*SLOShare)
+		if len(sweeps) > 1 {
+			fmt.Fprintf(b, "; every figure the median (range) over %d runs", len(sweeps))
+		}
+		b.WriteString(". Goodput at each swept rate; TTFT p90 and share of the oracle at the highest swept rate within the capacity (at).\n\n")
 	}
-	b.WriteString(". Goodput at each swept rate; TTFT p90 and share of the oracle at the highest swept rate within the capacity (at).\n\n")
 	b.WriteString("| policy | capacity at SLO |")
 	for _, r := range sweeps[0].Rates {
 		fmt.Fprintf(b, " goodput at %g/s |", r.Rate)

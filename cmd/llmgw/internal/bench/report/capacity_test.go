@@ -69,7 +69,7 @@ func TestCapacitiesOverRepeats(t *testing.T) {
 		t.Errorf("goodput %+v, TTFT p90 %+v; want median 1.9 (1.8-2), 200 ms", r.Goodput, r.TTFTP90)
 	}
 	var b strings.Builder
-	writeCapacity(&b, repeats...)
+	writeCapacity(&b, true, repeats...)
 	if want := "| p | 3 req/s (2-4 req/s) | 1.00 | 1.90 (1.80-2.00) | 3.40 (2.80-3.60) | 4.00 | 2/s | 200.0 ms | 90.0% |"; !strings.Contains(b.String(), want) {
 		t.Errorf("table:\n%s\nwant the row %q", b.String(), want)
 	}

@@ -223,7 +223,7 @@ func (s *Sweep) markdown(plots []string, perRate bool) string {
 	s.writeSetup(&b)
 	v := s.Verdict()
 	s.writeVerdict(&b, v)
-	writeCapacity(&b, s.Runs()...)
+	writeCapacity(&b, perRate, s.Runs()...)
 	if perRate {
 		s.writeRates(&b)
 	} else if len(plots) > 0 {
