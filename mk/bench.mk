@@ -9,10 +9,11 @@
 #                              (between marker comments: one table per
 #                              workload) and sweep.json, sweep.md and
 #                              sweep.png in docs/bench/sweep-<workload>/:
-#                              about 3.5 hours on 2 cores (one run of the
-#                              six sweeps is about 70 minutes; the
-#                              figures are in the closing lines of
-#                              docs/notes/2026-12-05-coding-agent-sweep.md)
+#                              about 3.3 hours on 2 cores (one run of the
+#                              six sweeps is about 66 minutes, 22 of them
+#                              coding agents; the figures are in
+#                              docs/notes/2026-12-05-coding-agent-sweep.md,
+#                              "What make bench-policies costs")
 #   make bench-policies-quick  five of the sweeps with -quick (lowest and
 #                              highest rate, 48 requests a run, the default
 #                              and llmd-sticky, one run) into
