@@ -132,25 +132,12 @@ func Capacities(sweeps ...*Sweep) []CapacityRow {
 				}
 			}
 		}
-		var good, ttft, oracle []float64
-		for _, s := range sweeps {
-			for _, r := range s.Rates {
-				if p, ok := r.policy(name); ok && r.Rate == row.At {
-					good, ttft, oracle = append(good, p.Goodput), append(ttft, float64(p.TTFT.P90)), append(oracle, p.OracleHitShare)
-				}
-			}
-		}
-		row.Goodput, row.TTFTP90, row.OracleShare = spreadOf(good), spreadOf(ttft), spreadOf(oracle)
+		goodput := func(p Summary) float64 { return p.Goodput }
+		row.Goodput = spreadOver(sweeps, row.At, name, goodput)
+		row.TTFTP90 = spreadOver(sweeps, row.At, name, func(p Summary) float64 { return float64(p.TTFT.P90) })
+		row.OracleShare = spreadOver(sweeps, row.At, name, func(p Summary) float64 { return p.OracleHitShare })
 		for _, at := range sweeps[0].Rates {
-			var xs []float64
-			for _, s := range sweeps {
-				for _, r := range s.Rates {
-					if p, ok := r.policy(name); ok && r.Rate == at.Rate {
-						xs = append(xs, p.Goodput)
-					}
-				}
-			}
-			row.GoodputAt = append(row.GoodputAt, spreadOf(xs))
+			row.GoodputAt = append(row.GoodputAt, spreadOver(sweeps, at.Rate, name, goodput))
 		}
 		rows = append(rows, row)
 	}

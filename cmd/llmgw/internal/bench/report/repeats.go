@@ -36,7 +36,7 @@ func (s *Sweep) Median() *Sweep {
 		at := &m.Rates[i]
 		at.Policies = make([]Summary, len(r.Policies))
 		for j, p := range r.Policies {
-			at.Policies[j] = medianSummary(m.summaries(i, p.Policy))
+			at.Policies[j] = medianSummary(summariesAt(m.runs, r.Rate, p.Policy))
 		}
 		var loads []float64
 		for _, run := range m.runs {
@@ -49,27 +49,40 @@ func (s *Sweep) Median() *Sweep {
 	return &m
 }
 
-// summaries are the named policy's summaries at Rates[i] over the runs.
-func (s *Sweep) summaries(i int, policy string) []Summary {
-	var out []Summary
-	for _, run := range s.Runs() {
-		if i >= len(run.Rates) || run.Rates[i].Rate != s.Rates[i].Rate {
-			continue
+// policyAt is the named policy's summary in s's report at rate.
+func (s *Sweep) policyAt(rate float64, policy string) (Summary, bool) {
+	for i := range s.Rates {
+		if s.Rates[i].Rate == rate {
+			return s.Rates[i].policy(policy)
 		}
-		if p, ok := run.Rates[i].policy(policy); ok {
+	}
+	return Summary{}, false
+}
+
+// summariesAt are the named policy's summaries at rate over runs (a run
+// that did not sweep the rate, or not the policy there, adds none).
+func summariesAt(runs []*Sweep, rate float64, policy string) []Summary {
+	var out []Summary
+	for _, run := range runs {
+		if p, ok := run.policyAt(rate, policy); ok {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// spreadAt is one figure of the named policy at Rates[i] over the runs.
-func (s *Sweep) spreadAt(i int, policy string, f func(Summary) float64) Spread {
+// spreadOver is one figure of the named policy at rate over runs.
+func spreadOver(runs []*Sweep, rate float64, policy string, f func(Summary) float64) Spread {
 	var xs []float64
-	for _, p := range s.summaries(i, policy) {
+	for _, p := range summariesAt(runs, rate, policy) {
 		xs = append(xs, f(p))
 	}
 	return spreadOf(xs)
+}
+
+// spreadAt is one figure of the named policy at Rates[i] over the runs.
+func (s *Sweep) spreadAt(i int, policy string, f func(Summary) float64) Spread {
+	return spreadOver(s.Runs(), s.Rates[i].Rate, policy, f)
 }
 
 // ratioAt is the default's goodput over peer's at Rates[i], run by run:
@@ -79,15 +92,11 @@ func (s *Sweep) spreadAt(i int, policy string, f func(Summary) float64) Spread {
 func (s *Sweep) ratioAt(i int, peer string) Spread {
 	var xs []float64
 	for _, run := range s.Runs() {
-		if i >= len(run.Rates) || run.Rates[i].Rate != s.Rates[i].Rate {
-			continue
+		d, okd := run.policyAt(s.Rates[i].Rate, s.Default)
+		p, okp := run.policyAt(s.Rates[i].Rate, peer)
+		if okd && okp {
+			xs = append(xs, goodputRatio(d.Goodput, p.Goodput))
 		}
-		d, okd := run.Rates[i].policy(s.Default)
-		p, okp := run.Rates[i].policy(peer)
-		if !okd || !okp {
-			continue
-		}
-		xs = append(xs, goodputRatio(d.Goodput, p.Goodput))
 	}
 	return spreadOf(xs)
 }

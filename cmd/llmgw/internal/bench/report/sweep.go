@@ -304,18 +304,10 @@ func (s *Sweep) writeVerdict(b *strings.Builder, v Verdict) {
 	}
 	wins := "none"
 	if len(v.Wins) > 0 {
-		var w []string
-		for _, x := range v.Wins {
-			w = append(w, fmt.Sprintf("%s at %g/s (%.2f vs %.2f req/s)", x.Peer, x.Rate, x.Goodput, x.Versus))
-		}
-		wins = strings.Join(w, "; ")
+		wins = winList(v.Wins)
 	}
 	if len(v.Ties) > 0 {
-		var w []string
-		for _, x := range v.Ties {
-			w = append(w, fmt.Sprintf("%s at %g/s (%.2f vs %.2f req/s)", x.Peer, x.Rate, x.Goodput, x.Versus))
-		}
-		wins += "; ahead on the median but not in every run (ties): " + strings.Join(w, "; ")
+		wins += "; ahead on the median but not in every run (ties): " + winList(v.Ties)
 	}
 	below := "no rate below the knee"
 	if v.UnsaturatedRates > 0 {
@@ -327,6 +319,16 @@ func (s *Sweep) writeVerdict(b *strings.Builder, v Verdict) {
 	} else {
 		fmt.Fprintf(b, "No run was host-limited: the client's send lag p99 stayed within %s of the schedule everywhere.\n\n", HostLimitLag)
 	}
+}
+
+// winList lists where peers led the default, one "peer at rate (its
+// goodput vs the default's)" each.
+func winList(wins []Win) string {
+	w := make([]string, len(wins))
+	for i, x := range wins {
+		w[i] = fmt.Sprintf("%s at %g/s (%.2f vs %.2f req/s)", x.Peer, x.Rate, x.Goodput, x.Versus)
+	}
+	return strings.Join(w, "; ")
 }
 
 // writeRates writes every policy's figures at every rate; over repeated
