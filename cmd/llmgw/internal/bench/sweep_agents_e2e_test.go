@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report"
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/bench/workload"
 	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet"
-	"github.com/llmgw/llmgw/cmd/llmgw/internal/fleet/fleettest"
 )
 
 // agentsBestPeer is the peer the agentic ordering is checked against. In
@@ -36,43 +34,16 @@ const agentsNoise = 0.15
 // default's goodput must be at least the peer's within agentsNoise, and
 // every request must be accounted for.
 func sweepOrderingAgents(t *testing.T) {
-	bin := bins.Dir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	work := t.TempDir()
-	f, err := fleet.Start(ctx, fleet.Options{BinDir: bin, Shards: 8, Routers: 2, WorkDir: work,
-		SimArgs: strings.Fields("--sim-prefill-per-token 500us --sim-inter-token-latency 25ms")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fleettest.CheckNone(t, work)
-	defer f.Close()
-	policies, err := bench.SelectPolicies(bench.DefaultPolicy + "," + agentsBestPeer)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const rate = 0.4
-	s, err := bench.Sweep(ctx, f, bench.SweepOptions{
-		Options: bench.Options{Policies: policies, Model: "sim-model", BlockSize: 16,
-			SLO: report.SLO{TTFT: 2 * time.Second, ITL: 200 * time.Millisecond}},
-		Rates: []float64{rate},
-		Build: func(rate float64) (workload.Workload, error) {
+	s := orderingSweep(t, 5*time.Minute,
+		fleet.Options{Shards: 8, SimArgs: strings.Fields("--sim-prefill-per-token 500us --sim-inter-token-latency 25ms")},
+		bench.DefaultPolicy+","+agentsBestPeer, report.SLO{TTFT: 2 * time.Second, ITL: 200 * time.Millisecond}, []float64{rate},
+		func(rate float64) (workload.Workload, error) {
 			o := workload.DefaultFanOutOptions()
 			o.Agents, o.Bursts, o.Rate = 4, 4, rate // 10 s of bursts, as the sweep sizes them
 			return workload.FanOut(o)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+		})
 	r := s.Rates[0]
-	for _, p := range r.Policies {
-		t.Logf("%s: %d ok, %d shed, goodput %.2f req/s (%.0f%% within the SLO), TTFT p90 %.0f ms, busiest replica %.0f%%, send lag p99 %.0f ms",
-			p.Policy, p.OK, p.Shed, p.Goodput, 100*p.GoodputShare, p.TTFT.P90, 100*p.BusiestShare, p.SendLag.P99)
-		if got := p.OK + p.Shed + p.Interrupted + p.Rejected; got != r.Requests || p.Requests != r.Requests {
-			t.Errorf("%s: %d of %d requests accounted for", p.Policy, got, r.Requests)
-		}
-	}
 	if len(r.Policies) != 2 || r.Policies[0].Policy != bench.DefaultPolicy || r.Policies[1].Policy != agentsBestPeer {
 		t.Fatalf("policies ran as %+v", r.Policies)
 	}

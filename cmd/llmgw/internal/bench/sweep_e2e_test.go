@@ -41,45 +41,16 @@ func TestSweepOrdering(t *testing.T) {
 // at the higher rate, and the sweep accounts for every request at every
 // rate.
 func sweepOrderingTenants(t *testing.T) {
-	bin := bins.Dir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	work := t.TempDir()
-	f, err := fleet.Start(ctx, fleet.Options{BinDir: bin, Shards: 4, Routers: 2, WorkDir: work})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fleettest.CheckNone(t, work)
-	defer f.Close()
-	policies, err := bench.SelectPolicies(bench.Baseline + "," + bench.DefaultPolicy)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rates := []float64{2, 6}
-	s, err := bench.Sweep(ctx, f, bench.SweepOptions{
-		Options: bench.Options{Policies: policies, Model: "sim-model", BlockSize: 16,
-			SLO: report.SLO{TTFT: time.Second, ITL: 100 * time.Millisecond}},
-		Rates: rates,
-		Build: func(rate float64) (workload.Workload, error) {
+	s := orderingSweep(t, 4*time.Minute, fleet.Options{Shards: 4},
+		bench.Baseline+","+bench.DefaultPolicy, report.SLO{TTFT: time.Second, ITL: 100 * time.Millisecond}, rates,
+		func(rate float64) (workload.Workload, error) {
 			o := workload.DefaultTenantOptions()
 			o.Requests, o.Rate, o.OutputTokens = int(8*rate), rate, 8
 			return workload.MixedTenants(o)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.Rates) != len(rates) || s.Workload != "mixed-tenants" {
-		t.Fatalf("sweep of %q has %d rates; want mixed-tenants at %v", s.Workload, len(s.Rates), rates)
-	}
-	for _, r := range s.Rates {
-		for _, p := range r.Policies {
-			t.Logf("%g req/s %s: %d ok, %d shed, %d interrupted, oracle share %.1f%%, goodput %.2f req/s, TTFT p99 %.0f ms, send lag p99 %.0f ms",
-				r.Rate, p.Policy, p.OK, p.Shed, p.Interrupted, 100*p.OracleHitShare, p.Goodput, p.TTFT.P99, p.SendLag.P99)
-			if got := p.OK + p.Shed + p.Interrupted + p.Rejected; got != r.Requests || p.Requests != r.Requests {
-				t.Errorf("%g req/s %s: %d of %d requests accounted for", r.Rate, p.Policy, got, r.Requests)
-			}
-		}
+		})
+	if s.Workload != "mixed-tenants" {
+		t.Fatalf("sweep of %q; want mixed-tenants", s.Workload)
 	}
 	high := s.Rates[len(s.Rates)-1]
 	rr, def := high.Policies[0], high.Policies[1]
@@ -93,4 +64,48 @@ func sweepOrderingTenants(t *testing.T) {
 	if v := s.Verdict(); v.DefaultMissing || !v.NoPeersRun {
 		t.Errorf("verdict %+v: want the default found and no peer", v)
 	}
+}
+
+// orderingSweep starts a fleet (fo, with two routers and the test's
+// binaries), sweeps the listed policies over rates on the workloads build
+// makes, stops the fleet (nothing may be left running) and returns the
+// sweep, once it has checked that it ran every rate and accounted for
+// every request of every policy at each.
+func orderingSweep(t *testing.T, timeout time.Duration, fo fleet.Options, policyList string, slo report.SLO, rates []float64,
+	build func(rate float64) (workload.Workload, error)) *report.Sweep {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	fo.BinDir, fo.Routers, fo.WorkDir = bins.Dir(t), 2, t.TempDir()
+	f, err := fleet.Start(ctx, fo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fleettest.CheckNone(t, fo.WorkDir)
+	defer f.Close()
+	policies, err := bench.SelectPolicies(policyList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := bench.Sweep(ctx, f, bench.SweepOptions{
+		Options: bench.Options{Policies: policies, Model: "sim-model", BlockSize: 16, SLO: slo},
+		Rates:   rates, Build: build,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Rates) != len(rates) {
+		t.Fatalf("sweep has %d rates; want %v", len(s.Rates), rates)
+	}
+	for _, r := range s.Rates {
+		for _, p := range r.Policies {
+			t.Logf("%g/s %s: %d ok, %d shed, %d interrupted, oracle share %.1f%%, goodput %.2f req/s (%.0f%% within the SLO), TTFT p90 %.0f ms, p99 %.0f ms, busiest replica %.0f%%, send lag p99 %.0f ms",
+				r.Rate, p.Policy, p.OK, p.Shed, p.Interrupted, 100*p.OracleHitShare, p.Goodput, 100*p.GoodputShare, p.TTFT.P90, p.TTFT.P99,
+				100*p.BusiestShare, p.SendLag.P99)
+			if got := p.OK + p.Shed + p.Interrupted + p.Rejected; got != r.Requests || p.Requests != r.Requests {
+				t.Errorf("%g/s %s: %d of %d requests accounted for", r.Rate, p.Policy, got, r.Requests)
+			}
+		}
+	}
+	return s
 }
