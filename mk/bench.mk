@@ -103,6 +103,8 @@ BENCH_QUICK_OUT ?= $(or $(TMPDIR),/tmp)/llmgw-bench-quick
 # (four agents run the same generator). Six sweeps of three or four
 # policies took 9.8 minutes.
 BENCH_QUICK_POLICIES ?= precise-prefix,llmd-sticky
+# After each sweep's own flags and the common ones, which they override.
+BENCH_QUICK_FLAGS ?= -quick -runs 1 -policies $(BENCH_QUICK_POLICIES)
 
 BENCH_POLICIES ?= round-robin,least-loaded,approx-prefix,prefix-load,precise-prefix
 BENCH_CHAT_FLAGS ?= -workload chat -rate 4 -seed 1 -policies $(BENCH_POLICIES)
@@ -137,11 +139,11 @@ bench-policies: build bin/consul ## sweep every routing policy over arrival rate
 	./bin/llmgw bench $(BENCH_AGENT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_AGENT_DURATION) -out docs/bench/sweep-coding-agent -doc docs/BENCHMARKS.md -section sweep-coding-agent
 
 bench-policies-quick: build bin/consul ## the rate sweeps in a few minutes (-quick), docs untouched
-	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -runs 1 -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/fan-out-agents
-	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -runs 1 -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/mixed-tenants
-	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) -quick -runs 1 -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/many-session
-	./bin/llmgw bench $(BENCH_B2B_FLAGS) $(BENCH_SWEEP_COMMON) -quick -runs 1 -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/b2b-saas
-	./bin/llmgw bench $(BENCH_AGENT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_AGENT_DURATION) -quick -runs 1 -policies $(BENCH_QUICK_POLICIES) -out $(BENCH_QUICK_OUT)/coding-agent
+	./bin/llmgw bench $(BENCH_AGENTS_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_QUICK_FLAGS) -out $(BENCH_QUICK_OUT)/fan-out-agents
+	./bin/llmgw bench $(BENCH_TENANTS_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_QUICK_FLAGS) -out $(BENCH_QUICK_OUT)/mixed-tenants
+	./bin/llmgw bench $(BENCH_SESSIONS_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_QUICK_FLAGS) -out $(BENCH_QUICK_OUT)/many-session
+	./bin/llmgw bench $(BENCH_B2B_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_QUICK_FLAGS) -out $(BENCH_QUICK_OUT)/b2b-saas
+	./bin/llmgw bench $(BENCH_AGENT_FLAGS) $(BENCH_SWEEP_COMMON) $(BENCH_AGENT_DURATION) $(BENCH_QUICK_FLAGS) -out $(BENCH_QUICK_OUT)/coding-agent
 
 bench-policies-single: build bin/consul ## rerun the single-rate routing-policy comparisons into docs/bench/<workload>/
 	./bin/llmgw bench $(BENCH_CHAT_FLAGS) -out docs/bench/chat
