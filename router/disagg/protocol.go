@@ -37,32 +37,58 @@ func object(body []byte, what string) (map[string]json.RawMessage, error) {
 }
 
 // PrefillBody turns a client's request body into the prefill step's: the
-// same request with kv_transfer_params asking for a remote decode, not
-// streamed, one token long (max_tokens 1, and max_completion_tokens 1 when
-// the client sent it), without stream_options, min_tokens or
+// same request with kv_transfer_params asking for a remote decode, as
+// PrefillOnlyBody makes it.
+func PrefillBody(body []byte) ([]byte, error) {
+	m, err := prefillOnly(body)
+	if err != nil {
+		return nil, err
+	}
+	m["kv_transfer_params"] = prefillRequestParams
+	return json.Marshal(m)
+}
+
+// PrefillOnlyBody turns a client's request body into one that has the
+// engine compute the prompt and little else: not streamed, one token long
+// (max_tokens 1, and max_completion_tokens 1 when the client sent it), one
+// choice (n 1, no best_of), without stream_options, min_tokens or
 // min_completion_tokens (a one-token answer cannot honour them). It also
 // sets ignore_eos and drops stop and stop_token_ids: vLLM holds a prefill's
 // blocks for the decode side only when the request ends by length, and the
 // one token is thrown away, so an EOS or a stop match on it would only
 // cost the transfer (the decode replica then prefills the prompt itself).
-func PrefillBody(body []byte) ([]byte, error) {
+// The router sends it alone to copy a hot prefix to an idle replica
+// (route.Plan.Warm), and with kv_transfer_params as a disaggregated
+// request's prefill step (PrefillBody).
+func PrefillOnlyBody(body []byte) ([]byte, error) {
+	m, err := prefillOnly(body)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+func prefillOnly(body []byte) (map[string]json.RawMessage, error) {
 	m, err := object(body, "request body")
 	if err != nil {
 		return nil, err
 	}
-	m["kv_transfer_params"] = prefillRequestParams
 	m["stream"] = json.RawMessage("false")
 	m["max_tokens"] = json.RawMessage("1")
 	if _, ok := m["max_completion_tokens"]; ok {
 		m["max_completion_tokens"] = json.RawMessage("1")
 	}
+	if _, ok := m["n"]; ok {
+		m["n"] = json.RawMessage("1")
+	}
+	delete(m, "best_of")
 	delete(m, "stream_options")
 	delete(m, "min_tokens")
 	delete(m, "min_completion_tokens")
 	m["ignore_eos"] = json.RawMessage("true")
 	delete(m, "stop")
 	delete(m, "stop_token_ids")
-	return json.Marshal(m)
+	return m, nil
 }
 
 // DecodeBody is the decode step's body: the client's request as it was
