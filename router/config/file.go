@@ -94,6 +94,9 @@ type fileScheduler struct {
 	Filters []filePlugin `hcl:"filter,block"`
 	Scorers []filePlugin `hcl:"scorer,block"`
 	Picker  *filePlugin  `hcl:"picker,block"`
+	// Replicator is optional: a scheduler block without one copies no
+	// hot prefixes.
+	Replicator *filePlugin `hcl:"replicator,block"`
 }
 
 type filePlugin struct {
@@ -286,6 +289,13 @@ func (fs *fileScheduler) toConfig() (scheduler.Config, error) {
 		return out, err
 	}
 	out.Picker = s
+	if fs.Replicator != nil {
+		r, err := fs.Replicator.spec("replicator")
+		if err != nil {
+			return out, err
+		}
+		out.Replicator = &r
+	}
 	return out, nil
 }
 

@@ -52,6 +52,13 @@ func RegisterBuiltins(r *Registry) error {
 			}
 			return &TTFTScorer{name: n, p: p}, nil
 		}},
+		{"hot-prefix", func(n TypedName, raw json.RawMessage, d Deps) (Plugin, error) {
+			p := defaultHotPrefixParams()
+			if err := decodeValid(raw, &p); err != nil {
+				return nil, err
+			}
+			return newHotPrefix(n, p, d.Now), nil
+		}},
 		{"session", func(n TypedName, raw json.RawMessage, d Deps) (Plugin, error) {
 			p := defaultSessionParams()
 			if err := decodeValid(raw, &p); err != nil {

@@ -66,6 +66,9 @@ type Config struct {
 	Filters []Spec `json:"filters"`
 	Scorers []Spec `json:"scorers"`
 	Picker  Spec   `json:"picker"`
+	// Replicator, when set, copies hot prefixes to idle replicas
+	// (Replicator); nil runs none.
+	Replicator *Spec `json:"replicator,omitempty"`
 }
 
 // DefaultConfig is the configuration used when the router's config has no
@@ -84,7 +87,8 @@ func DefaultConfig() Config {
 			{Type: "load", Weight: 1},
 			{Type: "session", Weight: 3},
 		},
-		Picker: Spec{Type: "max-score"},
+		Picker:     Spec{Type: "max-score"},
+		Replicator: &Spec{Type: "hot-prefix"},
 	}
 }
 
@@ -160,5 +164,17 @@ func (r *Registry) Build(cfg Config, deps Deps) (*Scheduler, error) {
 	if !ok {
 		return nil, fmt.Errorf("picker: %s is not a picker", p.TypedName())
 	}
-	return New(filters, scorers, pk)
+	s, err := New(filters, scorers, pk)
+	if err != nil || cfg.Replicator == nil {
+		return s, err
+	}
+	p, err = build("replicator", *cfg.Replicator)
+	if err != nil {
+		return nil, err
+	}
+	rp, ok := p.(Replicator)
+	if !ok {
+		return nil, fmt.Errorf("replicator: %s is not a replicator", p.TypedName())
+	}
+	return s.WithReplicator(rp), nil
 }

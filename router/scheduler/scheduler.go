@@ -26,12 +26,15 @@ type WeightedScorer struct {
 
 // Scheduler runs filters, then weighted scorers, then the picker.
 type Scheduler struct {
-	filters   []Filter
-	scorers   []WeightedScorer
-	picker    Picker
-	observers []Observer
-	names     []string  // scorer names, for Decision.Scorers
-	weights   []float64 // scorer weights, for Decision.Weights
+	filters []Filter
+	scorers []WeightedScorer
+	picker  Picker
+	// replicator, when set, proposes a candidate to copy a hot prefix to
+	// after each decision (Decision.Warm).
+	replicator Replicator
+	observers  []Observer
+	names      []string  // scorer names, for Decision.Scorers
+	weights    []float64 // scorer weights, for Decision.Weights
 }
 
 // New assembles a scheduler. Plugins that also implement Observer are told
@@ -95,6 +98,10 @@ type Decision struct {
 	Weights []float64
 	// Filtered counts candidates removed by each filter.
 	Filtered map[string]int
+	// Warm, when not nil, is a candidate the replicator proposes to send
+	// the prompt's prefill alone (Replicator), never Chosen. It lives in
+	// the request's scratch memory, as Fallbacks do.
+	Warm *Ranked
 }
 
 // Score returns r's unweighted score from the named scorer (0 if absent).
@@ -135,7 +142,37 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 	}
 	d.Scorers, d.Weights = s.names, s.weights
 	d.Chosen, d.Fallbacks = s.rank(req, live, totals, per, pick)
+	if s.replicator != nil {
+		if j := s.replicator.Replicate(ctx, req, live, pick); j >= 0 && j < len(live) && j != pick {
+			c := &req.cycle
+			c.warm = Ranked{Candidate: live[j], Total: totals[j], Scores: per[j*len(s.scorers) : (j+1)*len(s.scorers) : (j+1)*len(s.scorers)]}
+			c.warm.CachedBlocks, c.warm.Mode, c.warm.Rank = req.predicted(j)
+			d.Warm = &c.warm
+		}
+	}
 	return d, nil
+}
+
+// WithReplicator adds r as s's replicator (Decision.Warm), and as an
+// observer when it is one. It must be called before s schedules.
+func (s *Scheduler) WithReplicator(r Replicator) *Scheduler {
+	s.replicator = r
+	if o, ok := r.(Observer); ok && !slices.ContainsFunc(s.observers, func(x Observer) bool { return Plugin(x) == Plugin(o) }) {
+		s.observers = append(s.observers, o)
+	}
+	return s
+}
+
+// Warming tells the observers that req's prefill is being sent to target
+// alone, to copy its prefix there (Decision.Warm): the prefix scorers
+// credit target with the prompt as for a routed request, so the next
+// decisions see it coming. The request's session is not moved there: the
+// session's next turn belongs where its answer came from.
+func (s *Scheduler) Warming(req *Request, target *Candidate) {
+	session := req.SessionID
+	req.SessionID = ""
+	s.RoutedRank(req, target, -1)
+	req.SessionID = session
 }
 
 // filter runs the filters over a copy of cands in req's scratch memory,

@@ -78,6 +78,7 @@ type cycleState struct {
 	state []resetter // by StateKey id; nil for keys not used on this Request
 
 	live                []Candidate // the filters' survivors
+	warm                Ranked      // Decision.Warm's
 	totals, per, scores []float64
 	order               []int
 	sortKeys            []uint64
