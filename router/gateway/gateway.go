@@ -74,6 +74,7 @@ type Gateway struct {
 	admin  *gin.Engine
 	tr     *transport
 	conv   Conversations
+	warms  *warmer
 }
 
 // New builds the gateway and its routes.
@@ -103,7 +104,7 @@ func New(d Deps) (*Gateway, error) {
 		t.MaxIdleConnsPerHost = 256
 		d.Transport = t
 	}
-	g := &Gateway{d: d, conv: d.Conversations}
+	g := &Gateway{d: d, conv: d.Conversations, warms: newWarmer(d.Metrics)}
 	if g.conv == nil {
 		g.conv = localConversations()
 	}
@@ -151,9 +152,11 @@ func newEngine(log hclog.Logger) *gin.Engine {
 // /tokenize, /detokenize and /version, /health and /ready, nothing else.
 func (g *Gateway) Handler() http.Handler { return g.engine }
 
-// Close drops idle connections to replicas; call it after the API server
+// Close stops the prefix copies in flight (warm.go) and waits for them,
+// then drops idle connections to replicas; call it after the API server
 // has shut down.
 func (g *Gateway) Close() {
+	g.warms.close()
 	if t, ok := g.d.Transport.(interface{ CloseIdleConnections() }); ok {
 		t.CloseIdleConnections()
 	}
@@ -259,6 +262,9 @@ func (g *Gateway) servePlanned(c *gin.Context, in route.Input, proxy http.Handle
 		}
 	} else {
 		g.planMigration(rt, in.Kind, p, session)
+	}
+	if !rt.remotePrefill {
+		g.warm(p)
 	}
 	r := c.Request.WithContext(context.WithValue(c.Request.Context(), routeKey{}, rt))
 	r.Body = http.NoBody

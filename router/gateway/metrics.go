@@ -20,6 +20,9 @@ type Metrics struct {
 	// ResponsesKept counts Responses answers by what became of them in
 	// the conversation store (kept, too_large, not_kept).
 	ResponsesKept *prometheus.CounterVec
+	// Warms counts the prefix copies sent to idle replicas (route.Plan.Warm)
+	// by result: ok, error, canceled, skipped (too many in flight).
+	Warms *prometheus.CounterVec
 }
 
 // NewMetrics registers the gateway's series, plus extra collectors (the
@@ -39,8 +42,11 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 		ResponsesKept: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "llmgw_responses_kept_total", Help: "Responses API answers the client asked to store, by result: kept, too_large (over the store's entry limit), not_kept (an error, a failed or cut stream).",
 		}, []string{"result"}),
+		Warms: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "llmgw_prefix_warms_total", Help: "Prompts sent to an idle replica to copy a hot shared prefix there, by result: ok, error, canceled (the router closing), skipped (too many copies in flight).",
+		}, []string{"result"}),
 	}
-	m.Registry.MustRegister(m.Requests, m.Attempts, m.Ingest, m.ResponsesKept,
+	m.Registry.MustRegister(m.Requests, m.Attempts, m.Ingest, m.ResponsesKept, m.Warms,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Migrations = newMigrationMetrics()
 	m.Registry.MustRegister(m.Migrations.collectors()...)
