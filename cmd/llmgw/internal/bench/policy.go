@@ -85,7 +85,7 @@ func defaultWithRule(rule string) string {
 func defaultWithPrefixParams(params string) string {
 	return filters + "scorer \"prefix\" {\n  weight = 1\n  params = { " + params + " }\n}\n" +
 		"scorer \"approx-prefix\" {\n  weight = 1\n}\nscorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\n" +
-		"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"
+		"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\nreplicator \"hot-prefix\" {}\n"
 }
 
 // SelectPolicies returns the named policies, in the order given; a comma
