@@ -58,7 +58,9 @@ deps: ## install missing Debian packages (libzmq3-dev, pkg-config, protobuf-comp
 
 build: deps ## compile every package and put the binaries in bin/
 	$(GO) build ./...
-	$(GO) build -o bin/ ./cmd/...
+	@# -buildvcs=auto stamps the commit into the binaries (llmgw bench's
+	@# provenance reads it) even where GOFLAGS turns stamping off.
+	$(GO) build -buildvcs=auto -o bin/ ./cmd/...
 
 # bin/consul: the MPL-2.0 Consul agent, built from the nested module in
 # consul/agent so the main go.mod stays lean. About 8 minutes cold on 2 cores.
