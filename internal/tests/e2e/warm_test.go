@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/llmgw/llmgw/internal/testkit/poll"
@@ -45,7 +42,7 @@ func TestHotPrefixCopiedToIdleReplica(t *testing.T) {
 		}
 	}
 
-	poll.Until(t, "the router to count one copy answered", func() bool { return warms(t, r.AdminAddr(), "ok") == 1 })
+	waitMetrics(t, r, `llmgw_prefix_warms_total{result="ok"} 1`)
 	var copies []string
 	for _, id := range f.ids {
 		if id == home {
@@ -72,27 +69,4 @@ func TestHotPrefixCopiedToIdleReplica(t *testing.T) {
 	if n := f.sims[home].metric(t, "vllm:request_success_total"); n != 3 {
 		t.Errorf("%s served %g requests; want the client's 3", home, n)
 	}
-}
-
-// warms reads llmgw_prefix_warms_total{result} from a router's admin
-// port.
-func warms(t *testing.T, admin, result string) float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	prefix := `llmgw_prefix_warms_total{result="` + result + `"} `
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", sc.Text(), err)
-			}
-			return f
-		}
-	}
-	return 0
 }
