@@ -28,7 +28,10 @@
 // and migration (migration.go, with router/migrate building the
 // continuation and splicing its stream) continues a stream whose replica
 // fails after its first byte on a replica the planner reschedules
-// (route.Planner.Reschedule). internal/tests/layering fails if this
+// (route.Planner.Reschedule). When the plan proposes a prefix copy
+// (route.Plan.Warm), warm.go sends the prompt's prefill alone to that
+// idle replica in a goroutine the gateway owns (Close cancels and waits
+// for it), beside the request. internal/tests/layering fails if this
 // package imports the scheduler, the replica set or the other decision
 // packages directly.
 //

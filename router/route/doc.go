@@ -18,8 +18,11 @@
 //     not a separate path.
 //
 // The plan lists the replicas to try in order (Attempt) with their
-// addresses, the tenant's hold on its limits and, for a disaggregated
-// request, the prefill step's replicas. The caller sends the request and
+// addresses, the tenant's hold on its limits, for a disaggregated
+// request the prefill step's replicas, and, when the scheduler's
+// replicator proposes one, an idle replica to copy the prompt's hot
+// prefix to (Plan.Warm, which the caller sends the prompt's prefill alone
+// and reports with Plan.Warming). The caller sends the request and
 // tells the plan what happened (Plan.Sent, Plan.Served), which feeds the
 // scheduler's observers, the metrics and the decision log; it gives the
 // plan back with Planner.Release.
