@@ -92,8 +92,10 @@ BENCH_B2B_FLAGS ?= -workload b2b-saas -shards 8 -max-model-len 3072 -rates 4,8,1
 # be read (docs/notes/2026-12-05-coding-agent-sweep.md).
 BENCH_AGENT_FLAGS ?= -workload coding-agent -shards 8 -max-model-len 32768 -rates 0.8,1.6,3.2 -policies $(BENCH_AGENT_POLICIES)
 # 20 s of session starts (after the common flags, whose 10 s it
-# overrides): a session lasts about 45 s.
-BENCH_AGENT_DURATION ?= -duration 20s
+# overrides): a session lasts about 45 s. Three runs of five policies at
+# three rates are 45 of them, 90-100 s each: past llmgw bench's 30-minute
+# default bound, hence the timeout.
+BENCH_AGENT_DURATION ?= -duration 20s -timeout 2h
 # The current peers' defaults (dynamo-1.7 decides as dynamo): a run of
 # the coding-agent sweep is about 90 s a policy and rate.
 BENCH_AGENT_POLICIES ?= round-robin,precise-prefix,dynamo,llmd-sticky,smg-1.9
