@@ -144,10 +144,8 @@ func (s *Scheduler) Schedule(ctx context.Context, req *Request, cands []Candidat
 	d.Chosen, d.Fallbacks = s.rank(req, live, totals, per, pick)
 	if s.replicator != nil {
 		if j := s.replicator.Replicate(ctx, req, live, pick); j >= 0 && j < len(live) && j != pick {
-			c := &req.cycle
-			c.warm = Ranked{Candidate: live[j], Total: totals[j], Scores: per[j*len(s.scorers) : (j+1)*len(s.scorers) : (j+1)*len(s.scorers)]}
-			c.warm.CachedBlocks, c.warm.Mode, c.warm.Rank = req.predicted(j)
-			d.Warm = &c.warm
+			req.cycle.warm = s.ranked(req, live, totals, per, j)
+			d.Warm = &req.cycle.warm
 		}
 	}
 	return d, nil
@@ -232,7 +230,6 @@ func (s *Scheduler) score(ctx context.Context, req *Request, live []Candidate) (
 // that is set, in req's scratch memory.
 func (s *Scheduler) rank(req *Request, live []Candidate, totals, per []float64, pick int) (Ranked, []Ranked) {
 	c := &req.cycle
-	ns := len(s.scorers)
 	order := c.order[:0]
 	for j := range live {
 		if j != pick {
@@ -248,15 +245,20 @@ func (s *Scheduler) rank(req *Request, live []Candidate, totals, per []float64, 
 	c.order = order
 	c.ranked = resize(c.ranked, len(order)+1)
 	ranked := c.ranked
-	rank := func(r *Ranked, j int) {
-		*r = Ranked{Candidate: live[j], Total: totals[j], Scores: per[j*ns : (j+1)*ns : (j+1)*ns]}
-		r.CachedBlocks, r.Mode, r.Rank = req.predicted(j)
-	}
-	rank(&ranked[0], pick)
+	ranked[0] = s.ranked(req, live, totals, per, pick)
 	for k, j := range order {
-		rank(&ranked[k+1], j)
+		ranked[k+1] = s.ranked(req, live, totals, per, j)
 	}
 	return ranked[0], ranked[1:]
+}
+
+// ranked is candidate j's place in the decision: its total, its
+// unweighted scores (a window of per) and what was predicted for it.
+func (s *Scheduler) ranked(req *Request, live []Candidate, totals, per []float64, j int) Ranked {
+	ns := len(s.scorers)
+	r := Ranked{Candidate: live[j], Total: totals[j], Scores: per[j*ns : (j+1)*ns : (j+1)*ns]}
+	r.CachedBlocks, r.Mode, r.Rank = req.predicted(j)
+	return r
 }
 
 // rankOrder sorts order (candidate positions, ascending) by total, best
