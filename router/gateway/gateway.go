@@ -263,9 +263,7 @@ func (g *Gateway) servePlanned(c *gin.Context, in route.Input, proxy http.Handle
 	} else {
 		g.planMigration(rt, in.Kind, p, session)
 	}
-	if !rt.remotePrefill {
-		g.warm(p)
-	}
+	g.warm(p)
 	r := c.Request.WithContext(context.WithValue(c.Request.Context(), routeKey{}, rt))
 	r.Body = http.NoBody
 	return g.proxyLimited(c.Writer, r, proxy, p)
