@@ -21,6 +21,9 @@ type Fleet interface {
 	// when no Consul runs: clients then send to RouterURLs.
 	ConsulDNSAddr() string
 	RouterURLs() []string
+	// AdminURL is the admin listener (metrics) of the router whose API
+	// is at apiURL, one of RouterURLs; "" for none.
+	AdminURL(apiURL string) string
 	// APIKey is the key the routers accept from clients.
 	APIKey() string
 	// RestartRouters starts new routers with scheduler as their
@@ -124,10 +127,23 @@ func Run(ctx context.Context, f Fleet, o Options) (*report.Report, error) {
 				sum.UseEngineHits(after - hitsBefore)
 			}
 		}
+		if n, err := prefixCopies(ctx, hc, adminURLs(f)); err == nil {
+			sum.Copies = &n
+		}
 		rep.Policies = append(rep.Policies, sum)
 	}
 	rep.HostLoad = hostLoad()
 	return rep, nil
+}
+
+// adminURLs are the live routers' admin listeners.
+func adminURLs(f Fleet) []string {
+	api := f.RouterURLs()
+	out := make([]string, len(api))
+	for i, u := range api {
+		out[i] = f.AdminURL(u)
+	}
+	return out
 }
 
 func runPolicy(ctx context.Context, p Policy, routers client.Routers, key string, o Options) ([]client.Result, time.Duration) {

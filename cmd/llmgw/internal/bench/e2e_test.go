@@ -81,6 +81,42 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("the default's prefix copies are counted, round-robin makes none", func(t *testing.T) {
+		// One 1,000-token head (62 blocks, over hot-prefix's 32) sent
+		// about twice a second for 8 s: each router sees it in three
+		// distinct seconds well before the end, and copies it to the
+		// shards that lack it, which are idle at this rate.
+		w, err := workload.SharedPrefix(workload.PrefixOptions{Groups: 1, PerGroup: 16, PrefixTokens: 1000, SuffixTokens: 30, OutputTokens: 4, Rate: 2, Seed: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		both, err := bench.SelectPolicies("precise-prefix,round-robin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := bench.Run(ctx, f, bench.Options{Workload: w, Policies: both, Model: "sim-model", BlockSize: 16,
+			SLO: report.SLO{TTFT: time.Second, ITL: 100 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		copies := map[string]int{}
+		for _, s := range rep.Policies {
+			if s.Copies == nil {
+				t.Fatalf("%s: the routers' copies were not read", s.Policy)
+			}
+			copies[s.Policy] = *s.Copies
+		}
+		t.Logf("prefix copies: %v", copies)
+		// Each of the two routers copies to at most the three shards
+		// without the head.
+		if n := copies["precise-prefix"]; n < 1 || n > 6 {
+			t.Errorf("the default made %d prefix copies; want 1-6", n)
+		}
+		if n := copies["round-robin"]; n != 0 {
+			t.Errorf("round-robin (no replicator) made %d prefix copies; want 0", n)
+		}
+	})
+
 	t.Run("prompts over max_model_len are rejected, not shed", func(t *testing.T) {
 		w, err := workload.SharedPrefix(workload.PrefixOptions{Groups: 1, PerGroup: 3, PrefixTokens: 5000, SuffixTokens: 30, OutputTokens: 8, Rate: 8, Seed: 3})
 		if err != nil {

@@ -18,28 +18,30 @@ const engineHitsMetric = "vllm:prefix_cache_hits_total"
 func engineHits(ctx context.Context, hc *http.Client, engines []string) (float64, error) {
 	total := 0.0
 	for _, u := range engines {
-		n, err := scrapeCounter(ctx, hc, u+"/metrics", engineHitsMetric)
+		n, err := scrapeCounter(ctx, hc, u+"/metrics", engineHitsMetric, "")
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("engine metrics: %w", err)
 		}
 		total += n
 	}
 	return total, nil
 }
 
-// scrapeCounter sums the samples of one metric in a Prometheus text page.
-func scrapeCounter(ctx context.Context, hc *http.Client, url, name string) (float64, error) {
+// scrapeCounter sums the samples of one metric in a Prometheus text page:
+// every label set, or with label (such as `result="ok"`) only the sets
+// holding it.
+func scrapeCounter(ctx context.Context, hc *http.Client, url, name, label string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("engine metrics: %w", err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("engine metrics %s: status %d", url, resp.StatusCode)
+		return 0, fmt.Errorf("%s: status %d", url, resp.StatusCode)
 	}
 	sum := 0.0
 	sc := bufio.NewScanner(resp.Body)
@@ -49,18 +51,22 @@ func scrapeCounter(ctx context.Context, hc *http.Client, url, name string) (floa
 		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
 			continue
 		}
-		f := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		end := strings.LastIndexByte(rest, '}')
+		if label != "" && !strings.Contains(rest[:end+1], label) {
+			continue
+		}
+		f := strings.Fields(rest[end+1:])
 		if len(f) == 0 {
 			continue
 		}
 		v, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
-			return 0, fmt.Errorf("engine metrics %s: %s: %w", url, name, err)
+			return 0, fmt.Errorf("%s: %s: %w", url, name, err)
 		}
 		sum += v
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("engine metrics %s: %w", url, err)
+		return 0, fmt.Errorf("%s: %w", url, err)
 	}
 	return sum, nil
 }

@@ -157,9 +157,26 @@ func medianSummary(ps []Summary) Summary {
 	m.OracleHitShare = med(func(p Summary) float64 { return p.OracleHitShare })
 	m.BusiestShare = med(func(p Summary) float64 { return p.BusiestShare })
 	m.PredictedExactShare = med(func(p Summary) float64 { return p.PredictedExactShare })
+	m.Copies = medianCount(ps, func(p Summary) *int { return p.Copies })
 	m.SendLag.P50 = Millis(med(func(p Summary) float64 { return float64(p.SendLag.P50) }))
 	m.SendLag.P99 = slices.MaxFunc(ps, func(a, b Summary) int { return cmpMillis(a.SendLag.P99, b.SendLag.P99) }).SendLag.P99
 	return m
+}
+
+// medianCount is the median of the counts ps have (rounded half up), nil
+// when none has one.
+func medianCount(ps []Summary, f func(Summary) *int) *int {
+	var xs []float64
+	for _, p := range ps {
+		if n := f(p); n != nil {
+			xs = append(xs, float64(*n))
+		}
+	}
+	if len(xs) == 0 {
+		return nil
+	}
+	n := int(spreadOf(xs).Median + 0.5)
+	return &n
 }
 
 func cmpMillis(a, b Millis) int {

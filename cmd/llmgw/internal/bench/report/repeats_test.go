@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,4 +114,56 @@ func TestP90NotRecorded(t *testing.T) {
 		!strings.Contains(md, "| 1 | precise-prefix | 100.0 ms | not recorded | 200.0 ms |") {
 		t.Errorf("markdown shows a p90 it does not have:\n%s", md)
 	}
+}
+
+// TestSweepCopies: the prefix copies' median is over the runs that read
+// them, a policy no run read shows "-", and a count of 0 (a policy that
+// has no replicator) shows 0, not "-".
+func TestSweepCopies(t *testing.T) {
+	n := func(v int) *int { return &v }
+	s := threeRuns()
+	runs := s.Runs()
+	runs[0].Rates[2].Policies[1].Copies = n(4)
+	runs[2].Rates[2].Policies[1].Copies = n(7)
+	for _, r := range runs {
+		r.Rates[2].Policies[0].Copies = n(0)
+	}
+	m := s.Median()
+	if got := m.Rates[2].Policies[1].Copies; got == nil || *got != 6 {
+		t.Errorf("default's median copies %v; want 6 (of 4, 7; one run unread)", got)
+	}
+	if got := m.Rates[2].Policies[2].Copies; got != nil {
+		t.Errorf("dynamo's copies %d; want none read", *got)
+	}
+	md := m.Markdown(nil)
+	for policy, want := range map[string]string{"round-robin": "0", "precise-prefix": "6", "dynamo": "-"} {
+		if got := rateCell(md, 4, policy, "prefix copies"); got != want {
+			t.Errorf("%s's prefix copies at 4 req/s read %q; want %q:\n%s", policy, got, want, md)
+		}
+	}
+}
+
+// rateCell is the cell under column in the per-rate table's row for
+// (rate, policy), "" when there is none.
+func rateCell(md string, rate float64, policy, column string) string {
+	var cols []string
+	for _, line := range strings.Split(md, "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if len(cells) > 2 && cells[0] == "rate" && cells[1] == "policy" {
+			cols = cells
+			continue
+		}
+		if cols == nil || len(cells) != len(cols) || cells[0] != strconv.FormatFloat(rate, 'g', -1, 64) || cells[1] != policy {
+			continue
+		}
+		for i, c := range cols {
+			if c == column {
+				return cells[i]
+			}
+		}
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -56,16 +57,16 @@ func (r *Report) Markdown(plots []string) string {
 	fmt.Fprintf(&b, "Workload `%s`: %d requests %s; %s.\n", r.Workload, r.Requests, pace, r.Setup)
 	fmt.Fprintf(&b, "The oracle (an infinite cache shared by the fleet, the last prompt token recomputed) could reuse %d of %d prompt tokens (%s).\n",
 		r.ReusableTokens, r.PromptTokens, pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
-	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s; \"predicted = reported\" is the share of completed requests whose cached tokens the router predicted exactly as the engine reported them in the answer's usage; \"busiest replica\" is the share of requests the most used replica served; \"rejected\" were refused as invalid (4xx, e.g. a prompt over the engines' max_model_len), \"shed\" failed for want of capacity or of a replica.\n\n", r.SLO.TTFT, r.SLO.ITL)
-	b.WriteString("| policy | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | E2E p50 | E2E p99 | goodput | rejected | shed | interrupted | cached share | of oracle | predicted = reported | busiest replica |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "Goodput counts requests with TTFT <= %s and mean inter-token gap <= %s; \"predicted = reported\" is the share of completed requests whose cached tokens the router predicted exactly as the engine reported them in the answer's usage; \"busiest replica\" is the share of requests the most used replica served; \"prefix copies\" the prompts the routers sent on their own to copy a hot prefix to an idle replica (- where not read); \"rejected\" were refused as invalid (4xx, e.g. a prompt over the engines' max_model_len), \"shed\" failed for want of capacity or of a replica.\n\n", r.SLO.TTFT, r.SLO.ITL)
+	b.WriteString("| policy | TTFT p50 | TTFT p99 | ITL p50 | ITL p99 | E2E p50 | E2E p99 | goodput | rejected | shed | interrupted | cached share | of oracle | predicted = reported | busiest replica | prefix copies |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range r.Policies {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %d | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %.2f req/s (%s) | %d | %d | %d | %s | %s | %s | %s | %s |\n",
 			s.Policy, fmtMs(s.TTFT.P50), fmtMs(s.TTFT.P99), fmtMs(s.ITL.P50), fmtMs(s.ITL.P99), fmtMs(s.E2E.P50), fmtMs(s.E2E.P99),
 			s.Goodput, pct(s.GoodputShare), s.Rejected, s.Shed, s.Interrupted, pct(s.CachedShare), pct(s.OracleHitShare),
-			predictedExact(s), pct(s.BusiestShare))
+			predictedExact(s), pct(s.BusiestShare), fmtCount(s.Copies))
 	}
-	fmt.Fprintf(&b, "| oracle (bound) | | | | | | | | | | | %s | 100%% | | |\n", pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
+	fmt.Fprintf(&b, "| oracle (bound) | | | | | | | | | | | %s | 100%% | | | |\n", pct(float64(r.ReusableTokens)/float64(max(r.PromptTokens, 1))))
 	if len(plots) > 0 {
 		b.WriteString("\n")
 		for _, p := range plots {
@@ -103,6 +104,14 @@ func predictedExact(s Summary) string {
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+// fmtCount shows a count that may not have been read ("-").
+func fmtCount(n *int) string {
+	if n == nil {
+		return "-"
+	}
+	return strconv.Itoa(*n)
+}
 
 func fmtMs(m Millis) string {
 	d := time.Duration(float64(m) * float64(time.Millisecond))

@@ -78,6 +78,13 @@ type Summary struct {
 	// router's X-Llmgw-Replica header (cmd/llmgw/internal/fleet's routers run with
 	// expose_route_headers; a default router sends none).
 	BusiestShare float64 `json:"busiest_replica_share"`
+	// Copies counts the prompts the routers sent to idle replicas to
+	// copy a hot shared prefix there, answered (the routers'
+	// llmgw_prefix_warms_total{result="ok"} after the run): load the
+	// client did not send, which the policy chose to add. Nil where it
+	// was not read: reports from before the count, or routers whose
+	// metrics did not answer.
+	Copies *int `json:"prefix_copies,omitempty"`
 	// SendLag is how late the client sent the open-loop requests against
 	// the workload's schedule (SendLag; set by the caller, which knows the
 	// schedule): a host that limits the rate shows here first.

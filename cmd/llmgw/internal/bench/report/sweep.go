@@ -336,18 +336,19 @@ func winList(wins []Win) string {
 // oracle.
 func (s *Sweep) writeRates(b *strings.Builder) {
 	if n := len(s.Runs()); n > 1 {
-		fmt.Fprintf(b, "Per rate, the median of the %d runs; goodput, TTFT p90 and share of the oracle with their range; the send lag the worst run's.\n\n", n)
+		fmt.Fprintf(b, "Per rate, the median of the %d runs; goodput, TTFT p90 and share of the oracle with their range; the send lag the worst run's. ", n)
 	}
-	b.WriteString("| rate | policy | TTFT p50 | TTFT p90 | TTFT p99 | ITL p99 | goodput | shed | interrupted | cached share | of oracle | busiest replica | send lag p99 |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("Prefix copies are the prompts the routers sent on their own to copy a hot prefix to an idle replica (- where not read).\n\n")
+	b.WriteString("| rate | policy | TTFT p50 | TTFT p90 | TTFT p99 | ITL p99 | goodput | shed | interrupted | cached share | of oracle | busiest replica | prefix copies | send lag p99 |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range s.Rates {
 		for _, p := range r.Policies {
 			good := s.spreadAt(i, p.Policy, func(x Summary) float64 { return x.Goodput })
 			p90 := s.spreadAt(i, p.Policy, func(x Summary) float64 { return float64(x.TTFT.P90) })
 			oracle := s.spreadAt(i, p.Policy, func(x Summary) float64 { return x.OracleHitShare })
-			fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %s | %s (%s) | %d | %d | %s | %s | %s | %s |\n",
+			fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %s | %s (%s) | %d | %d | %s | %s | %s | %s | %s |\n",
 				r.Rate, p.Policy, fmtMs(p.TTFT.P50), p90Spread(p90), fmtMs(p.TTFT.P99), fmtMs(p.ITL.P99), good.Format(hundredths, " req/s"),
-				pct(p.GoodputShare), p.Shed, p.Interrupted, pct(p.CachedShare), pctSpread(oracle), pct(p.BusiestShare), fmtMs(p.SendLag.P99))
+				pct(p.GoodputShare), p.Shed, p.Interrupted, pct(p.CachedShare), pctSpread(oracle), pct(p.BusiestShare), fmtCount(p.Copies), fmtMs(p.SendLag.P99))
 		}
 	}
 }
