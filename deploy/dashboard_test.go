@@ -72,7 +72,7 @@ func TestDashboardShape(t *testing.T) {
 		}
 	}
 	all := strings.Join(titles, "\n")
-	for _, topic := range []string{"routing mode", "predicted vs reported", "overhead", "ingest lag", "gaps", "queue depth", "429s", "per-tenant", "peer"} {
+	for _, topic := range []string{"routing mode", "predicted vs reported", "overhead", "ingest lag", "gaps", "queue depth", "429s", "per-tenant", "peer", "hot-prefix copies"} {
 		if !strings.Contains(all, topic) {
 			t.Errorf("no panel about %q among:\n%s", topic, all)
 		}
