@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // copiesMetric counts the prompts a router sent to an idle replica to
@@ -16,16 +18,12 @@ const copiesMetric = "llmgw_prefix_warms_total"
 // that policy's run alone; a router killed during the run takes its
 // count with it.
 func prefixCopies(ctx context.Context, hc *http.Client, admins []string) (int, error) {
-	total := 0.0
-	for _, u := range admins {
-		if u == "" {
-			return 0, fmt.Errorf("router metrics: a router without an admin listener")
-		}
-		n, err := scrapeCounter(ctx, hc, u+"/metrics", copiesMetric, `result="ok"`)
-		if err != nil {
-			return 0, fmt.Errorf("router metrics: %w", err)
-		}
-		total += n
+	if slices.Contains(admins, "") {
+		return 0, errors.New("router metrics: a router without an admin listener")
 	}
-	return int(total), nil
+	n, err := sumCounter(ctx, hc, admins, copiesMetric, `result="ok"`)
+	if err != nil {
+		return 0, fmt.Errorf("router metrics: %w", err)
+	}
+	return int(n), nil
 }

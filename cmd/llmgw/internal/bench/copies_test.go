@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
@@ -21,15 +19,7 @@ func TestPrefixCopiesCountsAnsweredCopies(t *testing.T) {
 		"/r1/metrics":   "llmgw_prefix_warms_total{result=\"ok\"} 4\nllmgw_prefix_warms_total{result=\"canceled\"} 1\n",
 		"/none/metrics": "llmgw_requests_total{code=\"200\"} 9\n",
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		page, ok := pages[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write([]byte(page))
-	}))
-	defer srv.Close()
+	srv := servePages(t, pages)
 	tests := []struct {
 		name   string
 		admins []string

@@ -16,11 +16,21 @@ const engineHitsMetric = "vllm:prefix_cache_hits_total"
 // engineHits sums engineHitsMetric over every engine's /metrics (every
 // label set: one per data-parallel rank).
 func engineHits(ctx context.Context, hc *http.Client, engines []string) (float64, error) {
+	n, err := sumCounter(ctx, hc, engines, engineHitsMetric, "")
+	if err != nil {
+		return 0, fmt.Errorf("engine metrics: %w", err)
+	}
+	return n, nil
+}
+
+// sumCounter sums one counter over the /metrics pages of every base URL,
+// with label as scrapeCounter takes it.
+func sumCounter(ctx context.Context, hc *http.Client, bases []string, name, label string) (float64, error) {
 	total := 0.0
-	for _, u := range engines {
-		n, err := scrapeCounter(ctx, hc, u+"/metrics", engineHitsMetric, "")
+	for _, u := range bases {
+		n, err := scrapeCounter(ctx, hc, u+"/metrics", name, label)
 		if err != nil {
-			return 0, fmt.Errorf("engine metrics: %w", err)
+			return 0, err
 		}
 		total += n
 	}

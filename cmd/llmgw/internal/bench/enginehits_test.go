@@ -18,15 +18,7 @@ func TestEngineHitsSumsEveryEngineAndRank(t *testing.T) {
 			"vllm:prefix_cache_hits_total_created 1.7e9\nvllm:prefix_cache_queries_total 400\n",
 		"/b/metrics": "vllm:prefix_cache_hits_total 16 1700000000000\n",
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		page, ok := pages[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write([]byte(page))
-	}))
-	defer srv.Close()
+	srv := servePages(t, pages)
 	tests := []struct {
 		engines []string
 		want    float64
@@ -43,4 +35,20 @@ func TestEngineHitsSumsEveryEngineAndRank(t *testing.T) {
 			t.Errorf("engineHits(%v) = %v, %v; want %v, error %v", tt.engines, got, err, tt.want, tt.err)
 		}
 	}
+}
+
+// servePages serves each page at its path (404 elsewhere) until the test
+// ends.
+func servePages(t *testing.T, pages map[string]string) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		page, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write([]byte(page))
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
