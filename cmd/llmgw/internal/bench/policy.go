@@ -50,7 +50,10 @@ const filters = "filter \"model\" {}\nfilter \"healthy\" {}\n"
 // default with the prefix scorer's queued_credit at 0: the prefix score
 // ignores speculative credit on a replica still prefilling, so a cold
 // burst spreads, while ttft keeps pricing the credit (README,
-// "Credit for a prefill still queued"). precise-prefix-unpinned is the
+// "Credit for a prefill still queued"). precise-prefix-no-copies is the
+// default without its replicator: no prompt is sent to copy a hot prefix
+// to an idle replica, so a comparison says what the copies are worth
+// (README, "Replicator"). precise-prefix-unpinned is the
 // default with the router's pin_data_parallel_rank off (routerOptions):
 // on data-parallel replicas (-data-parallel-size) the engine then picks
 // each request's rank by load, as vLLM's DP client does, instead of the
@@ -70,6 +73,7 @@ func Policies() []Policy {
 		{"precise-prefix-full-only", defaultWithRule("full_only")},
 		{"precise-prefix-queued0", defaultWithPrefixParams("queued_credit = 0")},
 		{"precise-prefix-no-spec", defaultWithPrefixParams("speculative_ttl = \"0s\"")},
+		{"precise-prefix-no-copies", defaultScheduler("", false)},
 		{"precise-prefix-unpinned", ""},
 	}, peerPolicies()...)
 }
@@ -83,9 +87,24 @@ func defaultWithRule(rule string) string {
 // defaultWithPrefixParams is the router's default scheduler with the
 // prefix scorer's params set to the HCL attributes params.
 func defaultWithPrefixParams(params string) string {
-	return filters + "scorer \"prefix\" {\n  weight = 1\n  params = { " + params + " }\n}\n" +
+	return defaultScheduler(params, true)
+}
+
+// defaultScheduler is the router's default scheduler with the prefix
+// scorer's params set to the HCL attributes params (none when ""), and
+// without the hot-prefix replicator unless copies.
+func defaultScheduler(params string, copies bool) string {
+	prefix := "scorer \"prefix\" {\n  weight = 1\n}\n"
+	if params != "" {
+		prefix = "scorer \"prefix\" {\n  weight = 1\n  params = { " + params + " }\n}\n"
+	}
+	s := filters + prefix +
 		"scorer \"approx-prefix\" {\n  weight = 1\n}\nscorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\n" +
-		"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\nreplicator \"hot-prefix\" {}\n"
+		"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"
+	if copies {
+		s += "replicator \"hot-prefix\" {}\n"
+	}
+	return s
 }
 
 // SelectPolicies returns the named policies, in the order given; a comma

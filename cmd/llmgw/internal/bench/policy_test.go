@@ -75,6 +75,31 @@ func TestRulePoliciesAreTheDefault(t *testing.T) {
 	}
 }
 
+// precise-prefix-no-copies is the router's default scheduler less its
+// replicator, and precise-prefix (the default config) has one.
+func TestNoCopiesPolicyIsTheDefaultLessCopies(t *testing.T) {
+	ps, err := SelectPolicies("precise-prefix-no-copies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := config.Default()
+	if err := c.ParseHCL([]byte("scheduler {\n"+ps[0].Scheduler+"}\n"), "no-copies.hcl"); err != nil {
+		t.Fatal(err)
+	}
+	def := scheduler.DefaultConfig()
+	if def.Replicator == nil {
+		t.Fatal("the default config has no replicator: precise-prefix-no-copies compares nothing")
+	}
+	got := c.Scheduler
+	if got.Replicator != nil {
+		t.Errorf("precise-prefix-no-copies has replicator %+v; want none", got.Replicator)
+	}
+	got.Replicator = def.Replicator
+	if !reflect.DeepEqual(got, def) {
+		t.Errorf("precise-prefix-no-copies differs from the default in more than its replicator:\n%+v\n%+v", got, def)
+	}
+}
+
 // precise-prefix-unpinned is the router's default in every respect but
 // pin_data_parallel_rank, so a comparison with precise-prefix on
 // data-parallel replicas measures rank pinning and nothing else.
