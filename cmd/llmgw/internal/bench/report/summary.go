@@ -79,8 +79,9 @@ type Summary struct {
 	// expose_route_headers; a default router sends none).
 	BusiestShare float64 `json:"busiest_replica_share"`
 	// Copies counts the prompts the routers sent to idle replicas to
-	// copy a hot shared prefix there, answered (the routers'
-	// llmgw_prefix_warms_total{result="ok"} after the run): load the
+	// copy a hot shared prefix there, answered by the time the run's last
+	// request ended (the routers' llmgw_prefix_warms_total{result="ok"}
+	// then): load the
 	// client did not send, which the policy chose to add. Nil where it
 	// was not read: reports from before the count, or routers whose
 	// metrics did not answer.
