@@ -30,8 +30,11 @@
 #                              so a context's cold first burst is one of
 #                              32 with one agent and one of its eight with
 #                              four), into docs/bench/sweep-fan-out*-40s/,
-#                              which docs/BENCHMARKS.md links: about 33
-#                              minutes on 2 cores
+#                              which docs/BENCHMARKS.md links: three
+#                              runs of 27 cells a shape, about 1.5-2
+#                              hours on 2 cores (18 cells of one agent at
+#                              0.8 took 677 s on 2026-12-06; the 33
+#                              minutes once quoted were one run)
 #   make bench-dp-pinning      llmgw's default with and without data-parallel
 #                              rank pinning (precise-prefix against
 #                              precise-prefix-unpinned) on 2 replicas of 4
