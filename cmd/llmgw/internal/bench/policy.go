@@ -94,11 +94,11 @@ func defaultWithPrefixParams(params string) string {
 // scorer's params set to the HCL attributes params (none when ""), and
 // without the hot-prefix replicator unless copies.
 func defaultScheduler(params string, copies bool) string {
-	prefix := "scorer \"prefix\" {\n  weight = 1\n}\n"
+	prefix := "scorer \"prefix\" {\n  weight = 1\n"
 	if params != "" {
-		prefix = "scorer \"prefix\" {\n  weight = 1\n  params = { " + params + " }\n}\n"
+		prefix += "  params = { " + params + " }\n"
 	}
-	s := filters + prefix +
+	s := filters + prefix + "}\n" +
 		"scorer \"approx-prefix\" {\n  weight = 1\n}\nscorer \"ttft\" {\n  weight = 4\n}\nscorer \"load\" {\n  weight = 1\n}\n" +
 		"scorer \"session\" {\n  weight = 3\n}\npicker \"max-score\" {}\n"
 	if copies {
