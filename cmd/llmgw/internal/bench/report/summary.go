@@ -81,10 +81,9 @@ type Summary struct {
 	// Copies counts the prompts the routers sent to idle replicas to
 	// copy a hot shared prefix there, answered by the time the run's last
 	// request ended (the routers' llmgw_prefix_warms_total{result="ok"}
-	// then): load the
-	// client did not send, which the policy chose to add. Nil where it
-	// was not read: reports from before the count, or routers whose
-	// metrics did not answer.
+	// then): load the client did not send, which the policy chose to
+	// add. Nil where it was not read: reports from before the count, or
+	// routers whose metrics did not answer.
 	Copies *int `json:"prefix_copies,omitempty"`
 	// SendLag is how late the client sent the open-loop requests against
 	// the workload's schedule (SendLag; set by the caller, which knows the
