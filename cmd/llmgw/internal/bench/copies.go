@@ -21,7 +21,7 @@ func prefixCopies(ctx context.Context, hc *http.Client, admins []string) (int, e
 	if slices.Contains(admins, "") {
 		return 0, errors.New("router metrics: a router without an admin listener")
 	}
-	n, err := sumCounter(ctx, hc, admins, copiesMetric, `result="ok"`)
+	n, err := sumCounter(ctx, hc, admins, copiesMetric, labelPair{"result", "ok"})
 	if err != nil {
 		return 0, fmt.Errorf("router metrics: %w", err)
 	}

@@ -1,12 +1,14 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
-	"strconv"
-	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // engineHitsMetric is vLLM's counter of prompt tokens served from the
@@ -16,19 +18,23 @@ const engineHitsMetric = "vllm:prefix_cache_hits_total"
 // engineHits sums engineHitsMetric over every engine's /metrics (every
 // label set: one per data-parallel rank).
 func engineHits(ctx context.Context, hc *http.Client, engines []string) (float64, error) {
-	n, err := sumCounter(ctx, hc, engines, engineHitsMetric, "")
+	n, err := sumCounter(ctx, hc, engines, engineHitsMetric, labelPair{})
 	if err != nil {
 		return 0, fmt.Errorf("engine metrics: %w", err)
 	}
 	return n, nil
 }
 
+// A labelPair selects the samples whose label name has value; the zero
+// labelPair selects every sample.
+type labelPair struct{ name, value string }
+
 // sumCounter sums one counter over the /metrics pages of every base URL,
-// with label as scrapeCounter takes it.
-func sumCounter(ctx context.Context, hc *http.Client, bases []string, name, label string) (float64, error) {
+// the samples want selects.
+func sumCounter(ctx context.Context, hc *http.Client, bases []string, name string, want labelPair) (float64, error) {
 	total := 0.0
 	for _, u := range bases {
-		n, err := scrapeCounter(ctx, hc, u+"/metrics", name, label)
+		n, err := scrapeCounter(ctx, hc, u+"/metrics", name, want)
 		if err != nil {
 			return 0, err
 		}
@@ -37,10 +43,13 @@ func sumCounter(ctx context.Context, hc *http.Client, bases []string, name, labe
 	return total, nil
 }
 
-// scrapeCounter sums the samples of one metric in a Prometheus text page:
-// every label set, or with label (such as `result="ok"`) only the sets
-// holding it.
-func scrapeCounter(ctx context.Context, hc *http.Client, url, name, label string) (float64, error) {
+// maxPage bounds one metrics page: a vLLM engine's is tens of kilobytes.
+const maxPage = 16 << 20
+
+// scrapeCounter sums the samples of one metric in a Prometheus text page
+// that want selects, parsed by the Prometheus project's own parser so that
+// a label is matched by name and value, never by a substring of the set.
+func scrapeCounter(ctx context.Context, hc *http.Client, url, name string, want labelPair) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
@@ -53,30 +62,34 @@ func scrapeCounter(ctx context.Context, hc *http.Client, url, name, label string
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("%s: status %d", url, resp.StatusCode)
 	}
-	sum := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), name)
-		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		end := strings.LastIndexByte(rest, '}')
-		if label != "" && !strings.Contains(rest[:end+1], label) {
-			continue
-		}
-		f := strings.Fields(rest[end+1:])
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %s: %w", url, name, err)
-		}
-		sum += v
-	}
-	if err := sc.Err(); err != nil {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, maxPage))
+	if err != nil {
 		return 0, fmt.Errorf("%s: %w", url, err)
 	}
+	sum := 0.0
+	for _, m := range families[name].GetMetric() {
+		if want != (labelPair{}) && !hasLabel(m, want) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Untyped != nil:
+			sum += m.GetUntyped().GetValue()
+		default:
+			return 0, fmt.Errorf("%s: %s is not a counter", url, name)
+		}
+	}
 	return sum, nil
+}
+
+// hasLabel says whether m carries want's label with want's value.
+func hasLabel(m *dto.Metric, want labelPair) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == want.name {
+			return l.GetValue() == want.value
+		}
+	}
+	return false
 }
