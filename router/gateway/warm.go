@@ -25,6 +25,16 @@ const warmTimeout = time.Minute
 // from growing goroutines.
 const maxWarms = 64
 
+// A copy's outcome, the result label of Metrics.Warms: answered, failed or
+// refused by its replica, cut short by the router closing, or not sent
+// because maxWarms were in flight.
+const (
+	warmOK       = "ok"
+	warmError    = "error"
+	warmCanceled = "canceled"
+	warmSkipped  = "skipped"
+)
+
 // warmer sends the prefix copies the planner proposes (route.Plan.Warm)
 // in the background. The gateway owns it: Close cancels the copies in
 // flight and waits for their goroutines.
@@ -39,7 +49,7 @@ type warmer struct {
 func newWarmer(m *Metrics) *warmer {
 	// Every result from the start, at 0: a dashboard's rate() over a
 	// series that appears with its first copy misses that copy.
-	for _, result := range []string{"ok", "error", "canceled", "skipped"} {
+	for _, result := range []string{warmOK, warmError, warmCanceled, warmSkipped} {
 		m.Warms.WithLabelValues(result)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,7 +77,7 @@ func (g *Gateway) warm(p *route.Plan) {
 	select {
 	case w.slots <- struct{}{}:
 	default:
-		w.sent.WithLabelValues("skipped").Inc()
+		w.sent.WithLabelValues(warmSkipped).Inc()
 		return
 	}
 	body, err := disagg.PrefillOnlyBody(p.Request.Body)
@@ -99,23 +109,23 @@ func (g *Gateway) warm(p *route.Plan) {
 }
 
 // sendWarm is one prefix copy's exchange with its replica; it returns the
-// outcome the metric counts: ok, error (no answer, or one that is not a
-// success) or canceled (the router is closing).
+// outcome the metric counts: warmOK, warmError (no answer, or one that is
+// not a success) or warmCanceled (the router is closing).
 func (g *Gateway) sendWarm(req *http.Request, answered func()) string {
 	resp, err := g.tr.base.RoundTrip(req)
 	if err != nil {
 		if req.Context().Err() != nil {
-			return "canceled"
+			return warmCanceled
 		}
 		g.d.Logger.Debug("prefix copy failed", "url", req.URL.String(), "error", err)
-		return "error"
+		return warmError
 	}
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, disagg.MaxPrefillResponse))
 	answered()
 	if err != nil || resp.StatusCode != http.StatusOK {
 		g.d.Logger.Debug("prefix copy refused", "url", req.URL.String(), "status", resp.StatusCode, "error", err)
-		return "error"
+		return warmError
 	}
-	return "ok"
+	return warmOK
 }
