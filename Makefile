@@ -56,11 +56,20 @@ deps: ## install missing Debian packages (libzmq3-dev, pkg-config, protobuf-comp
 	@command -v npm >/dev/null || { echo "installing Debian package: npm"; \
 		$(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
 
+# The commit built, from git (a short hash, "+dirty" when the tree has
+# changes, as Go's vcs.modified counts them), empty outside a checkout. Go
+# stamps binaries itself, but it takes only a .git directory for a
+# repository's root: in a linked git worktree it stamps nothing, or the
+# commit of a checkout enclosing the worktree.
+BUILD_COMMIT = $(shell git rev-parse --short=7 HEAD 2>/dev/null)$(shell git status --porcelain 2>/dev/null | grep -q . && echo +dirty)
+BUILD_COMMIT_VAR = github.com/llmgw/llmgw/cmd/llmgw/internal/bench/report.linkedCommit
+
 build: deps ## compile every package and put the binaries in bin/
 	$(GO) build ./...
-	@# -buildvcs=auto stamps the commit into the binaries (llmgw bench's
-	@# provenance reads it) even where GOFLAGS turns stamping off.
-	$(GO) build -buildvcs=auto -o bin/ ./cmd/...
+	@# llmgw bench's provenance records the commit BUILD_COMMIT links in;
+	@# -buildvcs=auto stamps Go's own as well, even where GOFLAGS turns
+	@# stamping off.
+	$(GO) build -buildvcs=auto -ldflags "-X $(BUILD_COMMIT_VAR)=$(BUILD_COMMIT)" -o bin/ ./cmd/...
 
 # bin/consul: the MPL-2.0 Consul agent, built from the nested module in
 # consul/agent so the main go.mod stays lean. About 8 minutes cold on 2 cores.

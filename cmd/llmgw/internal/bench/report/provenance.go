@@ -39,18 +39,30 @@ func (p *Provenance) fill(now time.Time) {
 	}
 }
 
-// buildCommit is the running binary's VCS revision, shortened, or
-// "unknown" for a binary built without it (go run, go test).
+// linkedCommit is the commit `make build` links in (-X, from git
+// rev-parse and git status: a short hash, "+dirty" after it when the tree
+// had changes). Go's own stamp cannot be trusted for it: Go takes only a
+// .git directory for a repository's root, so in a linked git worktree,
+// whose .git is a file, it stamps nothing, or the commit of a checkout
+// that encloses the worktree (golang/go#58218).
+var linkedCommit string
+
+// buildCommit is the commit the running binary was built from, or
+// "unknown" for a binary built with neither (go run, go test).
 func buildCommit() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
+	var settings []debug.BuildSetting
+	if info, ok := debug.ReadBuildInfo(); ok {
+		settings = info.Settings
 	}
-	return commitOf(info.Settings)
+	return commitOf(linkedCommit, settings)
 }
 
-// commitOf reads vcs.revision and vcs.modified from build settings.
-func commitOf(settings []debug.BuildSetting) string {
+// commitOf is linked when set, else the shortened vcs.revision of the
+// build settings, marked "+dirty" by vcs.modified.
+func commitOf(linked string, settings []debug.BuildSetting) string {
+	if linked != "" {
+		return linked
+	}
 	var rev string
 	var dirty bool
 	for _, s := range settings {

@@ -12,16 +12,21 @@ func TestCommitOf(t *testing.T) {
 	rev := debug.BuildSetting{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"}
 	tests := []struct {
 		name     string
+		linked   string
 		settings []debug.BuildSetting
 		want     string
 	}{
-		{"clean tree", []debug.BuildSetting{rev, {Key: "vcs.modified", Value: "false"}}, "0123456"},
-		{"uncommitted changes", []debug.BuildSetting{rev, {Key: "vcs.modified", Value: "true"}}, "0123456+dirty"},
-		{"no VCS information", []debug.BuildSetting{{Key: "GOOS", Value: "linux"}}, "unknown"},
+		{"clean tree", "", []debug.BuildSetting{rev, {Key: "vcs.modified", Value: "false"}}, "0123456"},
+		{"uncommitted changes", "", []debug.BuildSetting{rev, {Key: "vcs.modified", Value: "true"}}, "0123456+dirty"},
+		{"no VCS information", "", []debug.BuildSetting{{Key: "GOOS", Value: "linux"}}, "unknown"},
+		// A worktree nested in another checkout: Go stamped the
+		// enclosing checkout's commit; make linked the right one.
+		{"linked by make", "89abcde+dirty", []debug.BuildSetting{rev}, "89abcde+dirty"},
+		{"linked, no VCS information", "89abcde", nil, "89abcde"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := commitOf(tt.settings); got != tt.want {
+			if got := commitOf(tt.linked, tt.settings); got != tt.want {
 				t.Errorf("commitOf = %q; want %q", got, tt.want)
 			}
 		})
