@@ -161,7 +161,7 @@ func b2i(b bool) int {
 func writeCapacity(b *strings.Builder, explain bool, sweeps ...*Sweep) {
 	if explain {
 		fmt.Fprintf(b, "Capacity at the SLO: the highest arrival rate at which at least %.0f%% of requests met it, interpolated linearly "+
-			"between the swept rates where the share crossed %.0f%%", 100*SLOShare, 100*SLOShare)
+			"between the swept rates where the share crossed %.0f%% (\">=\" where the median run still met it at the top swept rate)", 100*SLOShare, 100*SLOShare)
 		if len(sweeps) > 1 {
 			fmt.Fprintf(b, "; every figure the median (range) over %d runs", len(sweeps))
 		}
@@ -173,12 +173,15 @@ func writeCapacity(b *strings.Builder, explain bool, sweeps ...*Sweep) {
 	}
 	b.WriteString(" at | TTFT p90 | of oracle |\n|---|---:|")
 	b.WriteString(strings.Repeat("---:|", len(sweeps[0].Rates)+3) + "\n")
+	top := sweeps[0].Rates[len(sweeps[0].Rates)-1].Rate
 	for _, r := range Capacities(sweeps...) {
 		capacity := r.Capacity.Format(figure, " req/s")
 		switch {
 		case r.Below == r.Capacity.N:
 			capacity = "below the lowest rate"
-		case r.Above == r.Capacity.N:
+		case r.Above > 0 && r.Capacity.Median >= top:
+			// The median run still met the SLO at the highest rate:
+			// the median is a lower bound.
 			capacity = ">= " + capacity
 		}
 		fmt.Fprintf(b, "| %s | %s |", r.Policy, capacity)

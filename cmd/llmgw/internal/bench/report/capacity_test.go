@@ -76,3 +76,31 @@ func TestCapacitiesOverRepeats(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestCapacityLowerBound: where the median run met the SLO at the highest
+// swept rate, the table marks the median as a lower bound; where only one
+// of three did, the median is a crossing and is not marked.
+func TestCapacityLowerBound(t *testing.T) {
+	tests := []struct {
+		name    string
+		repeats []*Sweep
+		want    string
+	}{
+		{"two of three held the top rate", []*Sweep{
+			shares("p", 1, 1, 1, 1), shares("p", 1, 1, 1, 0.95), shares("p", 1, 0.95, 0.85, 0.5),
+		}, "| p | >= 8 req/s (3-8 req/s) |"},
+		{"one of three held it", []*Sweep{
+			shares("p", 1, 1, 1, 1), shares("p", 1, 0.95, 0.85, 0.5), shares("p", 1, 0.9, 0.7, 0.5),
+		}, "| p | 3 req/s (2-8 req/s) |"},
+		{"every run held it", []*Sweep{shares("p", 1, 1, 1, 1)}, "| p | >= 8 req/s |"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			writeCapacity(&b, false, tt.repeats...)
+			if !strings.Contains(b.String(), tt.want) {
+				t.Errorf("table:\n%s\nwant the row to start %q", b.String(), tt.want)
+			}
+		})
+	}
+}
