@@ -18,5 +18,7 @@
 //
 // The package reaches the fleet only through the small Fleet interface
 // below (cmd/llmgw/internal/fleet provides it); it must not import driver/... or
-// router/... packages, which it meets only over HTTP and DNS.
+// router/... packages, which it meets only over HTTP and DNS; the
+// engines' and routers' metrics pages it reads with the Prometheus
+// project's text parser.
 package bench
