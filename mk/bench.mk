@@ -10,8 +10,9 @@
 #                              workload) and sweep.json, sweep.md and
 #                              sweep.png in docs/bench/sweep-<workload>/:
 #                              about 3.3 hours on 2 cores (one run of the
-#                              six sweeps is about 66 minutes, 22 of them
-#                              coding agents; the figures are in
+#                              six sweeps is about 65 minutes, 26 of them
+#                              coding agents: three runs of it took 4,591
+#                              s on 2026-12-06; the other figures are in
 #                              docs/notes/2026-12-05-coding-agent-sweep.md,
 #                              "What make bench-policies costs")
 #   make bench-policies-quick  five of the sweeps with -quick (lowest and
@@ -96,11 +97,11 @@ BENCH_B2B_FLAGS ?= -workload b2b-saas -shards 8 -max-model-len 3072 -rates 4,8,1
 BENCH_AGENT_FLAGS ?= -workload coding-agent -shards 8 -max-model-len 32768 -rates 0.8,1.6,3.2 -policies $(BENCH_AGENT_POLICIES)
 # 20 s of session starts (after the common flags, whose 10 s it
 # overrides): a session lasts about 45 s. Three runs of five policies at
-# three rates are 45 of them, 90-100 s each: past llmgw bench's 30-minute
+# three rates are 45 of them, about 100 s each: past llmgw bench's 30-minute
 # default bound, hence the timeout.
 BENCH_AGENT_DURATION ?= -duration 20s -timeout 2h
 # The current peers' defaults (dynamo-1.7 decides as dynamo): a run of
-# the coding-agent sweep is about 90 s a policy and rate.
+# the coding-agent sweep is about 100 s a policy and rate.
 BENCH_AGENT_POLICIES ?= round-robin,precise-prefix,dynamo,llmd-sticky,smg-1.9
 BENCH_QUICK_OUT ?= $(or $(TMPDIR),/tmp)/llmgw-bench-quick
 # -quick checks the sweeps' machinery, not the ranking: the default and
