@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -62,8 +63,16 @@ func scrapeCounter(ctx context.Context, hc *http.Client, url, name string, want 
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("%s: status %d", url, resp.StatusCode)
 	}
+	page, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", url, err)
+	}
+	if len(page) > maxPage {
+		// Cut short, the page would parse and count too little.
+		return 0, fmt.Errorf("%s: page over %d bytes", url, maxPage)
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, maxPage))
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(page))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", url, err)
 	}

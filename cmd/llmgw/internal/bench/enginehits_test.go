@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +52,23 @@ func servePages(t *testing.T, pages map[string]string) *httptest.Server {
 	}))
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// TestScrapeCounterRefusesAnOversizedPage: a page past maxPage is an
+// error, not a count of the part that was read; the same samples on a page
+// within it count.
+func TestScrapeCounterRefusesAnOversizedPage(t *testing.T) {
+	sample := "vllm:prefix_cache_hits_total 7\n"
+	pad := strings.Repeat("# padding\n", maxPage/10)
+	srv := servePages(t, map[string]string{
+		"/fits/metrics": sample + pad[:maxPage-len(sample)-1] + "\n",
+		"/over/metrics": sample + pad,
+	})
+	n, err := scrapeCounter(context.Background(), srv.Client(), srv.URL+"/fits/metrics", engineHitsMetric, labelPair{})
+	if n != 7 || err != nil {
+		t.Errorf("page of maxPage bytes: %v, %v; want 7", n, err)
+	}
+	if _, err := scrapeCounter(context.Background(), srv.Client(), srv.URL+"/over/metrics", engineHitsMetric, labelPair{}); err == nil || !strings.Contains(err.Error(), "page over") {
+		t.Errorf("page over maxPage: error %v; want one saying so", err)
+	}
 }

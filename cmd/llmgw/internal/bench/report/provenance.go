@@ -15,8 +15,9 @@ import (
 type Provenance struct {
 	// Date is the run's day, UTC, as YYYY-MM-DD.
 	Date string `json:"date,omitempty"`
-	// Commit is the short hash of the code measured (the binary's
-	// vcs.revision), with "+dirty" when its tree had uncommitted changes.
+	// Commit is the short hash of the code measured (the commit make
+	// build linked in, else the binary's vcs.revision), with "+dirty"
+	// when its tree had uncommitted changes.
 	Commit string `json:"commit,omitempty"`
 	// Machine is the host in words: CPUs and platform.
 	Machine string `json:"machine,omitempty"`
