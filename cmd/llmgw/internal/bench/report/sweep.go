@@ -274,7 +274,7 @@ func (s *Sweep) writeSetup(b *strings.Builder) {
 
 // writeVerdict writes the default against the best peer at the knees and
 // the highest rate, then the oracle share below the knee, the peers'
-// wins and the host-limited runs in one paragraph.
+// wins, the capacity ratio and the host-limited runs in one paragraph.
 func (s *Sweep) writeVerdict(b *strings.Builder, v Verdict) {
 	knee := fmt.Sprintf("%g req/s", v.Rate)
 	if !v.Saturated {
@@ -314,6 +314,7 @@ func (s *Sweep) writeVerdict(b *strings.Builder, v Verdict) {
 		below = pct(v.MinUnsaturatedOracleShare)
 	}
 	fmt.Fprintf(b, "\nThe default's lowest share of the oracle's reusable tokens below the knee: %s. Peers ahead of the default at any rate: %s. ", below, wins)
+	b.WriteString(s.capacityRatioSentence())
 	if len(v.HostLimited) > 0 {
 		fmt.Fprintf(b, "Host-limited runs (the client sent late, send lag p99 over %s): %s.\n\n", HostLimitLag, strings.Join(v.HostLimited, "; "))
 	} else {
