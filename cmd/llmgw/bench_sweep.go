@@ -48,7 +48,7 @@ func (s *sweepFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&s.quick, "quick", false, "sweep: a CI check in a few minutes: only the lowest and highest rate, and at most 48 requests per run")
 	fs.DurationVar(&s.duration, "duration", 0, "sweep: size each rate's workload to about this long a schedule (rate x duration requests: -requests, -bursts, -max-requests, -agent-sessions, or -sessions/-users x -rounds, -groups x -per-group, -b2b-groups x 5, -prompts); 0 keeps the workload's flags at every rate")
 	fs.StringVar(&s.render, "render", "", "sweep: render this sweep.json again (its tables, plot and -doc section, with the current report format and -noise) instead of running; a comma list adds the others' runs as repeats of the first (the report gives the medians and ranges, as -runs does)")
-	fs.IntVar(&s.runs, "runs", 1, "sweep: run the whole sweep this many times, on seeds -seed, -seed+1, ...; the report gives the medians over the runs and their ranges, and counts a comparison whose range of ratios holds 1 as a tie")
+	fs.IntVar(&s.runs, "runs", 1, "sweep: run the whole sweep this many times, on seeds -seed, -seed+1, ...; the report gives the medians over the runs and their ranges, and counts a comparison whose range of ratios holds 1 as a tie; when a run fails, the completed ones are kept in -out/"+partialSweep)
 	fs.Float64Var(&s.noise, "noise", 0.1, "sweep: relative goodput difference within the run's noise; a peer counts as ahead of the default only beyond it")
 }
 
@@ -145,11 +145,38 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 	if c.progress {
 		o.ShowProgress(stderr)
 	}
+	s, err := c.runSweeps(func(r int) (*report.Sweep, error) {
+		run = r
+		return bench.Sweep(ctx, f, o)
+	})
+	if err != nil {
+		return err
+	}
+	if err := finish(); err != nil {
+		return err
+	}
+	return writeSweep(s, c, stdout)
+}
+
+// partialSweep is the file in -out that keeps a sweep's completed runs
+// when a later run fails or is cut short.
+const partialSweep = "sweep-partial.json"
+
+// runSweeps runs the sweep -runs times (run r on seed -seed + r) and
+// gathers the runs, the first with the others as its repeats. A run of a
+// sweep takes minutes to an hour, so when one fails (a -timeout reached,
+// a signal) after others completed, the completed runs are written to
+// partialSweep in -out, where -render reads them, rather than lost.
+func (c *benchConfig) runSweeps(sweep func(run int) (*report.Sweep, error)) (*report.Sweep, error) {
 	var s *report.Sweep
-	for run = range c.sweep.runs {
-		r, err := bench.Sweep(ctx, f, o)
+	for run := range c.sweep.runs {
+		r, err := sweep(run)
 		if err != nil {
-			return err
+			err = fmt.Errorf("run %d of %d (seed %d): %w", run+1, c.sweep.runs, c.seed+uint64(run), err)
+			if s != nil {
+				err = c.savePartial(s, run, err)
+			}
+			return nil, err
 		}
 		r.Seed = c.seed + uint64(run)
 		if s == nil {
@@ -158,10 +185,35 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 			s.Repeats = append(s.Repeats, r)
 		}
 	}
-	if err := finish(); err != nil {
-		return err
+	return s, nil
+}
+
+// savePartial writes the completed runs of s (done of them) to
+// partialSweep in -out and adds where they are to err.
+func (c *benchConfig) savePartial(s *report.Sweep, done int, err error) error {
+	if c.outDir == "" {
+		return fmt.Errorf("%w; %s not kept (no -out)", err, completedRuns(done))
 	}
-	return writeSweep(s, c, stdout)
+	path := filepath.Join(c.outDir, partialSweep)
+	js, jerr := s.JSON()
+	if jerr == nil {
+		jerr = os.MkdirAll(c.outDir, 0o755)
+	}
+	if jerr == nil {
+		jerr = os.WriteFile(path, js, 0o644)
+	}
+	if jerr != nil {
+		return fmt.Errorf("%w; keeping %s failed: %v", err, completedRuns(done), jerr)
+	}
+	return fmt.Errorf("%w; %s kept in %s (llmgw bench -render %s reads it)", err, completedRuns(done), path, path)
+}
+
+// completedRuns is "1 completed run" or "n completed runs".
+func completedRuns(n int) string {
+	if n == 1 {
+		return "1 completed run"
+	}
+	return fmt.Sprintf("%d completed runs", n)
 }
 
 // sized sets the workload's size flags so that it sends about n

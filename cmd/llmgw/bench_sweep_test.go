@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,5 +104,62 @@ func TestRenderSweep(t *testing.T) {
 	c.sweep.render = filepath.Join(dir, "missing.json")
 	if err := renderSweep(c, &stdout); err == nil {
 		t.Error("rendering a missing file: no error")
+	}
+}
+
+// TestRunSweepsKeepsCompletedRuns: when a run of a multi-run sweep fails
+// (here the third, cut short by its deadline), the completed runs are
+// written to -out, seeds and all, where -render reads them; without -out,
+// or when the first run fails, the error says nothing was kept.
+func TestRunSweepsKeepsCompletedRuns(t *testing.T) {
+	sweepOf := func(goodput float64) *report.Sweep {
+		return &report.Sweep{Command: "llmgw bench -rates 1", Workload: "x", Baseline: "round-robin", Default: "precise-prefix",
+			Rates: []report.Report{{Workload: "x", Rate: 1, Requests: 10, Policies: []report.Summary{
+				{Policy: "round-robin", Goodput: 1, Requests: 10}, {Policy: "precise-prefix", Goodput: goodput, Requests: 10}}}}}
+	}
+	failAt := func(n int) func(int) (*report.Sweep, error) {
+		return func(run int) (*report.Sweep, error) {
+			if run == n {
+				return nil, context.DeadlineExceeded
+			}
+			return sweepOf(float64(run + 2)), nil
+		}
+	}
+	out := filepath.Join(t.TempDir(), "sweep-x")
+	c := benchConfig{seed: 5, outDir: out}
+	c.sweep.runs = 3
+
+	_, err := c.runSweeps(failAt(2))
+	path := filepath.Join(out, partialSweep)
+	if !errors.Is(err, context.DeadlineExceeded) || err == nil ||
+		!strings.Contains(err.Error(), "run 3 of 3 (seed 7)") || !strings.Contains(err.Error(), "2 completed runs kept in "+path) {
+		t.Fatalf("error %v; want the third run's deadline and where the two completed runs are", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept report.Sweep
+	if err := json.Unmarshal(b, &kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept.Seed != 5 || len(kept.Repeats) != 1 || kept.Repeats[0].Seed != 6 || kept.Repeats[0].Rates[0].Policies[1].Goodput != 3 {
+		t.Errorf("kept seed %d with %d repeats; want seed 5 and its repeat on seed 6 (goodput 3)", kept.Seed, len(kept.Repeats))
+	}
+	c.sweep.render = path
+	var md bytes.Buffer
+	if err := renderSweep(benchConfig{sweep: c.sweep}, &md); err != nil || !strings.Contains(md.String(), "2 runs, the workload seeded 5, 6") {
+		t.Errorf("rendering the kept runs: %v\n%s", err, md.String())
+	}
+
+	if _, err := (&benchConfig{seed: 5, sweep: c.sweep}).runSweeps(failAt(1)); err == nil || !strings.Contains(err.Error(), "1 completed run not kept (no -out)") {
+		t.Errorf("without -out: %v", err)
+	}
+	first := benchConfig{outDir: t.TempDir(), sweep: c.sweep}
+	if _, err := first.runSweeps(failAt(0)); err == nil || strings.Contains(err.Error(), "completed") {
+		t.Errorf("the first run failing: %v; want no word of completed runs", err)
+	}
+	if _, err := os.Stat(filepath.Join(first.outDir, partialSweep)); !os.IsNotExist(err) {
+		t.Errorf("the first run failing left %s: %v", partialSweep, err)
 	}
 }
