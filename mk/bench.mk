@@ -9,12 +9,11 @@
 #                              (between marker comments: one table per
 #                              workload) and sweep.json, sweep.md and
 #                              sweep.png in docs/bench/sweep-<workload>/:
-#                              about 3.3 hours on 2 cores (one run of the
-#                              six sweeps is about 65 minutes, 26 of them
-#                              coding agents: three runs of it took 4,591
-#                              s on 2026-12-06; the other figures are in
-#                              docs/notes/2026-12-05-coding-agent-sweep.md,
-#                              "What make bench-policies costs")
+#                              about 3.5 hours on 2 cores (195 cells a
+#                              run, about 70 minutes; coding agents 26 of
+#                              them, 4,591 s for three runs on 2026-12-06,
+#                              four agents 2,259 s, mixed tenants 1,544 s;
+#                              docs/notes/2026-12-06-capacity-ratio-run-by-run.md)
 #   make bench-policies-quick  five of the sweeps with -quick (lowest and
 #                              highest rate, 48 requests a run, the default
 #                              and llmd-sticky, one run) into
