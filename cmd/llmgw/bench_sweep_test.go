@@ -131,7 +131,7 @@ func TestRunSweepsKeepsCompletedRuns(t *testing.T) {
 
 	_, err := c.runSweeps(failAt(2))
 	path := filepath.Join(out, partialSweep)
-	if !errors.Is(err, context.DeadlineExceeded) || err == nil ||
+	if !errors.Is(err, context.DeadlineExceeded) ||
 		!strings.Contains(err.Error(), "run 3 of 3 (seed 7)") || !strings.Contains(err.Error(), "2 completed runs kept in "+path) {
 		t.Fatalf("error %v; want the third run's deadline and where the two completed runs are", err)
 	}
