@@ -10,9 +10,10 @@
 #                              workload) and sweep.json, sweep.md and
 #                              sweep.png in docs/bench/sweep-<workload>/:
 #                              about 3.5 hours on 2 cores (195 cells a
-#                              run, about 70 minutes; coding agents 26 of
-#                              them, 4,591 s for three runs on 2026-12-06,
-#                              four agents 2,259 s, mixed tenants 1,544 s;
+#                              run, about 70 minutes, 26 of them coding
+#                              agents; three runs took 4,591 s for coding
+#                              agents, 2,259 s for four agents and 1,544
+#                              s for mixed tenants on 2026-12-06;
 #                              docs/notes/2026-12-06-capacity-ratio-run-by-run.md)
 #   make bench-policies-quick  five of the sweeps with -quick (lowest and
 #                              highest rate, 48 requests a run, the default

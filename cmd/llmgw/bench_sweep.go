@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -155,7 +156,23 @@ func sweepOnFleet(ctx context.Context, c benchConfig, args []string, _ workload.
 	if err := finish(); err != nil {
 		return err
 	}
+	if err := c.dropPartial(); err != nil {
+		return err
+	}
 	return writeSweep(s, c, stdout)
+}
+
+// dropPartial removes a partialSweep an earlier, failed sweep left in
+// -out: the complete sweep written beside it supersedes it, and a stale
+// one would be read (or committed) as this sweep's.
+func (c *benchConfig) dropPartial() error {
+	if c.outDir == "" {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(c.outDir, partialSweep)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the earlier sweep's partial runs: %w", err)
+	}
+	return nil
 }
 
 // partialSweep is the file in -out that keeps a sweep's completed runs

@@ -151,6 +151,16 @@ func TestRunSweepsKeepsCompletedRuns(t *testing.T) {
 	if err := renderSweep(benchConfig{sweep: c.sweep}, &md); err != nil || !strings.Contains(md.String(), "2 runs, the workload seeded 5, 6") {
 		t.Errorf("rendering the kept runs: %v\n%s", err, md.String())
 	}
+	// A later sweep that completes in the same -out drops it.
+	if err := c.dropPartial(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("%s is left after a complete sweep: %v", path, err)
+	}
+	if err := c.dropPartial(); err != nil {
+		t.Errorf("no partial runs to drop: %v", err)
+	}
 
 	if _, err := (&benchConfig{seed: 5, sweep: c.sweep}).runSweeps(failAt(1)); err == nil || !strings.Contains(err.Error(), "1 completed run not kept (no -out)") {
 		t.Errorf("without -out: %v", err)
