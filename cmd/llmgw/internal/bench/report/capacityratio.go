@@ -63,14 +63,11 @@ func (s *Sweep) CapacityRatio() (CapacityRatio, bool) {
 		case d.Below:
 			x = lowest / p.Rate
 			r.AtMost++
-		case d.Above:
-			x = d.Rate / p.Rate
-			r.AtLeast++
-		case p.Above:
-			x = d.Rate / p.Rate
-			r.AtMost++
 		default:
+			// Both within the swept rates, or one held the top rate.
 			x = d.Rate / p.Rate
+			r.AtLeast += b2i(d.Above)
+			r.AtMost += b2i(p.Above)
 		}
 		xs = append(xs, x)
 	}
